@@ -1,0 +1,128 @@
+# greta arrays: R handles on the nodes of a model's DAG. Building one records a
+# node and does no arithmetic (the engine computes); see DESIGN.md "Data flow".
+#
+# A node is an environment with
+#   id        unique integer, so DAG walks can mark nodes as seen
+#   type      "data", "variable", "operation" or "distribution"
+#   dim       integer dims (at least two, as in greta)
+#   parents   list of nodes this one is computed from
+#   children  list of nodes computed from this one (so model() can find the
+#             likelihood terms attached to a parameter)
+# and, by type: value (data); lower, upper (variable); op, index (operation);
+# family, target, truncation (distribution); distribution (a data or variable
+# node with a density).
+
+new_node <- function(type, dim, parents = list(), ...) {
+  lockstep_state$next_id <- lockstep_state$next_id + 1L
+  node <- new.env(parent = emptyenv())
+  node$id <- lockstep_state$next_id
+  node$type <- type
+  node$dim <- as.integer(dim)
+  node$parents <- parents
+  node$children <- list()
+  node$distribution <- NULL
+  extra <- list(...)
+  for (name in names(extra)) assign(name, extra[[name]], envir = node)
+  for (parent in parents) add_child(parent, node)
+  node
+}
+
+add_child <- function(parent, child) {
+  parent$children[[length(parent$children) + 1L]] <- child
+  invisible(parent)
+}
+
+as_greta_array_from_node <- function(node) {
+  structure(list(node = node), class = "greta_array")
+}
+
+get_node <- function(x) .subset2(x, "node")
+
+is.greta_array <- function(x) inherits(x, "greta_array")
+
+# Coerces R numbers to a data greta array, naming `arg` in errors.
+as.greta_array <- function(x, arg = "x") {
+  if (is.greta_array(x)) return(x)
+  as_data_array(x, arg)
+}
+
+#' @export
+dim.greta_array <- function(x) get_node(x)$dim
+
+#' @export
+length.greta_array <- function(x) prod(get_node(x)$dim)
+
+#' @export
+`dim<-.greta_array` <- function(x, value) {
+  stop("changing the dimensions of a greta array is not supported yet", call. = FALSE)
+}
+
+#' @export
+as.matrix.greta_array <- function(x, ...) x
+
+#' @export
+print.greta_array <- function(x, ...) {
+  node <- get_node(x)
+  type <- switch(node$type, operation = "operation", data = "data", variable = "variable",
+                 distribution = "distribution")
+  cat("greta array (", type, ")\n\n", sep = "")
+  if (node$type == "data") {
+    print(array(node$value, dim = node$dim))
+  } else {
+    print(array("?", dim = node$dim), quote = FALSE)
+  }
+  invisible(x)
+}
+
+#' @export
+summary.greta_array <- function(object, ...) {
+  node <- get_node(object)
+  cat(sprintf("'%s' greta array of dimension %s\n", node$type,
+              paste(node$dim, collapse = " x ")))
+  invisible(object)
+}
+
+#' Extract parts of a greta array
+#'
+#' Indexing works as for R arrays: `x[i]` gives a column vector, `x[i, j]` a
+#' matrix; dimensions are never dropped below two. The result is a new greta
+#' array whose values are gathered from `x` by the engine.
+#'
+#' @param x a greta array
+#' @param i,j,... indices, as for R arrays
+#' @param drop ignored: greta arrays keep at least two dimensions
+#' @return a greta array
+#' @examples
+#' theta <- normal(0, 1, dim = 5)
+#' theta[2:3]
+#' @name extract
+#' @export
+`[.greta_array` <- function(x, i, j, ..., drop = FALSE) {
+  node <- get_node(x)
+  n_index <- nargs() - 1L - !missing(drop)
+  positions <- array(seq_len(prod(node$dim)), dim = node$dim)
+  selected <- tryCatch(
+    if (n_index <= 1L) positions[i] else positions[i, j, ..., drop = FALSE],
+    error = function(e) stop("invalid index for a greta array of dimension ",
+                             paste(node$dim, collapse = " x "), ": ", conditionMessage(e),
+                             call. = FALSE)
+  )
+  if (anyNA(selected)) {
+    stop("index out of range (or NA) for a greta array of dimension ",
+         paste(node$dim, collapse = " x "), call. = FALSE)
+  }
+  dim <- if (is.null(dim(selected))) c(length(selected), 1L) else dim(selected)
+  if (length(dim) == 1L) dim <- c(dim, 1L)
+  if (prod(dim) == 0) stop("indexing a greta array must select at least one element", call. = FALSE)
+  new_operation("gather", list(node), dim, index = as.integer(selected) - 1L)
+}
+
+#' @export
+`[<-.greta_array` <- function(x, ..., value) {
+  stop("replacing elements of a greta array is not supported yet", call. = FALSE)
+}
+
+# Records an operation node and returns its greta array.
+new_operation <- function(op, parents, dim, ...) {
+  as_greta_array_from_node(new_node("operation", dim, parents, op = op, ...))
+}

@@ -1,0 +1,91 @@
+# Lowering: the DAG of greta array nodes becomes the IR, a plain list that the
+# Rcpp boundary turns into a lockstep::Program (src/rcpp_engine.cpp).
+
+# Every node connected to the roots, through parents, children and the links
+# between a distribution and its target.
+collect_dag <- function(roots) {
+  seen <- new.env(parent = emptyenv())
+  found <- list()
+  stack <- roots
+  while (length(stack) > 0) {
+    node <- stack[[length(stack)]]
+    stack[[length(stack)]] <- NULL
+    key <- as.character(node$id)
+    if (!is.null(seen[[key]])) next
+    seen[[key]] <- TRUE
+    found[[key]] <- node
+    links <- c(node$parents, node$children, list(node$distribution, node$target))
+    for (other in links) if (!is.null(other)) stack[[length(stack) + 1L]] <- other
+  }
+  found
+}
+
+# The nodes an IR node is computed from: a distribution's target comes first,
+# then its parameters.
+node_inputs <- function(node) {
+  if (node$type == "distribution") c(list(node$target), node$parents) else node$parents
+}
+
+# Topological order (inputs before the nodes that use them); ties in creation
+# order, so that a model lowers the same way every time.
+topological_order <- function(nodes) {
+  nodes <- nodes[order(vapply(nodes, function(n) n$id, integer(1)))]
+  done <- new.env(parent = emptyenv())
+  ordered <- list()
+  visit <- function(node) {
+    key <- as.character(node$id)
+    if (!is.null(done[[key]])) return(invisible())
+    done[[key]] <- TRUE
+    for (input in node_inputs(node)) visit(input)
+    ordered[[length(ordered) + 1L]] <<- node
+  }
+  for (node in nodes) visit(node)
+  ordered
+}
+
+transform_of <- function(lower, upper) {
+  if (is.finite(lower) && is.finite(upper)) return("interval")
+  if (is.finite(lower)) return("lower")
+  if (is.finite(upper)) return("upper")
+  "none"
+}
+
+# Returns list(ir, ids, variables): ids maps node id (character) to its 0-based
+# IR index; variables describes each variable's slice of the free state.
+lower_dag <- function(nodes) {
+  ordered <- topological_order(nodes)
+  ids <- list()
+  ir_nodes <- vector("list", length(ordered))
+  terms <- integer()
+  variables <- list()
+  offset <- 0
+  for (k in seq_along(ordered)) {
+    node <- ordered[[k]]
+    key <- as.character(node$id)
+    ids[[key]] <- k - 1L
+    inputs <- vapply(node_inputs(node), function(n) ids[[as.character(n$id)]], integer(1))
+    ir <- switch(node$type,
+      data = list(op = "data", dim = node$dim, values = node$value),
+      variable = {
+        size <- prod(node$dim)
+        variables[[key]] <- list(offset = offset, size = size, dim = node$dim,
+                                 lower = node$lower, upper = node$upper, ir = k - 1L)
+        entry <- list(op = "param", dim = node$dim, offset = offset,
+                      transform = transform_of(node$lower, node$upper),
+                      lower = node$lower, upper = node$upper)
+        offset <- offset + size
+        entry
+      },
+      operation = list(op = node$op, dim = node$dim, inputs = inputs, index = node$index),
+      distribution = {
+        terms <- c(terms, k - 1L)
+        list(op = "density", dim = c(1L, 1L), inputs = inputs, family = node$family,
+             trunc_lower = node$truncation[1], trunc_upper = node$truncation[2])
+      }
+    )
+    if (node$type != "distribution") ir$inputs <- inputs
+    ir_nodes[[k]] <- ir
+  }
+  list(ir = list(nodes = ir_nodes, terms = terms, n_free = offset), ids = ids,
+       variables = variables)
+}

@@ -1,0 +1,218 @@
+#' Draw MCMC samples from a model
+#'
+#' `mcmc()` runs all chains in lockstep through lockstep's native engine: each
+#' leapfrog step evaluates the log density and gradient of every chain in one
+#' call. The signature and defaults are greta's.
+#'
+#' @param model a `greta_model` from [model()]
+#' @param sampler a sampler, e.g. [hmc()]
+#' @param n_samples the number of samples to draw per chain after warmup
+#'   (before thinning)
+#' @param thin keep every `thin`-th sample
+#' @param warmup the number of warmup iterations, during which the sampler's
+#'   step size and `diag_sd` are tuned; not returned
+#' @param chains the number of chains
+#' @param n_cores accepted for compatibility with greta; lockstep runs all
+#'   chains together in one engine (threads come with a later release)
+#' @param verbose whether to show progress bars
+#' @param pb_update how many iterations between progress bar updates (and
+#'   checks for interrupts)
+#' @param one_by_one accepted for compatibility with greta: lockstep always
+#'   rejects numerically bad proposals chain by chain
+#' @param initial_values an [initials()] object, or a list of them (one per
+#'   chain). Variables without initial values start at values drawn uniformly
+#'   between -2 and 2 on their unconstrained scale; starts whose log density is
+#'   not finite are drawn again.
+#' @param trace_batch_size how many draws to compute traced values for in one
+#'   engine call
+#'
+#' @details Random numbers come from R's generator (through the seeds of
+#'   lockstep's own counter-based generator), so `set.seed()` repeats a run
+#'   exactly. Interrupting sampling (Esc or Ctrl-C) returns the draws made so
+#'   far.
+#'
+#' @return a `greta_mcmc_list`: a [coda::mcmc.list] with one [coda::mcmc]
+#'   per chain, columns named as greta names them (`mu`, `theta[1,1]`, ...)
+#' @examples
+#' y <- c(28, 8, -3, 7, -1, 1, 18, 12)
+#' sigma_y <- c(15, 10, 16, 11, 9, 11, 10, 18)
+#' mu <- normal(0, 5)
+#' tau <- cauchy(0, 5, truncation = c(0, Inf))
+#' theta_tilde <- normal(0, 1, dim = 8)
+#' theta <- mu + tau * theta_tilde
+#' distribution(y) <- normal(theta, sigma_y)
+#' m <- model(mu, tau, theta)
+#' draws <- mcmc(m, n_samples = 200, warmup = 200, chains = 2, verbose = FALSE)
+#' summary(draws)
+#' @export
+mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 1000,
+                 chains = 4, n_cores = NULL, verbose = TRUE, pb_update = 50,
+                 one_by_one = FALSE, initial_values = initials(), trace_batch_size = 100) {
+  if (!inherits(model, "greta_model")) {
+    stop("`model` must be a greta_model created by model()", call. = FALSE)
+  }
+  if (!inherits(sampler, "sampler")) {
+    stop("`sampler` must be a sampler such as hmc()", call. = FALSE)
+  }
+  n_samples <- check_count(n_samples, "n_samples", 0)
+  thin <- check_count(thin, "thin", 1)
+  warmup <- check_count(warmup, "warmup", 0)
+  chains <- check_count(chains, "chains", 1)
+  pb_update <- check_count(pb_update, "pb_update", 1)
+  trace_batch_size <- check_count(trace_batch_size, "trace_batch_size", 1)
+  if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
+    stop("`verbose` must be TRUE or FALSE", call. = FALSE)
+  }
+  backend <- getOption("lockstep.backend", "cpu")
+  engine <- model_engine(model)
+  init <- initial_free_state(model, initial_values, chains, backend, parent.frame())
+
+  seeds <- floor(stats::runif(2) * 2^32)
+  p <- sampler$parameters
+  handle <- ls_hmc_new(engine, init, p$Lmin, p$Lmax, p$epsilon, p$diag_sd, seeds[1], seeds[2],
+                       backend)
+
+  kept_env <- new.env(parent = emptyenv())
+  status <- run_phases(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env)
+  free <- kept_env$free
+  if (is.null(free) || nrow(free) == 0) {
+    if (status == "interrupted") message("interrupted during warmup: there are no draws to return")
+    return(invisible(NULL))
+  }
+  build_mcmc_list(model, free, chains, thin, warmup, trace_batch_size, backend, status)
+}
+
+# Runs warmup then sampling in chunks of pb_update iterations, so progress is
+# shown and an interrupt between chunks keeps every draw made. Kept free states
+# accumulate in kept_env$free (rows: iteration-major, chains within).
+run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
+  width_total <- max(warmup, n_samples)
+  chunks <- list()
+  bad_so_far <- 0  # the sampler's tally of bad proposals is cumulative
+  status <- tryCatch({
+    ls_hmc_begin_warmup(handle, warmup)
+    for (phase in c("warmup", "sampling")) {
+      total <- if (phase == "warmup") warmup else n_samples
+      bar <- progress_bar(phase, total, width_total, chains, verbose)
+      bad_at_start <- bad_so_far
+      done <- 0L
+      while (done < total) {
+        n <- min(pb_update, total - done)
+        res <- ls_hmc_run(handle, n, phase == "warmup", if (phase == "warmup") 1L else thin, done)
+        bad_so_far <- sum(res$bad)
+        done <- done + n
+        if (phase == "sampling") chunks[[length(chunks) + 1L]] <- res$free
+        progress_update(bar, done, bad_so_far - bad_at_start, final = done == total)
+      }
+    }
+    "complete"
+  }, interrupt = function(e) {
+    cat("\n", file = stderr())
+    "interrupted"
+  })
+  kept_env$free <- if (length(chunks)) do.call(rbind, chunks) else NULL
+  if (status == "interrupted" && length(chunks)) {
+    message("sampling was interrupted: returning the ", nrow(kept_env$free) / chains,
+            " draws per chain made so far")
+  }
+  status
+}
+
+# Free-state starting points, one row per chain.
+initial_free_state <- function(model, initial_values, chains, backend, env) {
+  if (inherits(initial_values, "initials")) {
+    if (length(initial_values) > 0 && chains > 1) {
+      message("only one set of initial values was provided, and was used for all chains")
+    }
+    initial_values <- rep(list(initial_values), chains)
+  } else if (!is.list(initial_values) ||
+             !all(vapply(initial_values, inherits, logical(1), "initials"))) {
+    stop("`initial_values` must be an initials object created with initials(), or a list of ",
+         "them, one per chain", call. = FALSE)
+  }
+  if (length(initial_values) != chains) {
+    stop("`initial_values` has ", length(initial_values), " sets of initial values, but there ",
+         "are ", chains, " chains", call. = FALSE)
+  }
+  D <- model$n_free
+  init <- matrix(0, chains, D)
+  engine <- model_engine(model)
+  for (chain in seq_len(chains)) {
+    given <- initials_to_free(model, initial_values[[chain]], env)
+    for (attempt in 1:50) {
+      x <- stats::runif(D, -2, 2)
+      x[given$index] <- given$value
+      lp <- ls_engine_log_density(engine, matrix(x, nrow = 1), FALSE, backend)$log_density
+      if (is.finite(lp)) break
+      if (length(given$index) == D || attempt == 50) {
+        stop("could not find initial values with a finite log density for chain ", chain,
+             if (length(given$index)) "; check the values given in `initial_values`",
+             call. = FALSE)
+      }
+    }
+    init[chain, ] <- x
+  }
+  init
+}
+
+# Positions and free-scale values of the variables named in an initials object;
+# names are looked up as greta arrays in the caller's environment, as greta does.
+initials_to_free <- function(model, values, env) {
+  index <- integer()
+  value <- numeric()
+  for (name in names(values)) {
+    ga <- get0(name, envir = env)
+    if (!is.greta_array(ga)) {
+      stop("initial values were given for `", name, "`, which is not a greta array",
+           call. = FALSE)
+    }
+    info <- model$variables[[as.character(get_node(ga)$id)]]
+    if (is.null(info)) {
+      stop("initial values were given for `", name, "`, which is not a variable of this model",
+           call. = FALSE)
+    }
+    v <- values[[name]]
+    if (length(v) == 1) v <- rep(v, info$size)
+    if (length(v) != info$size) {
+      stop("the initial values for `", name, "` have ", length(v), " elements, but `", name,
+           "` has ", info$size, call. = FALSE)
+    }
+    if (any(v <= info$lower | v >= info$upper)) {
+      stop("some initial values for `", name, "` are outside the range of values it can take",
+           call. = FALSE)
+    }
+    index <- c(index, info$offset + seq_len(info$size))
+    value <- c(value, to_free(as.numeric(v), info$lower, info$upper))
+  }
+  list(index = index, value = value)
+}
+
+#' @rdname mcmc
+#' @param ... named numeric values: initial values of some or all of the
+#'   variables in the model, on their own (constrained) scale
+#' @export
+initials <- function(...) {
+  values <- list(...)
+  if (length(values) > 0 && (is.null(names(values)) || any(names(values) == ""))) {
+    stop("all initial values must be named, e.g. initials(mu = 0)", call. = FALSE)
+  }
+  for (name in names(values)) {
+    v <- values[[name]]
+    if (!is.numeric(v) || anyNA(v) || any(!is.finite(v))) {
+      stop("the initial values for `", name, "` must be finite numbers", call. = FALSE)
+    }
+  }
+  class(values) <- c("initials", "list")
+  values
+}
+
+#' @export
+print.initials <- function(x, ...) {
+  if (length(x) == 0) {
+    cat("an empty greta initials object\n")
+  } else {
+    cat("a greta initials object with values:\n\n")
+    print(unclass(x))
+  }
+  invisible(x)
+}

@@ -1,0 +1,115 @@
+#' Create a model
+#'
+#' `model()` gathers every greta array connected to the ones given, checks the
+#' model, lowers it to lockstep's intermediate representation and builds the
+#' native engine. The greta arrays given are those whose values [mcmc()]
+#' records.
+#'
+#' @param ... greta arrays to trace, usually the model's parameters; named
+#'   arguments give the names of their draws
+#' @param precision the floating point precision: `"double"` (the default).
+#'   `"single"` is planned but not available yet.
+#' @param compile ignored, accepted for compatibility with greta
+#' @param x a `greta_model`
+#' @return a `greta_model` object
+#' @examples
+#' mu <- normal(0, 1)
+#' sigma <- exponential(1)
+#' distribution(c(0.3, -0.2, 1.1)) <- normal(mu, sigma)
+#' m <- model(mu, sigma)
+#' m
+#' @export
+model <- function(..., precision = c("double", "single"), compile = TRUE) {
+  precision <- match.arg(precision)
+  if (precision == "single") {
+    stop("`precision = \"single\"` is not available yet in lockstep; use \"double\"",
+         call. = FALSE)
+  }
+  arrays <- list(...)
+  if (length(arrays) == 0) {
+    stop("model() needs at least one greta array to trace, e.g. model(mu, sigma)", call. = FALSE)
+  }
+  exprs <- as.list(substitute(list(...)))[-1]
+  names <- names(arrays)
+  if (is.null(names)) names <- rep("", length(arrays))
+  for (k in seq_along(arrays)) {
+    if (!is.greta_array(arrays[[k]])) {
+      stop("the arguments of model() must be greta arrays, but argument ", k, " is a ",
+           class(arrays[[k]])[1], call. = FALSE)
+    }
+    if (names[k] == "") names[k] <- paste(deparse(exprs[[k]]), collapse = "")
+  }
+  if (anyDuplicated(names)) {
+    stop("the greta arrays given to model() need distinct names", call. = FALSE)
+  }
+  roots <- lapply(arrays, get_node)
+  nodes <- collect_dag(roots)
+  check_model_nodes(nodes)
+  lowered <- lower_dag(nodes)
+  traced <- lapply(seq_along(roots), function(k) {
+    list(name = names[k], ir = lowered$ids[[as.character(roots[[k]]$id)]], dim = roots[[k]]$dim)
+  })
+  engine <- new.env(parent = emptyenv())
+  engine$pointer <- ls_engine_new(lowered$ir)
+  structure(
+    list(ir = lowered$ir, traced = traced, variables = lowered$variables,
+         n_free = lowered$ir$n_free, precision = precision, engine = engine),
+    class = "greta_model"
+  )
+}
+
+check_model_nodes <- function(nodes) {
+  types <- vapply(nodes, function(n) n$type, character(1))
+  if (!any(types == "distribution")) {
+    stop("none of the greta arrays in the model are associated with a probability density, ",
+         "so a model cannot be defined", call. = FALSE)
+  }
+  if (!any(types == "variable")) {
+    stop("the model has no variables, so there is nothing to sample", call. = FALSE)
+  }
+  for (node in nodes[types == "variable"]) {
+    dist <- node$distribution
+    if (!is.null(dist) && isTRUE(dist$discrete)) {
+      stop("the model contains a discrete variable (", dist$family, "()) that is not data; ",
+           "lockstep's samplers need continuous variables", call. = FALSE)
+    }
+  }
+}
+
+# The engine's pointer, rebuilt from the IR when it has gone (a model saved and
+# reloaded, or sent to another R process): the IR is plain R data.
+model_engine <- function(model) {
+  if (!inherits(model, "greta_model")) stop("`model` must be a greta_model", call. = FALSE)
+  if (ls_pointer_is_null(model$engine$pointer)) {
+    message("rebuilding the lockstep engine of this model (it was saved and reloaded)")
+    model$engine$pointer <- ls_engine_new(model$ir)
+  }
+  model$engine$pointer
+}
+
+#' @rdname model
+#' @export
+print.greta_model <- function(x, ...) {
+  cat("greta model (lockstep engine) with", x$n_free, "free parameters, tracing",
+      paste(vapply(x$traced, `[[`, "", "name"), collapse = ", "), "\n")
+  invisible(x)
+}
+
+# The log density of a model (with its Jacobian terms) and its gradient at free
+# states, one row per state: what the samplers see. Internal, for tests.
+model_log_density <- function(model, free, gradient = TRUE,
+                              backend = getOption("lockstep.backend", "cpu")) {
+  if (is.null(dim(free))) free <- matrix(free, nrow = 1)
+  ls_engine_log_density(model_engine(model), free, gradient, backend)
+}
+
+# Maps constrained values of a variable to its free scale (the inverse of the
+# transforms in kernels/param.hpp).
+to_free <- function(value, lower, upper) {
+  switch(transform_of(lower, upper),
+    none = value,
+    lower = log(value - lower),
+    upper = log(upper - value),
+    interval = stats::qlogis((value - lower) / (upper - lower))
+  )
+}

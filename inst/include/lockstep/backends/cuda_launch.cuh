@@ -1,0 +1,65 @@
+// Runs a lanes-policy kernel body (lanes.hpp) on a CUDA device: one lane per
+// thread, lane.index = blockIdx.x * blockDim.x + threadIdx.x, lane.count =
+// gridDim.x * blockDim.x, the block's dynamic shared memory as lane.shared, and
+// __syncthreads() between the body's phases. Include only from .cu files.
+#ifndef LOCKSTEP_BACKENDS_CUDA_LAUNCH_CUH
+#define LOCKSTEP_BACKENDS_CUDA_LAUNCH_CUH
+
+#include <cuda_runtime.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "../lanes.hpp"
+
+namespace lockstep {
+namespace cuda {
+
+// Throws std::runtime_error naming what failed and CUDA's own message.
+inline void check(cudaError_t err, const char* what) {
+  if (err != cudaSuccess) {
+    throw std::runtime_error(std::string("lockstep CUDA: ") + what + ": " +
+                             cudaGetErrorString(err));
+  }
+}
+
+// The body is passed by value (kernel parameter), so it must be trivially
+// copyable and hold device pointers only.
+template <class Body>
+__global__ void lanes_kernel(Body body) {
+  extern __shared__ double lockstep_lanes_shared[];
+  const Lane lane{static_cast<long>(blockIdx.x) * blockDim.x + threadIdx.x,
+                  static_cast<long>(gridDim.x) * blockDim.x,
+                  static_cast<int>(threadIdx.x), static_cast<int>(blockDim.x),
+                  lockstep_lanes_shared};
+  for (int p = 0; p < body.phases; ++p) {
+    if (p > 0) __syncthreads();
+    body(p, lane);
+  }
+}
+
+// Launches body on `blocks` blocks of `threads` lanes, with threads *
+// shared_per_lane doubles of dynamic shared memory per block, and checks that
+// the launch was accepted. Errors raised while the kernel runs surface at the
+// next synchronising call (a copy back, cudaStreamSynchronize), which callers
+// check as well.
+template <class Body>
+void launch_cuda(const Body& body, int blocks, int threads, cudaStream_t stream = 0) {
+  if (blocks <= 0 || threads <= 0) return;
+  const size_t shared = static_cast<size_t>(threads) *
+                        static_cast<size_t>(body.shared_per_lane > 0 ? body.shared_per_lane : 0) *
+                        sizeof(double);
+  if (shared > 48 * 1024) {
+    // Beyond 48 KiB a kernel must opt in to more dynamic shared memory.
+    check(cudaFuncSetAttribute(lanes_kernel<Body>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(shared)),
+          "requesting dynamic shared memory");
+  }
+  lanes_kernel<Body><<<blocks, threads, shared, stream>>>(body);
+  check(cudaGetLastError(), "kernel launch");
+}
+
+}  // namespace cuda
+}  // namespace lockstep
+
+#endif

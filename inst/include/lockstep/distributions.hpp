@@ -1,0 +1,54 @@
+// All distributions, and runtime dispatch over distributions.def.
+#ifndef LOCKSTEP_DISTRIBUTIONS_HPP
+#define LOCKSTEP_DISTRIBUTIONS_HPP
+
+#include "distributions/bernoulli.hpp"
+#include "distributions/cauchy.hpp"
+#include "distributions/exponential.hpp"
+#include "distributions/normal.hpp"
+#include "distributions/student.hpp"
+
+namespace lockstep {
+
+LS_HD double dist_lpdf(Family f, double x, const double* p, double* dx, double* dp) {
+  switch (f) {
+#define LS_DIST(name, n_params, continuous) \
+  case Family::name: return Dist<Family::name>::lpdf(x, p, dx, dp);
+#include "distributions.def"
+#undef LS_DIST
+  }
+  return ls_nan();
+}
+
+LS_HD double dist_cdf(Family f, double x, const double* p, double* dp) {
+  switch (f) {
+#define LS_DIST(name, n_params, continuous) \
+  case Family::name: return Dist<Family::name>::cdf(x, p, dp);
+#include "distributions.def"
+#undef LS_DIST
+  }
+  return ls_nan();
+}
+
+// Log density of x under the family truncated to [lower, upper]:
+//   log f(x) - log(F(upper) - F(lower)), -Inf outside the bounds,
+// with partials. Untruncated when both bounds are infinite.
+LS_HD double truncated_lpdf(Family f, int n_params, double x, const double* p, double lower,
+                            double upper, double* dx, double* dp) {
+  double lp = dist_lpdf(f, x, p, dx, dp);
+  if (ls_isinf(lower) && ls_isinf(upper)) return lp;
+  if (x < lower || x > upper) {
+    *dx = 0;
+    for (int k = 0; k < n_params; ++k) dp[k] = 0;
+    return -ls_inf();
+  }
+  double da[max_dist_params], db[max_dist_params];
+  const double fa = dist_cdf(f, lower, p, da), fb = dist_cdf(f, upper, p, db);
+  const double z = fb - fa;
+  for (int k = 0; k < n_params; ++k) dp[k] -= (db[k] - da[k]) / z;
+  return lp - log(z);
+}
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,39 @@
+// cauchy(location, scale), R's dcauchy / pcauchy.
+//   log f = -log(pi) - log(scale) - log(1 + z^2),  z = (x - location) / scale
+//   d/dx = -2 z / (scale (1 + z^2)),  d/dlocation = -d/dx,
+//   d/dscale = (2 z^2 / (1 + z^2) - 1) / scale
+#ifndef LOCKSTEP_DISTRIBUTIONS_CAUCHY_HPP
+#define LOCKSTEP_DISTRIBUTIONS_CAUCHY_HPP
+
+#include "dist.hpp"
+
+namespace lockstep {
+
+template <> struct Dist<Family::cauchy> {
+  static constexpr int n_params = 2;
+  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
+    const double s = p[1];
+    if (!(s > 0)) return dist_nan(dx, dp, n_params);
+    const double z = (x - p[0]) / s, q = 1 + z * z;
+    *dx = -2 * z / (s * q);
+    dp[0] = -*dx;
+    dp[1] = (2 * z * z / q - 1) / s;
+    return -ls_log_pi - log(s) - log1p(z * z);
+  }
+  // F = 1/2 + atan(z)/pi, f(z) = 1 / (pi (1 + z^2)).
+  LS_HD static double cdf(double x, const double* p, double* dp) {
+    const double s = p[1];
+    if (ls_isinf(x)) {
+      dp[0] = dp[1] = 0;
+      return x > 0 ? 1 : 0;
+    }
+    const double z = (x - p[0]) / s, f = 1 / (ls_pi * (1 + z * z));
+    dp[0] = -f / s;
+    dp[1] = -f * z / s;
+    return 0.5 + atan(z) / ls_pi;
+  }
+};
+
+}  // namespace lockstep
+
+#endif

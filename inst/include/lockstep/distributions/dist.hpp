@@ -1,0 +1,35 @@
+// The contract of a distribution's math, one specialisation per family of
+// distributions.def, each in its own header:
+//
+//   template <> struct Dist<Family::name> {
+//     static constexpr int n_params;
+//     // log density at x; writes d/dx to *dx and d/dp[k] to dp[k]
+//     LS_HD static double lpdf(double x, const double* p, double* dx, double* dp);
+//     // CDF at x (x may be +-Inf) and dF/dp[k], for truncation
+//     LS_HD static double cdf(double x, const double* p, double* dp);
+//   };
+//
+// Everything is computed in double, whatever the executor's element type.
+#ifndef LOCKSTEP_DISTRIBUTIONS_DIST_HPP
+#define LOCKSTEP_DISTRIBUTIONS_DIST_HPP
+
+#include "../hd.hpp"
+#include "../ir.hpp"
+#include "../math/special.hpp"
+
+namespace lockstep {
+
+constexpr int max_dist_params = 3;
+
+template <Family f> struct Dist;  // a family without math fails to build
+
+// Invalid parameters: NaN log density and partials, which the sampler rejects.
+LS_HD double dist_nan(double* dx, double* dp, int n) {
+  *dx = ls_nan();
+  for (int k = 0; k < n; ++k) dp[k] = ls_nan();
+  return ls_nan();
+}
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,39 @@
+// normal(mean, sd), R's dnorm / pnorm.
+//   log f = -log(sqrt(2 pi)) - log(sd) - z^2 / 2,  z = (x - mean) / sd
+//   d/dx = -z / sd,  d/dmean = z / sd,  d/dsd = (z^2 - 1) / sd
+// sd <= 0 gives NaN, as dnorm does for sd < 0.
+#ifndef LOCKSTEP_DISTRIBUTIONS_NORMAL_HPP
+#define LOCKSTEP_DISTRIBUTIONS_NORMAL_HPP
+
+#include "dist.hpp"
+
+namespace lockstep {
+
+template <> struct Dist<Family::normal> {
+  static constexpr int n_params = 2;
+  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
+    const double sd = p[1];
+    if (!(sd > 0)) return dist_nan(dx, dp, n_params);
+    const double z = (x - p[0]) / sd;
+    *dx = -z / sd;
+    dp[0] = z / sd;
+    dp[1] = (z * z - 1) / sd;
+    return -ls_log_sqrt_2pi - log(sd) - 0.5 * z * z;
+  }
+  // F(x) and dF/dp; location-scale: dF/dmean = -f(z)/sd, dF/dsd = -f(z) z/sd.
+  LS_HD static double cdf(double x, const double* p, double* dp) {
+    const double sd = p[1];
+    if (ls_isinf(x)) {
+      dp[0] = dp[1] = 0;
+      return x > 0 ? 1 : 0;
+    }
+    const double z = (x - p[0]) / sd, f = std_normal_pdf(z);
+    dp[0] = -f / sd;
+    dp[1] = -f * z / sd;
+    return std_normal_cdf(z);
+  }
+};
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,106 @@
+// The IR: a Program is a topologically ordered list of nodes (DESIGN.md, "The IR").
+// Values are column-major like R; a node that carries the chain dimension holds
+// C copies of its value, chain-major ([C, size]).
+#ifndef LOCKSTEP_IR_HPP
+#define LOCKSTEP_IR_HPP
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lockstep {
+
+enum class Op : int {
+#define LS_OP(name, arity, family) name,
+#include "ops.def"
+#undef LS_OP
+};
+
+// The family column of ops.def, so that dispatch code can select one family.
+enum class OpFamily : int { leaf, unary, binary, reduce, matmul, gather, density };
+
+constexpr OpFamily op_family(Op op) {
+  switch (op) {
+#define LS_OP(name, arity, family) case Op::name: return OpFamily::family;
+#include "ops.def"
+#undef LS_OP
+  }
+  return OpFamily::leaf;
+}
+
+constexpr int op_count = 0
+#define LS_OP(name, arity, family) +1
+#include "ops.def"
+#undef LS_OP
+    ;
+
+enum class Family : int {
+#define LS_DIST(name, n_params, continuous) name,
+#include "distributions.def"
+#undef LS_DIST
+};
+
+// Constraint transforms of a parameter slice, as greta defines them:
+//   none      x = z
+//   lower     x = lower + exp(z)
+//   upper     x = upper - exp(z)
+//   interval  x = lower + (upper - lower) * ilogit(z)
+enum class Transform : int { none, lower, upper, interval };
+
+const char* op_name(Op op);
+int op_arity(Op op);
+Op op_from_name(const std::string& name);
+const char* family_name(Family f);
+int family_n_params(Family f);
+bool family_continuous(Family f);
+Family family_from_name(const std::string& name);
+Transform transform_from_name(const std::string& name);
+
+struct Node {
+  Op op = Op::data;
+  std::vector<int> inputs;
+  std::vector<long> dim;  // R dims, at least 2
+  long size = 1;          // product of dim
+
+  // data
+  std::vector<double> values;
+  // param: a slice [offset, offset + size) of the free state
+  long offset = 0;
+  Transform transform = Transform::none;
+  double lower = 0, upper = 0;
+  // gather: flat 0-based indices into the input, one per output element
+  std::vector<long> index;
+  // density: family, truncation bounds (-inf, inf when untruncated)
+  Family family = Family::normal;
+  double trunc_lower = 0, trunc_upper = 0;
+
+  // Filled by the planner.
+  bool chain = false;  // carries the leading chain dimension
+  // Seam for observation blocks (issue 3): id of the observation extent this node
+  // is row-aligned with, -1 for the global stage. The planner leaves every node
+  // in the global stage until the tiled executor exists.
+  int extent = -1;
+};
+
+struct Program {
+  std::vector<Node> nodes;
+  long n_free = 0;           // D, the length of the free state of one chain
+  std::vector<int> terms;    // density nodes summed into the log density
+
+  int add(Node n) {
+    nodes.push_back(std::move(n));
+    return static_cast<int>(nodes.size()) - 1;
+  }
+};
+
+// Checks a program's structure (arity, input order, shapes, broadcasting, index
+// ranges, parameter slices) and throws std::invalid_argument naming the node.
+void validate(const Program& p);
+
+// The planner: marks which nodes carry the chain dimension (every node that
+// depends on a parameter). Validates first.
+void plan(Program& p);
+
+}  // namespace lockstep
+
+#endif

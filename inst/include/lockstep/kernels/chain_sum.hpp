@@ -1,0 +1,47 @@
+// Per-chain sums over a lanes-policy launch: out[c] += sum_i term(c, i).
+//
+// Phase 0: every lane sums its strided share of each chain into block-shared
+// scratch; phase 1 (after the barrier): the first lane of each block adds its
+// block's totals to out[c]. Sums are kept in double whatever the element type.
+// A term may also add partials to adjoint buffers as it goes, which is how the
+// density terms fuse their value and gradient in one pass (as Stan's partials
+// propagators do).
+#ifndef LOCKSTEP_KERNELS_CHAIN_SUM_HPP
+#define LOCKSTEP_KERNELS_CHAIN_SUM_HPP
+
+#include "../lanes.hpp"
+
+namespace lockstep {
+
+template <class Term> struct ChainSum {
+  Term term;
+  double* out;  // [chains], added to
+  long chains, size;
+  int phases = 2;
+  int shared_per_lane;  // = chains
+
+  ChainSum(Term t, double* o, long c, long n)
+      : term(t), out(o), chains(c), size(n), shared_per_lane(static_cast<int>(c)) {}
+
+  LS_HD void operator()(int phase, const Lane& lane) const {
+    if (phase == 0) {
+      double* mine = lane.shared + static_cast<long>(lane.in_block) * chains;
+      for (long c = 0; c < chains; ++c) mine[c] = 0;
+      const long n = chains * size;
+      for (long k = lane.index; k < n; k += lane.count) {
+        const long c = k / size;
+        mine[c] += term(c, k - c * size);
+      }
+    } else if (lane.in_block == 0) {
+      for (long c = 0; c < chains; ++c) {
+        double total = 0;
+        for (int t = 0; t < lane.lanes_in_block; ++t) total += lane.shared[t * chains + c];
+        lane_add(out + c, total);
+      }
+    }
+  }
+};
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,37 @@
+// A distribution term: the log density of the target summed per chain, with the
+// partials of every element added to the adjoints of the target and parameters
+// in the same pass. Density terms are sinks of the program whose adjoint is
+// one, which is what lets the gradient be fused into the forward pass.
+#ifndef LOCKSTEP_KERNELS_DENSITY_HPP
+#define LOCKSTEP_KERNELS_DENSITY_HPP
+
+#include "../distributions.hpp"
+#include "chain_sum.hpp"
+#include "elementwise.hpp"
+
+namespace lockstep {
+
+template <class T> struct DensityTerm {
+  Family family;
+  int n_params;
+  double lower, upper;  // truncation
+  Operand<T> x;
+  Operand<T> p[max_dist_params];
+  AdjointSink<T> dx;  // data == nullptr: no gradient wanted
+  AdjointSink<T> dp[max_dist_params];
+
+  LS_HD double operator()(long c, long i) const {
+    double pv[max_dist_params] = {0}, gp[max_dist_params] = {0}, gx = 0;
+    for (int k = 0; k < n_params; ++k) pv[k] = static_cast<double>(p[k].at(c, i));
+    const double lp = truncated_lpdf(family, n_params, static_cast<double>(x.at(c, i)), pv, lower,
+                                     upper, &gx, gp);
+    if (dx.data) dx.add(c, i, static_cast<T>(gx));
+    for (int k = 0; k < n_params; ++k)
+      if (dp[k].data) dp[k].add(c, i, static_cast<T>(gp[k]));
+    return lp;
+  }
+};
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,81 @@
+// Y = A B for column-major A (m x k) and B (k x n), per chain; an operand
+// without the chain dimension has chain stride 0.
+//   dA = dY B^T  (m x k),   dB = A^T dY  (k x n)
+// Each lane owns whole output elements, so no two lanes write one address.
+#ifndef LOCKSTEP_KERNELS_MATMUL_HPP
+#define LOCKSTEP_KERNELS_MATMUL_HPP
+
+#include "../lanes.hpp"
+
+namespace lockstep {
+
+struct MatmulShape {
+  long m, k, n;
+  long a_stride, b_stride;  // chain strides of A and B (0 or their size)
+};
+
+template <class T> struct MatmulForward {
+  MatmulShape s;
+  const T* a;
+  const T* b;
+  T* y;
+  long chains;
+  int phases = 1, shared_per_lane = 0;
+  LS_HD void operator()(int, const Lane& lane) const {
+    const long per = s.m * s.n, total = chains * per;
+    for (long e = lane.index; e < total; e += lane.count) {
+      const long c = e / per, r = e - c * per, i = r % s.m, j = r / s.m;
+      const T* ac = a + c * s.a_stride;
+      const T* bc = b + c * s.b_stride + j * s.k;
+      double acc = 0;
+      for (long l = 0; l < s.k; ++l) acc += static_cast<double>(ac[i + l * s.m]) * bc[l];
+      y[e] = static_cast<T>(acc);
+    }
+  }
+};
+
+// dA[c, i, l] += sum_j dY[c, i, j] B[c, l, j]; only launched when A carries the chain.
+template <class T> struct MatmulBackwardA {
+  MatmulShape s;
+  const T* b;
+  const T* dy;
+  T* da;
+  long chains;
+  int phases = 1, shared_per_lane = 0;
+  LS_HD void operator()(int, const Lane& lane) const {
+    const long per = s.m * s.k, total = chains * per;
+    for (long e = lane.index; e < total; e += lane.count) {
+      const long c = e / per, r = e - c * per, i = r % s.m, l = r / s.m;
+      const T* bc = b + c * s.b_stride;
+      const T* dyc = dy + c * s.m * s.n;
+      double acc = 0;
+      for (long j = 0; j < s.n; ++j) acc += static_cast<double>(dyc[i + j * s.m]) * bc[l + j * s.k];
+      da[e] += static_cast<T>(acc);
+    }
+  }
+};
+
+// dB[c, l, j] += sum_i A[c, i, l] dY[c, i, j]; only launched when B carries the chain.
+template <class T> struct MatmulBackwardB {
+  MatmulShape s;
+  const T* a;
+  const T* dy;
+  T* db;
+  long chains;
+  int phases = 1, shared_per_lane = 0;
+  LS_HD void operator()(int, const Lane& lane) const {
+    const long per = s.k * s.n, total = chains * per;
+    for (long e = lane.index; e < total; e += lane.count) {
+      const long c = e / per, r = e - c * per, l = r % s.k, j = r / s.k;
+      const T* ac = a + c * s.a_stride;
+      const T* dyc = dy + c * s.m * s.n;
+      double acc = 0;
+      for (long i = 0; i < s.m; ++i) acc += static_cast<double>(ac[i + l * s.m]) * dyc[i + j * s.m];
+      db[e] += static_cast<T>(acc);
+    }
+  }
+};
+
+}  // namespace lockstep
+
+#endif

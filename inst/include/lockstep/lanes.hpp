@@ -1,0 +1,85 @@
+// The lanes policy (DESIGN.md, "Math written once").
+//
+// A kernel body is a functor with
+//   int phases;                 // number of phases, separated by barriers
+//   int shared_per_lane;        // doubles of block-shared scratch per lane
+//   LS_HD void operator()(int phase, const Lane& lane) const;
+// Inside a phase a body loops `for (i = lane.index; i < n; i += lane.count)`;
+// work that needs every lane of a block to have finished a phase goes in the
+// next phase (the runner puts a barrier between phases). Lanes of one block
+// share `lane.shared`, `lane.lanes_in_block * shared_per_lane` doubles.
+//
+// Runners:
+//   run_serial    the CPU: one lane, so a body is a plain vectorisable loop.
+//   run_emulated  the CUDA execution model on the CPU: every lane of every
+//                 block in turn, phase by phase. This is how the CUDA code
+//                 paths are tested without a GPU.
+//   launch_cuda   (backends/cuda_launch.cuh) threadIdx/blockDim, __syncthreads().
+#ifndef LOCKSTEP_LANES_HPP
+#define LOCKSTEP_LANES_HPP
+
+#include <cstddef>
+#include <vector>
+#include "hd.hpp"
+
+namespace lockstep {
+
+struct Lane {
+  long index;          // this lane's global index
+  long count;          // lanes in the whole launch (the stride of grid-stride loops)
+  int in_block;        // this lane's index within its block
+  int lanes_in_block;  // lanes per block
+  double* shared;      // block-shared scratch
+};
+
+// Adds v to *p. Lanes of a launch may add to the same address: on the GPU this is
+// an atomic; the serial and emulated runners run one lane at a time.
+LS_HD void lane_add(double* p, double v) {
+#if defined(__CUDA_ARCH__)
+  atomicAdd(p, v);
+#else
+  *p += v;
+#endif
+}
+
+LS_HD void lane_add(float* p, float v) {
+#if defined(__CUDA_ARCH__)
+  atomicAdd(p, v);
+#else
+  *p += v;
+#endif
+}
+
+template <class Body>
+void run_serial(const Body& body) {
+  std::vector<double> shared(body.shared_per_lane > 0 ? body.shared_per_lane : 1);
+  Lane lane{0, 1, 0, 1, shared.data()};
+  for (int p = 0; p < body.phases; ++p) body(p, lane);
+}
+
+// Geometry of the emulated launch: deliberately small and odd-sized so that
+// a body that assumes one lane, or a power-of-two lane count, fails its tests.
+struct EmulatedGeometry {
+  int blocks = 3;
+  int lanes_per_block = 5;
+};
+
+template <class Body>
+void run_emulated(const Body& body, EmulatedGeometry g = EmulatedGeometry()) {
+  const long count = static_cast<long>(g.blocks) * g.lanes_per_block;
+  std::vector<double> shared(static_cast<size_t>(g.lanes_per_block) *
+                             (body.shared_per_lane > 0 ? body.shared_per_lane : 1));
+  for (int b = 0; b < g.blocks; ++b) {
+    for (int p = 0; p < body.phases; ++p) {
+      for (int t = 0; t < g.lanes_per_block; ++t) {
+        Lane lane{static_cast<long>(b) * g.lanes_per_block + t, count, t,
+                  g.lanes_per_block, shared.data()};
+        body(p, lane);
+      }
+    }
+  }
+}
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,178 @@
+// Names and structural checks of the IR (ir.hpp).
+#include "lockstep/ir.hpp"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace lockstep {
+
+const char* op_name(Op op) {
+  switch (op) {
+#define LS_OP(name, arity, family) case Op::name: return #name;
+#include "lockstep/ops.def"
+#undef LS_OP
+  }
+  return "?";
+}
+
+int op_arity(Op op) {
+  switch (op) {
+#define LS_OP(name, arity, family) case Op::name: return arity;
+#include "lockstep/ops.def"
+#undef LS_OP
+  }
+  return 0;
+}
+
+Op op_from_name(const std::string& name) {
+#define LS_OP(n, arity, family) if (name == #n) return Op::n;
+#include "lockstep/ops.def"
+#undef LS_OP
+  throw std::invalid_argument("unknown op '" + name + "'");
+}
+
+const char* family_name(Family f) {
+  switch (f) {
+#define LS_DIST(name, n_params, continuous) case Family::name: return #name;
+#include "lockstep/distributions.def"
+#undef LS_DIST
+  }
+  return "?";
+}
+
+int family_n_params(Family f) {
+  switch (f) {
+#define LS_DIST(name, n_params, continuous) case Family::name: return n_params;
+#include "lockstep/distributions.def"
+#undef LS_DIST
+  }
+  return 0;
+}
+
+bool family_continuous(Family f) {
+  switch (f) {
+#define LS_DIST(name, n_params, continuous) case Family::name: return continuous;
+#include "lockstep/distributions.def"
+#undef LS_DIST
+  }
+  return false;
+}
+
+Family family_from_name(const std::string& name) {
+#define LS_DIST(n, n_params, continuous) if (name == #n) return Family::n;
+#include "lockstep/distributions.def"
+#undef LS_DIST
+  throw std::invalid_argument("unknown distribution '" + name + "'");
+}
+
+Transform transform_from_name(const std::string& name) {
+  if (name == "none") return Transform::none;
+  if (name == "lower") return Transform::lower;
+  if (name == "upper") return Transform::upper;
+  if (name == "interval") return Transform::interval;
+  throw std::invalid_argument("unknown transform '" + name + "'");
+}
+
+namespace {
+
+[[noreturn]] void fail(size_t id, const Node& n, const std::string& what) {
+  throw std::invalid_argument("node " + std::to_string(id) + " (" + op_name(n.op) + "): " + what);
+}
+
+long product(const std::vector<long>& dim) {
+  long s = 1;
+  for (long d : dim) s *= d;
+  return s;
+}
+
+}  // namespace
+
+void validate(const Program& p) {
+  if (p.n_free < 0) throw std::invalid_argument("program: negative number of free parameters");
+  for (size_t id = 0; id < p.nodes.size(); ++id) {
+    const Node& n = p.nodes[id];
+    if (n.dim.size() < 2) fail(id, n, "a shape needs at least two dimensions");
+    for (long d : n.dim)
+      if (d < 0) fail(id, n, "negative dimension");
+    if (n.size != product(n.dim)) fail(id, n, "size does not match dim");
+    const int arity = op_arity(n.op);
+    if (arity >= 0 && static_cast<int>(n.inputs.size()) != arity)
+      fail(id, n, "expected " + std::to_string(arity) + " inputs, got " +
+                      std::to_string(n.inputs.size()));
+    for (int in : n.inputs) {
+      if (in < 0 || static_cast<size_t>(in) >= id) fail(id, n, "inputs must come earlier in the program");
+      if (p.nodes[in].op == Op::density) fail(id, n, "a density term cannot be an input");
+    }
+    auto in_size = [&](int k) { return p.nodes[n.inputs[k]].size; };
+    switch (op_family(n.op)) {
+      case OpFamily::leaf:
+        if (n.op == Op::data && static_cast<long>(n.values.size()) != n.size)
+          fail(id, n, "data has " + std::to_string(n.values.size()) + " values for " +
+                          std::to_string(n.size) + " elements");
+        if (n.op == Op::param) {
+          if (n.offset < 0 || n.offset + n.size > p.n_free) fail(id, n, "slice outside the free state");
+          if (n.transform == Transform::interval && !(n.lower < n.upper))
+            fail(id, n, "interval needs lower < upper");
+        }
+        break;
+      case OpFamily::unary:
+        if (in_size(0) != n.size) fail(id, n, "output size differs from input size");
+        break;
+      case OpFamily::binary: {
+        const long a = in_size(0), b = in_size(1);
+        const long out = a > b ? a : b;
+        if (!((a == b) || a == 1 || b == 1)) fail(id, n, "operand sizes are incompatible");
+        if (n.size != out) fail(id, n, "output size is not the broadcast size");
+        break;
+      }
+      case OpFamily::reduce:
+        if (n.size != 1) fail(id, n, "a sum has one element");
+        break;
+      case OpFamily::matmul: {
+        const Node& a = p.nodes[n.inputs[0]];
+        const Node& b = p.nodes[n.inputs[1]];
+        if (a.dim.size() != 2 || b.dim.size() != 2 || n.dim.size() != 2)
+          fail(id, n, "matrix product needs two-dimensional operands");
+        if (a.dim[1] != b.dim[0]) fail(id, n, "non-conformable operands");
+        if (n.dim[0] != a.dim[0] || n.dim[1] != b.dim[1]) fail(id, n, "wrong output shape");
+        break;
+      }
+      case OpFamily::gather:
+        if (static_cast<long>(n.index.size()) != n.size) fail(id, n, "one index per output element");
+        for (long i : n.index)
+          if (i < 0 || i >= in_size(0)) fail(id, n, "index out of range");
+        break;
+      case OpFamily::density: {
+        const int k = family_n_params(n.family);
+        if (static_cast<int>(n.inputs.size()) != k + 1)
+          fail(id, n, std::string(family_name(n.family)) + " needs the target and " +
+                          std::to_string(k) + " parameters");
+        const long target = in_size(0);
+        for (int j = 1; j <= k; ++j)
+          if (in_size(j) != 1 && in_size(j) != target)
+            fail(id, n, "parameter " + std::to_string(j) + " must be a scalar or match the target");
+        if (!(n.trunc_lower < n.trunc_upper)) fail(id, n, "truncation needs lower < upper");
+        if (!family_continuous(n.family) && !(std::isinf(n.trunc_lower) && std::isinf(n.trunc_upper)))
+          fail(id, n, "a discrete distribution cannot be truncated");
+        if (n.size != 1) fail(id, n, "a density term has one element");
+        break;
+      }
+    }
+  }
+  for (int t : p.terms)
+    if (t < 0 || static_cast<size_t>(t) >= p.nodes.size() || p.nodes[t].op != Op::density)
+      throw std::invalid_argument("program: terms must be density nodes");
+}
+
+void plan(Program& p) {
+  validate(p);
+  for (Node& n : p.nodes) {
+    bool chain = n.op == Op::param || n.op == Op::density;
+    for (int in : n.inputs) chain = chain || p.nodes[in].chain;
+    n.chain = chain;
+    n.extent = -1;
+  }
+}
+
+}  // namespace lockstep

@@ -1,0 +1,237 @@
+// The Rcpp boundary of the engine: the IR list built by R (R/lower.R) becomes a
+// lockstep::Program, and engines and samplers live behind external pointers.
+// Every exported function runs inside Rcpp's exception guard (RcppExports), so
+// a C++ exception reaches R as an R error.
+#include <Rcpp.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lockstep/executor.hpp"
+#include "lockstep/ir.hpp"
+#include "lockstep/sampler/hmc.hpp"
+
+using namespace Rcpp;
+
+namespace {
+
+// A planned program and its executors, one per (chains, backend).
+struct Engine {
+  std::shared_ptr<lockstep::Program> program;
+  std::map<std::pair<long, int>, std::unique_ptr<lockstep::Executor<double>>> executors;
+
+  lockstep::Executor<double>& executor(long chains, lockstep::Backend backend) {
+    auto key = std::make_pair(chains, static_cast<int>(backend));
+    auto it = executors.find(key);
+    if (it == executors.end()) {
+      // Executors for very many chains (tracing batches) are not worth keeping.
+      if (executors.size() > 8) executors.clear();
+      it = executors
+               .emplace(key, std::make_unique<lockstep::Executor<double>>(*program, chains, backend))
+               .first;
+    }
+    return *it->second;
+  }
+};
+
+// A sampler owns its executor and shares the program with the engine, so it
+// stays valid whatever happens to the engine's pointer.
+struct HmcHandle {
+  std::shared_ptr<lockstep::Program> program;
+  std::unique_ptr<lockstep::Executor<double>> executor;
+  std::unique_ptr<lockstep::Hmc> hmc;
+};
+
+template <class T> T* checked_pointer(SEXP x, const char* what) {
+  if (TYPEOF(x) != EXTPTRSXP) stop("expected a %s pointer", what);
+  T* p = static_cast<T*>(R_ExternalPtrAddr(x));
+  if (p == nullptr)
+    stop("the lockstep %s is no longer available (was it saved and reloaded?); build the model again",
+         what);
+  return p;
+}
+
+template <class T> void finalize(SEXP x) {
+  T* p = static_cast<T*>(R_ExternalPtrAddr(x));
+  if (p) {
+    delete p;
+    R_ClearExternalPtr(x);
+  }
+}
+
+std::vector<long> as_longs(SEXP x) {
+  std::vector<long> out;
+  if (Rf_isNull(x)) return out;
+  NumericVector v(x);
+  out.reserve(v.size());
+  for (double d : v) out.push_back(static_cast<long>(d));
+  return out;
+}
+
+double scalar_or(const List& l, const char* name, double fallback) {
+  if (!l.containsElementNamed(name) || Rf_isNull(l[name])) return fallback;
+  return as<double>(l[name]);
+}
+
+lockstep::Program program_from_ir(const List& ir) {
+  lockstep::Program p;
+  p.n_free = static_cast<long>(as<double>(ir["n_free"]));
+  List nodes = ir["nodes"];
+  for (R_xlen_t k = 0; k < nodes.size(); ++k) {
+    List n = nodes[k];
+    lockstep::Node node;
+    node.op = lockstep::op_from_name(as<std::string>(n["op"]));
+    if (n.containsElementNamed("inputs") && !Rf_isNull(n["inputs"])) {
+      IntegerVector in = n["inputs"];
+      node.inputs.assign(in.begin(), in.end());
+    }
+    node.dim = as_longs(n["dim"]);
+    node.size = 1;
+    for (long d : node.dim) node.size *= d;
+    if (n.containsElementNamed("values") && !Rf_isNull(n["values"]))
+      node.values = as<std::vector<double>>(n["values"]);
+    if (n.containsElementNamed("offset")) node.offset = static_cast<long>(as<double>(n["offset"]));
+    if (n.containsElementNamed("transform"))
+      node.transform = lockstep::transform_from_name(as<std::string>(n["transform"]));
+    node.lower = scalar_or(n, "lower", -HUGE_VAL);
+    node.upper = scalar_or(n, "upper", HUGE_VAL);
+    if (n.containsElementNamed("index")) node.index = as_longs(n["index"]);
+    if (n.containsElementNamed("family"))
+      node.family = lockstep::family_from_name(as<std::string>(n["family"]));
+    node.trunc_lower = scalar_or(n, "trunc_lower", -HUGE_VAL);
+    node.trunc_upper = scalar_or(n, "trunc_upper", HUGE_VAL);
+    p.add(std::move(node));
+  }
+  IntegerVector terms = ir["terms"];
+  p.terms.assign(terms.begin(), terms.end());
+  lockstep::plan(p);
+  return p;
+}
+
+// R matrices are column-major [chains, dim]; the engine wants chain-major rows.
+std::vector<double> chain_major(const NumericMatrix& m) {
+  const long C = m.nrow(), D = m.ncol();
+  std::vector<double> out(C * D);
+  for (long c = 0; c < C; ++c)
+    for (long i = 0; i < D; ++i) out[c * D + i] = m(c, i);
+  return out;
+}
+
+}  // namespace
+
+// [[Rcpp::export]]
+SEXP ls_engine_new(List ir) {
+  auto engine = std::make_unique<Engine>();
+  engine->program = std::make_shared<lockstep::Program>(program_from_ir(ir));
+  XPtr<Engine> ptr(engine.release(), false);
+  R_RegisterCFinalizerEx(ptr, finalize<Engine>, TRUE);
+  ptr.attr("class") = "lockstep_engine";
+  return ptr;
+}
+
+// [[Rcpp::export]]
+bool ls_pointer_is_null(SEXP x) {
+  return TYPEOF(x) != EXTPTRSXP || R_ExternalPtrAddr(x) == nullptr;
+}
+
+// [[Rcpp::export]]
+List ls_engine_log_density(SEXP engine, NumericMatrix state, bool gradient, std::string backend) {
+  Engine* e = checked_pointer<Engine>(engine, "engine");
+  const long C = state.nrow(), D = state.ncol();
+  if (D != e->program->n_free)
+    stop("the state has %d columns but the model has %d free parameters", (int)D,
+         (int)e->program->n_free);
+  auto& ex = e->executor(C, lockstep::backend_from_name(backend));
+  std::vector<double> x = chain_major(state), lp(C), grad(gradient ? C * D : 0);
+  ex.log_density(x.data(), lp.data(), gradient ? grad.data() : nullptr);
+  NumericMatrix g(gradient ? C : 0, gradient ? D : 0);
+  if (gradient)
+    for (long c = 0; c < C; ++c)
+      for (long i = 0; i < D; ++i) g(c, i) = grad[c * D + i];
+  return List::create(_["log_density"] = NumericVector(lp.begin(), lp.end()), _["gradient"] = g);
+}
+
+// Values of the given nodes (0-based ids) for each row of `state`: a matrix with
+// one row per state row and the nodes' elements (column-major) side by side.
+// [[Rcpp::export]]
+NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector nodes,
+                               std::string backend) {
+  Engine* e = checked_pointer<Engine>(engine, "engine");
+  const long C = state.nrow(), D = state.ncol();
+  if (D != e->program->n_free) stop("the state does not match the model's free parameters");
+  long width = 0;
+  for (int id : nodes) {
+    if (id < 0 || id >= static_cast<int>(e->program->nodes.size())) stop("node id out of range");
+    width += e->program->nodes[id].size;
+  }
+  NumericMatrix out(C, width);
+  if (C == 0) return out;
+  auto& ex = e->executor(C, lockstep::backend_from_name(backend));
+  std::vector<double> x = chain_major(state);
+  ex.forward(x.data());
+  long col = 0;
+  for (int id : nodes) {
+    const lockstep::Node& node = e->program->nodes[id];
+    const std::vector<double>& v = ex.value(id);
+    for (long i = 0; i < node.size; ++i, ++col)
+      for (long c = 0; c < C; ++c) out(c, col) = node.chain ? v[c * node.size + i] : v[i];
+  }
+  return out;
+}
+
+// [[Rcpp::export]]
+SEXP ls_hmc_new(SEXP engine, NumericMatrix init, int Lmin, int Lmax, double epsilon,
+                NumericVector diag_sd, double key0, double key1, std::string backend) {
+  Engine* e = checked_pointer<Engine>(engine, "engine");
+  auto h = std::make_unique<HmcHandle>();
+  h->program = e->program;
+  h->executor = std::make_unique<lockstep::Executor<double>>(*h->program, init.nrow(),
+                                                             lockstep::backend_from_name(backend));
+  lockstep::HmcSettings s;
+  s.Lmin = Lmin;
+  s.Lmax = Lmax;
+  s.epsilon = epsilon;
+  s.diag_sd.assign(diag_sd.begin(), diag_sd.end());
+  h->hmc = std::make_unique<lockstep::Hmc>(*h->executor, s, chain_major(init),
+                                           static_cast<uint32_t>(key0), static_cast<uint32_t>(key1));
+  XPtr<HmcHandle> ptr(h.release(), false);
+  R_RegisterCFinalizerEx(ptr, finalize<HmcHandle>, TRUE);
+  ptr.attr("class") = "lockstep_sampler";
+  return ptr;
+}
+
+// [[Rcpp::export]]
+void ls_hmc_begin_warmup(SEXP sampler, int n) {
+  checked_pointer<HmcHandle>(sampler, "sampler")->hmc->begin_warmup(n);
+}
+
+// Runs n iterations; keeps every thin-th state (counted from `offset`, the
+// number of iterations of this phase already run). Returns the kept free
+// states as rows (iteration-major, chains within), and the sampler's tallies.
+// [[Rcpp::export]]
+List ls_hmc_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
+  HmcHandle* h = checked_pointer<HmcHandle>(sampler, "sampler");
+  lockstep::Hmc& hmc = *h->hmc;
+  const long C = h->executor->chains(), D = h->executor->dim();
+  std::vector<std::vector<double>> kept;
+  for (int it = 0; it < n; ++it) {
+    hmc.iterate(warmup);
+    if ((offset + it + 1) % thin == 0) kept.push_back(hmc.state());
+  }
+  NumericMatrix free(static_cast<int>(kept.size() * C), static_cast<int>(D));
+  for (size_t k = 0; k < kept.size(); ++k)
+    for (long c = 0; c < C; ++c)
+      for (long i = 0; i < D; ++i) free(static_cast<int>(k * C + c), i) = kept[k][c * D + i];
+  const auto& acc = hmc.accepted();
+  const auto& bad = hmc.bad();
+  return List::create(_["free"] = free,
+                      _["accepted"] = NumericVector(acc.begin(), acc.end()),
+                      _["bad"] = NumericVector(bad.begin(), bad.end()),
+                      _["epsilon"] = hmc.epsilon(),
+                      _["diag_sd"] = NumericVector(hmc.diag_sd().begin(), hmc.diag_sd().end()));
+}

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# Runs every test suite of lockstep, never stopping at a failing suite, prints
+# per-suite counts and ends with one line `N passed, N failed, N skipped`
+# (summed over the suites). Exits non-zero when anything failed.
+#
+#   a. cpp:    Catch2 tests of the core (tests/cpp, CMake + CTest, build/cpp)
+#   b. nvcc:   every src/cuda/*.cu compiled with the package's nvcc flags, and
+#              linked with tests/gpu/link_check.cpp (skipped without nvcc)
+#   c. R:      R CMD build, R CMD check --no-manual --no-tests (1 test: fails
+#              on ERROR or WARNING), then the testthat suite against the
+#              package that check installed (tools/run_testthat.R)
+#
+# Environment: LOCKSTEP_CUDA (see configure) applies to the nvcc and R suites;
+# CHECK_SUITES="cpp nvcc r" picks suites (default all).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd -P)
+BUILD="$ROOT/build"
+mkdir -p "$BUILD"
+export MAKEFLAGS="${MAKEFLAGS:--j2}"
+SUITES=${CHECK_SUITES:-"cpp nvcc r"}
+
+total_passed=0
+total_failed=0
+total_skipped=0
+summary=()
+
+now() { date +%s; }
+
+# record SUITE PASSED FAILED SKIPPED SECONDS
+record() {
+  total_passed=$((total_passed + $2))
+  total_failed=$((total_failed + $3))
+  total_skipped=$((total_skipped + $4))
+  summary+=("$(printf '%-8s %4d passed, %4d failed, %4d skipped  (%ds)' "$1:" "$2" "$3" "$4" "$5")")
+  echo ">>> suite $1: $2 passed, $3 failed, $4 skipped ($5 s)"
+}
+
+banner() {
+  echo
+  echo "================================================================"
+  echo "== $*"
+  echo "================================================================"
+}
+
+# ---------------------------------------------------------------- a. Catch2
+suite_cpp() {
+  banner "cpp: Catch2 tests of the core (tests/cpp -> build/cpp)"
+  local t0 passed=0 failed=0 log="$BUILD/cpp-ctest.log"
+  t0=$(now)
+  if ! cmake -S tests/cpp -B "$BUILD/cpp" -DCMAKE_BUILD_TYPE= >"$BUILD/cpp-cmake.log" 2>&1; then
+    cat "$BUILD/cpp-cmake.log"
+    echo "cpp: cmake configure FAILED"
+    record cpp 0 1 0 $(($(now) - t0))
+    return
+  fi
+  if ! cmake --build "$BUILD/cpp" -j2; then
+    echo "cpp: build FAILED (counted as 1 failed test)"
+    record cpp 0 1 0 $(($(now) - t0))
+    return
+  fi
+  (cd "$BUILD/cpp" && ctest --output-on-failure -j2 --timeout 300) 2>&1 | tee "$log"
+  local line
+  line=$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1)
+  if [ -n "$line" ]; then
+    local total
+    failed=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/')
+    total=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/')
+    passed=$((total - failed))
+  elif grep -q 'No tests were found' "$log"; then
+    echo "cpp: no Catch2 tests yet"
+  else
+    echo "cpp: ctest gave no summary (counted as 1 failed test)"
+    failed=1
+  fi
+  record cpp "$passed" "$failed" 0 $(($(now) - t0))
+}
+
+# ---------------------------------------------------------------- b. nvcc
+suite_nvcc() {
+  banner "nvcc: compile src/cuda/*.cu and link them (never run: no GPU here)"
+  local t0 passed=0 failed=0 dir="$BUILD/nvcc"
+  t0=$(now)
+  rm -rf "$dir"
+  mkdir -p "$dir/cfg/src"
+  # configure, in a scratch copy, decides as it does for the package and writes
+  # the nvcc flags the package uses.
+  cp configure "$dir/cfg/" && cp src/Makevars.in "$dir/cfg/src/"
+  (cd "$dir/cfg" && sh ./configure) >"$dir/configure.log" 2>&1
+  local makevars="$dir/cfg/src/Makevars"
+  if [ ! -f "$makevars" ] || ! grep -q '^# CUDA: yes' "$makevars"; then
+    cat "$dir/configure.log"
+    echo "nvcc: SKIPPED (configure builds no CUDA backend here)"
+    record nvcc 0 0 0 $(($(now) - t0))
+    return
+  fi
+  local nvcc flags
+  nvcc=$(sed -n 's/^NVCC = //p' "$makevars")
+  flags=$(sed -n 's/^NVCC_FLAGS = //p' "$makevars")
+  echo "nvcc: $nvcc"
+  echo "flags: $flags"
+  local objs=() f o
+  for f in src/cuda/*.cu; do
+    [ -e "$f" ] || continue
+    o="$dir/$(basename "$f" .cu).o"
+    # From src/, as in the package build (-I../inst/include).
+    # shellcheck disable=SC2086
+    if (cd src && "$nvcc" $flags -c "${f#src/}" -o "$o"); then
+      echo "PASS compile $f"
+      passed=$((passed + 1))
+      objs+=("$o")
+    else
+      echo "FAIL compile $f"
+      failed=$((failed + 1))
+    fi
+  done
+  if [ $((passed + failed)) -eq 0 ]; then
+    echo "nvcc: no src/cuda/*.cu files"
+  elif [ "$failed" -gt 0 ]; then
+    echo "FAIL link (not attempted: a .cu file failed to compile)"
+    failed=$((failed + 1))
+  elif (cd src && "$nvcc" -std=c++17 -I../inst/include -cudart shared \
+          ../tests/gpu/link_check.cpp "${objs[@]}" -o "$dir/link_check"); then
+    echo "PASS link build/nvcc/link_check"
+    passed=$((passed + 1))
+  else
+    echo "FAIL link build/nvcc/link_check"
+    failed=$((failed + 1))
+  fi
+  record nvcc "$passed" "$failed" 0 $(($(now) - t0))
+}
+
+# ---------------------------------------------------------------- c. R
+suite_r() {
+  banner "R: R CMD build, R CMD check --no-manual --no-tests, testthat"
+  local t0 t1 passed=0 failed=0 skipped=0 dir="$BUILD/r"
+  t0=$(now)
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  if ! (cd "$dir" && R CMD build "$ROOT"); then
+    echo "R: R CMD build FAILED (check and testthat not run: 2 failed)"
+    record R 0 2 0 $(($(now) - t0))
+    return
+  fi
+  local tarball
+  tarball=$(cd "$dir" && ls lockstep_*.tar.gz 2>/dev/null | head -n 1)
+  t1=$(now)
+  echo "R CMD build: $((t1 - t0)) s"
+  (cd "$dir" && R CMD check --no-manual --no-tests "$tarball")
+  local log="$dir/lockstep.Rcheck/00check.log" status
+  status=$(grep -E '^Status:' "$log" 2>/dev/null | tail -n 1)
+  echo "R CMD check: $(($(now) - t1)) s, ${status:-no status}"
+  if [ -n "$status" ] && ! echo "$status" | grep -qE 'ERROR|WARNING'; then
+    echo "PASS R CMD check ($status)"
+    passed=$((passed + 1))
+  else
+    echo "FAIL R CMD check (${status:-no Status line}); end of 00check.log:"
+    tail -n 60 "$log" 2>/dev/null || echo "(no 00check.log)"
+    if [ -f "$dir/lockstep.Rcheck/00install.out" ]; then
+      echo "---- end of 00install.out:"
+      tail -n 40 "$dir/lockstep.Rcheck/00install.out"
+    fi
+    failed=$((failed + 1))
+  fi
+
+  # The testthat suite runs against the package R CMD check installed from the
+  # tarball (lockstep.Rcheck/lockstep): the same R CMD INSTALL of the same
+  # tarball, without compiling the engine a third time.
+  local lib="$dir/lockstep.Rcheck"
+  if [ ! -f "$lib/lockstep/DESCRIPTION" ]; then
+    echo "R: the package did not install; installing the tarball to see why"
+    mkdir -p "$dir/lib"
+    if (cd "$dir" && R CMD INSTALL --library="$dir/lib" "$tarball"); then
+      lib="$dir/lib"
+    else
+      echo "FAIL testthat (the package does not install)"
+      record R "$passed" $((failed + 1)) 0 $(($(now) - t0))
+      return
+    fi
+  fi
+  local t2 out="$dir/testthat.log" counts
+  t2=$(now)
+  R_LIBS="$lib${R_LIBS:+:$R_LIBS}" Rscript tools/run_testthat.R tests/testthat 2>&1 | tee "$out"
+  counts=$(grep -E '^testthat-counts: [0-9]+ [0-9]+ [0-9]+$' "$out" | tail -n 1)
+  echo "testthat: $(($(now) - t2)) s"
+  if [ -n "$counts" ]; then
+    set -- $counts
+    passed=$((passed + $2))
+    failed=$((failed + $3))
+    skipped=$((skipped + $4))
+  else
+    echo "FAIL testthat (no counts: the runner died)"
+    failed=$((failed + 1))
+  fi
+  record R "$passed" "$failed" "$skipped" $(($(now) - t0))
+}
+
+start=$(now)
+for s in $SUITES; do
+  case "$s" in
+    cpp) suite_cpp ;;
+    nvcc) suite_nvcc ;;
+    r|R) suite_r ;;
+    *) echo "unknown suite '$s'"; record "$s" 0 1 0 0 ;;
+  esac
+done
+
+echo
+echo "================================================================"
+echo "== summary ($(($(now) - start)) s)"
+for line in "${summary[@]}"; do
+  echo "$line"
+done
+echo "$total_passed passed, $total_failed failed, $total_skipped skipped"
+if [ "$total_failed" -gt 0 ]; then
+  exit 1
+fi
+exit 0

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages only, what lockstep needs to build, check and
+# test, and nothing that is already there. Idempotent: `apt-get update` runs only
+# when something must be installed. The CUDA toolkit is not a Debian dependency
+# here: configure uses nvcc when it finds one and builds CPU-only otherwise.
+set -euo pipefail
+
+packages=(
+  r-base-dev r-cran-rcpp r-cran-rcppeigen r-cran-coda r-cran-testthat
+  r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 r-cran-jsonlite
+  r-cran-extradistr catch2 cmake pandoc
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  if [ "$status" != "installed" ]; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO=sudo
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO env DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
