@@ -12,6 +12,7 @@ progress_bar <- function(phase, total, width_total, chains, verbose) {
   bar$chains <- chains
   bar$start <- Sys.time()
   bar$verbose <- verbose && total > 0
+  bar$last_width <- 0
   bar
 }
 
@@ -30,7 +31,10 @@ progress_update <- function(bar, done, bad = 0, final = FALSE) {
   filled <- round(width * done / max(bar$total, 1))
   line <- sprintf("  %s %s%s %s | eta: %s%s", bar$name, strrep("=", filled),
                   strrep(" ", width - filled), counter, eta_text, bad_text)
-  cat("\r", line, if (final) "\n", sep = "", file = stderr())
+  # pad over whatever the previous, possibly longer, line left behind
+  padding <- strrep(" ", max(0, bar$last_width - nchar(line)))
+  bar$last_width <- nchar(line)
+  cat("\r", line, padding, if (final) "\n", sep = "", file = stderr())
   utils::flush.console()
   invisible()
 }
