@@ -80,7 +80,8 @@ new_distribution <- function(family, params, dim, truncation, positive = charact
   })
   names(nodes) <- names(params)
   dim <- distribution_dim(nodes, dim, family)
-  truncation <- check_truncation(truncation, support, family, discrete)
+  # discrete distributions take no truncation argument: they are never truncated
+  truncation <- if (discrete) c(-Inf, Inf) else check_truncation(truncation, support, family)
   lower <- max(truncation[1], support[1])
   upper <- min(truncation[2], support[2])
   variable <- new_node("variable", dim, lower = lower, upper = upper)
@@ -130,7 +131,7 @@ distribution_dim <- function(nodes, dim, family) {
   first
 }
 
-check_truncation <- function(truncation, support, family, discrete) {
+check_truncation <- function(truncation, support, family) {
   if (!is.numeric(truncation) || length(truncation) != 2L || anyNA(truncation)) {
     stop("`truncation` of ", family, "() must be a vector of two numbers, lower and upper",
          call. = FALSE)

@@ -90,8 +90,8 @@ suite_nvcc() {
   local makevars="$dir/cfg/src/Makevars"
   if [ ! -f "$makevars" ] || ! grep -q '^# CUDA: yes' "$makevars"; then
     cat "$dir/configure.log"
-    echo "nvcc: SKIPPED (configure builds no CUDA backend here)"
-    record nvcc 0 0 0 $(($(now) - t0))
+    echo "nvcc: SKIPPED (configure builds no CUDA backend here; counted as 1 skipped)"
+    record nvcc 0 0 1 $(($(now) - t0))
     return
   fi
   local nvcc flags
@@ -136,7 +136,13 @@ suite_r() {
   local t0 t1 passed=0 failed=0 skipped=0 dir="$BUILD/r"
   t0=$(now)
   rm -rf "$dir"
-  mkdir -p "$dir"
+  mkdir -p "$dir/repo/src/contrib"
+  # R CMD check looks packages up in getOption("repos") (CRAN, from Debian's
+  # Rprofile.site). Point it at an empty local repository so that it never
+  # reaches for the network.
+  : >"$dir/repo/src/contrib/PACKAGES"
+  echo "options(repos = c(LOCAL = 'file://$dir/repo'))" >"$dir/Rprofile"
+  export R_PROFILE_USER="$dir/Rprofile"
   if ! (cd "$dir" && R CMD build "$ROOT"); then
     echo "R: R CMD build FAILED (check and testthat not run: 2 failed)"
     record R 0 2 0 $(($(now) - t0))

@@ -21,7 +21,6 @@ if (length(files) == 0L) {
 }
 
 suppressPackageStartupMessages(library(testthat))
-options(testthat.progress.max_fails = Inf, warnPartialMatchDollar = FALSE)
 
 results <- tryCatch(
   testthat::test_dir(
@@ -30,7 +29,12 @@ results <- tryCatch(
     load_package = "installed",
     stop_on_failure = FALSE,
     stop_on_warning = FALSE,
-    reporter = testthat::ProgressReporter$new(show_praise = FALSE)
+    # One line per file (no spinner updates: the log is read, not watched).
+    reporter = testthat::ProgressReporter$new(
+      show_praise = FALSE,
+      max_failures = Inf,
+      update_interval = Inf
+    )
   ),
   error = function(e) {
     cat("testthat: the suite did not run:", conditionMessage(e), "\n")
