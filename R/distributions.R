@@ -175,17 +175,18 @@ check_truncation <- function(truncation, support, family) {
   variable <- get_node(value)
   dist <- variable$distribution
   if (variable$type != "variable" || !identical(dist$target, variable) ||
-      length(variable$children) > 0) {
+      length(variable$children) > 0 || isTRUE(variable$assigned)) {
     stop("the distribution on the right-hand side of `distribution(y) <-` has already been ",
          "used elsewhere; create a new one, e.g. distribution(y) <- normal(mu, sd)",
          call. = FALSE)
   }
+  # (a replacement function cannot name its left-hand side: R passes `*tmp*`)
   if (target$type != "data") {
-    stop("distributions can only be assigned to data: `", deparse(substitute(greta_array)),
-         "` is a greta array of type '", target$type, "'", call. = FALSE)
+    stop("distributions can only be assigned to data, but the left-hand side of ",
+         "`distribution(y) <-` is a greta array of type '", target$type, "'", call. = FALSE)
   }
   if (!is.null(target$distribution)) {
-    stop("`", deparse(substitute(greta_array)), "` already has a distribution", call. = FALSE)
+    stop("the left-hand side of `distribution(y) <-` already has a distribution", call. = FALSE)
   }
   scalar_dist <- prod(dist$dim) == 1
   if (!scalar_dist && !identical(dist$dim, target$dim)) {
@@ -197,7 +198,7 @@ check_truncation <- function(truncation, support, family) {
   dist$target <- target
   dist$dim <- target$dim
   target$distribution <- dist
-  variable$distribution <- NULL
+  variable$assigned <- TRUE  # the variable is orphaned: nothing reaches it any more
   original
 }
 

@@ -13,9 +13,10 @@
 #' @param x a `greta_model`
 #' @return a `greta_model` object
 #' @examples
+#' y <- c(0.3, -0.2, 1.1)
 #' mu <- normal(0, 1)
 #' sigma <- exponential(1)
-#' distribution(c(0.3, -0.2, 1.1)) <- normal(mu, sigma)
+#' distribution(y) <- normal(mu, sigma)
 #' m <- model(mu, sigma)
 #' m
 #' @export

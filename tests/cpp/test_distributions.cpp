@@ -255,11 +255,13 @@ TEST_CASE("CDF partials against finite differences", "[distributions][cdf][gradi
               q[k] = v;
               return dist_cdf(f.family, x, q, sdp);
             },
-            p[k], 1e-4);
+            p[k], 1e-3);
         INFO("family " << f.name << ", x " << x << ", p " << p[0] << " " << p[1] << " " << p[2]
                        << ", parameter " << k << ": analytic " << dp[k] << ", fd " << fd);
-        // student's dF/ddf is itself a central difference inside the library
-        CHECK(close(dp[k], fd, f.name == "student" && k == 0 ? 1e-5 : 1e-8, 1e-10));
+        // student's dF/ddf is itself a central difference inside the library,
+        // and its CDF (a continued fraction) carries noise of about 1e-14
+        const bool student = f.name == "student";
+        CHECK(close(dp[k], fd, student && k == 0 ? 1e-5 : 1e-8, student ? 1e-9 : 1e-10));
       }
     }
   }

@@ -1,0 +1,217 @@
+// The emulated backend (the CUDA execution model run lane by lane on the CPU)
+// against the cpu backend on nontrivial programs: same log density, gradient
+// and node values, for several launch geometries and chain counts (ggml's TEST
+// mode). The geometries include one lane, odd lane counts, and more lanes than
+// work items.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+#include "lockstep/executor.hpp"
+#include "lockstep/ir.hpp"
+
+using namespace lstest;
+
+namespace {
+
+// Eight schools, non-centred:
+//   mu ~ normal(0, 5), tau ~ cauchy(0, 5) truncated to (0, Inf), tau > 0,
+//   theta_tilde ~ normal(0, 1), theta = mu + tau * theta_tilde,
+//   y ~ normal(theta, sigma).
+Program eight_schools() {
+  Program p;
+  const int mu = p.add(param_node(1, 0));
+  const int tau = p.add(param_node(1, 1, Transform::lower, 0));
+  const int tt = p.add(param_node(8, 2));
+  const int scaled = p.add(binary_node(Op::mul, tau, tt, p));
+  const int theta = p.add(binary_node(Op::add, mu, scaled, p));
+  const int y = p.add(data_node({28, 8, -3, 7, -1, 1, 18, 12}));
+  const int sigma = p.add(data_node({15, 10, 16, 11, 9, 11, 10, 18}));
+  const int zero = p.add(data_node({0}));
+  const int one = p.add(data_node({1}));
+  const int five = p.add(data_node({5}));
+  add_term(p, density_node(Family::normal, {mu, zero, five}));
+  add_term(p, density_node(Family::cauchy, {tau, zero, five}, 0, inf));
+  add_term(p, density_node(Family::normal, {tt, zero, one}));
+  add_term(p, density_node(Family::normal, {y, theta, sigma}));
+  p.n_free = 10;
+  lockstep::plan(p);
+  return p;
+}
+
+// Hierarchical logistic regression on N = 37 rows (not a multiple of any lane
+// count used): eta = X beta + alpha[group], y ~ bernoulli(ilogit(eta)),
+// beta ~ normal(0, 2), alpha ~ normal(0, sigma_a), sigma_a ~ exponential(1).
+Program regression() {
+  const long N = 37, K = 3, G = 4;
+  std::mt19937 rng(401);
+  Program p;
+  const int beta = p.add(param_node(K, 0));
+  const int alpha = p.add(param_node(G, K));
+  const int sigma_a = p.add(param_node(1, K + G, Transform::lower, 0));
+  const int X = p.add(data_node(uniform_vector(rng, N * K, -1.5, 1.5), {N, K}));
+  const int eta0 = p.add(matmul_node(X, beta, p));
+  std::vector<long> group(N);
+  for (long i = 0; i < N; ++i) group[i] = static_cast<long>(rng() % G);
+  const int a = p.add(gather_node(alpha, group));
+  const int eta = p.add(binary_node(Op::add, eta0, a, p));
+  const int prob = p.add(unary_node(Op::ilogit, eta, p));
+  std::vector<double> yv(N);
+  for (double& v : yv) v = static_cast<double>(rng() % 2);
+  const int y = p.add(data_node(yv));
+  const int zero = p.add(data_node({0}));
+  const int one = p.add(data_node({1}));
+  const int two = p.add(data_node({2}));
+  add_term(p, density_node(Family::bernoulli, {y, prob}));
+  add_term(p, density_node(Family::normal, {beta, zero, two}));
+  add_term(p, density_node(Family::normal, {alpha, zero, sigma_a}));
+  add_term(p, density_node(Family::exponential, {sigma_a, one}));
+  p.n_free = K + G + 1;
+  lockstep::plan(p);
+  return p;
+}
+
+// Every other op and family once: exp, log, log1p, sqrt, neg, sub, div, sum,
+// student, a truncated student and a matrix parameter on the left of a matmul.
+Program kitchen_sink() {
+  Program p;
+  const int v = p.add(param_node(5, 0));
+  const int s = p.add(param_node(1, 5, Transform::lower, 0.1));
+  const int w = p.add(param_node(6, 6, Transform::interval, -2, 2, {2, 3}));
+  const int ev = p.add(unary_node(Op::exp, v, p));
+  const int lv = p.add(unary_node(Op::log, ev, p));
+  const int b = p.add(unary_node(Op::log1p, ev, p));
+  const int c = p.add(unary_node(Op::sqrt, b, p));
+  const int d = p.add(binary_node(Op::div, c, s, p));
+  const int nv = p.add(unary_node(Op::neg, v, p));
+  const int e = p.add(binary_node(Op::sub, d, nv, p));
+  const int f = p.add(sum_node(e));
+  const int M = p.add(data_node({0.5, -1, 2, 0.25, 1.5, -0.75, 1, 0, -2}, {3, 3}));
+  const int wm = p.add(matmul_node(w, M, p));  // 2 x 3
+  const int zero = p.add(data_node({0}));
+  const int one = p.add(data_node({1}));
+  const int four = p.add(data_node({4}));
+  const int ten = p.add(data_node({10}));
+  const int obs = p.add(data_node({1.2, 1.9, 2.5, 1.4, 1.1, 2.2}, {2, 3}));
+  add_term(p, density_node(Family::normal, {lv, zero, one}));
+  add_term(p, density_node(Family::student, {e, four, zero, s}));
+  add_term(p, density_node(Family::normal, {f, zero, ten}));
+  add_term(p, density_node(Family::exponential, {s, one}));
+  add_term(p, density_node(Family::student, {obs, four, wm, s}, 1, 3));
+  p.n_free = 12;
+  lockstep::plan(p);
+  return p;
+}
+
+struct Named {
+  const char* label;
+  Program (*make)();
+};
+
+const Named programs[] = {
+    {"eight schools", eight_schools},
+    {"hierarchical logistic regression", regression},
+    {"kitchen sink", kitchen_sink},
+};
+
+const EmulatedGeometry geometries[] = {{1, 1}, {1, 5}, {3, 5}, {2, 32}, {7, 3}, {4, 64}};
+
+}  // namespace
+
+TEST_CASE("backend_from_name", "[backends]") {
+  CHECK(lockstep::backend_from_name("cpu") == Backend::cpu);
+  CHECK(lockstep::backend_from_name("emulated") == Backend::emulated);
+  CHECK_THROWS_AS(lockstep::backend_from_name("cuda9"), std::invalid_argument);
+}
+
+TEST_CASE("the test programs' cpu gradients match finite differences", "[backends][gradient]") {
+  std::mt19937 rng(402);
+  for (const Named& np : programs) {
+    for (long chains : {1L, 3L}) {
+      INFO(np.label << ", chains " << chains);
+      const Program p = np.make();
+      const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
+      check_gradient(p, chains, state, 1e-6, 1e-7);
+    }
+  }
+}
+
+TEST_CASE("emulated backend equals the cpu backend: log density, gradient and node values",
+          "[backends][emulated]") {
+  std::mt19937 rng(403);
+  for (const Named& np : programs) {
+    const Program p = np.make();
+    for (long chains : {1L, 3L}) {
+      const long D = p.n_free;
+      const std::vector<double> state = uniform_vector(rng, chains * D, -1, 1);
+      Executor<double> cpu(p, chains, Backend::cpu);
+      std::vector<double> lp_cpu(chains), grad_cpu(chains * D);
+      cpu.log_density(state.data(), lp_cpu.data(), grad_cpu.data());
+      for (long c = 0; c < chains; ++c) REQUIRE(std::isfinite(lp_cpu[c]));
+      for (const EmulatedGeometry& g : geometries) {
+        INFO(np.label << ", chains " << chains << ", " << g.blocks << " blocks of "
+                      << g.lanes_per_block << " lanes");
+        Executor<double> emu(p, chains, Backend::emulated, g);
+        std::vector<double> lp(chains), grad(chains * D);
+        // twice: buffers must be reset between calls
+        for (int rep = 0; rep < 2; ++rep) {
+          emu.log_density(state.data(), lp.data(), grad.data());
+          for (long c = 0; c < chains; ++c) CHECK(close(lp[c], lp_cpu[c], 1e-12));
+          for (long k = 0; k < chains * D; ++k) {
+            INFO("gradient element " << k << ": emulated " << grad[k] << ", cpu " << grad_cpu[k]);
+            CHECK(close(grad[k], grad_cpu[k], 1e-12, 1e-13));
+          }
+        }
+        for (size_t id = 0; id < p.nodes.size(); ++id) {
+          const std::vector<double>& a = emu.value(static_cast<int>(id));
+          const std::vector<double>& b = cpu.value(static_cast<int>(id));
+          REQUIRE(a.size() == b.size());
+          for (size_t i = 0; i < a.size(); ++i) {
+            INFO("node " << id << " (" << lockstep::op_name(p.nodes[id].op) << ") element " << i);
+            CHECK(close(a[i], b[i], 1e-12, 1e-13));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("emulated backend: no cross-talk between chains and finite-difference gradients",
+          "[backends][emulated][gradient]") {
+  std::mt19937 rng(404);
+  const Program p = regression();
+  const std::vector<double> state = uniform_vector(rng, 3 * p.n_free, -1, 1);
+  check_gradient(p, 3, state, 1e-6, 1e-7, 1e-4, Backend::emulated, EmulatedGeometry{3, 5});
+}
+
+TEST_CASE("log density without a gradient equals the value with one, on both backends",
+          "[backends]") {
+  std::mt19937 rng(405);
+  for (const Named& np : programs) {
+    const Program p = np.make();
+    const long chains = 3;
+    const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
+    for (Backend b : {Backend::cpu, Backend::emulated}) {
+      INFO(np.label << (b == Backend::cpu ? ", cpu" : ", emulated"));
+      Executor<double> ex(p, chains, b);
+      std::vector<double> lp1(chains), lp2(chains), grad(chains * p.n_free);
+      ex.log_density(state.data(), lp1.data(), grad.data());
+      ex.log_density(state.data(), lp2.data(), nullptr);
+      for (long c = 0; c < chains; ++c) CHECK(lp1[c] == lp2[c]);
+      // forward() fills the same node values
+      Executor<double> fw(p, chains, b);
+      fw.forward(state.data());
+      for (size_t id = 0; id < p.nodes.size(); ++id)
+        CHECK(fw.value(static_cast<int>(id)) == ex.value(static_cast<int>(id)));
+    }
+  }
+}
+
+TEST_CASE("executor refuses fewer than one chain", "[backends]") {
+  const Program p = eight_schools();
+  CHECK_THROWS_AS(Executor<double>(p, 0), std::invalid_argument);
+}

@@ -1,0 +1,4 @@
+library(testthat)
+library(lockstep)
+
+test_check("lockstep")

@@ -1,0 +1,242 @@
+# Bad models and bad input fail early with messages that name the problem, and
+# the engine's errors reach R as R errors rather than crashes.
+
+test_that("parameters of incompatible dimensions are refused", {
+  expect_error(normal(variable(dim = 3), variable(dim = 2)),
+               "parameters of normal\\(\\) have incompatible dimensions.*`mean` is 3 x 1.*`sd` is 2 x 1")
+  expect_error(student(1, variable(dim = 3), variable(dim = c(3, 2))),
+               "parameters of student\\(\\) have incompatible dimensions")
+  expect_error(normal(variable(dim = 3), 1, dim = 4),
+               "dimensions of `mean` of normal\\(\\) \\(3 x 1\\) do not match `dim` \\(4 x 1\\)")
+})
+
+test_that("a distribution whose dimensions differ from its data is refused", {
+  theta <- variable(dim = 3)
+  y <- rnorm(5)
+  expect_error(distribution(y) <- normal(theta, 1),
+               "different dimensions.*must have dimension 5 x 1 or 1 x 1, but has dimension 3 x 1")
+  z <- matrix(0, 2, 3)
+  expect_error(distribution(z) <- normal(0, 1, dim = c(3, 2)), "different dimensions")
+})
+
+test_that("non-conformable matrix products are refused", {
+  expect_error(variable(dim = c(2, 2)) %*% variable(dim = c(3, 1)),
+               "non-conformable greta arrays in `%\\*%`: 2 x 2 and 3 x 1")
+  expect_error(matrix(1, 2, 2) %*% variable(dim = 3), "non-conformable")
+})
+
+test_that("data must be numeric and finite", {
+  expect_error(as_data("a"), "must be numeric or logical.*not character")
+  expect_error(as_data(list()), "must be numeric or logical.*not list")
+  expect_error(as_data(list(1, 2)), "must be numeric or logical")
+  expect_error(as_data(factor(c("a", "b"))), "must be numeric or logical")
+  expect_error(as_data(data.frame(a = 1:2, b = c("x", "y"))), "non-numeric columns \\(b\\)")
+  expect_error(as_data(numeric(0)), "has no elements")
+  expect_error(as_data(c(1, NA, 3)), "missing values")
+  expect_error(as_data(c(1, NaN)), "missing values")
+  expect_error(as_data(c(1, Inf)), "infinite values")
+  expect_error(as_data(matrix(c(1, -Inf), 1)), "infinite values")
+  # the argument is named in the message
+  bad_values <- c(2, NA)
+  expect_error(as_data(bad_values), "`bad_values` contains missing values")
+  # as data on the left of distribution(), and as parameters
+  y <- c(0.5, NA)
+  expect_error(distribution(y) <- normal(0, 1), "missing values")
+  expect_error(normal(c(0, Inf), 1), "`mean` contains infinite values")
+  expect_error(normal(0, "a"), "`sd` must be numeric or logical")
+  # data frames of numbers are fine
+  expect_equal(dim(as_data(data.frame(a = 1:3, b = c(0.5, 1, 2)))), c(3L, 2L))
+  expect_equal(dim(as_data(c(TRUE, FALSE))), c(2L, 1L))
+})
+
+test_that("a variable or operation cannot become data", {
+  expect_error(as_data(variable()), "cannot convert a greta array of type 'variable' to data")
+  expect_error(as_data(variable() + 1), "type 'operation'")
+  x <- as_data(1:3)
+  expect_identical(as_data(x), x)
+})
+
+test_that("bad bounds of variables are refused", {
+  expect_error(variable(lower = 1, upper = 0), "`lower` must be less than `upper`")
+  expect_error(variable(lower = 1, upper = 1), "`lower` must be less than `upper`")
+  expect_error(variable(lower = "a"), "`lower` must be a single number")
+  expect_error(variable(upper = c(1, 2)), "`upper` must be a single number")
+  expect_error(variable(lower = NA), "`lower` must be a single number")
+  expect_error(variable(dim = 0), "`dim` must be a vector of positive whole numbers")
+  expect_error(variable(dim = 1.5), "`dim` must be a vector of positive whole numbers")
+  expect_error(normal(0, 1, dim = -2), "`dim` must be a vector of positive whole numbers")
+})
+
+test_that("bad truncations are refused", {
+  expect_error(normal(0, 1, truncation = c(1, 0)), "`truncation` of normal\\(\\) must have lower < upper")
+  expect_error(cauchy(0, 1, truncation = c(2, 2)), "must have lower < upper")
+  expect_error(normal(0, 1, truncation = 1), "`truncation` of normal\\(\\) must be a vector of two numbers")
+  expect_error(normal(0, 1, truncation = c(0, NA)), "must be a vector of two numbers")
+  expect_error(exponential(1, truncation = c(-1, Inf)),
+               "`truncation` of exponential\\(\\) must lie within its support")
+})
+
+test_that("constant parameters out of their range are refused", {
+  expect_error(normal(0, -1), "`sd` of normal\\(\\) must be positive")
+  expect_error(normal(0, 0), "`sd` of normal\\(\\) must be positive")
+  expect_error(cauchy(0, c(1, -2)), "`scale` of cauchy\\(\\) must be positive")
+  expect_error(student(-1, 0, 1), "`df` of student\\(\\) must be positive")
+  expect_error(student(3, 0, -1), "`sigma` of student\\(\\) must be positive")
+  expect_error(exponential(-0.5), "`rate` of exponential\\(\\) must be positive")
+  expect_error(bernoulli(1.5), "`prob` of bernoulli\\(\\) must be between 0 and 1")
+})
+
+test_that("bernoulli data must be 0 or 1", {
+  y <- c(0, 1, 2)
+  expect_error(distribution(y) <- bernoulli(0.5), "must be 0 or 1")
+  y <- c(0, 0.5)
+  expect_error(distribution(y) <- bernoulli(0.5), "must be 0 or 1")
+})
+
+test_that("data outside a distribution's support is refused", {
+  y <- c(1, -1)
+  expect_error(distribution(y) <- exponential(1), "outside the support of exponential\\(\\)")
+  y <- c(0.5, 3)
+  expect_error(distribution(y) <- normal(0, 1, truncation = c(0, 2)),
+               "outside the support of normal\\(\\)")
+})
+
+test_that("bernoulli() works with its default arguments", {
+  # bernoulli() takes no truncation: it must not refuse its own default bounds
+  expect_s3_class(bernoulli(0.5), "greta_array")
+  p <- variable(lower = 0, upper = 1)
+  y <- c(0, 1, 1)
+  expect_silent(distribution(y) <- bernoulli(p))
+  expect_s3_class(model(p), "greta_model")
+})
+
+test_that("distributions can only be assigned to data", {
+  v <- variable()
+  expect_error(distribution(v) <- normal(0, 1), "distributions can only be assigned to data")
+  w <- variable() * 2
+  expect_error(distribution(w) <- normal(0, 1), "type 'operation'")
+  y <- c(1, 2)
+  expect_error(distribution(y) <- 3, "must be a distribution such as normal")
+  expect_error(distribution(y) <- variable(), "must be a distribution")
+})
+
+# A replacement function sees its left-hand side only as R's `*tmp*`, so the
+# messages name the argument's role instead.
+test_that("errors from distribution<- name the left-hand side, not R's `*tmp*`", {
+  v <- variable()
+  msg <- tryCatch(distribution(v) <- normal(0, 1), error = conditionMessage)
+  expect_match(msg, "can only be assigned to data")
+  expect_no_match(msg, "*tmp*", fixed = TRUE)
+  expect_match(msg, "left-hand side of `distribution(y) <-`", fixed = TRUE)
+  y <- as_data(1)
+  distribution(y) <- normal(0, 1)
+  msg <- tryCatch(distribution(y) <- normal(0, 1), error = conditionMessage)
+  expect_match(msg, "already has a distribution")
+  expect_no_match(msg, "*tmp*", fixed = TRUE)
+})
+
+test_that("a distribution cannot be used twice, nor data given two distributions", {
+  y <- as_data(c(1, 2))
+  z <- as_data(c(3, 4))
+  d <- normal(0, 1)
+  distribution(y) <- d
+  expect_error(distribution(z) <- d)
+  expect_error(distribution(y) <- normal(0, 1), "already has a distribution")
+  # a prior that is used in the model cannot also be a likelihood
+  mu <- normal(0, 1)
+  mean <- mu * 2
+  expect_error(distribution(z) <- mu, "already been used elsewhere")
+})
+
+test_that("reusing a distribution says that it has already been used", {
+  # the message for a distribution that was already assigned to other data
+  # should say so, not that the right-hand side is not a distribution
+  y <- as_data(c(1, 2))
+  z <- as_data(c(3, 4))
+  d <- normal(0, 1)
+  distribution(y) <- d
+  expect_error(distribution(z) <- d, "already been used elsewhere")
+})
+
+test_that("model() refuses models it cannot sample", {
+  expect_error(model(variable()), "none of the greta arrays in the model are associated with a probability density")
+  expect_error(model(variable() * 3), "probability density")
+  expect_error(model(1), "the arguments of model\\(\\) must be greta arrays, but argument 1 is a numeric")
+  mu <- normal(0, 1)
+  expect_error(model(mu, "a"), "argument 2 is a character")
+  expect_error(model(), "needs at least one greta array")
+  expect_error(model(mu, mu), "distinct names")
+  expect_error(model(mu, precision = "single"), "not available yet")
+  expect_error(model(mu, precision = "quad"), "should be one of")
+  # data with a distribution but nothing to sample
+  y <- as_data(c(0.1, 0.2))
+  distribution(y) <- normal(0, 1)
+  expect_error(model(y), "no variables")
+})
+
+test_that("model() refuses a discrete variable", {
+  p <- bernoulli(0.5)
+  y <- c(0.2, 1.3)
+  distribution(y) <- normal(p, 1)
+  expect_error(model(p), "discrete variable \\(bernoulli\\(\\)\\)")
+})
+
+test_that("a C++ exception reaches R as an R error", {
+  m <- eight_schools_model()
+  engine <- lockstep:::model_engine(m)
+  expect_error(lockstep:::ls_engine_log_density(engine, matrix(0, 2, 3), TRUE, "cpu"),
+               "the state has 3 columns but the model has 10 free parameters")
+  expect_error(lockstep:::model_log_density(m, matrix(0, 1, 11)), "11 columns")
+  expect_error(lockstep:::ls_engine_log_density(engine, matrix(0, 1, 10), TRUE, "tpu"),
+               "unknown backend 'tpu'")
+  expect_error(lockstep:::ls_engine_values(engine, matrix(0, 1, 10), 999L, "cpu"),
+               "node id out of range")
+  # a malformed IR is refused by the engine's checks
+  ir <- m$ir
+  ir$nodes[[1]]$op <- "no_such_op"
+  expect_error(lockstep:::ls_engine_new(ir), "unknown op 'no_such_op'")
+  ir <- m$ir
+  ir$n_free <- 3
+  expect_error(lockstep:::ls_engine_new(ir), "slice outside the free state")
+  # and the engine still works afterwards
+  expect_true(is.finite(lockstep:::model_log_density(m, rep(0, 10))$log_density))
+})
+
+test_that("a saved and reloaded model rebuilds its engine, with a message", {
+  set.seed(601)
+  m <- eight_schools_model()
+  free <- random_free(m, 3)
+  before <- lockstep:::model_log_density(m, free)
+  path <- tempfile(fileext = ".rds")
+  on.exit(unlink(path), add = TRUE)
+  saveRDS(m, path)
+  reloaded <- readRDS(path)
+  expect_true(lockstep:::ls_pointer_is_null(reloaded$engine$pointer))
+  expect_message(after <- lockstep:::model_log_density(reloaded, free), "rebuilding the lockstep engine")
+  expect_equal(after, before, tolerance = 1e-14)
+  # rebuilt once: no second message
+  expect_silent(lockstep:::model_log_density(reloaded, free))
+  # and it samples
+  expect_s3_class(mcmc(reloaded, n_samples = 10, warmup = 10, chains = 2, verbose = FALSE),
+                  "greta_mcmc_list")
+})
+
+test_that("calling the engine with a null or wrong pointer is an R error, not a crash", {
+  m <- eight_schools_model()
+  path <- tempfile(fileext = ".rds")
+  on.exit(unlink(path), add = TRUE)
+  saveRDS(m$engine$pointer, path)
+  dead <- readRDS(path)
+  expect_true(lockstep:::ls_pointer_is_null(dead))
+  expect_error(lockstep:::ls_engine_log_density(dead, matrix(0, 1, 10), TRUE, "cpu"),
+               "engine is no longer available")
+  expect_error(lockstep:::ls_engine_values(dead, matrix(0, 1, 10), 0L, "cpu"),
+               "no longer available")
+  expect_error(lockstep:::ls_engine_log_density(NULL, matrix(0, 1, 10), TRUE, "cpu"),
+               "expected a engine pointer|expected an engine pointer")
+  expect_error(lockstep:::ls_engine_log_density(list(), matrix(0, 1, 10), TRUE, "cpu"),
+               "pointer")
+  expect_error(lockstep:::ls_hmc_run(dead, 1L, FALSE, 1L, 0L), "sampler is no longer available")
+  expect_true(lockstep:::ls_pointer_is_null(NULL))
+  expect_false(lockstep:::ls_pointer_is_null(lockstep:::model_engine(m)))
+})

@@ -1,0 +1,238 @@
+# Every distribution's log density against R's d* (and p*, for truncation)
+# functions, as a likelihood on data and as a prior on variables, for 1 and 3
+# chains, with gradients against finite differences. See compare_distribution()
+# and compare_prior() in helper-lockstep.R.
+
+# -- likelihoods ---------------------------------------------------------------
+
+test_that("normal likelihood matches dnorm", {
+  set.seed(101)
+  x <- rnorm(7, 1, 2)
+  params <- list(mean = rnorm(7), sd = 1.7)
+  compare_distribution("normal", x, params)
+  compare_distribution("normal", x, params, as_variable = "mean")
+  compare_distribution("normal", x, params, as_variable = "sd")
+  compare_distribution("normal", x, params, as_variable = c("mean", "sd"))
+  # vector sd, scalar mean
+  compare_distribution("normal", x, list(mean = 0.3, sd = rexp(7) + 0.5),
+                       as_variable = c("mean", "sd"))
+})
+
+test_that("normal likelihood on matrix data matches dnorm", {
+  set.seed(102)
+  x <- matrix(rnorm(6, -1, 3), 3, 2)
+  compare_distribution("normal", x, list(mean = matrix(rnorm(6), 3, 2), sd = 2.5),
+                       as_variable = c("mean", "sd"))
+})
+
+test_that("cauchy likelihood matches dcauchy", {
+  set.seed(103)
+  x <- rcauchy(8, 2, 3)
+  params <- list(location = rnorm(8, 2), scale = 3)
+  compare_distribution("cauchy", x, params)
+  compare_distribution("cauchy", x, params, as_variable = c("location", "scale"))
+  compare_distribution("cauchy", x, list(location = -1, scale = rexp(8) + 0.2),
+                       as_variable = c("location", "scale"))
+})
+
+test_that("student likelihood matches dt((x - mu) / sigma, df) / sigma", {
+  set.seed(104)
+  x <- rt(9, df = 4) * 2 + 1
+  params <- list(df = 4.5, mu = 1.2, sigma = 2)
+  compare_distribution("student", x, params)
+  compare_distribution("student", x, params, as_variable = c("df", "mu", "sigma"))
+  # small and large degrees of freedom, vector parameters
+  compare_distribution("student", x, list(df = 0.7, mu = rnorm(9), sigma = 0.8),
+                       as_variable = c("df", "mu"))
+  compare_distribution("student", x, list(df = 80, mu = 0, sigma = rexp(9) + 0.5),
+                       as_variable = c("df", "sigma"))
+})
+
+test_that("exponential likelihood matches dexp", {
+  set.seed(105)
+  x <- rexp(10, 0.7)
+  compare_distribution("exponential", x, list(rate = 0.7))
+  compare_distribution("exponential", x, list(rate = 0.7), as_variable = "rate")
+  compare_distribution("exponential", x, list(rate = rexp(10) + 0.1), as_variable = "rate")
+  # zero is inside the support
+  compare_distribution("exponential", c(0, x), list(rate = 2), as_variable = "rate")
+})
+
+test_that("bernoulli likelihood matches dbinom(x, 1, prob)", {
+  set.seed(106)
+  x <- rbinom(12, 1, 0.3)
+  compare_distribution("bernoulli", x, list(prob = 0.3))
+  compare_distribution("bernoulli", x, list(prob = 0.3), as_variable = "prob")
+  compare_distribution("bernoulli", x, list(prob = runif(12, 0.05, 0.95)), as_variable = "prob")
+  # logical data is 0/1 data
+  compare_distribution("bernoulli", x == 1, list(prob = 0.6), as_variable = "prob")
+})
+
+test_that("bernoulli density of the engine matches dbinom (bypassing the R constructor)", {
+  # Checks the engine's bernoulli math on its own, whatever the state of
+  # bernoulli()'s argument checks: the distribution is built with the internal
+  # constructor and given the untruncated bounds the engine expects.
+  set.seed(107)
+  x <- rbinom(15, 1, 0.4)
+  p <- variable(lower = 0, upper = 1)
+  dist <- lockstep:::new_distribution("bernoulli", list(prob = p), NULL, c(0, 1),
+                                      unit = "prob", support = c(0, 1), discrete = TRUE)
+  dist_node <- lockstep:::get_node(dist)$distribution  # an environment
+  dist_node$truncation <- c(-Inf, Inf)
+  y <- as_data(x)
+  distribution(y) <- dist
+  m <- model(p)
+  expected <- function(z) {
+    tr <- constrain(z, 0, 1)
+    sum(dbinom(x, 1, tr$value, log = TRUE)) + tr$log_jacobian
+  }
+  expect_density_matches(m, expected)
+  expect_gradient_matches(m)
+})
+
+test_that("truncated likelihoods are renormalised, with gradients through the CDF", {
+  set.seed(108)
+  x <- runif(6, 0.1, 2.9)
+  compare_distribution("normal", x, list(mean = 1, sd = 1.5), as_variable = c("mean", "sd"),
+                       truncation = c(0, 3))
+  compare_distribution("normal", x, list(mean = 1, sd = 1.5), as_variable = c("mean", "sd"),
+                       truncation = c(0, Inf))
+  compare_distribution("cauchy", x, list(location = 0.5, scale = 2),
+                       as_variable = c("location", "scale"), truncation = c(-1, 3))
+  compare_distribution("student", x, list(df = 3, mu = 1, sigma = 0.8),
+                       as_variable = c("df", "mu", "sigma"), truncation = c(0, 3))
+  compare_distribution("exponential", x, list(rate = 0.8), as_variable = "rate",
+                       truncation = c(0, 3))
+  compare_distribution("exponential", x + 1, list(rate = 0.8), as_variable = "rate",
+                       truncation = c(1, Inf))
+})
+
+# -- priors --------------------------------------------------------------------
+
+test_that("normal prior matches dnorm", {
+  set.seed(201)
+  compare_prior("normal", list(mean = 1, sd = 2), dim = 4)
+  compare_prior("normal", list(mean = -3, sd = 0.5), dim = c(2, 3))
+})
+
+test_that("half-cauchy prior is dcauchy + log(2) + the log Jacobian of the lower bound", {
+  set.seed(202)
+  tau <- cauchy(0, 5, truncation = c(0, Inf))
+  m <- model(tau)
+  expect_equal(m$n_free, 1)
+  z <- c(-2.3, 0.1, 1.7)
+  expected <- dcauchy(exp(z), 0, 5, log = TRUE) + log(2) + z
+  expect_equal(engine_density(m, matrix(z[1], 1))$log_density, expected[1], tolerance = 1e-12)
+  expect_equal(engine_density(m, matrix(z, 3))$log_density, expected, tolerance = 1e-12)
+  # d/dz: dcauchy'(tau) * tau + 1
+  tau_v <- exp(z)
+  expect_equal(as.numeric(engine_density(m, matrix(z, 3))$gradient),
+               -2 * tau_v^2 / (25 + tau_v^2) + 1, tolerance = 1e-10)
+  compare_prior("cauchy", list(location = 0, scale = 5), truncation = c(0, Inf))
+})
+
+test_that("cauchy, student and exponential priors match R", {
+  set.seed(203)
+  compare_prior("cauchy", list(location = 1, scale = 0.5), dim = 3)
+  compare_prior("student", list(df = 3, mu = -1, sigma = 2), dim = 5)
+  compare_prior("student", list(df = 0.5, mu = 0, sigma = 1), dim = 2)
+  compare_prior("exponential", list(rate = 1.5), dim = 4, support = c(0, Inf))
+})
+
+test_that("a normal prior truncated to (a, b) is dnorm / (pnorm(b) - pnorm(a))", {
+  set.seed(204)
+  # interval, lower-only and upper-only bounds (each its own transform)
+  compare_prior("normal", list(mean = 0.5, sd = 2), truncation = c(-1, 2))
+  compare_prior("normal", list(mean = 0.5, sd = 2), truncation = c(1, Inf))
+  compare_prior("normal", list(mean = 0.5, sd = 2), truncation = c(-Inf, -0.5))
+  # far in a tail, where pnorm(b) - pnorm(a) is tiny
+  compare_prior("normal", list(mean = 0, sd = 1), truncation = c(3, 5))
+})
+
+test_that("truncated student priors are renormalised with pt", {
+  set.seed(205)
+  compare_prior("student", list(df = 3, mu = 1, sigma = 2), truncation = c(0, Inf))
+  compare_prior("student", list(df = 5.5, mu = 1, sigma = 2), truncation = c(-2, 1.5))
+  compare_prior("student", list(df = 1.5, mu = 0, sigma = 1), truncation = c(-Inf, 4))
+})
+
+test_that("truncated cauchy and exponential priors are renormalised", {
+  set.seed(206)
+  compare_prior("cauchy", list(location = 2, scale = 1), truncation = c(-1, 1))
+  compare_prior("exponential", list(rate = 2), truncation = c(0.5, 3), support = c(0, Inf))
+  compare_prior("exponential", list(rate = 0.5), truncation = c(2, Inf), support = c(0, Inf))
+  compare_prior("exponential", list(rate = 0.5), truncation = c(0, 1), support = c(0, Inf))
+})
+
+test_that("a truncated prior's mass is exactly one on its support", {
+  # the normalising constant and Jacobian, integrated on the free scale, give 1
+  set.seed(207)
+  v <- normal(1, 2, truncation = c(-0.5, 4))
+  m <- model(v)
+  z <- seq(-30, 30, length.out = 4001)
+  lp <- engine_density(m, matrix(z, ncol = 1), gradient = FALSE)$log_density
+  mass <- sum(exp(lp)) * (z[2] - z[1])
+  expect_equal(mass, 1, tolerance = 1e-6)
+})
+
+test_that("priors with variable hyperparameters match R, with gradients", {
+  set.seed(208)
+  mu <- variable()
+  sigma <- variable(lower = 0)
+  theta <- normal(mu, sigma, dim = 4)
+  nu <- exponential(0.2)
+  phi <- student(nu, mu, sigma, truncation = c(-2, Inf))
+  m <- model(mu, sigma, theta, nu, phi)
+  expected <- function(z) {
+    mu <- z[1]
+    sigma <- exp(z[2])
+    theta <- z[3:6]
+    nu <- exp(z[7])
+    phi <- -2 + exp(z[8])
+    sum(dnorm(theta, mu, sigma, log = TRUE)) + z[2] +
+      dexp(nu, 0.2, log = TRUE) + z[7] +
+      dt((phi - mu) / sigma, nu, log = TRUE) - log(sigma) -
+      log(1 - pt((-2 - mu) / sigma, nu)) + z[8]
+  }
+  expect_density_matches(m, expected, sd = 0.7)
+  expect_gradient_matches(m, sd = 0.7)
+})
+
+test_that("distributions give the same answers on the emulated backend", {
+  set.seed(209)
+  old <- options(lockstep.backend = "emulated")
+  on.exit(options(old), add = TRUE)
+  x <- rnorm(20)
+  compare_distribution("normal", x, list(mean = 0.2, sd = 1.1), as_variable = c("mean", "sd"))
+  compare_distribution("student", x, list(df = 3, mu = 0, sigma = 1),
+                       as_variable = c("df", "mu", "sigma"), truncation = c(-5, 5))
+  compare_prior("cauchy", list(location = 0, scale = 5), truncation = c(0, Inf))
+  compare_prior("exponential", list(rate = 2), truncation = c(0.5, 3), support = c(0, Inf))
+})
+
+test_that("densities agree with extraDistr's independent implementations", {
+  skip_if_not_installed("extraDistr")
+  set.seed(210)
+  # location-scale student t
+  x <- rnorm(6, 1, 3)
+  y <- as_data(x)
+  df <- variable(lower = 0)
+  mu <- variable()
+  sigma <- variable(lower = 0)
+  distribution(y) <- student(df, mu, sigma)
+  m <- model(df, mu, sigma)
+  expect_density_matches(m, function(z) {
+    sum(extraDistr::dlst(x, exp(z[1]), z[2], exp(z[3]), log = TRUE)) + z[1] + z[3]
+  })
+  # truncated normal prior
+  v <- normal(1, 2, dim = 3, truncation = c(-1, 3))
+  m <- model(v)
+  expect_density_matches(m, function(z) {
+    tr <- constrain(z, -1, 3)
+    sum(extraDistr::dtnorm(tr$value, 1, 2, -1, 3, log = TRUE)) + sum(tr$log_jacobian)
+  })
+  # half-cauchy prior
+  tau <- cauchy(0, 5, truncation = c(0, Inf))
+  m <- model(tau)
+  expect_density_matches(m, function(z) extraDistr::dhcauchy(exp(z), 5, log = TRUE) + z)
+})

@@ -1,0 +1,343 @@
+# mcmc(): posteriors against a posteriordb reference and exact answers within
+# Monte Carlo error, and the object it returns.
+
+# -- posteriors ----------------------------------------------------------------
+
+test_that("eight schools (non-centred) matches the posteriordb reference", {
+  set.seed(501)
+  m <- eight_schools_model()
+  draws <- mcmc(m, n_samples = 1000, warmup = 1000, chains = 4, verbose = FALSE)
+  # posteriordb names theta[1]..theta[8]; lockstep names theta[1,1]..theta[8,1]
+  z <- posteriordb_z(draws, "eight_schools-eight_schools_noncentered",
+                     name_map = function(x) sub("^theta\\[([0-9]+)\\]$", "theta[\\1,1]", x))
+  expect_setequal(z$name, c("mu", "tau", sprintf("theta[%d,1]", 1:8)))
+  expect_true(all(is.finite(z$z_mean)))
+  expect_true(all(is.finite(z$z_mean_squared)))
+  for (k in seq_len(nrow(z))) {
+    expect_lt(abs(z$z_mean[k]), 4, label = sprintf("|z| of the mean of %s", z$name[k]))
+    expect_lt(abs(z$z_mean_squared[k]), 4,
+              label = sprintf("|z| of the second moment of %s", z$name[k]))
+  }
+})
+
+# Draws of a scalar quantity pooled over chains and thinned to roughly
+# independent draws, for a KS test. (Rejected proposals repeat a draw, so a few
+# ties remain; ks.test's warning about them is expected.)
+independent_draws <- function(draws, name) {
+  ess <- coda::effectiveSize(draws[, name])
+  pooled <- as.numeric(as.matrix(draws[, name]))
+  step <- max(1, ceiling(length(pooled) / ess))
+  # thin each chain, so neighbours in the pooled vector are `step` iterations apart
+  unlist(lapply(draws, function(chain) {
+    x <- as.numeric(chain[, name])
+    x[seq(1, length(x), by = step)]
+  }))
+}
+
+test_that("a conjugate normal mean has the exact posterior", {
+  set.seed(502)
+  sigma <- 2
+  m0 <- 1
+  s0 <- 3
+  y <- rnorm(20, 2.5, sigma)
+  mu <- normal(m0, s0)
+  distribution(y) <- normal(mu, sigma)
+  m <- model(mu)
+  draws <- mcmc(m, n_samples = 1000, warmup = 1000, chains = 4, verbose = FALSE)
+
+  precision <- 1 / s0^2 + length(y) / sigma^2
+  post_mean <- (m0 / s0^2 + sum(y) / sigma^2) / precision
+  post_sd <- sqrt(1 / precision)
+
+  x <- as.numeric(as.matrix(draws[, "mu"]))
+  ess <- coda::effectiveSize(draws[, "mu"])
+  expect_gt(ess, 500)
+  mcse <- sd(x) / sqrt(ess)
+  expect_lt(abs(mean(x) - post_mean) / mcse, 4)
+  # the sd of the draws, to within about 5 standard errors
+  expect_equal(sd(x), post_sd, tolerance = 0.075)
+  ks <- suppressWarnings(ks.test(independent_draws(draws, "mu"), "pnorm", post_mean, post_sd))
+  expect_gt(ks$p.value, 0.001)
+})
+
+test_that("an exponential rate with a flat prior on (0, Inf) has its gamma posterior", {
+  # a flat prior on the constrained scale: the sampler must include the log
+  # Jacobian of rate = exp(z) for this to be Gamma(n + 1, sum(y))
+  set.seed(503)
+  y <- rexp(15, 0.5)
+  rate <- variable(lower = 0)
+  distribution(y) <- exponential(rate)
+  m <- model(rate)
+  draws <- mcmc(m, n_samples = 1000, warmup = 1000, chains = 4, verbose = FALSE)
+  shape <- length(y) + 1
+  total <- sum(y)
+  x <- as.numeric(as.matrix(draws[, "rate"]))
+  mcse <- sd(x) / sqrt(coda::effectiveSize(draws[, "rate"]))
+  expect_lt(abs(mean(x) - shape / total) / mcse, 4)
+  expect_equal(sd(x), sqrt(shape) / total, tolerance = 0.075)
+  ks <- suppressWarnings(ks.test(independent_draws(draws, "rate"), "pgamma", shape, total))
+  expect_gt(ks$p.value, 0.001)
+})
+
+test_that("a truncated normal prior is sampled correctly", {
+  set.seed(504)
+  v <- normal(0.5, 1, truncation = c(-1, 2))
+  m <- model(v)
+  draws <- mcmc(m, n_samples = 1000, warmup = 1000, chains = 4, verbose = FALSE)
+  x <- as.numeric(as.matrix(draws))
+  expect_true(all(x > -1 & x < 2))
+  ptrunc <- function(q) (pnorm(q, 0.5, 1) - pnorm(-1, 0.5, 1)) / (pnorm(2, 0.5, 1) - pnorm(-1, 0.5, 1))
+  ks <- suppressWarnings(ks.test(independent_draws(draws, "v"), ptrunc))
+  expect_gt(ks$p.value, 0.001)
+})
+
+# -- the returned object -------------------------------------------------------
+
+test_that("mcmc() returns a greta_mcmc_list of coda mcmc objects, one per chain", {
+  set.seed(505)
+  m <- eight_schools_model()
+  draws <- mcmc(m, n_samples = 200, warmup = 200, chains = 3, verbose = FALSE)
+  expect_s3_class(draws, "greta_mcmc_list")
+  expect_s3_class(draws, "mcmc.list")
+  expect_equal(class(draws), c("greta_mcmc_list", "mcmc.list"))
+  expect_equal(coda::nchain(draws), 3)
+  expect_length(draws, 3)
+  names <- c("mu", "tau", sprintf("theta[%d,1]", 1:8))
+  for (chain in draws) {
+    expect_s3_class(chain, "mcmc")
+    expect_equal(colnames(chain), names)
+    expect_equal(dim(chain), c(200L, 10L))
+    expect_true(all(is.finite(chain)))
+    expect_true(all(chain[, "tau"] > 0))
+  }
+  expect_equal(coda::varnames(draws), names)
+  expect_equal(coda::niter(draws), 200)
+  # chains start differently and move
+  firsts <- sapply(draws, function(chain) chain[1, "mu"])
+  expect_length(unique(firsts), 3)
+  expect_gt(sd(as.numeric(draws[[1]][, "mu"])), 0)
+  # theta is computed from the draws of mu, tau and theta_tilde: check it
+  # against the raw free-state draws
+  raw <- attr(draws, "model_info")$raw_draws
+  expect_equal(dim(raw[[1]]), c(200L, 10L))
+  expect_equal(unname(draws[[2]][, "mu"]), unname(raw[[2]][, 1]))
+  expect_equal(unname(draws[[2]][, "tau"]), unname(exp(raw[[2]][, 2])))
+  free <- unname(as.matrix(raw[[2]]))
+  expect_equal(unname(as.matrix(draws[[2]])[, 3:10]), free[, 1] + exp(free[, 2]) * free[, 3:10])
+})
+
+test_that("coda's diagnostics, summary() and print() work on the draws", {
+  set.seed(506)
+  m <- eight_schools_model()
+  draws <- mcmc(m, n_samples = 500, warmup = 500, chains = 4, verbose = FALSE)
+  rhat <- coda::gelman.diag(draws, multivariate = FALSE)
+  expect_equal(rownames(rhat$psrf), coda::varnames(draws))
+  expect_true(all(rhat$psrf[, 1] < 1.1))
+  ess <- coda::effectiveSize(draws)
+  expect_length(ess, 10)
+  expect_true(all(ess > 100))
+  s <- summary(draws)
+  expect_s3_class(s, "summary.mcmc")
+  expect_equal(rownames(s$statistics), coda::varnames(draws))
+  expect_equal(s$statistics[, "Mean"], colMeans(as.matrix(draws)))
+  expect_output(print(draws), "theta\\[8,1\\]")
+  expect_output(print(draws), "Markov Chain Monte Carlo")
+})
+
+test_that("thin keeps every thin-th draw", {
+  set.seed(507)
+  m <- eight_schools_model()
+  draws <- mcmc(m, n_samples = 100, thin = 5, warmup = 50, chains = 2, verbose = FALSE)
+  expect_equal(coda::niter(draws), 20)
+  expect_equal(nrow(draws[[1]]), 20)
+  expect_equal(coda::thin(draws), 5)
+  expect_equal(start(draws), 50 + 5)
+  expect_equal(end(draws), 50 + 100)
+  # a thin that does not divide n_samples
+  draws <- mcmc(m, n_samples = 10, thin = 3, warmup = 10, chains = 2, verbose = FALSE)
+  expect_equal(coda::niter(draws), 3)
+})
+
+test_that("set.seed() repeats a run exactly, and another seed differs", {
+  m <- eight_schools_model()
+  run <- function(seed) {
+    set.seed(seed)
+    mcmc(m, n_samples = 50, warmup = 50, chains = 2, verbose = FALSE)
+  }
+  a <- run(508)
+  b <- run(508)
+  c <- run(509)
+  expect_identical(as.matrix(a), as.matrix(b))
+  expect_false(isTRUE(all.equal(as.matrix(a), as.matrix(c))))
+})
+
+test_that("one chain works", {
+  set.seed(510)
+  m <- eight_schools_model()
+  draws <- mcmc(m, n_samples = 30, warmup = 30, chains = 1, verbose = FALSE)
+  expect_s3_class(draws, "greta_mcmc_list")
+  expect_equal(coda::nchain(draws), 1)
+  expect_equal(dim(draws[[1]]), c(30L, 10L))
+})
+
+test_that("initials() sets the starting values of chains", {
+  set.seed(511)
+  mu <- normal(0, 1)
+  tau <- cauchy(0, 5, truncation = c(0, Inf))
+  y <- rnorm(5)
+  distribution(y) <- normal(mu, tau)
+  m <- model(mu, tau)
+  # tiny steps and no warmup: the one draw stays next to the start
+  still <- hmc(Lmin = 1, Lmax = 1, epsilon = 1e-4)
+  expect_message(
+    draws <- mcmc(m, sampler = still, warmup = 0, n_samples = 1, chains = 2, verbose = FALSE,
+                  initial_values = initials(mu = 40, tau = 100)),
+    "only one set of initial values"
+  )
+  for (chain in draws) {
+    expect_equal(as.numeric(chain[1, "mu"]), 40, tolerance = 1e-3)
+    expect_equal(as.numeric(chain[1, "tau"]), 100, tolerance = 1e-3)
+  }
+  # one set per chain; variables left out start at random
+  draws <- mcmc(m, sampler = still, warmup = 0, n_samples = 1, chains = 2, verbose = FALSE,
+                initial_values = list(initials(mu = 30), initials(mu = -30)))
+  expect_equal(as.numeric(draws[[1]][1, "mu"]), 30, tolerance = 1e-3)
+  expect_equal(as.numeric(draws[[2]][1, "mu"]), -30, tolerance = 1e-3)
+  # and a normal run from far away still finds the posterior
+  expect_message(
+    draws <- mcmc(m, warmup = 300, n_samples = 100, chains = 2, verbose = FALSE,
+                  initial_values = initials(mu = 40, tau = 100)),
+    "only one set of initial values"
+  )
+  expect_lt(abs(mean(as.matrix(draws)[, "mu"]) - mean(y)), 3)
+})
+
+test_that("initials() and initial_values are checked", {
+  mu <- normal(0, 1)
+  tau <- cauchy(0, 5, truncation = c(0, Inf))
+  y <- c(0.1, -0.3)
+  distribution(y) <- normal(mu, tau)
+  m <- model(mu, tau)
+  not_a_greta_array <- 3
+  expect_error(initials(1), "must be named")
+  expect_error(initials(mu = NA), "`mu` must be finite numbers")
+  expect_error(initials(mu = "a"), "`mu` must be finite numbers")
+  expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(tau = -1)),
+               "outside the range")
+  expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(mu = 1:3)),
+               "have 3 elements, but `mu` has 1")
+  expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(nothing_here = 1)),
+               "not a greta array")
+  expect_error(mcmc(m, chains = 1, verbose = FALSE,
+                    initial_values = initials(not_a_greta_array = 1)),
+               "not a greta array")
+  expect_error(mcmc(m, chains = 3, verbose = FALSE,
+                    initial_values = list(initials(mu = 1), initials(mu = 2))),
+               "2 sets of initial values, but there are 3 chains")
+  expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = list(mu = 1)),
+               "initials object")
+  expect_output(print(initials(mu = 1)), "initials object with values")
+  expect_output(print(initials()), "empty greta initials object")
+})
+
+test_that("bad arguments to mcmc() and hmc() are refused clearly", {
+  m <- eight_schools_model()
+  expect_error(mcmc(m, n_samples = -1, verbose = FALSE), "`n_samples` must be a whole number")
+  expect_error(mcmc(m, n_samples = 2.5, verbose = FALSE), "`n_samples` must be a whole number")
+  expect_error(mcmc(m, chains = 0, verbose = FALSE), "`chains` must be a whole number of at least 1")
+  expect_error(mcmc(m, warmup = -5, verbose = FALSE), "`warmup` must be a whole number")
+  expect_error(mcmc(m, thin = 0, verbose = FALSE), "`thin` must be a whole number of at least 1")
+  expect_error(mcmc(m, sampler = "nuts", verbose = FALSE), "`sampler` must be a sampler")
+  expect_error(mcmc(1), "`model` must be a greta_model")
+  expect_error(mcmc(normal(0, 1)), "`model` must be a greta_model")
+  expect_error(mcmc(m, verbose = "yes"), "`verbose` must be TRUE or FALSE")
+  expect_error(hmc(Lmin = 5, Lmax = 2), "`Lmax` must be at least `Lmin`")
+  expect_error(hmc(Lmin = 0), "`Lmin` must be a whole number")
+  expect_error(hmc(epsilon = -0.1), "`epsilon` must be a single positive number")
+  expect_error(hmc(diag_sd = c(1, -1)), "`diag_sd` must be positive")
+  expect_s3_class(hmc(), "sampler")
+  expect_output(print(hmc(Lmin = 3)), "Lmin = 3")
+})
+
+test_that("draws of matrices and arrays are named and ordered as greta names them", {
+  set.seed(512)
+  means <- matrix(c(-10, -5, 0, 5, 10, 15), 2, 3)
+  a <- normal(means, 0.5)
+  b <- normal(array(1:8, c(2, 2, 2)) * 3, 0.5)
+  m <- model(alpha = a, b)
+  draws <- mcmc(m, n_samples = 500, warmup = 500, chains = 2, verbose = FALSE)
+  expect_equal(coda::varnames(draws),
+               c("alpha[1,1]", "alpha[2,1]", "alpha[1,2]", "alpha[2,2]", "alpha[1,3]",
+                 "alpha[2,3]", "b[1,1,1]", "b[2,1,1]", "b[1,2,1]", "b[2,2,1]", "b[1,1,2]",
+                 "b[2,1,2]", "b[1,2,2]", "b[2,2,2]"))
+  # each column's mean is its own element's prior mean (posterior sd 0.5)
+  expect_lt(max(abs(colMeans(as.matrix(draws)) - c(as.numeric(means), 1:8 * 3))), 0.2)
+})
+
+test_that("traced values do not depend on the trace batch size", {
+  m <- eight_schools_model()
+  set.seed(513)
+  small <- mcmc(m, n_samples = 20, warmup = 10, chains = 3, verbose = FALSE,
+                trace_batch_size = 3)
+  set.seed(513)
+  default <- mcmc(m, n_samples = 20, warmup = 10, chains = 3, verbose = FALSE)
+  expect_identical(as.matrix(small), as.matrix(default))
+  expect_error(mcmc(m, trace_batch_size = 0, verbose = FALSE), "`trace_batch_size`")
+})
+
+test_that("the emulated backend samples the same chains as the CPU backend", {
+  # the same seed gives the same random numbers on every backend, and the
+  # backends agree to rounding, so short runs should give (nearly) the same draws
+  m <- eight_schools_model()
+  set.seed(514)
+  cpu <- mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE)
+  old <- options(lockstep.backend = "emulated")
+  on.exit(options(old), add = TRUE)
+  set.seed(514)
+  emulated <- mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE)
+  expect_equal(as.matrix(emulated), as.matrix(cpu), tolerance = 1e-6)
+})
+
+test_that("thinning is consistent across progress-bar chunks", {
+  set.seed(515)
+  m <- eight_schools_model()
+  draws <- mcmc(m, n_samples = 120, thin = 7, warmup = 30, chains = 2, pb_update = 50,
+                verbose = FALSE)
+  expect_equal(coda::niter(draws), 17)  # iterations 7, 14, ..., 119
+  expect_equal(start(draws), 30 + 7)
+  expect_equal(end(draws), 30 + 119)
+})
+
+test_that("initial values can only be given for variables", {
+  m <- eight_schools_model()
+  # theta, mu, ... of eight_schools_model() live in its own frame: a name that
+  # is not a greta array here is refused
+  expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(theta = 1)),
+               "not a greta array")
+  mu <- normal(0, 1)  # a variable, but of another model
+  expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(mu = 1)),
+               "not a variable of this model")
+})
+
+test_that("verbose progress goes to stderr, not stdout", {
+  set.seed(516)
+  m <- eight_schools_model()
+  path <- tempfile()
+  con <- file(path, open = "wt")
+  sink(con, type = "message")
+  out <- tryCatch(
+    capture.output(draws <- mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = TRUE,
+                                 pb_update = 10)),
+    finally = {
+      sink(type = "message")
+      close(con)
+    }
+  )
+  progress <- paste(readLines(path, warn = FALSE), collapse = "\n")
+  unlink(path)
+  expect_length(out, 0)
+  expect_match(progress, "warmup")
+  expect_match(progress, "sampling")
+  expect_match(progress, "20/20")
+  expect_s3_class(draws, "greta_mcmc_list")
+})

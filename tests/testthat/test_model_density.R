@@ -1,0 +1,255 @@
+# Whole models' log densities and gradients against R functions written by
+# hand, the emulated (CUDA execution model) backend against the CPU backend,
+# and the Jacobians of variable()'s bounds.
+
+test_that("eight schools (non-centred) log density matches a hand-written R function", {
+  set.seed(401)
+  m <- eight_schools_model()
+  expect_equal(m$n_free, 10)
+  expect_density_matches(m, eight_schools_log_density, chains = c(1, 3))
+  # further from the mode, where every term matters
+  expect_density_matches(m, eight_schools_log_density, chains = 5, sd = 3)
+})
+
+test_that("eight schools gradient matches the hand-written gradient and finite differences", {
+  set.seed(402)
+  m <- eight_schools_model()
+  for (chains in c(1, 3)) {
+    free <- random_free(m, chains)
+    got <- engine_density(m, free)$gradient
+    expect_equal(dim(got), c(chains, 10L))
+    expect_equal(got, t(apply(free, 1, eight_schools_gradient)), tolerance = 1e-10)
+  }
+  expect_gradient_matches(m, chains = c(1, 3))
+})
+
+test_that("the traced values are the constrained values the log density sees", {
+  set.seed(403)
+  m <- eight_schools_model()
+  free <- random_free(m, 3)
+  values <- traced_values(m, free)
+  expect_equal(dim(values), c(3L, 10L))  # mu, tau, theta[1:8]
+  expect_equal(values[, 1], free[, 1])
+  expect_equal(values[, 2], exp(free[, 2]))
+  expect_equal(values[, 3:10], free[, 1] + exp(free[, 2]) * free[, 3:10])
+})
+
+test_that("chains are independent: each row of a many-chain call equals a one-chain call", {
+  set.seed(404)
+  m <- eight_schools_model()
+  free <- random_free(m, 4)
+  all <- engine_density(m, free)
+  for (c in 1:4) {
+    one <- engine_density(m, free[c, , drop = FALSE])
+    expect_equal(one$log_density, all$log_density[c], tolerance = 1e-14)
+    expect_equal(one$gradient[1, ], all$gradient[c, ], tolerance = 1e-14)
+  }
+  # repeat calls (cached executors) give the same answers; the gradient flag
+  # does not change the log density
+  again <- engine_density(m, free)
+  expect_identical(again, all)
+  expect_equal(engine_density(m, free, gradient = FALSE)$log_density, all$log_density,
+               tolerance = 1e-14)
+  # a vector is one state
+  expect_equal(lockstep:::model_log_density(m, free[2, ])$log_density, all$log_density[2],
+               tolerance = 1e-14)
+})
+
+test_that("a centred hierarchical regression matches R, with gradients", {
+  set.seed(405)
+  n <- 40
+  X <- cbind(1, matrix(rnorm(n * 2), n, 2))
+  group <- sample(1:4, n, replace = TRUE)
+  y <- rnorm(n)
+  beta <- normal(0, 2, dim = 3)
+  sigma_g <- cauchy(0, 1, truncation = c(0, Inf))
+  alpha <- normal(0, sigma_g, dim = 4)
+  sigma <- exponential(1)
+  mu <- X %*% beta + alpha[group]
+  distribution(y) <- normal(mu, sigma)
+  m <- model(beta, alpha, sigma)
+  expected <- function(z) {
+    beta <- z[1:3]
+    sg <- exp(z[4])
+    alpha <- z[5:8]
+    sigma <- exp(z[9])
+    sum(dnorm(beta, 0, 2, log = TRUE)) +
+      dcauchy(sg, 0, 1, log = TRUE) + log(2) + z[4] +
+      sum(dnorm(alpha, 0, sg, log = TRUE)) +
+      dexp(sigma, 1, log = TRUE) + z[9] +
+      sum(dnorm(y, X %*% beta + alpha[group], sigma, log = TRUE))
+  }
+  expect_equal(m$n_free, 9)
+  expect_density_matches(m, expected)
+  expect_gradient_matches(m)
+})
+
+# -- the emulated backend --------------------------------------------------------
+
+expect_backends_agree <- function(m, chains = c(1, 3, 7), sd = 1) {
+  for (n_chains in chains) {
+    free <- random_free(m, n_chains, sd)
+    cpu <- engine_density(m, free, backend = "cpu")
+    emulated <- engine_density(m, free, backend = "emulated")
+    expect_equal(emulated$log_density, cpu$log_density, tolerance = 1e-10)
+    expect_equal(emulated$gradient, cpu$gradient, tolerance = 1e-10)
+    expect_equal(traced_values(m, free, backend = "emulated"),
+                 traced_values(m, free, backend = "cpu"), tolerance = 1e-10)
+  }
+}
+
+test_that("the emulated backend gives the CPU backend's log density and gradient", {
+  set.seed(406)
+  expect_backends_agree(eight_schools_model())
+})
+
+test_that("the emulated backend agrees on a larger model with every op", {
+  set.seed(407)
+  n <- 503  # not a multiple of the emulated lane count
+  X <- matrix(rnorm(n * 4), n, 4)
+  group <- sample(1:6, n, replace = TRUE)
+  beta <- normal(0, 1, dim = 4)
+  alpha <- student(4, 0, 1, dim = 6)
+  sigma <- exponential(2, truncation = c(0, 5))
+  p <- variable(lower = 0.1, upper = 0.9)
+  k <- variable(upper = 3)
+  eta <- X %*% beta + alpha[group]
+  mean <- -eta / 2 + log1p(exp(eta)) * p - sqrt(sigma) + exp(k) / (1 + sum(beta[2:3]))
+  y <- rnorm(n)
+  distribution(y) <- normal(mean, sigma)
+  w <- rexp(n)
+  distribution(w) <- exponential(ilogit(eta) + 0.1)
+  m <- model(beta, alpha, sigma, p, k, mean)
+  expect_backends_agree(m, sd = 0.5)
+})
+
+test_that("options(lockstep.backend) selects the backend", {
+  set.seed(408)
+  m <- eight_schools_model()
+  free <- random_free(m, 3)
+  cpu <- lockstep:::model_log_density(m, free)
+  old <- options(lockstep.backend = "emulated")
+  on.exit(options(old), add = TRUE)
+  emulated <- lockstep:::model_log_density(m, free)
+  expect_equal(emulated$log_density, cpu$log_density, tolerance = 1e-10)
+  expect_equal(emulated$gradient, cpu$gradient, tolerance = 1e-10)
+  options(lockstep.backend = "no_such_backend")
+  expect_error(lockstep:::model_log_density(m, free), "unknown backend")
+})
+
+# -- bounds of variables -------------------------------------------------------
+
+# A bounded variable v (flat prior) with data ~ normal(v, 2): the log density is
+# the likelihood at the constrained values plus the log Jacobian.
+check_bounded_variable <- function(lower, upper, dim = 3, sd = 1) {
+  v <- variable(lower = lower, upper = upper, dim = dim)
+  y_values <- rnorm(prod(dim))
+  y <- as_data(array(y_values, dim = dim(v)))
+  distribution(y) <- normal(v, 2)
+  m <- model(v)
+  expect_equal(m$n_free, prod(dim))
+  expected <- function(z) {
+    tr <- constrain(z, lower, upper)
+    sum(dnorm(y_values, tr$value, 2, log = TRUE)) + sum(tr$log_jacobian)
+  }
+  for (chains in c(1, 3)) {
+    free <- random_free(m, chains, sd)
+    values <- traced_values(m, free)
+    expect_equal(values, t(apply(free, 1, function(z) constrain(z, lower, upper)$value)),
+                 tolerance = 1e-12)
+    expect_true(all(values >= lower & values <= upper))
+    expect_density_matches(m, expected, free = free)
+    expect_gradient_matches(m, free = free)
+  }
+  # to_free() inverts the transform
+  x <- constrain(seq(-3, 3, by = 0.5), lower, upper)$value
+  expect_equal(lockstep:::to_free(x, lower, upper), seq(-3, 3, by = 0.5), tolerance = 1e-10)
+  expect_equal(lockstep:::to_free(x, lower, upper), unconstrain(x, lower, upper),
+               tolerance = 1e-12)
+  m
+}
+
+test_that("variable() with a lower bound adds the log Jacobian of x = lower + exp(z)", {
+  set.seed(409)
+  check_bounded_variable(0, Inf)
+  check_bounded_variable(-2.5, Inf, dim = c(2, 2))
+})
+
+test_that("variable() with an upper bound adds the log Jacobian of x = upper - exp(z)", {
+  set.seed(410)
+  check_bounded_variable(-Inf, 0)
+  check_bounded_variable(-Inf, 4, dim = c(1, 3))
+})
+
+test_that("variable() with both bounds adds the log Jacobian of the scaled ilogit", {
+  set.seed(411)
+  check_bounded_variable(0, 1)
+  check_bounded_variable(-3, 5, dim = 4, sd = 2)
+})
+
+test_that("an unbounded variable adds no Jacobian", {
+  set.seed(412)
+  check_bounded_variable(-Inf, Inf)
+})
+
+test_that("the interval Jacobian is finite and accurate far in the tails", {
+  v <- variable(lower = -1, upper = 3)
+  y <- as_data(0.5)
+  distribution(y) <- normal(v, 10)
+  m <- model(v)
+  z <- c(-40, -20, 20, 40)
+  expected <- sapply(z, function(zi) {
+    tr <- constrain(zi, -1, 3)
+    dnorm(0.5, tr$value, 10, log = TRUE) + tr$log_jacobian
+  })
+  got <- engine_density(m, matrix(z, ncol = 1))
+  expect_true(all(is.finite(got$log_density)))
+  expect_equal(got$log_density, expected, tolerance = 1e-10)
+  expect_true(all(is.finite(got$gradient)))
+})
+
+test_that("many different chain counts in one session give correct answers", {
+  # the engine caches an executor per chain count and drops them when there
+  # are many: every count must still be right
+  set.seed(413)
+  m <- eight_schools_model()
+  for (chains in c(1:12, 2, 64, 1)) {
+    free <- random_free(m, chains)
+    got <- engine_density(m, free)
+    expect_equal(got$log_density, apply(free, 1, eight_schools_log_density), tolerance = 1e-10)
+    expect_equal(got$gradient, t(apply(free, 1, eight_schools_gradient)), tolerance = 1e-10)
+  }
+})
+
+test_that("a model prints its free parameters and traced arrays", {
+  m <- eight_schools_model()
+  expect_s3_class(m, "greta_model")
+  expect_output(print(m), "10 free parameters, tracing mu, tau, theta")
+})
+
+test_that("invalid parameter values give a NaN log density, not a crash", {
+  sd <- variable()  # unconstrained, so it can be negative
+  y <- c(0.5, 1.5)
+  distribution(y) <- normal(0, sd)
+  m <- model(sd)
+  got <- engine_density(m, matrix(c(-1, 0, 2), ncol = 1))
+  expect_true(is.nan(got$log_density[1]))
+  expect_false(is.finite(got$log_density[2]))
+  expect_equal(got$log_density[3], sum(dnorm(y, 0, 2, log = TRUE)), tolerance = 1e-12)
+  # the other chains of the call are unaffected
+  expect_equal(got$gradient[3, 1], sum((y^2 / 4 - 1) / 2), tolerance = 1e-10)
+})
+
+test_that("backend_info() describes the backends", {
+  info <- backend_info()
+  expect_s3_class(info, "lockstep_backend_info")
+  expect_type(info$cuda_built, "logical")
+  expect_s3_class(info$devices, "data.frame")
+  expect_true(all(c("id", "name", "compute_capability", "memory_gb", "multiprocessors") %in%
+                    names(info$devices)))
+  if (!isTRUE(info$cuda_built)) {
+    expect_true(is.na(info$cuda_runtime_version))
+    expect_equal(nrow(info$devices), 0)
+  }
+  expect_output(print(info), "backends: cpu \\(always\\)")
+})

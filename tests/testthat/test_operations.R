@@ -1,0 +1,229 @@
+# Operations on greta arrays, each used inside a model and compared with the
+# same computation done by R on the constrained values: the engine's values of
+# the result, the model's log density (data ~ normal(f(params), 1) plus the
+# log Jacobians of the parameters) and its gradient.
+
+# `f` is applied both to greta arrays and to R matrices (lockstep's `%*%`,
+# ilogit() and indexing fall back to R's for R values). `inputs` is a named
+# list: list(dim, lower, upper) for a variable, or an R value passed to `f` as
+# is (so that R numbers mixed with greta arrays are covered too).
+check_operation <- function(f, inputs, chains = c(1, 3), sd = 0.8, tolerance = 1e-9) {
+  args <- list()
+  variables <- list()
+  for (name in names(inputs)) {
+    input <- inputs[[name]]
+    if (is.list(input)) {
+      lower <- if (is.null(input$lower)) -Inf else input$lower
+      upper <- if (is.null(input$upper)) Inf else input$upper
+      args[[name]] <- variable(lower = lower, upper = upper, dim = input$dim)
+      variables[[name]] <- list(dim = dim(args[[name]]), lower = lower, upper = upper)
+    } else {
+      args[[name]] <- input
+    }
+  }
+  out <- do.call(f, args)
+  expect_s3_class(out, "greta_array")
+  y_values <- array(stats::rnorm(length(out)), dim = dim(out))
+  y <- as_data(y_values)
+  distribution(y) <- normal(out, 1)
+  m <- model(out)
+
+  r_values <- function(z) {
+    values <- inputs
+    log_jacobian <- 0
+    start <- 0
+    for (name in names(variables)) {
+      v <- variables[[name]]
+      n <- prod(v$dim)
+      tr <- constrain(z[start + seq_len(n)], v$lower, v$upper)
+      start <- start + n
+      # R does not broadcast 1 x 1 arrays, so scalars are plain numbers
+      values[[name]] <- if (n == 1) tr$value else array(tr$value, dim = v$dim)
+      log_jacobian <- log_jacobian + sum(tr$log_jacobian)
+    }
+    list(out = do.call(f, values), log_jacobian = log_jacobian)
+  }
+  # the result has R's dimensions (greta never drops them below two, so an R
+  # result without dimensions is a column vector)
+  r_out <- r_values(rep(0, m$n_free))$out
+  expect_equal(length(out), length(r_out))
+  if (is.matrix(r_out)) expect_equal(dim(out), dim(r_out))
+
+  expected <- function(z) {
+    r <- r_values(z)
+    sum(stats::dnorm(y_values, as.numeric(r$out), 1, log = TRUE)) + r$log_jacobian
+  }
+  for (n_chains in chains) {
+    free <- random_free(m, n_chains, sd)
+    got <- traced_values(m, free)
+    want <- t(apply(free, 1, function(z) as.numeric(r_values(z)$out)))
+    if (length(out) == 1) want <- t(want)
+    expect_equal(unname(got), unname(want), tolerance = tolerance)
+    expect_density_matches(m, expected, free = free, tolerance = tolerance)
+    expect_gradient_matches(m, free = free)
+  }
+  invisible(m)
+}
+
+vec <- function(n, lower = -Inf, upper = Inf) list(dim = c(n, 1), lower = lower, upper = upper)
+mat <- function(r, c, lower = -Inf, upper = Inf) list(dim = c(r, c), lower = lower, upper = upper)
+scalar <- function(lower = -Inf, upper = Inf) list(dim = NULL, lower = lower, upper = upper)
+
+test_that("+ - * / match R elementwise", {
+  set.seed(301)
+  check_operation(function(a, b) a + b, list(a = vec(4), b = vec(4)))
+  check_operation(function(a, b) a - b, list(a = mat(2, 3), b = mat(2, 3)))
+  check_operation(function(a, b) a * b, list(a = vec(5), b = vec(5)))
+  check_operation(function(a, b) a / b, list(a = vec(3), b = vec(3, lower = 0.5)))
+  check_operation(function(a, b) (a + b) * (a - b) / (b + 2), list(a = vec(3), b = vec(3, lower = 0)))
+})
+
+test_that("operators mix greta arrays and R numbers on either side", {
+  set.seed(302)
+  w <- matrix(rnorm(6), 3, 2)
+  check_operation(function(a, w) a * w + 1, list(a = mat(3, 2), w = w))
+  check_operation(function(a, w) w - a, list(a = mat(3, 2), w = w))
+  check_operation(function(a, w) w / a, list(a = mat(3, 2, lower = 0.2), w = w))
+  check_operation(function(a) 2 - a / 4, list(a = vec(3)))
+  check_operation(function(a) 3 / a, list(a = vec(3, upper = -0.1)))
+})
+
+test_that("scalars broadcast against arrays of any dimension", {
+  set.seed(303)
+  check_operation(function(s, a) s + a, list(s = scalar(), a = mat(2, 3)))
+  check_operation(function(s, a) a * s, list(s = scalar(), a = vec(4)))
+  check_operation(function(s, a) s / a, list(s = scalar(lower = 0), a = vec(4, lower = 0)))
+  check_operation(function(s, a) a - s, list(s = scalar(), a = mat(3, 2)))
+  # a scalar variable broadcast against data
+  x <- rnorm(6)
+  check_operation(function(s, x) x * s - s, list(s = scalar(), x = x))
+  # a scalar greta array of data broadcast against a variable
+  check_operation(function(a) a * (if (inherits(a, "greta_array")) as_data(2.5) else 2.5),
+                  list(a = vec(3)))
+})
+
+test_that("unary minus and unary plus match R", {
+  set.seed(304)
+  check_operation(function(a) -a, list(a = vec(4)))
+  check_operation(function(a) +a, list(a = vec(2)))
+  check_operation(function(a, b) -(a * b) + -b, list(a = vec(3), b = vec(3)))
+})
+
+test_that("exp, log, log1p, sqrt and ilogit match R", {
+  set.seed(305)
+  check_operation(function(a) exp(a), list(a = vec(4)))
+  check_operation(function(a) log(a), list(a = vec(4, lower = 0)))
+  check_operation(function(a) log1p(a), list(a = vec(4, lower = -1)))
+  check_operation(function(a) sqrt(a), list(a = mat(2, 2, lower = 0)))
+  check_operation(function(a) ilogit(a), list(a = vec(5)))
+  expect_equal(ilogit(c(-2, 0, 3)), plogis(c(-2, 0, 3)))
+  # large arguments, where a naive ilogit overflows
+  check_operation(function(a) ilogit(a * 40), list(a = vec(4)))
+  check_operation(function(a, b) log(exp(a) + sqrt(b)) * ilogit(a - b),
+                  list(a = vec(3), b = vec(3, lower = 0)))
+})
+
+test_that("sum matches R, for one or several arguments", {
+  set.seed(306)
+  check_operation(function(a) sum(a), list(a = mat(3, 2)))
+  check_operation(function(a, b) sum(a, b), list(a = vec(3), b = mat(2, 2)))
+  check_operation(function(a, x) sum(a * x) + a, list(a = vec(3), x = c(1, -2, 0.5)))
+  check_operation(function(a) sum(exp(a), 2), list(a = vec(4)))
+})
+
+test_that("%*% matches R's matrix product", {
+  set.seed(307)
+  X <- matrix(rnorm(15), 5, 3)
+  check_operation(function(X, beta) X %*% beta, list(X = X, beta = vec(3)))
+  check_operation(function(a, b) a %*% b, list(a = mat(2, 3), b = mat(3, 4)))
+  check_operation(function(a, X) a %*% t(X), list(a = mat(2, 3), X = X))
+  check_operation(function(a, b) a %*% b, list(a = mat(1, 3), b = vec(3)))
+  expect_equal(diag(2) %*% matrix(1:4, 2), matrix(1:4, 2) + 0)
+})
+
+test_that("indexing with x[i], x[i, j] and x[, j] matches R", {
+  set.seed(308)
+  check_operation(function(a) a[2], list(a = vec(4)))
+  check_operation(function(a) a[c(4, 1, 2)], list(a = vec(4)))
+  # repeated indices: the gradient must add up every use
+  check_operation(function(a) a[c(1, 3, 3, 1, 3)], list(a = vec(3)))
+  check_operation(function(a) a[-1], list(a = vec(4)))
+  check_operation(function(a) a[c(TRUE, FALSE, TRUE)], list(a = vec(3)))
+  check_operation(function(a) a[2, 3], list(a = mat(2, 3)))
+  check_operation(function(a) a[, 2], list(a = mat(3, 4)))
+  check_operation(function(a) a[2, ], list(a = mat(3, 4)))
+  check_operation(function(a) a[2:3, c(1, 4)], list(a = mat(3, 4)))
+  check_operation(function(a) a[5], list(a = mat(3, 4)))
+  check_operation(function(a, b) a[c(2, 2)] * b[1:2], list(a = vec(3), b = vec(3, lower = 0)))
+})
+
+test_that("indexing keeps at least two dimensions, as in greta", {
+  a <- variable(dim = c(3, 4))
+  expect_equal(dim(a[2, ]), c(1L, 4L))
+  expect_equal(dim(a[, 2]), c(3L, 1L))
+  expect_equal(dim(a[2, 3]), c(1L, 1L))
+  expect_equal(dim(a[1:5]), c(5L, 1L))
+  expect_equal(dim(a[1:2, 2:4]), c(2L, 3L))
+  expect_error(a[13], "index out of range")
+  expect_error(a[4, 1], "out of range|invalid index")
+  expect_error(a[integer(0)], "at least one element")
+})
+
+test_that("a chain of operations gives the same answer as R", {
+  set.seed(309)
+  X <- matrix(rnorm(12), 4, 3)
+  check_operation(
+    function(X, beta, alpha, sigma) {
+      eta <- alpha + X %*% beta
+      ilogit(eta) * sigma + log1p(exp(-eta[c(1, 1, 2, 4)])) - sum(beta) / sqrt(sigma)
+    },
+    list(X = X, beta = vec(3), alpha = scalar(), sigma = scalar(lower = 0))
+  )
+})
+
+test_that("dim, length, print and summary of greta arrays", {
+  a <- variable(dim = c(2, 3))
+  b <- variable(dim = 4)
+  s <- variable()
+  x <- as_data(c(1.5, 2.5, 3.5))
+  expect_equal(dim(a), c(2L, 3L))
+  expect_equal(dim(b), c(4L, 1L))
+  expect_equal(dim(s), c(1L, 1L))
+  expect_equal(dim(x), c(3L, 1L))
+  expect_equal(dim(as_data(matrix(1:6, 2))), c(2L, 3L))
+  expect_equal(length(a), 6)
+  expect_equal(length(b), 4)
+  expect_equal(length(x), 3)
+  expect_equal(dim(a + 1), c(2L, 3L))
+  expect_equal(dim(s * a), c(2L, 3L))
+  expect_equal(dim(a %*% variable(dim = c(3, 5))), c(2L, 5L))
+  expect_equal(dim(sum(a)), c(1L, 1L))
+  expect_equal(dim(exp(b)), c(4L, 1L))
+  expect_equal(dim(normal(0, 1, dim = c(2, 2))), c(2L, 2L))
+  expect_equal(dim(normal(b, 1)), c(4L, 1L))
+  expect_s3_class(a, "greta_array")
+  expect_output(print(a), "greta array \\(variable\\)")
+  expect_output(print(a * 2), "greta array \\(operation\\)")
+  expect_output(print(x), "greta array \\(data\\)")
+  expect_output(print(x), "2\\.5")
+  expect_output(summary(a), "'variable' greta array of dimension 2 x 3")
+})
+
+test_that("elementwise operations of incompatible dimensions are refused", {
+  a <- variable(dim = c(2, 3))
+  expect_error(a + variable(dim = c(3, 2)), "incompatible dimensions: 2 x 3 and 3 x 2")
+  expect_error(variable(dim = 2) * variable(dim = 3), "incompatible dimensions")
+  expect_error(a - matrix(1, 3, 2), "incompatible dimensions")
+  expect_error(a / 1:4, "incompatible dimensions")
+  expect_error(variable(dim = c(2, 3)) %*% variable(dim = c(2, 3)), "non-conformable")
+})
+
+test_that("unsupported operations say so", {
+  a <- variable(dim = 2)
+  expect_error(a^2, "not supported")
+  expect_error(a > 1, "not supported")
+  expect_error(cos(a), "not supported")
+  expect_error(max(a), "not supported")
+  expect_error(a[1] <- 3, "not supported")
+  expect_error(dim(a) <- c(1, 2), "not supported")
+})
