@@ -51,7 +51,7 @@ const std::map<std::string, UnaryRef>& unary_refs() {
       {"neg", {[](double x) { return -x; }, -3, 3, 1e-8}},
       {"exp", {[](double x) { return std::exp(x); }, -2, 2, 1e-8}},
       {"log", {[](double x) { return std::log(x); }, 0.3, 3, 1e-7}},
-      {"log1p", {[](double x) { return std::log(1 + x); }, -0.6, 3, 1e-7}},
+      {"log1p", {[](double x) { return std::log1p(x); }, -0.6, 3, 1e-7}},
       {"sqrt", {[](double x) { return std::pow(x, 0.5); }, 0.3, 3, 1e-7}},
       {"ilogit", {[](double x) { return 1 / (1 + std::exp(-x)); }, -5, 5, 1e-7}},
   };

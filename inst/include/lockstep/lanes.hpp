@@ -50,6 +50,16 @@ LS_HD void lane_add(float* p, float v) {
 #endif
 }
 
+// The grid-stride loop over a [chains, size] layout that most bodies use:
+// calls f(k, c, i) for each flat index k = c * size + i owned by this lane.
+template <class F> LS_HD void for_each_element(const Lane& lane, long chains, long size, F&& f) {
+  const long n = chains * size;
+  for (long k = lane.index; k < n; k += lane.count) {
+    const long c = k / size;
+    f(k, c, k - c * size);
+  }
+}
+
 template <class Body>
 void run_serial(const Body& body) {
   std::vector<double> shared(body.shared_per_lane > 0 ? body.shared_per_lane : 1);

@@ -37,11 +37,9 @@ template <class T> struct UnaryForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size, i = k - c * size;
+    for_each_element(lane, chains, size, [&](long k, long c, long i) {
       y[k] = unary_value(op, x.at(c, i));
-    }
+    });
   }
 };
 
@@ -54,11 +52,9 @@ template <class T> struct UnaryBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size, i = k - c * size;
+    for_each_element(lane, chains, size, [&](long k, long c, long i) {
       dx.add(c, i, dy[k] * unary_deriv(op, x.at(c, i), y[k]));
-    }
+    });
   }
 };
 
@@ -69,11 +65,9 @@ template <class T> struct BinaryForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size, i = k - c * size;
+    for_each_element(lane, chains, size, [&](long k, long c, long i) {
       y[k] = binary_value(op, a.at(c, i), b.at(c, i));
-    }
+    });
   }
 };
 
@@ -86,14 +80,12 @@ template <class T> struct BinaryBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size, i = k - c * size;
+    for_each_element(lane, chains, size, [&](long k, long c, long i) {
       T pa = T(0), pb = T(0);
       binary_partials(op, a.at(c, i), b.at(c, i), y[k], &pa, &pb);
       if (da.data) da.add(c, i, dy[k] * pa);
       if (db.data) db.add(c, i, dy[k] * pb);
-    }
+    });
   }
 };
 

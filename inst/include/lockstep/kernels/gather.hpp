@@ -15,11 +15,9 @@ template <class T> struct GatherForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size;
-      y[k] = x[c * x_chain_stride + index[k - c * size]];
-    }
+    for_each_element(lane, chains, size, [&](long k, long c, long i) {
+      y[k] = x[c * x_chain_stride + index[i]];
+    });
   }
 };
 
@@ -31,11 +29,9 @@ template <class T> struct GatherBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size;
-      lane_add(dx + c * x_size + index[k - c * size], dy[k]);
-    }
+    for_each_element(lane, chains, size, [&](long k, long c, long i) {
+      lane_add(dx + c * x_size + index[i], dy[k]);
+    });
   }
 };
 

@@ -72,11 +72,9 @@ template <class T> struct ParamForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size;
-      y[k] = static_cast<T>(g.value(state[c * n_free + offset + k - c * size]));
-    }
+    for_each_element(lane, chains, size, [&](long k, long c, long i) {
+      y[k] = static_cast<T>(g.value(state[c * n_free + offset + i]));
+    });
   }
 };
 

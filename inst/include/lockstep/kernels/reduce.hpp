@@ -19,11 +19,9 @@ template <class T> struct SumBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size;
-      dx.add(c, k - c * size, dy[c]);
-    }
+    for_each_element(lane, chains, size, [&](long, long c, long i) {
+      dx.add(c, i, dy[c]);
+    });
   }
 };
 

@@ -1,0 +1,39 @@
+// Every kernel body of the executor (kernels/*.hpp), instantiated for the
+// device. Nothing here runs yet: the CUDA executor comes with issue 4. Its
+// purpose now is that nvcc compiles each body, and all the LS_HD math it calls
+// (every op and every distribution), as device code in every build with nvcc,
+// so that code which only works on the host fails `make check` instead of
+// failing on the first GPU it meets.
+#include "lockstep/backends/cuda_launch.cuh"
+#include "lockstep/kernels/density.hpp"
+#include "lockstep/kernels/elementwise.hpp"
+#include "lockstep/kernels/gather.hpp"
+#include "lockstep/kernels/matmul.hpp"
+#include "lockstep/kernels/param.hpp"
+#include "lockstep/kernels/reduce.hpp"
+
+namespace lockstep {
+namespace cuda {
+
+#define LS_DEVICE_BODY(...) template __global__ void lanes_kernel<__VA_ARGS__>(__VA_ARGS__);
+
+LS_DEVICE_BODY(UnaryForward<double>)
+LS_DEVICE_BODY(UnaryBackward<double>)
+LS_DEVICE_BODY(BinaryForward<double>)
+LS_DEVICE_BODY(BinaryBackward<double>)
+LS_DEVICE_BODY(ChainSum<SumTerm<double>>)
+LS_DEVICE_BODY(SumBackward<double>)
+LS_DEVICE_BODY(MatmulForward<double>)
+LS_DEVICE_BODY(MatmulBackwardA<double>)
+LS_DEVICE_BODY(MatmulBackwardB<double>)
+LS_DEVICE_BODY(GatherForward<double>)
+LS_DEVICE_BODY(GatherBackward<double>)
+LS_DEVICE_BODY(ParamForward<double>)
+LS_DEVICE_BODY(ChainSum<ParamJacobianTerm>)
+LS_DEVICE_BODY(ParamBackward<double>)
+LS_DEVICE_BODY(ChainSum<DensityTerm<double>>)
+
+#undef LS_DEVICE_BODY
+
+}  // namespace cuda
+}  // namespace lockstep
