@@ -94,7 +94,7 @@ void validate(const Program& p) {
     const Node& n = p.nodes[id];
     if (n.dim.size() < 2) fail(id, n, "a shape needs at least two dimensions");
     for (long d : n.dim)
-      if (d < 0) fail(id, n, "negative dimension");
+      if (d < 1) fail(id, n, "every dimension must be at least 1");
     if (n.size != product(n.dim)) fail(id, n, "size does not match dim");
     const int arity = op_arity(n.op);
     if (arity >= 0 && static_cast<int>(n.inputs.size()) != arity)
@@ -160,9 +160,17 @@ void validate(const Program& p) {
       }
     }
   }
-  for (int t : p.terms)
+  // The executor fuses each density's gradient into its forward pass, so the
+  // log density must be exactly the sum of the density nodes, each once.
+  std::vector<int> listed(p.nodes.size(), 0);
+  for (int t : p.terms) {
     if (t < 0 || static_cast<size_t>(t) >= p.nodes.size() || p.nodes[t].op != Op::density)
       throw std::invalid_argument("program: terms must be density nodes");
+    if (++listed[t] > 1) throw std::invalid_argument("program: a term is listed twice");
+  }
+  for (size_t id = 0; id < p.nodes.size(); ++id)
+    if (p.nodes[id].op == Op::density && listed[id] == 0)
+      fail(id, p.nodes[id], "a density node must be one of the program's terms");
 }
 
 void plan(Program& p) {

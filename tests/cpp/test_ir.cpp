@@ -206,7 +206,7 @@ TEST_CASE("validate rejects bad truncation", "[ir][validate]") {
   auto bernoulli_on_data = [](Program& p, double lo, double hi) {
     const int y = p.add(data_node({0, 1, 1}));
     const int q = p.add(param_node(1, 4, Transform::interval, 0, 1));
-    p.add(density_node(Family::bernoulli, {y, q}, lo, hi));
+    p.terms.push_back(p.add(density_node(Family::bernoulli, {y, q}, lo, hi)));
   };
   check_rejected("truncated bernoulli", [&](Program& p) { bernoulli_on_data(p, 0, inf); });
   check_rejected("bernoulli truncated above", [&](Program& p) { bernoulli_on_data(p, -inf, 1); });

@@ -30,9 +30,22 @@ LS_HD double dist_cdf(Family f, double x, const double* p, double* dp) {
   return ls_nan();
 }
 
+LS_HD double dist_ccdf(Family f, double x, const double* p, double* dp) {
+  switch (f) {
+#define LS_DIST(name, n_params, continuous) \
+  case Family::name: return Dist<Family::name>::ccdf(x, p, dp);
+#include "distributions.def"
+#undef LS_DIST
+  }
+  return ls_nan();
+}
+
 // Log density of x under the family truncated to [lower, upper]:
 //   log f(x) - log(F(upper) - F(lower)), -Inf outside the bounds,
-// with partials. Untruncated when both bounds are infinite.
+// with partials. Untruncated when both bounds are infinite. When the lower
+// bound lies in the upper half of the distribution, the mass is computed as
+// S(lower) - S(upper) with the survival S = 1 - F, so that a range far in the
+// upper tail does not cancel to zero.
 LS_HD double truncated_lpdf(Family f, int n_params, double x, const double* p, double lower,
                             double upper, double* dx, double* dp) {
   double lp = dist_lpdf(f, x, p, dx, dp);
@@ -42,10 +55,16 @@ LS_HD double truncated_lpdf(Family f, int n_params, double x, const double* p, d
     for (int k = 0; k < n_params; ++k) dp[k] = 0;
     return -ls_inf();
   }
-  double da[max_dist_params], db[max_dist_params];
-  const double fa = dist_cdf(f, lower, p, da), fb = dist_cdf(f, upper, p, db);
-  const double z = fb - fa;
-  for (int k = 0; k < n_params; ++k) dp[k] -= (db[k] - da[k]) / z;
+  double da[max_dist_params], db[max_dist_params], z;
+  const double fa = dist_cdf(f, lower, p, da);
+  if (fa > 0.5) {
+    z = dist_ccdf(f, lower, p, da) - dist_ccdf(f, upper, p, db);
+    // da, db hold the partials of S = 1 - F: dz = dS(lower) - dS(upper)
+    for (int k = 0; k < n_params; ++k) dp[k] -= (da[k] - db[k]) / z;
+  } else {
+    z = dist_cdf(f, upper, p, db) - fa;
+    for (int k = 0; k < n_params; ++k) dp[k] -= (db[k] - da[k]) / z;
+  }
   return lp - log(z);
 }
 

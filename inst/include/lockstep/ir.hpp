@@ -4,6 +4,7 @@
 #ifndef LOCKSTEP_IR_HPP
 #define LOCKSTEP_IR_HPP
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -72,7 +73,7 @@ struct Node {
   std::vector<long> index;
   // density: family, truncation bounds (-inf, inf when untruncated)
   Family family = Family::normal;
-  double trunc_lower = 0, trunc_upper = 0;
+  double trunc_lower = -HUGE_VAL, trunc_upper = HUGE_VAL;
 
   // Filled by the planner.
   bool chain = false;  // carries the leading chain dimension

@@ -43,10 +43,11 @@ struct Stream {
     ++position;
     return philox4x32_10(ctr, key0, key1);
   }
-  // Uniform on (0, 1) with 53 random bits; never exactly 0 or 1.
+  // Uniform on (0, 1) from 52 random bits, at the centres of 2^52 equal cells:
+  // never exactly 0 or 1 (with 53 bits, the top cell's centre rounds to 1).
   LS_HD static double to_unit(uint32_t hi, uint32_t lo) {
-    const uint64_t bits = (static_cast<uint64_t>(hi) << 21) ^ (lo >> 11);
-    return (static_cast<double>(bits & ((1ull << 53) - 1)) + 0.5) * (1.0 / 9007199254740992.0);
+    const uint64_t bits = ((static_cast<uint64_t>(hi) << 20) ^ (lo >> 12)) & ((1ull << 52) - 1);
+    return (static_cast<double>(bits) + 0.5) * (1.0 / 4503599627370496.0);
   }
   LS_HD double uniform() {
     const Philox4x32 r = next();

@@ -30,6 +30,10 @@ template <> struct Dist<Family::bernoulli> {
     dp[0] = 0;
     return ls_nan();
   }
+  LS_HD static double ccdf(double, const double*, double* dp) {
+    dp[0] = 0;
+    return ls_nan();
+  }
 };
 
 }  // namespace lockstep

@@ -32,6 +32,14 @@ template <> struct Dist<Family::cauchy> {
     dp[1] = -f * z / s;
     return 0.5 + atan(z) / ls_pi;
   }
+  // 1 - F = atan(1/z)/pi for z > 0, which keeps its precision far out.
+  LS_HD static double ccdf(double x, const double* p, double* dp) {
+    const double F = cdf(x, p, dp);
+    for (int k = 0; k < n_params; ++k) dp[k] = -dp[k];
+    const double z = (x - p[0]) / p[1];
+    if (ls_isinf(x) || z <= 0) return 1 - F;
+    return atan(1 / z) / ls_pi;
+  }
 };
 
 }  // namespace lockstep

@@ -7,6 +7,9 @@
 //     LS_HD static double lpdf(double x, const double* p, double* dx, double* dp);
 //     // CDF at x (x may be +-Inf) and dF/dp[k], for truncation
 //     LS_HD static double cdf(double x, const double* p, double* dp);
+//     // survival 1 - F(x), computed directly so that it keeps its precision in
+//     // the upper tail, and its partials (the negated partials of F)
+//     LS_HD static double ccdf(double x, const double* p, double* dp);
 //   };
 //
 // Everything is computed in double, whatever the executor's element type.

@@ -37,6 +37,13 @@ template <> struct Dist<Family::exponential> {
     dp[0] = x * e;
     return -expm1(-r * x);
   }
+  // 1 - F = exp(-rate x), d/drate = -x exp(-rate x).
+  LS_HD static double ccdf(double x, const double* p, double* dp) {
+    const double F = cdf(x, p, dp);
+    dp[0] = -dp[0];
+    if (x <= 0 || ls_isinf(x)) return 1 - F;
+    return exp(-p[0] * x);
+  }
 };
 
 }  // namespace lockstep

@@ -32,6 +32,12 @@ template <> struct Dist<Family::normal> {
     dp[1] = -f * z / sd;
     return std_normal_cdf(z);
   }
+  LS_HD static double ccdf(double x, const double* p, double* dp) {
+    const double F = cdf(x, p, dp);
+    for (int k = 0; k < n_params; ++k) dp[k] = -dp[k];
+    if (ls_isinf(x)) return 1 - F;
+    return std_normal_cdf(-(x - p[0]) / p[1]);
+  }
 };
 
 }  // namespace lockstep

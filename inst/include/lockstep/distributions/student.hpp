@@ -44,6 +44,13 @@ template <> struct Dist<Family::student> {
     dp[0] = (student_t_cdf(z, v + h) - student_t_cdf(z, v - h)) / (2 * h);
     return student_t_cdf(z, v);
   }
+  // By symmetry, 1 - F(x) = F at -z.
+  LS_HD static double ccdf(double x, const double* p, double* dp) {
+    const double F = cdf(x, p, dp);
+    for (int k = 0; k < n_params; ++k) dp[k] = -dp[k];
+    if (ls_isinf(x)) return 1 - F;
+    return student_t_cdf(-(x - p[1]) / p[2], p[0]);
+  }
 };
 
 }  // namespace lockstep

@@ -16,11 +16,11 @@ LS_HD double ls_inf() { return HUGE_VAL; }
 LS_HD double ls_nan() { return NAN; }
 LS_HD bool ls_isinf(double x) { return x == HUGE_VAL || x == -HUGE_VAL; }
 
-// digamma(x) for x > 0: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 6,
+// digamma(x) for x > 0: the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10,
 // then the asymptotic series; absolute error below 1e-13 there.
 LS_HD double digamma(double x) {
   double r = 0;
-  while (x < 6) {
+  while (x < 10) {
     r -= 1 / x;
     x += 1;
   }
