@@ -13,6 +13,7 @@
 
 #include "ir.hpp"
 #include "lanes.hpp"
+#include "node_kernels.hpp"
 
 namespace lockstep {
 
@@ -49,6 +50,7 @@ template <class T> class Executor : public Target {
 
  private:
   template <class Body> void launch(const Body& body) const;
+  NodeCall<T> call(int id, const double* state, double* lp, double* grad);
   void forward_node(int id, const double* state, double* lp, double* grad);
   void backward_node(int id, const double* state, double* grad);
 
@@ -57,7 +59,7 @@ template <class T> class Executor : public Target {
   Backend backend_;
   EmulatedGeometry geometry_;
   std::vector<std::vector<T>> values_, adjoints_;
-  std::vector<double> term_sums_;  // scratch [chains]
+  std::vector<double> scratch_;  // [chains]
 };
 
 extern template class Executor<double>;

@@ -1,0 +1,184 @@
+// One node's kernels, dispatched from the op table: the single place that maps
+// an op to its forward and backward kernel bodies. The op-by-op executor binds
+// whole buffers; the tiled executor binds a tile's buffers (a tile's rows of a
+// row-aligned value, the whole of a global one), so every op is born into both.
+#ifndef LOCKSTEP_NODE_KERNELS_HPP
+#define LOCKSTEP_NODE_KERNELS_HPP
+
+#include "ir.hpp"
+#include "kernels/density.hpp"
+#include "kernels/elementwise.hpp"
+#include "kernels/gather.hpp"
+#include "kernels/matmul.hpp"
+#include "kernels/param.hpp"
+#include "kernels/reduce.hpp"
+
+namespace lockstep {
+
+// A value of the program as one call's kernels see it.
+template <class T> struct Slot {
+  const T* value = nullptr;  // [chains, rows * cols] when chain, else [rows * cols]
+  T* adjoint = nullptr;      // same layout; nullptr when no gradient flows here
+  long rows = 1, cols = 1;   // the extent bound: a tile's rows, or the whole value
+  bool chain = false;
+
+  long size() const { return rows * cols; }
+  long chain_stride() const { return chain ? rows * cols : 0; }
+};
+
+constexpr int max_node_inputs = 1 + max_dist_params;
+
+// Everything one node's kernels need, for `chains` chains.
+template <class T> struct NodeCall {
+  const Node* node = nullptr;
+  Slot<T> out;  // out.value is written (const only to share Slot)
+  Slot<T> in[max_node_inputs];
+  const long* index = nullptr;  // gather: one index per output element of this call
+  long chains = 1;
+  const double* state = nullptr;  // param: [chains, n_free]
+  double* grad = nullptr;         // [chains, n_free]; nullptr: no gradient wanted
+  long n_free = 0;
+  double* lp = nullptr;       // [chains]: densities and Jacobians add to it
+  double* scratch = nullptr;  // [chains] doubles of scratch
+
+  T* y() const { return const_cast<T*>(out.value); }
+};
+
+namespace detail {
+
+template <class T> Operand<T> operand(const Slot<T>& in, const Slot<T>& out) {
+  return Operand<T>{in.value, in.chain_stride(), in.size() == 1 && out.size() != 1};
+}
+
+template <class T> AdjointSink<T> sink(const Slot<T>& in, const Slot<T>& out) {
+  if (!in.adjoint) return AdjointSink<T>{nullptr, 0, false};
+  return AdjointSink<T>{in.adjoint, in.chain_stride(), in.size() == 1 && out.size() != 1};
+}
+
+template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
+  return MatmulShape{call.in[0].rows, call.in[0].cols, call.in[1].cols,
+                     call.in[0].chain_stride(), call.in[1].chain_stride()};
+}
+
+}  // namespace detail
+
+// Forward: writes the node's value; densities add theirs to their value and to
+// call.lp, Jacobians to call.lp; when call.grad is set, densities and
+// Jacobians also add their partials to the adjoints (fused).
+template <class T, class Launch> void forward_call(const NodeCall<T>& call, Launch&& launch) {
+  using namespace detail;
+  const Node& node = *call.node;
+  const long C = call.out.chain ? call.chains : 1;
+  const long n = call.out.size();
+  T* y = call.y();
+  switch (op_family(node.op)) {
+    case OpFamily::leaf:
+      if (node.op == Op::data) {
+        for (long i = 0; i < n; ++i) y[i] = static_cast<T>(node.values[i]);
+      } else {
+        const ConstraintMath g{node.transform, node.lower, node.upper};
+        launch(ParamForward<T>{g, call.state, call.n_free, node.offset, y, C, n});
+        if (node.transform != Transform::none)
+          launch(ChainSum<ParamJacobianTerm>(
+              ParamJacobianTerm{g, call.state, call.grad, call.n_free, node.offset}, call.lp, C, n));
+      }
+      break;
+    case OpFamily::unary:
+      launch(UnaryForward<T>{node.op, operand(call.in[0], call.out), y, C, n});
+      break;
+    case OpFamily::binary:
+      launch(BinaryForward<T>{node.op, operand(call.in[0], call.out), operand(call.in[1], call.out),
+                              y, C, n});
+      break;
+    case OpFamily::reduce: {
+      for (long c = 0; c < C; ++c) call.scratch[c] = 0;
+      launch(ChainSum<SumTerm<T>>(SumTerm<T>{operand(call.in[0], call.in[0])}, call.scratch, C,
+                                  call.in[0].size()));
+      for (long c = 0; c < C; ++c) y[c] = static_cast<T>(call.scratch[c]);
+      break;
+    }
+    case OpFamily::matmul:
+      launch(MatmulForward<T>{matmul_shape(call), call.in[0].value, call.in[1].value, y, C});
+      break;
+    case OpFamily::gather:
+      launch(GatherForward<T>{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n});
+      break;
+    case OpFamily::density: {
+      const Slot<T>& target = call.in[0];
+      DensityTerm<T> term{};
+      term.family = node.family;
+      term.n_params = family_n_params(node.family);
+      term.lower = node.trunc_lower;
+      term.upper = node.trunc_upper;
+      term.x = operand(target, target);
+      term.dx = call.grad ? sink(target, target) : AdjointSink<T>{};
+      for (int k = 0; k < term.n_params; ++k) {
+        // parameters broadcast over the target's elements
+        term.p[k] = operand(call.in[k + 1], target);
+        term.dp[k] = call.grad ? sink(call.in[k + 1], target) : AdjointSink<T>{};
+      }
+      // A density always carries the chain dimension: its value, per chain, is
+      // added to the term's own value (which a tiled pass accumulates over its
+      // tiles) and to the log density.
+      for (long c = 0; c < call.chains; ++c) call.scratch[c] = 0;
+      launch(ChainSum<DensityTerm<T>>(term, call.scratch, call.chains, target.size()));
+      for (long c = 0; c < call.chains; ++c) {
+        y[c] += static_cast<T>(call.scratch[c]);
+        call.lp[c] += call.scratch[c];
+      }
+      break;
+    }
+  }
+}
+
+// Backward: adds the node's adjoint, through its partials, to its inputs'
+// adjoints (and a parameter's to the state gradient). Densities do nothing
+// here: their partials were fused into the forward pass.
+template <class T, class Launch> void backward_call(const NodeCall<T>& call, Launch&& launch) {
+  using namespace detail;
+  const Node& node = *call.node;
+  if (!call.out.adjoint) return;
+  const long C = call.chains;
+  const long n = call.out.size();
+  const T* dy = call.out.adjoint;
+  const T* y = call.out.value;
+  switch (op_family(node.op)) {
+    case OpFamily::leaf:
+      if (node.op == Op::param) {
+        const ConstraintMath g{node.transform, node.lower, node.upper};
+        launch(ParamBackward<T>{g, call.state, call.grad, call.n_free, node.offset, dy, C, n});
+      }
+      break;
+    case OpFamily::unary:
+      launch(UnaryBackward<T>{node.op, operand(call.in[0], call.out), y, dy,
+                              sink(call.in[0], call.out), C, n});
+      break;
+    case OpFamily::binary:
+      launch(BinaryBackward<T>{node.op, operand(call.in[0], call.out),
+                               operand(call.in[1], call.out), y, dy, sink(call.in[0], call.out),
+                               sink(call.in[1], call.out), C, n});
+      break;
+    case OpFamily::reduce:
+      if (call.in[0].adjoint)
+        launch(SumBackward<T>{dy, sink(call.in[0], call.in[0]), C, call.in[0].size()});
+      break;
+    case OpFamily::matmul: {
+      const MatmulShape s = matmul_shape(call);
+      if (call.in[0].adjoint)
+        launch(MatmulBackwardA<T>{s, call.in[1].value, dy, call.in[0].adjoint, C});
+      if (call.in[1].adjoint)
+        launch(MatmulBackwardB<T>{s, call.in[0].value, dy, call.in[1].adjoint, C});
+      break;
+    }
+    case OpFamily::gather:
+      if (call.in[0].adjoint)
+        launch(GatherBackward<T>{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n});
+      break;
+    case OpFamily::density:
+      break;
+  }
+}
+
+}  // namespace lockstep
+
+#endif
