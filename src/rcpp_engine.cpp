@@ -9,11 +9,13 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
+#include "lockstep/planner.hpp"
 #include "lockstep/sampler/hmc.hpp"
 
 using namespace Rcpp;
@@ -23,16 +25,21 @@ namespace {
 // A planned program and its executors, one per (chains, backend).
 struct Engine {
   std::shared_ptr<lockstep::Program> program;
-  std::map<std::pair<long, int>, std::unique_ptr<lockstep::Executor<double>>> executors;
+  std::map<std::tuple<long, int, bool>, std::unique_ptr<lockstep::Executor<double>>> executors;
 
-  lockstep::Executor<double>& executor(long chains, lockstep::Backend backend) {
-    auto key = std::make_pair(chains, static_cast<int>(backend));
+  // `whole`: every node op by op over whole values, so that every node's value
+  // can be read (tracing); otherwise the observation stage runs in tiles.
+  lockstep::Executor<double>& executor(long chains, lockstep::Backend backend, bool whole = false) {
+    auto key = std::make_tuple(chains, static_cast<int>(backend), whole);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
       if (executors.size() > 8) executors.clear();
+      lockstep::ExecOptions options;
+      options.backend = backend;
+      options.observation_stage = !whole;
       it = executors
-               .emplace(key, std::make_unique<lockstep::Executor<double>>(*program, chains, backend))
+               .emplace(key, std::make_unique<lockstep::Executor<double>>(*program, chains, options))
                .first;
     }
     return *it->second;
@@ -171,7 +178,7 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   }
   NumericMatrix out(C, width);
   if (C == 0) return out;
-  auto& ex = e->executor(C, lockstep::backend_from_name(backend));
+  auto& ex = e->executor(C, lockstep::backend_from_name(backend), true);
   std::vector<double> x = chain_major(state);
   ex.forward(x.data());
   long col = 0;

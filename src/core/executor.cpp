@@ -1,4 +1,4 @@
-// The op-by-op executor (executor.hpp).
+// The executor (executor.hpp).
 #include "lockstep/executor.hpp"
 
 #include <algorithm>
@@ -13,46 +13,80 @@ Backend backend_from_name(const std::string& name) {
   throw std::invalid_argument("unknown backend '" + name + "' (expected 'cpu' or 'emulated')");
 }
 
+namespace {
+ExecOptions with_backend(Backend backend, EmulatedGeometry geometry) {
+  ExecOptions o;
+  o.backend = backend;
+  o.geometry = geometry;
+  return o;
+}
+}  // namespace
+
 template <class T>
 Executor<T>::Executor(const Program& program, long chains, Backend backend,
                       EmulatedGeometry geometry)
-    : program_(program), chains_(chains), backend_(backend), geometry_(geometry) {
+    : Executor(program, chains, with_backend(backend, geometry)) {}
+
+template <class T>
+Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
+    : program_(program),
+      chains_(chains),
+      options_(options),
+      launch_{options.backend, options.geometry},
+      tiled_(options.observation_stage && !program.extents.empty()) {
   if (chains < 1) throw std::invalid_argument("chains must be at least 1");
+  if (options.threads < 1) throw std::invalid_argument("threads must be at least 1");
+  if (options.devices < 1) throw std::invalid_argument("devices must be at least 1");
   const size_t n = program.nodes.size();
   values_.resize(n);
   adjoints_.resize(n);
   scratch_.assign(chains, 0);
   for (size_t id = 0; id < n; ++id) {
     const Node& node = program.nodes[id];
+    // Row-aligned values with the chain dimension exist only tile by tile (a
+    // density's value is its per-chain sum, which the stage adds up).
+    if (node.chain && !global(static_cast<int>(id)) && node.op != Op::density) continue;
     const long len = node.chain ? chains * node.size : node.size;
     values_[id].assign(len, T(0));
     if (node.chain && node.op != Op::density) adjoints_[id].assign(len, T(0));
   }
   // Nodes without the chain dimension do not depend on the state: evaluate
-  // them once, here.
+  // them once, here (the observation stage copies its row data from them).
   for (size_t id = 0; id < n; ++id)
-    if (!program.nodes[id].chain) forward_node(static_cast<int>(id), nullptr, nullptr, nullptr);
+    if (!program.nodes[id].chain)
+      forward_call(call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, 1), launch_);
+  pool_ = std::make_unique<ThreadPool>(options.threads);
+  comm_ = std::make_unique<InProcessCommunicator>(options.devices);
+  if (tiled_) {
+    StageOptions so;
+    so.tile_rows = options.tile_rows;
+    so.workers = options.threads;
+    so.shards = options.devices;
+    so.reorder_rows = options.reorder_rows;
+    for (size_t e = 0; e < program.extents.size(); ++e)
+      stages_.push_back(
+          std::make_unique<ObservationStage<T>>(program, static_cast<int>(e), chains, so, values_));
+    // The stages keep their row data in tile order: the whole copies can go.
+    for (size_t id = 0; id < n; ++id)
+      if (!global(static_cast<int>(id)) && !program.nodes[id].chain)
+        std::vector<T>().swap(values_[id]);
+  }
 }
 
 template <class T>
-template <class Body>
-void Executor<T>::launch(const Body& body) const {
-  if (backend_ == Backend::emulated)
-    run_emulated(body, geometry_);
-  else
-    run_serial(body);
-}
-
-template <class T> NodeCall<T> Executor<T>::call(int id, const double* state, double* lp,
-                                                 double* grad) {
+NodeCall<T> Executor<T>::call(int id, const double* state, double* lp, double* grad, long c0,
+                              long nc) {
   const Node& node = program_.nodes[id];
   NodeCall<T> c;
   c.node = &node;
+  // Chain group [c0, c0 + nc): chain-carrying buffers are chain-major, so the
+  // group's part starts c0 values in.
   auto slot = [&](int k) {
     const Node& n = program_.nodes[k];
     Slot<T> s;
-    s.value = values_[k].data();
-    s.adjoint = adjoints_[k].empty() ? nullptr : adjoints_[k].data();
+    const long offset = n.chain ? c0 * n.size : 0;
+    s.value = values_[k].data() + offset;
+    s.adjoint = adjoints_[k].empty() ? nullptr : adjoints_[k].data() + offset;
     s.rows = n.dim[0];
     s.cols = n.size / n.dim[0];
     s.chain = n.chain;
@@ -61,47 +95,66 @@ template <class T> NodeCall<T> Executor<T>::call(int id, const double* state, do
   c.out = slot(id);
   for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
   c.index = node.index.data();
-  c.chains = chains_;
-  c.state = state;
-  c.grad = grad;
+  c.chains = nc;
+  c.state = state ? state + c0 * program_.n_free : nullptr;
+  c.grad = grad ? grad + c0 * program_.n_free : nullptr;
+  c.gradient = grad != nullptr;
   c.n_free = program_.n_free;
-  c.lp = lp;
-  c.scratch = scratch_.data();
+  c.lp = lp ? lp + c0 : nullptr;
+  c.scratch = scratch_.data() + c0;
   return c;
 }
 
-template <class T>
-void Executor<T>::forward_node(int id, const double* state, double* lp, double* grad) {
-  forward_call(call(id, state, lp, grad), [this](const auto& body) { launch(body); });
-}
-
-template <class T> void Executor<T>::backward_node(int id, const double* state, double* grad) {
-  const Node& node = program_.nodes[id];
-  if (!node.chain) return;
-  backward_call(call(id, state, nullptr, grad), [this](const auto& body) { launch(body); });
+template <class T> template <class F> void Executor<T>::for_chain_groups(F&& f) {
+  const long groups = std::min<long>(options_.threads, chains_);
+  pool_->parallel_for(groups, [&](long g) {
+    const long c0 = chains_ * g / groups, c1 = chains_ * (g + 1) / groups;
+    f(c0, c1 - c0);
+  });
 }
 
 template <class T> void Executor<T>::forward(const double* state) {
   std::vector<double> lp(chains_, 0.0);
   const int n = static_cast<int>(program_.nodes.size());
   for (int t : program_.terms) std::fill(values_[t].begin(), values_[t].end(), T(0));
-  for (int id = 0; id < n; ++id)
-    if (program_.nodes[id].chain) forward_node(id, state, lp.data(), nullptr);
+  for_chain_groups([&](long c0, long nc) {
+    for (int id = 0; id < n; ++id)
+      if (program_.nodes[id].chain && global(id))
+        forward_call(call(id, state, lp.data(), nullptr, c0, nc), launch_);
+  });
+  for (auto& stage : stages_)
+    stage->run(GlobalBuffers<T>{&values_, &adjoints_}, state, lp.data(), false, *pool_, *comm_,
+               launch_);
 }
 
 template <class T>
 void Executor<T>::log_density(const double* state, double* lp, double* grad) {
   const int n = static_cast<int>(program_.nodes.size());
   std::fill(lp, lp + chains_, 0.0);
-  if (grad) {
-    std::fill(grad, grad + chains_ * program_.n_free, 0.0);
-    for (auto& a : adjoints_) std::fill(a.begin(), a.end(), T(0));
-  }
   for (int t : program_.terms) std::fill(values_[t].begin(), values_[t].end(), T(0));
-  for (int id = 0; id < n; ++id)
-    if (program_.nodes[id].chain) forward_node(id, state, lp, grad);
-  if (grad)
-    for (int id = n - 1; id >= 0; --id) backward_node(id, state, grad);
+  for_chain_groups([&](long c0, long nc) {
+    if (grad) {
+      std::fill(grad + c0 * program_.n_free, grad + (c0 + nc) * program_.n_free, 0.0);
+      for (int id = 0; id < n; ++id) {
+        auto& a = adjoints_[id];
+        if (!a.empty()) {
+          const long size = program_.nodes[id].size;
+          std::fill(a.begin() + c0 * size, a.begin() + (c0 + nc) * size, T(0));
+        }
+      }
+    }
+    for (int id = 0; id < n; ++id)
+      if (program_.nodes[id].chain && global(id)) forward_call(call(id, state, lp, grad, c0, nc), launch_);
+  });
+  for (auto& stage : stages_)
+    stage->run(GlobalBuffers<T>{&values_, &adjoints_}, state, lp, grad != nullptr, *pool_,
+               *comm_, launch_);
+  if (!grad) return;
+  for_chain_groups([&](long c0, long nc) {
+    for (int id = n - 1; id >= 0; --id)
+      if (program_.nodes[id].chain && global(id))
+        backward_call(call(id, state, nullptr, grad, c0, nc), launch_);
+  });
 }
 
 template class Executor<double>;

@@ -105,6 +105,10 @@ void validate(const Program& p) {
       if (p.nodes[in].op == Op::density) fail(id, n, "a density term cannot be an input");
     }
     auto in_size = [&](int k) { return p.nodes[n.inputs[k]].size; };
+    // Values are rows x cols: rows = dim[0], cols = size / rows (ops.def).
+    auto in_rows = [&](int k) { return p.nodes[n.inputs[k]].dim[0]; };
+    auto in_cols = [&](int k) { return in_size(k) / in_rows(k); };
+    const long rows = n.dim[0], cols = n.size / rows;
     switch (op_family(n.op)) {
       case OpFamily::leaf:
         if (n.op == Op::data && static_cast<long>(n.values.size()) != n.size)
@@ -120,14 +124,52 @@ void validate(const Program& p) {
         if (in_size(0) != n.size) fail(id, n, "output size differs from input size");
         break;
       case OpFamily::binary: {
-        const long a = in_size(0), b = in_size(1);
-        const long out = a > b ? a : b;
-        if (!((a == b) || a == 1 || b == 1)) fail(id, n, "operand sizes are incompatible");
-        if (n.size != out) fail(id, n, "output size is not the broadcast size");
+        // Each operand is the output's shape, a scalar, a row vector (1 x cols)
+        // or a column vector (rows x 1), and the output is the shape they
+        // broadcast to (an R x 1 and a 1 x C operand give R x C).
+        long need_rows = 1, need_cols = 1;
+        for (int k = 0; k < 2; ++k) {
+          const long r = in_rows(k), c = in_cols(k);
+          const bool fits = (r == rows && c == cols) || (r == 1 && c == 1) ||
+                            (r == 1 && c == cols) || (c == 1 && r == rows);
+          if (!fits)
+            fail(id, n, "operand " + std::to_string(k + 1) + " (" + std::to_string(r) + " x " +
+                            std::to_string(c) + ") cannot be broadcast to " +
+                            std::to_string(rows) + " x " + std::to_string(cols));
+          need_rows = r > need_rows ? r : need_rows;
+          need_cols = c > need_cols ? c : need_cols;
+        }
+        if (need_rows != rows || need_cols != cols)
+          fail(id, n, "output shape is not the broadcast shape of its operands");
         break;
       }
       case OpFamily::reduce:
         if (n.size != 1) fail(id, n, "a sum has one element");
+        break;
+      case OpFamily::rowsum:
+        if (n.dim[0] != in_rows(0) || n.size != in_rows(0))
+          fail(id, n, "row sums of " + std::to_string(in_rows(0)) + " rows are " +
+                          std::to_string(in_rows(0)) + " x 1");
+        break;
+      case OpFamily::colsum:
+        if (n.size != in_cols(0))
+          fail(id, n, "column sums of " + std::to_string(in_cols(0)) + " columns have " +
+                          std::to_string(in_cols(0)) + " elements");
+        break;
+      case OpFamily::transpose: {
+        const Node& a = p.nodes[n.inputs[0]];
+        if (a.dim.size() != 2 || n.dim.size() != 2)
+          fail(id, n, "transpose needs a two-dimensional input");
+        if (n.dim[0] != a.dim[1] || n.dim[1] != a.dim[0]) fail(id, n, "wrong output shape");
+        break;
+      }
+      case OpFamily::gather_rows:
+        if (cols != in_cols(0))
+          fail(id, n, "output has " + std::to_string(cols) + " columns, input " +
+                          std::to_string(in_cols(0)));
+        if (static_cast<long>(n.index.size()) != rows) fail(id, n, "one index per output row");
+        for (long i : n.index)
+          if (i < 0 || i >= in_rows(0)) fail(id, n, "row index out of range");
         break;
       case OpFamily::matmul: {
         const Node& a = p.nodes[n.inputs[0]];
@@ -171,16 +213,6 @@ void validate(const Program& p) {
   for (size_t id = 0; id < p.nodes.size(); ++id)
     if (p.nodes[id].op == Op::density && listed[id] == 0)
       fail(id, p.nodes[id], "a density node must be one of the program's terms");
-}
-
-void plan(Program& p) {
-  validate(p);
-  for (Node& n : p.nodes) {
-    bool chain = n.op == Op::param || n.op == Op::density;
-    for (int in : n.inputs) chain = chain || p.nodes[in].chain;
-    n.chain = chain;
-    n.extent = -1;
-  }
 }
 
 }  // namespace lockstep

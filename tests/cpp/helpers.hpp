@@ -25,6 +25,7 @@
 
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
+#include "lockstep/planner.hpp"
 
 namespace lstest {
 

@@ -533,8 +533,11 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
       const int k_n = lockstep::family_n_params(c.f);
       const Node& target = p.nodes[fp.inputs[0]];
       for (long ch = 0; ch < chains; ++ch) {
+        // Data is read from the program: the executor keeps row data (the
+        // observation stage's) only in tile order.
         auto at = [&](int id, long i) {
           const Node& nd = p.nodes[id];
+          if (nd.op == Op::data) return nd.values[nd.size == 1 ? 0 : i];
           return ex.value(id)[(nd.chain ? ch * nd.size : 0) + (nd.size == 1 ? 0 : i)];
         };
         double expected = 0;

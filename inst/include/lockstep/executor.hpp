@@ -1,25 +1,39 @@
-// The op-by-op executor: log density and gradient of a planned Program for C
-// chains in one call (DESIGN.md, "Execution", global stage).
+// The executor: log density and gradient of a planned Program for C chains in
+// one call (DESIGN.md, "Execution").
 //
-// Every kernel is a lanes-policy body (kernels/) launched on the chosen backend:
-//   cpu       one lane per launch: plain loops
-//   emulated  the CUDA execution model, lane by lane on the CPU
-// The observation stage (tiles and shards, issue 3) will be a second executor
-// over the same kernels; this one is the reference it is tested against.
+// The global stage runs op by op over whole values; with threads, the chains
+// are split among them (every kernel writes only its own chains' values, so
+// chain groups never race). The observation stage, when the plan has one and
+// it is enabled, runs tile by tile (observation_stage.hpp). Kernels are
+// lanes-policy bodies launched on the CPU or the emulated backend.
+//
+// With observation_stage = false every node is run op by op over whole values:
+// the plain executor that the tiled one is tested against.
 #ifndef LOCKSTEP_EXECUTOR_HPP
 #define LOCKSTEP_EXECUTOR_HPP
 
+#include <memory>
 #include <vector>
 
+#include "communicator.hpp"
 #include "ir.hpp"
-#include "lanes.hpp"
+#include "launcher.hpp"
 #include "node_kernels.hpp"
+#include "observation_stage.hpp"
+#include "planner.hpp"
+#include "thread_pool.hpp"
 
 namespace lockstep {
 
-enum class Backend : int { cpu, emulated };
-
-Backend backend_from_name(const std::string& name);
+struct ExecOptions {
+  Backend backend = Backend::cpu;
+  EmulatedGeometry geometry;
+  int threads = 1;
+  int devices = 1;  // virtual devices: shards of each observation stage
+  bool observation_stage = true;
+  long tile_rows = 0;  // 0: chosen from the cache size
+  bool reorder_rows = true;
+};
 
 // Something with a log density and gradient over a [chains, dim] state: what
 // samplers need. Executor is one; tests use analytic targets.
@@ -35,6 +49,7 @@ class Target {
 template <class T> class Executor : public Target {
  public:
   // The program must outlive the executor and be planned.
+  Executor(const Program& program, long chains, ExecOptions options);
   Executor(const Program& program, long chains, Backend backend = Backend::cpu,
            EmulatedGeometry geometry = EmulatedGeometry());
 
@@ -42,24 +57,30 @@ template <class T> class Executor : public Target {
   long chains() const override { return chains_; }
   void log_density(const double* state, double* lp, double* grad) override;
 
-  // Forward pass only: fills every node's value (used to trace arrays).
+  // Forward pass only: fills the value of every node of the global stage (run
+  // with observation_stage = false to see every node; used to trace arrays).
   void forward(const double* state);
   // A node's value after log_density or forward: [chains, size] when the node
-  // carries the chain dimension, [size] otherwise.
+  // carries the chain dimension, [size] otherwise; empty for a node of the
+  // observation stage, which exists only tile by tile.
   const std::vector<T>& value(int node) const { return values_[node]; }
 
  private:
-  template <class Body> void launch(const Body& body) const;
-  NodeCall<T> call(int id, const double* state, double* lp, double* grad);
-  void forward_node(int id, const double* state, double* lp, double* grad);
-  void backward_node(int id, const double* state, double* grad);
+  bool global(int id) const { return !tiled_ || program_.nodes[id].extent < 0; }
+  NodeCall<T> call(int id, const double* state, double* lp, double* grad, long c0, long nc);
+  // Runs f(c0, nc) over chain groups, one per thread.
+  template <class F> void for_chain_groups(F&& f);
 
   const Program& program_;
   long chains_;
-  Backend backend_;
-  EmulatedGeometry geometry_;
+  ExecOptions options_;
+  Launcher launch_;
+  bool tiled_;
   std::vector<std::vector<T>> values_, adjoints_;
   std::vector<double> scratch_;  // [chains]
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<InProcessCommunicator> comm_;
+  std::vector<std::unique_ptr<ObservationStage<T>>> stages_;
 };
 
 extern template class Executor<double>;

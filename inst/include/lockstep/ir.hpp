@@ -18,7 +18,9 @@ enum class Op : int {
 };
 
 // The family column of ops.def, so that dispatch code can select one family.
-enum class OpFamily : int { leaf, unary, binary, reduce, matmul, gather, density };
+enum class OpFamily : int {
+  leaf, unary, binary, reduce, rowsum, colsum, matmul, transpose, gather, gather_rows, density
+};
 
 constexpr OpFamily op_family(Op op) {
   switch (op) {
@@ -77,9 +79,8 @@ struct Node {
 
   // Filled by the planner.
   bool chain = false;  // carries the leading chain dimension
-  // Seam for observation blocks (issue 3): id of the observation extent this node
-  // is row-aligned with, -1 for the global stage. The planner leaves every node
-  // in the global stage until the tiled executor exists.
+  // The observation extent this node is row-aligned with (its stage: tiles of
+  // rows), or -1 for the global stage. See planner.hpp.
   int extent = -1;
 };
 
@@ -87,6 +88,9 @@ struct Program {
   std::vector<Node> nodes;
   long n_free = 0;           // D, the length of the free state of one chain
   std::vector<int> terms;    // density nodes summed into the log density
+  // Filled by the planner: the number of rows of each observation extent
+  // (Node::extent indexes this).
+  std::vector<long> extents;
 
   int add(Node n) {
     nodes.push_back(std::move(n));
@@ -97,10 +101,6 @@ struct Program {
 // Checks a program's structure (arity, input order, shapes, broadcasting, index
 // ranges, parameter slices) and throws std::invalid_argument naming the node.
 void validate(const Program& p);
-
-// The planner: marks which nodes carry the chain dimension (every node that
-// depends on a parameter). Validates first.
-void plan(Program& p);
 
 }  // namespace lockstep
 

@@ -5,13 +5,18 @@
 #ifndef LOCKSTEP_NODE_KERNELS_HPP
 #define LOCKSTEP_NODE_KERNELS_HPP
 
+#include <stdexcept>
+#include <string>
+
 #include "ir.hpp"
+#include "kernels/axis_sum.hpp"
 #include "kernels/density.hpp"
 #include "kernels/elementwise.hpp"
 #include "kernels/gather.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/param.hpp"
 #include "kernels/reduce.hpp"
+#include "kernels/transpose.hpp"
 
 namespace lockstep {
 
@@ -33,10 +38,13 @@ template <class T> struct NodeCall {
   const Node* node = nullptr;
   Slot<T> out;  // out.value is written (const only to share Slot)
   Slot<T> in[max_node_inputs];
-  const long* index = nullptr;  // gather: one index per output element of this call
+  // gather: one index per output element of this call; gather_rows: one per
+  // output row of this call (a tile's rows)
+  const long* index = nullptr;
   long chains = 1;
   const double* state = nullptr;  // param: [chains, n_free]
-  double* grad = nullptr;         // [chains, n_free]; nullptr: no gradient wanted
+  double* grad = nullptr;         // [chains, n_free] (parameters write here)
+  bool gradient = false;          // densities add their partials to the adjoints
   long n_free = 0;
   double* lp = nullptr;       // [chains]: densities and Jacobians add to it
   double* scratch = nullptr;  // [chains] doubles of scratch
@@ -46,13 +54,37 @@ template <class T> struct NodeCall {
 
 namespace detail {
 
+// How an input is addressed at the elements of an output, from the extents the
+// call binds (so a tile of rows is addressed as a tile): the same size (the
+// same shape), a scalar, a row vector 1 x out.cols broadcast down the rows, or
+// a column vector out.rows x 1 broadcast across the columns (kernels/
+// elementwise.hpp). The same size comes first, so a 1 x cols operand of a
+// 1 x cols output is simply the same shape.
+struct Addressing {
+  bool scalar, axis;
+  long row_stride, col_stride;
+};
+
+template <class T> Addressing addressing(const Slot<T>& in, const Slot<T>& out) {
+  if (in.size() == out.size()) return Addressing{false, false, 1, out.rows};
+  if (in.size() == 1) return Addressing{true, false, 0, 0};
+  if (in.rows == 1 && in.cols == out.cols) return Addressing{false, true, 0, 1};
+  if (in.cols == 1 && in.rows == out.rows) return Addressing{false, true, 1, 0};
+  throw std::invalid_argument(
+      "lockstep: an operand of " + std::to_string(in.rows) + " x " + std::to_string(in.cols) +
+      " cannot be broadcast to " + std::to_string(out.rows) + " x " + std::to_string(out.cols));
+}
+
 template <class T> Operand<T> operand(const Slot<T>& in, const Slot<T>& out) {
-  return Operand<T>{in.value, in.chain_stride(), in.size() == 1 && out.size() != 1};
+  const Addressing a = addressing(in, out);
+  return Operand<T>{in.value, in.chain_stride(), a.scalar, a.axis, a.row_stride, a.col_stride};
 }
 
 template <class T> AdjointSink<T> sink(const Slot<T>& in, const Slot<T>& out) {
   if (!in.adjoint) return AdjointSink<T>{nullptr, 0, false};
-  return AdjointSink<T>{in.adjoint, in.chain_stride(), in.size() == 1 && out.size() != 1};
+  const Addressing a = addressing(in, out);
+  return AdjointSink<T>{in.adjoint, in.chain_stride(), a.scalar, a.axis, a.row_stride,
+                        a.col_stride};
 }
 
 template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
@@ -63,8 +95,8 @@ template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
 }  // namespace detail
 
 // Forward: writes the node's value; densities add theirs to their value and to
-// call.lp, Jacobians to call.lp; when call.grad is set, densities and
-// Jacobians also add their partials to the adjoints (fused).
+// call.lp, Jacobians to call.lp; with call.gradient, densities add their
+// partials to the adjoints (fused), and Jacobians theirs to call.grad.
 template <class T, class Launch> void forward_call(const NodeCall<T>& call, Launch&& launch) {
   using namespace detail;
   const Node& node = *call.node;
@@ -86,10 +118,13 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
     case OpFamily::unary:
       launch(UnaryForward<T>{node.op, operand(call.in[0], call.out), y, C, n});
       break;
-    case OpFamily::binary:
-      launch(BinaryForward<T>{node.op, operand(call.in[0], call.out), operand(call.in[1], call.out),
-                              y, C, n});
+    case OpFamily::binary: {
+      BinaryForward<T> body{node.op, operand(call.in[0], call.out), operand(call.in[1], call.out),
+                            y, C, n};
+      body.rows = call.out.rows;
+      launch(body);
       break;
+    }
     case OpFamily::reduce: {
       for (long c = 0; c < C; ++c) call.scratch[c] = 0;
       launch(ChainSum<SumTerm<T>>(SumTerm<T>{operand(call.in[0], call.in[0])}, call.scratch, C,
@@ -97,11 +132,27 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       for (long c = 0; c < C; ++c) y[c] = static_cast<T>(call.scratch[c]);
       break;
     }
+    case OpFamily::rowsum:
+      launch(RowSumForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C, call.in[0].rows,
+                              call.in[0].cols});
+      break;
+    case OpFamily::colsum:
+      launch(ColSumForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C, call.in[0].rows,
+                              call.in[0].cols});
+      break;
     case OpFamily::matmul:
       launch(MatmulForward<T>{matmul_shape(call), call.in[0].value, call.in[1].value, y, C});
       break;
+    case OpFamily::transpose:
+      launch(TransposeForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C,
+                                 call.in[0].rows, call.in[0].cols});
+      break;
     case OpFamily::gather:
       launch(GatherForward<T>{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n});
+      break;
+    case OpFamily::gather_rows:
+      launch(GatherRowsForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].rows,
+                                  call.index, y, C, call.out.rows, call.out.cols});
       break;
     case OpFamily::density: {
       const Slot<T>& target = call.in[0];
@@ -111,11 +162,11 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       term.lower = node.trunc_lower;
       term.upper = node.trunc_upper;
       term.x = operand(target, target);
-      term.dx = call.grad ? sink(target, target) : AdjointSink<T>{};
+      term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
       for (int k = 0; k < term.n_params; ++k) {
         // parameters broadcast over the target's elements
         term.p[k] = operand(call.in[k + 1], target);
-        term.dp[k] = call.grad ? sink(call.in[k + 1], target) : AdjointSink<T>{};
+        term.dp[k] = call.gradient ? sink(call.in[k + 1], target) : AdjointSink<T>{};
       }
       // A density always carries the chain dimension: its value, per chain, is
       // added to the term's own value (which a tiled pass accumulates over its
@@ -153,14 +204,25 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
       launch(UnaryBackward<T>{node.op, operand(call.in[0], call.out), y, dy,
                               sink(call.in[0], call.out), C, n});
       break;
-    case OpFamily::binary:
-      launch(BinaryBackward<T>{node.op, operand(call.in[0], call.out),
-                               operand(call.in[1], call.out), y, dy, sink(call.in[0], call.out),
-                               sink(call.in[1], call.out), C, n});
+    case OpFamily::binary: {
+      BinaryBackward<T> body{node.op, operand(call.in[0], call.out),
+                             operand(call.in[1], call.out), y, dy, sink(call.in[0], call.out),
+                             sink(call.in[1], call.out), C, n};
+      body.rows = call.out.rows;
+      launch(body);
       break;
+    }
     case OpFamily::reduce:
       if (call.in[0].adjoint)
         launch(SumBackward<T>{dy, sink(call.in[0], call.in[0]), C, call.in[0].size()});
+      break;
+    case OpFamily::rowsum:
+      if (call.in[0].adjoint)
+        launch(RowSumBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
+      break;
+    case OpFamily::colsum:
+      if (call.in[0].adjoint)
+        launch(ColSumBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
       break;
     case OpFamily::matmul: {
       const MatmulShape s = matmul_shape(call);
@@ -170,9 +232,18 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
         launch(MatmulBackwardB<T>{s, call.in[0].value, dy, call.in[1].adjoint, C});
       break;
     }
+    case OpFamily::transpose:
+      if (call.in[0].adjoint)
+        launch(TransposeBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
+      break;
     case OpFamily::gather:
       if (call.in[0].adjoint)
         launch(GatherBackward<T>{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n});
+      break;
+    case OpFamily::gather_rows:
+      if (call.in[0].adjoint)
+        launch(GatherRowsBackward<T>{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
+                                     call.out.rows, call.out.cols});
       break;
     case OpFamily::density:
       break;

@@ -1,0 +1,42 @@
+// Sums partial results across shards (DESIGN.md, "Devices and communication").
+// A shard computes a partial log density and partial adjoints over its rows;
+// all_reduce_sum leaves every rank's buffer holding the sum over all ranks.
+// In process (threads and virtual devices on one machine) the ranks' buffers
+// are all visible; NCCL across GPUs and MPI across hosts implement the same
+// interface over the ranks this process drives.
+#ifndef LOCKSTEP_COMMUNICATOR_HPP
+#define LOCKSTEP_COMMUNICATOR_HPP
+
+namespace lockstep {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int ranks() const = 0;
+  // buffers[r] is rank r's buffer of n values.
+  virtual void all_reduce_sum(double* const* buffers, long n) = 0;
+  virtual void all_reduce_sum(float* const* buffers, long n) = 0;
+};
+
+// Ranks are shards in this process: a plain sum, in rank order (so results do
+// not depend on thread timing).
+class InProcessCommunicator : public Communicator {
+ public:
+  explicit InProcessCommunicator(int ranks) : ranks_(ranks) {}
+  int ranks() const override { return ranks_; }
+  void all_reduce_sum(double* const* buffers, long n) override { sum(buffers, n); }
+  void all_reduce_sum(float* const* buffers, long n) override { sum(buffers, n); }
+
+ private:
+  template <class T> void sum(T* const* buffers, long n) {
+    for (int r = 1; r < ranks_; ++r)
+      for (long i = 0; i < n; ++i) buffers[0][i] += buffers[r][i];
+    for (int r = 1; r < ranks_; ++r)
+      for (long i = 0; i < n; ++i) buffers[r][i] = buffers[0][i];
+  }
+  int ranks_;
+};
+
+}  // namespace lockstep
+
+#endif

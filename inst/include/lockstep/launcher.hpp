@@ -1,0 +1,30 @@
+// Where kernel bodies run on the host: the CPU backend (one lane, plain loops)
+// or the emulated backend (the CUDA execution model, lane by lane).
+#ifndef LOCKSTEP_LAUNCHER_HPP
+#define LOCKSTEP_LAUNCHER_HPP
+
+#include <string>
+
+#include "lanes.hpp"
+
+namespace lockstep {
+
+enum class Backend : int { cpu, emulated };
+
+Backend backend_from_name(const std::string& name);
+
+struct Launcher {
+  Backend backend = Backend::cpu;
+  EmulatedGeometry geometry;
+
+  template <class Body> void operator()(const Body& body) const {
+    if (backend == Backend::emulated)
+      run_emulated(body, geometry);
+    else
+      run_serial(body);
+  }
+};
+
+}  // namespace lockstep
+
+#endif

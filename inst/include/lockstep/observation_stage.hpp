@@ -1,0 +1,89 @@
+// The observation stage of one extent (DESIGN.md, "Execution"): its rows split
+// into tiles, tiles grouped into shards (one per virtual device), each shard's
+// tiles shared out among workers. A worker runs a tile's forward and backward
+// back to back while the tile is in cache, with its own buffers for the tile's
+// values and adjoints, its own partial log density, and its own copy of the
+// adjoints of the global values the tile reads (so a gather's backward is a
+// private scatter-add). Workers' partials are summed within a shard, then
+// across shards by the Communicator, then added to the global pass's buffers.
+// No [chains, rows] buffer is ever allocated.
+//
+// Rows may be reordered when the stage is built (by the index of the largest
+// gather, so that gathers and scatter-adds walk memory in order): the log
+// density is a sum over rows, so only floating-point reassociation changes.
+#ifndef LOCKSTEP_OBSERVATION_STAGE_HPP
+#define LOCKSTEP_OBSERVATION_STAGE_HPP
+
+#include <memory>
+#include <vector>
+
+#include "communicator.hpp"
+#include "ir.hpp"
+#include "launcher.hpp"
+#include "node_kernels.hpp"
+#include "thread_pool.hpp"
+
+namespace lockstep {
+
+struct StageOptions {
+  long tile_rows = 0;  // 0: sized so that one tile's buffers for all chains fit in L2
+  int workers = 1;     // per shard
+  int shards = 1;      // virtual devices
+  bool reorder_rows = true;
+};
+
+// The global pass's buffers, which the stage reads and whose adjoints it adds to.
+template <class T> struct GlobalBuffers {
+  std::vector<std::vector<T>>* values;
+  std::vector<std::vector<T>>* adjoints;
+};
+
+template <class T> class ObservationStage {
+ public:
+  // `values` holds the full values of the extent's nodes that do not carry the
+  // chain dimension (row data), which the stage copies into tile order.
+  ObservationStage(const Program& program, int extent, long chains, StageOptions options,
+                   const std::vector<std::vector<T>>& values);
+
+  // Adds the extent's log density to lp[chains] and each of its density
+  // terms' values to the term's global value; with `gradient`, adds its
+  // partials to the adjoints of the global values it reads.
+  void run(GlobalBuffers<T> global, const double* state, double* lp, bool gradient,
+           ThreadPool& pool, Communicator& comm, const Launcher& launch);
+
+  long tile_rows() const { return tile_rows_; }
+  long tiles() const { return static_cast<long>(tile_start_.size()); }
+
+ private:
+  struct Worker {
+    std::vector<std::vector<T>> values, adjoints;  // per program node: tile buffers
+    std::vector<std::vector<T>> boundary;          // per program node: adjoints of global inputs
+    std::vector<std::vector<T>> terms;             // per density node: its value [chains]
+    std::vector<double> lp, scratch;
+  };
+
+  void run_worker(Worker& w, long first_tile, long end_tile, GlobalBuffers<T> global,
+                  const double* state, bool gradient, const Launcher& launch);
+  NodeCall<T> tile_call(Worker& w, int id, long tile, GlobalBuffers<T> global,
+                        const double* state, bool gradient);
+
+  const Program& program_;
+  int extent_;
+  long rows_, chains_;
+  StageOptions options_;
+  std::vector<int> nodes_;        // chain-carrying nodes of the extent, in program order
+  std::vector<int> boundary_;     // global chain nodes they read
+  std::vector<long> tile_start_;  // first row of each tile (in tile order)
+  long tile_rows_ = 0;
+  // Row data and gather indices in tile order: tile t's block starts at
+  // tile_start_[t] * cols (cols = 1 for a per-row index).
+  std::vector<std::vector<T>> row_data_;
+  std::vector<std::vector<long>> row_index_;
+  std::vector<Worker> workers_;  // shards * workers
+};
+
+extern template class ObservationStage<double>;
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,47 @@
+// A persistent pool of worker threads. parallel_for(n, f) calls f(i) for every
+// i in [0, n) across the pool's threads (the calling thread is one of them) and
+// returns when all calls are done, rethrowing the first exception. The threads
+// live as long as the pool, so a leapfrog step pays no thread start-up.
+#ifndef LOCKSTEP_THREAD_POOL_HPP
+#define LOCKSTEP_THREAD_POOL_HPP
+
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace lockstep {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  void parallel_for(long n, const std::function<void(long)>& f);
+
+ private:
+  void work(long generation);
+  void drain();
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  long generation_ = 0;
+  bool stopping_ = false;
+  int busy_ = 0;
+  // the current job
+  const std::function<void(long)>* job_ = nullptr;
+  long n_ = 0;
+  std::atomic<long> next_{0};
+  std::exception_ptr error_;
+};
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,241 @@
+// The observation stage of one extent (observation_stage.hpp).
+#include "lockstep/observation_stage.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+namespace lockstep {
+
+namespace {
+
+// About the L2 cache of one core: a tile's values and adjoints for all chains
+// should stay there between its forward and backward.
+constexpr long tile_bytes = 1L << 20;
+
+long cols_of(const Node& n) { return n.size / n.dim[0]; }
+
+// Copies a column-major [rows, cols] array into tile order: tile t's rows, in
+// the order given by perm, as a column-major block starting at start[t] * cols.
+template <class In, class Out>
+std::vector<Out> to_tile_order(const In* x, long rows, long cols, const std::vector<long>& perm,
+                               const std::vector<long>& start) {
+  std::vector<Out> out(static_cast<size_t>(rows * cols));
+  for (size_t t = 0; t < start.size(); ++t) {
+    const long r0 = start[t], r1 = t + 1 < start.size() ? start[t + 1] : rows, n = r1 - r0;
+    Out* block = out.data() + r0 * cols;
+    for (long j = 0; j < cols; ++j)
+      for (long r = 0; r < n; ++r) block[r + j * n] = static_cast<Out>(x[perm[r0 + r] + j * rows]);
+  }
+  return out;
+}
+
+}  // namespace
+
+template <class T>
+ObservationStage<T>::ObservationStage(const Program& program, int extent, long chains,
+                                      StageOptions options,
+                                      const std::vector<std::vector<T>>& values)
+    : program_(program),
+      extent_(extent),
+      rows_(program.extents[extent]),
+      chains_(chains),
+      options_(options) {
+  const size_t n_nodes = program.nodes.size();
+  std::set<int> boundary;
+  long bytes_per_row = 0;
+  for (size_t id = 0; id < n_nodes; ++id) {
+    const Node& n = program.nodes[id];
+    if (n.extent != extent) continue;
+    if (n.chain) {
+      nodes_.push_back(static_cast<int>(id));
+      if (n.op != Op::density) bytes_per_row += 2 * chains * cols_of(n) * sizeof(T);
+      for (int in : n.inputs)
+        if (program.nodes[in].extent < 0 && program.nodes[in].chain) boundary.insert(in);
+    } else {
+      bytes_per_row += cols_of(n) * sizeof(T);
+    }
+  }
+  boundary_.assign(boundary.begin(), boundary.end());
+
+  // Row order: by the index of the gather from the largest global value.
+  std::vector<long> perm(rows_);
+  std::iota(perm.begin(), perm.end(), 0L);
+  if (options.reorder_rows) {
+    const Node* key = nullptr;
+    for (int id : nodes_) {
+      const Node& n = program.nodes[id];
+      if (n.op == Op::gather && (!key || program.nodes[n.inputs[0]].size >
+                                             program.nodes[key->inputs[0]].size))
+        key = &n;
+    }
+    if (key) {
+      const std::vector<long>& index = key->index;
+      std::stable_sort(perm.begin(), perm.end(), [&](long a, long b) { return index[a] < index[b]; });
+    }
+  }
+
+  // Tiles: as many rows as fit the cache budget, and at least one tile for
+  // every worker of every shard when there are rows enough.
+  const long contexts = static_cast<long>(options.shards) * options.workers;
+  tile_rows_ = options.tile_rows > 0 ? options.tile_rows
+                                     : std::max(16L, tile_bytes / std::max(1L, bytes_per_row));
+  if (options.tile_rows <= 0) tile_rows_ = std::min(tile_rows_, (rows_ + contexts - 1) / contexts);
+  tile_rows_ = std::max(1L, std::min(tile_rows_, rows_));
+  for (long r = 0; r < rows_; r += tile_rows_) tile_start_.push_back(r);
+
+  row_data_.resize(n_nodes);
+  row_index_.resize(n_nodes);
+  for (size_t id = 0; id < n_nodes; ++id) {
+    const Node& n = program.nodes[id];
+    if (n.extent != extent) continue;
+    if (!n.chain) {
+      const T* full = values[id].data();
+      row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_);
+    } else if (n.op == Op::gather) {
+      std::vector<long>& index = row_index_[id] =
+          to_tile_order<long, long>(n.index.data(), rows_, cols_of(n), perm, tile_start_);
+      if (program.nodes[n.inputs[0]].extent == extent) {
+        // A selection within rows of a row-aligned input, which exists as a
+        // tile: input row r, column j is at r + j * (the tile's rows).
+        for (size_t t = 0; t < tile_start_.size(); ++t) {
+          const long r0 = tile_start_[t];
+          const long rows = (t + 1 < tile_start_.size() ? tile_start_[t + 1] : rows_) - r0;
+          long* block = index.data() + r0 * cols_of(n);
+          for (long k = 0; k < rows * cols_of(n); ++k) block[k] = k % rows + block[k] / rows_ * rows;
+        }
+      }
+    }
+  }
+
+  workers_.resize(contexts);
+  for (Worker& w : workers_) {
+    w.values.resize(n_nodes);
+    w.adjoints.resize(n_nodes);
+    w.boundary.resize(n_nodes);
+    for (int id : nodes_) {
+      const Node& n = program.nodes[id];
+      if (n.op == Op::density) continue;
+      w.values[id].assign(chains * tile_rows_ * cols_of(n), T(0));
+      w.adjoints[id].assign(chains * tile_rows_ * cols_of(n), T(0));
+    }
+    for (int id : boundary_) w.boundary[id].assign(chains * program.nodes[id].size, T(0));
+    w.terms.resize(n_nodes);
+    for (int id : nodes_)
+      if (program.nodes[id].op == Op::density) w.terms[id].assign(chains, T(0));
+    w.lp.assign(chains, 0.0);
+    w.scratch.assign(chains, 0.0);
+  }
+}
+
+template <class T>
+NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalBuffers<T> global,
+                                           const double* state, bool gradient) {
+  const long start = tile_start_[tile];
+  const long rows = std::min(tile_rows_, rows_ - start);
+  auto slot = [&](int k) {
+    const Node& n = program_.nodes[k];
+    Slot<T> s;
+    s.cols = cols_of(n);
+    s.chain = n.chain;
+    if (n.extent == extent_ && n.chain) {  // a tile of a row-aligned value
+      s.rows = rows;
+      s.value = w.values[k].data();
+      s.adjoint = gradient ? w.adjoints[k].data() : nullptr;
+    } else if (n.extent == extent_) {  // a tile of row data
+      s.rows = rows;
+      s.value = row_data_[k].data() + start * s.cols;
+    } else {  // a global value, whole
+      s.rows = n.dim[0];
+      s.value = (*global.values)[k].data();
+      s.adjoint = gradient && n.chain ? w.boundary[k].data() : nullptr;
+    }
+    return s;
+  };
+  const Node& node = program_.nodes[id];
+  NodeCall<T> c;
+  c.node = &node;
+  if (node.op == Op::density) {
+    c.out.value = w.terms[id].data();  // the worker's accumulator of this term
+    c.out.chain = true;
+  } else {
+    c.out = slot(id);
+  }
+  for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
+  if (node.op == Op::gather) c.index = row_index_[id].data() + start * cols_of(node);
+  c.chains = chains_;
+  c.state = state;
+  c.gradient = gradient;
+  c.lp = w.lp.data();
+  c.scratch = w.scratch.data();
+  return c;
+}
+
+template <class T>
+void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
+                                     GlobalBuffers<T> global, const double* state, bool gradient,
+                                     const Launcher& launch) {
+  std::fill(w.lp.begin(), w.lp.end(), 0.0);
+  for (int id : nodes_)
+    if (program_.nodes[id].op == Op::density) std::fill(w.terms[id].begin(), w.terms[id].end(), T(0));
+  if (gradient)
+    for (int id : boundary_) std::fill(w.boundary[id].begin(), w.boundary[id].end(), T(0));
+  for (long t = first_tile; t < end_tile; ++t) {
+    if (gradient)
+      for (int id : nodes_) std::fill(w.adjoints[id].begin(), w.adjoints[id].end(), T(0));
+    for (int id : nodes_) forward_call(tile_call(w, id, t, global, state, gradient), launch);
+    if (gradient)
+      for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
+        backward_call(tile_call(w, *it, t, global, state, gradient), launch);
+  }
+}
+
+template <class T>
+void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, double* lp,
+                              bool gradient, ThreadPool& pool, Communicator& comm,
+                              const Launcher& launch) {
+  const long S = options_.shards, W = options_.workers, tiles = this->tiles();
+  pool.parallel_for(S * W, [&](long k) {
+    const long s = k / W, w = k % W;
+    const long a = tiles * s / S, b = tiles * (s + 1) / S;
+    run_worker(workers_[k], a + (b - a) * w / W, a + (b - a) * (w + 1) / W, global, state,
+               gradient, launch);
+  });
+  // Within a shard: its workers' partials into its first worker's buffers.
+  std::vector<double*> lps(S);
+  for (long s = 0; s < S; ++s) {
+    Worker& lead = workers_[s * W];
+    for (long w = 1; w < W; ++w) {
+      Worker& other = workers_[s * W + w];
+      for (long c = 0; c < chains_; ++c) lead.lp[c] += other.lp[c];
+      for (int id : nodes_)
+        for (size_t c = 0; c < other.terms[id].size(); ++c) lead.terms[id][c] += other.terms[id][c];
+      if (gradient)
+        for (int id : boundary_)
+          for (size_t i = 0; i < lead.boundary[id].size(); ++i)
+            lead.boundary[id][i] += other.boundary[id][i];
+    }
+    lps[s] = lead.lp.data();
+  }
+  // Across shards: the all-reduce a multi-device run would do.
+  comm.all_reduce_sum(lps.data(), chains_);
+  for (long c = 0; c < chains_; ++c) lp[c] += lps[0][c];
+  std::vector<T*> bufs(S);
+  for (int id : nodes_) {
+    if (program_.nodes[id].op != Op::density) continue;
+    for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].terms[id].data();
+    comm.all_reduce_sum(bufs.data(), chains_);
+    for (long c = 0; c < chains_; ++c) (*global.values)[id][c] += bufs[0][c];
+  }
+  if (!gradient) return;
+  for (int id : boundary_) {
+    for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].boundary[id].data();
+    comm.all_reduce_sum(bufs.data(), static_cast<long>(workers_[0].boundary[id].size()));
+    std::vector<T>& adj = (*global.adjoints)[id];
+    for (size_t i = 0; i < adj.size(); ++i) adj[i] += bufs[0][i];
+  }
+}
+
+template class ObservationStage<double>;
+
+}  // namespace lockstep

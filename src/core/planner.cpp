@@ -1,0 +1,178 @@
+// The planner: chain marking and stage assignment (planner.hpp).
+#include "lockstep/planner.hpp"
+
+#include <map>
+#include <vector>
+
+namespace lockstep {
+
+namespace {
+
+long rows_of(const Node& n) { return n.dim[0]; }
+
+// Marks the nodes that could be row-aligned, then removes, until nothing
+// changes, every node whose inputs or consumers break the rules.
+class StageAssigner {
+ public:
+  explicit StageAssigner(Program& p)
+      : p_(p), consumers_(p.nodes.size()), row_preserving_(p.nodes.size(), false) {
+    for (size_t id = 0; id < p.nodes.size(); ++id) {
+      for (int in : p.nodes[id].inputs) consumers_[in].push_back(static_cast<int>(id));
+      if (p.nodes[id].op == Op::gather) row_preserving_[id] = gathers_within_rows(p.nodes[id]);
+    }
+  }
+
+  void run() {
+    // Extents: the row counts of data given a likelihood.
+    std::map<long, int> extent_of_rows;
+    for (const Node& n : p_.nodes) {
+      if (n.op != Op::density) continue;
+      const Node& target = p_.nodes[n.inputs[0]];
+      if (!target.chain && rows_of(target) > 1 && !extent_of_rows.count(rows_of(target))) {
+        extent_of_rows[rows_of(target)] = static_cast<int>(p_.extents.size());
+        p_.extents.push_back(rows_of(target));
+      }
+    }
+    if (p_.extents.empty()) return;
+    // Optimistic start: every node of an extent's row count whose op can be
+    // row-aligned at all.
+    for (Node& n : p_.nodes) {
+      const Node& shape = n.op == Op::density ? p_.nodes[n.inputs[0]] : n;
+      auto it = extent_of_rows.find(rows_of(shape));
+      n.extent = (it != extent_of_rows.end() && may_be_row_aligned(n)) ? it->second : -1;
+    }
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (size_t id = 0; id < p_.nodes.size(); ++id) {
+        Node& n = p_.nodes[id];
+        if (n.extent >= 0 && !(inputs_allowed(n) && consumers_allowed(static_cast<int>(id)))) {
+          n.extent = -1;
+          changed = true;
+        }
+      }
+    }
+    // An extent whose every node went global has no tiles.
+    std::vector<int> used(p_.extents.size(), 0), renumber(p_.extents.size(), -1);
+    for (const Node& n : p_.nodes)
+      if (n.extent >= 0) used[n.extent] = 1;
+    std::vector<long> kept;
+    for (size_t e = 0; e < p_.extents.size(); ++e)
+      if (used[e]) {
+        renumber[e] = static_cast<int>(kept.size());
+        kept.push_back(p_.extents[e]);
+      }
+    p_.extents = kept;
+    for (Node& n : p_.nodes)
+      if (n.extent >= 0) n.extent = renumber[n.extent];
+  }
+
+ private:
+  static bool may_be_row_aligned(const Node& n) {
+    switch (n.op) {
+      case Op::data:
+      case Op::neg:
+      case Op::exp:
+      case Op::log:
+      case Op::log1p:
+      case Op::sqrt:
+      case Op::ilogit:
+      case Op::add:
+      case Op::sub:
+      case Op::mul:
+      case Op::div:
+      case Op::matmul:
+      case Op::gather:
+      case Op::density:
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  // A gather whose output row r reads only row r of an input with as many
+  // rows: a selection of columns, such as X[, 1].
+  bool gathers_within_rows(const Node& n) const {
+    const Node& x = p_.nodes[n.inputs[0]];
+    const long rows = rows_of(n);
+    if (rows_of(x) != rows) return false;
+    for (long k = 0; k < n.size; ++k)
+      if (n.index[k] % rows != k % rows) return false;
+    return true;
+  }
+
+  bool row_aligned(int id, int extent) const { return p_.nodes[id].extent == extent; }
+  bool global(int id) const { return p_.nodes[id].extent < 0; }
+
+  bool inputs_allowed(const Node& n) const {
+    const int e = n.extent;
+    auto in = [&](int k) { return n.inputs[k]; };
+    auto size = [&](int k) { return p_.nodes[n.inputs[k]].size; };
+    switch (op_family(n.op)) {
+      case OpFamily::leaf:
+        // Data is row data; a parameter is part of the state: global.
+        return n.op == Op::data;
+      case OpFamily::unary:
+        return row_aligned(in(0), e);
+      case OpFamily::binary: {
+        // Same-shape row-aligned operands, or global scalars broadcast to every row.
+        bool any_rows = false;
+        for (int k = 0; k < 2; ++k) {
+          if (row_aligned(in(k), e) && size(k) == n.size)
+            any_rows = true;
+          else if (!(global(in(k)) && size(k) == 1))
+            return false;
+        }
+        return any_rows;
+      }
+      case OpFamily::matmul:
+        return row_aligned(in(0), e) && global(in(1));
+      case OpFamily::gather:
+        // Row r of the output reads a global input at row r's own indices, or
+        // row r of a row-aligned input.
+        return global(in(0)) || (row_aligned(in(0), e) && row_preserving_[&n - p_.nodes.data()]);
+      case OpFamily::density: {
+        if (!row_aligned(in(0), e)) return false;
+        for (size_t k = 1; k < n.inputs.size(); ++k) {
+          const bool rows = row_aligned(in(k), e) && size(k) == size(0);
+          const bool scalar = global(in(k)) && size(k) == 1;
+          if (!rows && !scalar) return false;
+        }
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  // Row-aligned values exist only tile by tile: every consumer must be in the
+  // observation stage of the same extent, and a value nobody reads is global.
+  bool consumers_allowed(int id) const {
+    const Node& n = p_.nodes[id];
+    if (n.op == Op::density) return true;
+    if (consumers_[id].empty()) return false;
+    for (int c : consumers_[id])
+      if (p_.nodes[c].extent != n.extent) return false;
+    return true;
+  }
+
+  Program& p_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<bool> row_preserving_;
+};
+
+}  // namespace
+
+void plan(Program& p, PlanOptions options) {
+  validate(p);
+  for (Node& n : p.nodes) {
+    bool chain = n.op == Op::param || n.op == Op::density;
+    for (int in : n.inputs) chain = chain || p.nodes[in].chain;
+    n.chain = chain;
+    n.extent = -1;
+  }
+  p.extents.clear();
+  if (options.observation_stage) StageAssigner(p).run();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,295 @@
+// The planner's stage assignment and the tiled, sharded observation stage.
+//
+// The tiled executor must equal the plain op-by-op one (observation_stage =
+// false) on the same program up to floating-point reassociation: the tests
+// compare log density, gradient and term values to 1e-12 relative across
+// virtual devices, threads, tile sizes that do and do not divide N, N smaller
+// than a tile, reordered rows, chain counts and backends.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "helpers.hpp"
+#include "lockstep/executor.hpp"
+#include "lockstep/planner.hpp"
+
+using namespace lstest;
+using lockstep::ExecOptions;
+
+namespace {
+
+struct Regression {
+  Program p;
+  int X, beta, alpha, g_alpha, xb, eta, sigma, mu_sum, lik, y, xs, xcol;
+};
+
+// y ~ normal(X beta + alpha[group] + a, sigma), with priors on everything:
+// N rows, K covariates, G groups; and a second likelihood on the same rows,
+// z ~ bernoulli(ilogit(eta)), so that one extent has two terms.
+Regression regression(long N, long K, long G, std::mt19937& rng) {
+  Regression r;
+  Program& p = r.p;
+  std::normal_distribution<double> norm;
+  std::uniform_int_distribution<long> group(0, G - 1);
+  std::vector<double> X(N * K), y(N), z(N);
+  for (double& v : X) v = norm(rng);
+  for (double& v : y) v = norm(rng);
+  for (long i = 0; i < N; ++i) z[i] = (i * 7 + 3) % 5 < 2 ? 1 : 0;
+  std::vector<long> g(N);
+  for (long& v : g) v = group(rng);
+  long off = 0;
+  r.beta = p.add(param_node(K, off));
+  off += K;
+  r.alpha = p.add(param_node(G, off));
+  off += G;
+  const int a = p.add(param_node(1, off));
+  off += 1;
+  r.sigma = p.add(param_node(1, off, Transform::lower, 0));
+  off += 1;
+  p.n_free = off;
+  const int zero = p.add(data_node({0}));
+  const int one = p.add(data_node({1}));
+  add_term(p, density_node(Family::normal, {r.beta, zero, one}));
+  add_term(p, density_node(Family::normal, {r.alpha, zero, one}));
+  add_term(p, density_node(Family::normal, {a, zero, one}));
+  add_term(p, density_node(Family::normal, {r.sigma, zero, one}, 0, inf));
+  r.X = p.add(data_node(X, {N, K}));
+  r.xb = p.add(matmul_node(r.X, r.beta, p));
+  r.g_alpha = p.add(gather_node(r.alpha, g));
+  const int lin = p.add(binary_node(Op::add, r.xb, r.g_alpha, p));
+  r.eta = p.add(binary_node(Op::add, lin, a, p));
+  r.y = p.add(data_node(y));
+  r.lik = add_term(p, density_node(Family::normal, {r.y, r.eta, r.sigma}));
+  const int prob = p.add(unary_node(Op::ilogit, r.eta, p));
+  const int zd = p.add(data_node(z));
+  add_term(p, density_node(Family::bernoulli, {zd, prob}));
+  // a data-only row computation: log1p(exp(X[, 1])) feeds a student term
+  std::vector<long> first(N);
+  for (long i = 0; i < N; ++i) first[i] = i;
+  const int x1 = p.add(gather_node(r.X, first));
+  const int soft = p.add(unary_node(Op::log1p, p.add(unary_node(Op::exp, x1, p)), p));
+  const int df = p.add(data_node({4}));
+  add_term(p, density_node(Family::student, {soft, df, r.eta, r.sigma}));
+  // a selection within rows of a chain-carrying row-aligned value: (a X)[, K]
+  r.xs = p.add(binary_node(Op::mul, r.X, a, p));
+  std::vector<long> last(N);
+  for (long i = 0; i < N; ++i) last[i] = i + N * (K - 1);
+  r.xcol = p.add(gather_node(r.xs, last));
+  add_term(p, density_node(Family::normal, {r.y, r.xcol, r.sigma}));
+  return r;
+}
+
+std::vector<double> random_state(std::mt19937& rng, long chains, long D) {
+  return uniform_vector(rng, chains * D, -0.7, 0.7);
+}
+
+struct Result {
+  std::vector<double> lp, grad;
+  std::vector<std::vector<double>> terms;
+};
+
+Result run(const Program& p, long chains, const std::vector<double>& state, ExecOptions o) {
+  Executor<double> ex(p, chains, o);
+  Result r;
+  r.lp.assign(chains, 0);
+  r.grad.assign(chains * p.n_free, 0);
+  ex.log_density(state.data(), r.lp.data(), r.grad.data());
+  for (int t : p.terms) r.terms.push_back(ex.value(t));
+  return r;
+}
+
+void check_same(const Result& a, const Result& b) {
+  for (size_t c = 0; c < a.lp.size(); ++c) CHECK(close(a.lp[c], b.lp[c], 1e-12, 1e-12));
+  for (size_t k = 0; k < a.grad.size(); ++k) {
+    INFO("gradient coordinate " << k);
+    CHECK(close(a.grad[k], b.grad[k], 1e-12, 1e-12));
+  }
+  for (size_t t = 0; t < a.terms.size(); ++t)
+    for (size_t c = 0; c < a.terms[t].size(); ++c)
+      CHECK(close(a.terms[t][c], b.terms[t][c], 1e-12, 1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("planner: a regression's row-wise nodes go to the observation stage",
+          "[planner][stages]") {
+  std::mt19937 rng(1);
+  Regression r = regression(11, 3, 4, rng);
+  lockstep::plan(r.p);
+  REQUIRE(r.p.extents == std::vector<long>{11});
+  for (int id : {r.X, r.xb, r.g_alpha, r.eta, r.y, r.lik, r.xs, r.xcol}) {
+    INFO("node " << id << " (" << lockstep::op_name(r.p.nodes[id].op) << ")");
+    CHECK(r.p.nodes[id].extent == 0);
+  }
+  for (int id : {r.beta, r.alpha, r.sigma}) CHECK(r.p.nodes[id].extent == -1);
+  // the priors are over parameters: global
+  for (int t : {r.p.terms[0], r.p.terms[1], r.p.terms[3]}) CHECK(r.p.nodes[t].extent == -1);
+  lockstep::plan(r.p, lockstep::PlanOptions{false});
+  CHECK(r.p.extents.empty());
+  for (const Node& n : r.p.nodes) CHECK(n.extent == -1);
+}
+
+TEST_CASE("planner: a sum over rows feeding a parameter's density stays global",
+          "[planner][stages]") {
+  std::mt19937 rng(2);
+  Regression r = regression(9, 2, 3, rng);
+  Program& p = r.p;
+  // s = sum(X beta) is the mean of sigma's extra prior: X beta is read by a
+  // global consumer, so it cannot exist only tile by tile.
+  const int s = p.add(sum_node(r.xb));
+  const int one = p.add(data_node({1}));
+  add_term(p, density_node(Family::normal, {r.sigma, s, one}));
+  lockstep::plan(p);
+  CHECK(p.nodes[r.xb].extent == -1);
+  CHECK(p.nodes[s].extent == -1);
+  // eta = X beta + ... reads a global non-scalar value of N rows: global too
+  CHECK(p.nodes[r.eta].extent == -1);
+  // the gather alone still qualifies, and so do its consumers up to the term?
+  // No: eta is global, so everything after it is global.
+  CHECK(p.nodes[r.lik].extent == -1);
+  // X itself is read by a global node: global
+  CHECK(p.nodes[r.X].extent == -1);
+}
+
+TEST_CASE("planner: a product over rows (A %*% v, A global) and a non-scalar global "
+          "operand keep nodes global",
+          "[planner][stages]") {
+  Program p;
+  const long N = 6;
+  // theta (a parameter of N elements) + data: eight schools' shape
+  const int theta = p.add(param_node(N, 0));
+  p.n_free = N;
+  const int y = p.add(data_node({1, 2, 3, 4, 5, 6}));
+  const int one = p.add(data_node({1}));
+  const int lik = add_term(p, density_node(Family::normal, {y, theta, one}));
+  // A (2 x N) %*% theta-like row vector v (N x 1, row data): not row-aligned
+  std::vector<double> a(2 * N, 0.5);
+  const int A = p.add(data_node(a, {2, N}));
+  const int v = p.add(data_node({1, 1, 2, 2, 3, 3}));
+  const int Av = p.add(matmul_node(A, v, p));
+  const int z = p.add(data_node({0.5, 0.1}));
+  add_term(p, density_node(Family::normal, {z, Av, one}));
+  lockstep::plan(p);
+  CHECK(p.nodes[lik].extent == -1);  // theta is a global value of N elements
+  CHECK(p.nodes[y].extent == -1);
+  CHECK(p.nodes[v].extent == -1);  // the right operand of a product: read whole
+  // Row r of A v is A[r, ] . v: row-aligned with z's two rows, legitimately.
+  REQUIRE(p.nodes[z].extent >= 0);
+  CHECK(p.nodes[Av].extent == p.nodes[z].extent);
+  CHECK(p.nodes[A].extent == p.nodes[z].extent);
+  // With a global left operand (exp of a parameter matrix) nothing is row-aligned.
+  Program q;
+  const int w = q.add(param_node(2 * N, 0, Transform::none, 0, 0, {2, N}));
+  q.n_free = 2 * N;
+  const int ew = q.add(unary_node(Op::exp, w, q));
+  const int v2 = q.add(data_node({1, 1, 2, 2, 3, 3}));
+  const int prod = q.add(matmul_node(ew, v2, q));
+  const int z2 = q.add(data_node({0.5, 0.1}));
+  const int one2 = q.add(data_node({1}));
+  add_term(q, density_node(Family::normal, {z2, prod, one2}));
+  lockstep::plan(q);
+  CHECK(q.nodes[prod].extent == -1);
+  CHECK(q.nodes[v2].extent == -1);
+  CHECK(q.extents.empty());
+}
+
+TEST_CASE("tiled, sharded executor equals the plain one: devices, threads, tiles, row order",
+          "[stages][executor][tiles]") {
+  std::mt19937 rng(3);
+  for (long N : {1L, 5L, 23L, 64L}) {
+    Regression r = regression(N, 3, 4, rng);
+    lockstep::plan(r.p);
+    for (long chains : {1L, 3L}) {
+      const std::vector<double> state = random_state(rng, chains, r.p.n_free);
+      ExecOptions plain;
+      plain.observation_stage = false;
+      const Result reference = run(r.p, chains, state, plain);
+      for (int devices : {1, 2, 3, 7})
+        for (int threads : {1, 2})
+          for (long tile : {0L, 1L, 4L, 7L, N + 5})
+            for (bool reorder : {false, true}) {
+              INFO("N " << N << " chains " << chains << " devices " << devices << " threads "
+                        << threads << " tile " << tile << " reorder " << reorder);
+              ExecOptions o;
+              o.devices = devices;
+              o.threads = threads;
+              o.tile_rows = tile;
+              o.reorder_rows = reorder;
+              check_same(run(r.p, chains, state, o), reference);
+            }
+    }
+  }
+}
+
+TEST_CASE("tiled executor on the emulated backend equals the plain cpu one",
+          "[stages][executor][tiles][emulated]") {
+  std::mt19937 rng(4);
+  Regression r = regression(37, 4, 5, rng);
+  lockstep::plan(r.p);
+  const long chains = 3;
+  const std::vector<double> state = random_state(rng, chains, r.p.n_free);
+  ExecOptions plain;
+  plain.observation_stage = false;
+  const Result reference = run(r.p, chains, state, plain);
+  for (int devices : {1, 3}) {
+    ExecOptions o;
+    o.backend = Backend::emulated;
+    o.devices = devices;
+    o.threads = 2;
+    o.tile_rows = 6;
+    check_same(run(r.p, chains, state, o), reference);
+  }
+}
+
+TEST_CASE("tiled executor: gradient against finite differences, and repeated calls agree",
+          "[stages][executor][gradient]") {
+  std::mt19937 rng(5);
+  Regression r = regression(19, 2, 3, rng);
+  lockstep::plan(r.p);
+  const long chains = 2;
+  const std::vector<double> state = random_state(rng, chains, r.p.n_free);
+  check_gradient(r.p, chains, state, 1e-6, 1e-7);  // default options: tiled
+  ExecOptions o;
+  o.threads = 2;
+  o.devices = 3;
+  o.tile_rows = 4;
+  Executor<double> ex(r.p, chains, o);
+  std::vector<double> lp1(chains), g1(chains * r.p.n_free), lp2(chains), g2(chains * r.p.n_free);
+  ex.log_density(state.data(), lp1.data(), g1.data());
+  ex.log_density(state.data(), lp2.data(), nullptr);
+  ex.log_density(state.data(), lp2.data(), g2.data());
+  CHECK(lp1 == lp2);
+  CHECK(g1 == g2);
+}
+
+TEST_CASE("thread pool: every item runs once, exceptions propagate", "[threads]") {
+  lockstep::ThreadPool pool(3);
+  CHECK(pool.threads() == 3);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<int> hits(1000, 0);
+    pool.parallel_for(1000, [&](long i) { hits[i] += 1; });
+    CHECK(std::count(hits.begin(), hits.end(), 1) == 1000);
+  }
+  CHECK_THROWS_AS(pool.parallel_for(10,
+                                    [](long i) {
+                                      if (i == 7) throw std::runtime_error("item 7");
+                                    }),
+                  std::runtime_error);
+  // still usable afterwards
+  long total = 0;
+  std::mutex m;
+  pool.parallel_for(100, [&](long i) {
+    std::lock_guard<std::mutex> lock(m);
+    total += i;
+  });
+  CHECK(total == 4950);
+  CHECK_THROWS_AS(lockstep::ThreadPool(0), std::invalid_argument);
+}
+
+TEST_CASE("in-process communicator: all-reduce leaves the sum on every rank", "[comm]") {
+  lockstep::InProcessCommunicator comm(3);
+  std::vector<double> a = {1, 2}, b = {10, 20}, c = {100, 200};
+  double* bufs[] = {a.data(), b.data(), c.data()};
+  comm.all_reduce_sum(bufs, 2);
+  for (auto* v : {&a, &b, &c}) CHECK(*v == std::vector<double>{111, 222});
+}
