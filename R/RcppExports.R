@@ -17,16 +17,16 @@ ls_pointer_is_null <- function(x) {
     .Call(`_lockstep_ls_pointer_is_null`, x)
 }
 
-ls_engine_log_density <- function(engine, state, gradient, backend) {
-    .Call(`_lockstep_ls_engine_log_density`, engine, state, gradient, backend)
+ls_engine_log_density <- function(engine, state, gradient, options) {
+    .Call(`_lockstep_ls_engine_log_density`, engine, state, gradient, options)
 }
 
-ls_engine_values <- function(engine, state, nodes, backend) {
-    .Call(`_lockstep_ls_engine_values`, engine, state, nodes, backend)
+ls_engine_values <- function(engine, state, nodes, options) {
+    .Call(`_lockstep_ls_engine_values`, engine, state, nodes, options)
 }
 
-ls_hmc_new <- function(engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, backend) {
-    .Call(`_lockstep_ls_hmc_new`, engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, backend)
+ls_hmc_new <- function(engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, options) {
+    .Call(`_lockstep_ls_hmc_new`, engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, options)
 }
 
 ls_hmc_begin_warmup <- function(sampler, n) {

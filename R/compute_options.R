@@ -64,3 +64,69 @@ print.lockstep_backend_info <- function(x, ...) {
   }
   invisible(x)
 }
+
+#' Compute options: where and how a model runs
+#'
+#' `cpu_only()` runs the model on the CPU. Every parameter-dependent value has
+#' a leading chain dimension, so all chains step through one engine call. The
+#' likelihood's rows are split into tiles that fit in cache; `threads` workers
+#' share them out (and split the chains of the rest of the model among
+#' themselves); `devices` further splits the rows into that many shards, each
+#' with its own partial log density and gradient, summed by one all-reduce, as
+#' GPUs and hosts will be. Results differ between settings only by the order
+#' in which floating-point sums are taken.
+#'
+#' `gpu_only()` will run the model on CUDA GPUs; the CUDA executor is not
+#' available yet in this version of lockstep (see [backend_info()]).
+#'
+#' @param threads the number of worker threads; by default the option
+#'   `lockstep.threads`, else the number of cores
+#' @param devices the number of virtual devices (shards of the observation rows)
+#' @param tile_rows rows per tile; `NULL` sizes tiles to the cache
+#' @return a `lockstep_compute_options` object for [mcmc()]
+#' @examples
+#' cpu_only()
+#' cpu_only(threads = 2)
+#' @export
+cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL) {
+  if (is.null(threads)) threads <- default_threads()
+  check_count(threads, "threads", minimum = 1)
+  check_count(devices, "devices", minimum = 1)
+  if (!is.null(tile_rows)) check_count(tile_rows, "tile_rows", minimum = 1)
+  structure(
+    list(backend = getOption("lockstep.backend", "cpu"), threads = as.integer(threads),
+         devices = as.integer(devices), tile_rows = if (is.null(tile_rows)) 0 else tile_rows,
+         observation_stage = getOption("lockstep.observation_stage", TRUE)),
+    class = "lockstep_compute_options"
+  )
+}
+
+#' @rdname cpu_only
+#' @export
+gpu_only <- function(devices = NULL) {
+  stop("gpu_only(): lockstep's CUDA executor is not available yet; use cpu_only() ",
+       "(backend_info() shows what this build has)", call. = FALSE)
+}
+
+#' @export
+print.lockstep_compute_options <- function(x, ...) {
+  cat(sprintf("lockstep compute options: %s backend, %d thread%s, %d device%s, tiles of %s\n",
+              x$backend, x$threads, if (x$threads == 1) "" else "s", x$devices,
+              if (x$devices == 1) "" else "s",
+              if (x$tile_rows > 0) paste(x$tile_rows, "rows") else "cache-sized rows"))
+  invisible(x)
+}
+
+default_threads <- function() {
+  threads <- getOption("lockstep.threads")
+  if (is.null(threads)) threads <- parallel::detectCores(logical = FALSE)
+  if (is.null(threads) || is.na(threads) || threads < 1) threads <- 1L
+  as.integer(threads)
+}
+
+check_compute_options <- function(x) {
+  if (!inherits(x, "lockstep_compute_options")) {
+    stop("`compute_options` must be created by cpu_only()", call. = FALSE)
+  }
+  x
+}

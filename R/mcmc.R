@@ -12,8 +12,8 @@
 #' @param warmup the number of warmup iterations, during which the sampler's
 #'   step size and `diag_sd` are tuned; not returned
 #' @param chains the number of chains
-#' @param n_cores accepted for compatibility with greta; lockstep runs all
-#'   chains together in one engine (threads come with a later release)
+#' @param n_cores the number of threads, when `compute_options` does not set
+#'   them (greta's meaning: cores used by the sampler)
 #' @param verbose whether to show progress bars
 #' @param pb_update how many iterations between progress bar updates (and
 #'   checks for interrupts)
@@ -25,6 +25,7 @@
 #'   not finite are drawn again.
 #' @param trace_batch_size how many draws to compute traced values for in one
 #'   engine call
+#' @param compute_options where the model runs: [cpu_only()] (the default)
 #'
 #' @details Random numbers come from R's generator (through the seeds of
 #'   lockstep's own counter-based generator), so `set.seed()` repeats a run
@@ -47,7 +48,8 @@
 #' @export
 mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 1000,
                  chains = 4, n_cores = NULL, verbose = TRUE, pb_update = 50,
-                 one_by_one = FALSE, initial_values = initials(), trace_batch_size = 100) {
+                 one_by_one = FALSE, initial_values = initials(), trace_batch_size = 100,
+                 compute_options = cpu_only(threads = n_cores)) {
   if (!inherits(model, "greta_model")) {
     stop("`model` must be a greta_model created by model()", call. = FALSE)
   }
@@ -63,14 +65,15 @@ mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 10
   if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
     stop("`verbose` must be TRUE or FALSE", call. = FALSE)
   }
-  backend <- getOption("lockstep.backend", "cpu")
+  if (!is.null(n_cores)) check_count(n_cores, "n_cores", minimum = 1)
+  options <- check_compute_options(compute_options)
   engine <- model_engine(model)
-  init <- initial_free_state(model, initial_values, chains, backend, parent.frame())
+  init <- initial_free_state(model, initial_values, chains, options, parent.frame())
 
   seeds <- floor(stats::runif(2) * 2^32)
   p <- sampler$parameters
   handle <- ls_hmc_new(engine, init, p$Lmin, p$Lmax, p$epsilon, p$diag_sd, seeds[1], seeds[2],
-                       backend)
+                       options)
 
   kept_env <- new.env(parent = emptyenv())
   status <- run_phases(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env)
@@ -79,7 +82,7 @@ mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 10
     if (status == "interrupted") message("interrupted during warmup: there are no draws to return")
     return(invisible(NULL))
   }
-  build_mcmc_list(model, free, chains, thin, warmup, trace_batch_size, backend, status)
+  build_mcmc_list(model, free, chains, thin, warmup, trace_batch_size, options, status)
 }
 
 # Runs warmup then sampling in chunks of pb_update iterations, so progress is
@@ -119,7 +122,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
 }
 
 # Free-state starting points, one row per chain.
-initial_free_state <- function(model, initial_values, chains, backend, env) {
+initial_free_state <- function(model, initial_values, chains, options, env) {
   if (inherits(initial_values, "initials")) {
     if (length(initial_values) > 0 && chains > 1) {
       message("only one set of initial values was provided, and was used for all chains")
@@ -142,7 +145,7 @@ initial_free_state <- function(model, initial_values, chains, backend, env) {
     for (attempt in 1:50) {
       x <- stats::runif(D, -2, 2)
       x[given$index] <- given$value
-      lp <- ls_engine_log_density(engine, matrix(x, nrow = 1), FALSE, backend)$log_density
+      lp <- ls_engine_log_density(engine, matrix(x, nrow = 1), FALSE, options)$log_density
       if (is.finite(lp)) break
       if (length(given$index) == D || attempt == 50) {
         stop("could not find initial values with a finite log density for chain ", chain,

@@ -98,10 +98,10 @@ print.greta_model <- function(x, ...) {
 
 # The log density of a model (with its Jacobian terms) and its gradient at free
 # states, one row per state: what the samplers see. Internal, for tests.
-model_log_density <- function(model, free, gradient = TRUE,
-                              backend = getOption("lockstep.backend", "cpu")) {
+model_log_density <- function(model, free, gradient = TRUE, compute_options = cpu_only()) {
   if (is.null(dim(free))) free <- matrix(free, nrow = 1)
-  ls_engine_log_density(model_engine(model), free, gradient, backend)
+  ls_engine_log_density(model_engine(model), free, gradient,
+                        check_compute_options(compute_options))
 }
 
 # Maps constrained values of a variable to its free scale (the inverse of the

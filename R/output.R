@@ -7,7 +7,7 @@ trace_names <- function(name, dim) {
   paste0(name, "[", apply(grid, 1, paste, collapse = ","), "]")
 }
 
-build_mcmc_list <- function(model, free, chains, thin, warmup, trace_batch_size, backend,
+build_mcmc_list <- function(model, free, chains, thin, warmup, trace_batch_size, options,
                             status) {
   engine <- model_engine(model)
   ids <- vapply(model$traced, function(t) as.integer(t$ir), integer(1))
@@ -17,7 +17,7 @@ build_mcmc_list <- function(model, free, chains, thin, warmup, trace_batch_size,
   values <- matrix(0, rows, length(names))
   for (start in seq(1, rows, by = batch)) {
     idx <- start:min(rows, start + batch - 1)
-    values[idx, ] <- ls_engine_values(engine, free[idx, , drop = FALSE], ids, backend)
+    values[idx, ] <- ls_engine_values(engine, free[idx, , drop = FALSE], ids, options)
   }
   colnames(values) <- names
   chain_of_row <- rep_len(seq_len(chains), rows)

@@ -57,36 +57,36 @@ BEGIN_RCPP
 END_RCPP
 }
 // ls_engine_log_density
-List ls_engine_log_density(SEXP engine, NumericMatrix state, bool gradient, std::string backend);
-RcppExport SEXP _lockstep_ls_engine_log_density(SEXP engineSEXP, SEXP stateSEXP, SEXP gradientSEXP, SEXP backendSEXP) {
+List ls_engine_log_density(SEXP engine, NumericMatrix state, bool gradient, List options);
+RcppExport SEXP _lockstep_ls_engine_log_density(SEXP engineSEXP, SEXP stateSEXP, SEXP gradientSEXP, SEXP optionsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type engine(engineSEXP);
     Rcpp::traits::input_parameter< NumericMatrix >::type state(stateSEXP);
     Rcpp::traits::input_parameter< bool >::type gradient(gradientSEXP);
-    Rcpp::traits::input_parameter< std::string >::type backend(backendSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_engine_log_density(engine, state, gradient, backend));
+    Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_engine_log_density(engine, state, gradient, options));
     return rcpp_result_gen;
 END_RCPP
 }
 // ls_engine_values
-NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector nodes, std::string backend);
-RcppExport SEXP _lockstep_ls_engine_values(SEXP engineSEXP, SEXP stateSEXP, SEXP nodesSEXP, SEXP backendSEXP) {
+NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector nodes, List options);
+RcppExport SEXP _lockstep_ls_engine_values(SEXP engineSEXP, SEXP stateSEXP, SEXP nodesSEXP, SEXP optionsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type engine(engineSEXP);
     Rcpp::traits::input_parameter< NumericMatrix >::type state(stateSEXP);
     Rcpp::traits::input_parameter< IntegerVector >::type nodes(nodesSEXP);
-    Rcpp::traits::input_parameter< std::string >::type backend(backendSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_engine_values(engine, state, nodes, backend));
+    Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_engine_values(engine, state, nodes, options));
     return rcpp_result_gen;
 END_RCPP
 }
 // ls_hmc_new
-SEXP ls_hmc_new(SEXP engine, NumericMatrix init, int Lmin, int Lmax, double epsilon, NumericVector diag_sd, double key0, double key1, std::string backend);
-RcppExport SEXP _lockstep_ls_hmc_new(SEXP engineSEXP, SEXP initSEXP, SEXP LminSEXP, SEXP LmaxSEXP, SEXP epsilonSEXP, SEXP diag_sdSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP backendSEXP) {
+SEXP ls_hmc_new(SEXP engine, NumericMatrix init, int Lmin, int Lmax, double epsilon, NumericVector diag_sd, double key0, double key1, List options);
+RcppExport SEXP _lockstep_ls_hmc_new(SEXP engineSEXP, SEXP initSEXP, SEXP LminSEXP, SEXP LmaxSEXP, SEXP epsilonSEXP, SEXP diag_sdSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP optionsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -98,8 +98,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< NumericVector >::type diag_sd(diag_sdSEXP);
     Rcpp::traits::input_parameter< double >::type key0(key0SEXP);
     Rcpp::traits::input_parameter< double >::type key1(key1SEXP);
-    Rcpp::traits::input_parameter< std::string >::type backend(backendSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_hmc_new(engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, backend));
+    Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_hmc_new(engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, options));
     return rcpp_result_gen;
 END_RCPP
 }

@@ -22,24 +22,21 @@ using namespace Rcpp;
 
 namespace {
 
-// A planned program and its executors, one per (chains, backend).
+// A planned program and its executors, one per (chains, compute options).
 struct Engine {
   std::shared_ptr<lockstep::Program> program;
-  std::map<std::tuple<long, int, bool>, std::unique_ptr<lockstep::Executor<double>>> executors;
+  std::map<std::tuple<long, int, int, int, bool, long>,
+           std::unique_ptr<lockstep::Executor<double>>>
+      executors;
 
-  // `whole`: every node op by op over whole values, so that every node's value
-  // can be read (tracing); otherwise the observation stage runs in tiles.
-  lockstep::Executor<double>& executor(long chains, lockstep::Backend backend, bool whole = false) {
-    auto key = std::make_tuple(chains, static_cast<int>(backend), whole);
+  lockstep::Executor<double>& executor(long chains, const lockstep::ExecOptions& o) {
+    auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
+                               o.observation_stage, o.tile_rows);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
       if (executors.size() > 8) executors.clear();
-      lockstep::ExecOptions options;
-      options.backend = backend;
-      options.observation_stage = !whole;
-      it = executors
-               .emplace(key, std::make_unique<lockstep::Executor<double>>(*program, chains, options))
+      it = executors.emplace(key, std::make_unique<lockstep::Executor<double>>(*program, chains, o))
                .first;
     }
     return *it->second;
@@ -120,6 +117,18 @@ lockstep::Program program_from_ir(const List& ir) {
   return p;
 }
 
+// compute options from R (R/compute_options.R): list(backend, threads,
+// devices, tile_rows, observation_stage).
+lockstep::ExecOptions exec_options(const List& o) {
+  lockstep::ExecOptions e;
+  e.backend = lockstep::backend_from_name(as<std::string>(o["backend"]));
+  e.threads = as<int>(o["threads"]);
+  e.devices = as<int>(o["devices"]);
+  e.tile_rows = static_cast<long>(as<double>(o["tile_rows"]));
+  e.observation_stage = as<bool>(o["observation_stage"]);
+  return e;
+}
+
 // R matrices are column-major [chains, dim]; the engine wants chain-major rows.
 std::vector<double> chain_major(const NumericMatrix& m) {
   const long C = m.nrow(), D = m.ncol();
@@ -147,13 +156,13 @@ bool ls_pointer_is_null(SEXP x) {
 }
 
 // [[Rcpp::export]]
-List ls_engine_log_density(SEXP engine, NumericMatrix state, bool gradient, std::string backend) {
+List ls_engine_log_density(SEXP engine, NumericMatrix state, bool gradient, List options) {
   Engine* e = checked_pointer<Engine>(engine, "engine");
   const long C = state.nrow(), D = state.ncol();
   if (D != e->program->n_free)
     stop("the state has %d columns but the model has %d free parameters", (int)D,
          (int)e->program->n_free);
-  auto& ex = e->executor(C, lockstep::backend_from_name(backend));
+  auto& ex = e->executor(C, exec_options(options));
   std::vector<double> x = chain_major(state), lp(C), grad(gradient ? C * D : 0);
   ex.log_density(x.data(), lp.data(), gradient ? grad.data() : nullptr);
   NumericMatrix g(gradient ? C : 0, gradient ? D : 0);
@@ -167,7 +176,7 @@ List ls_engine_log_density(SEXP engine, NumericMatrix state, bool gradient, std:
 // one row per state row and the nodes' elements (column-major) side by side.
 // [[Rcpp::export]]
 NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector nodes,
-                               std::string backend) {
+                               List options) {
   Engine* e = checked_pointer<Engine>(engine, "engine");
   const long C = state.nrow(), D = state.ncol();
   if (D != e->program->n_free) stop("the state does not match the model's free parameters");
@@ -178,7 +187,10 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   }
   NumericMatrix out(C, width);
   if (C == 0) return out;
-  auto& ex = e->executor(C, lockstep::backend_from_name(backend), true);
+  // every node op by op over whole values, so that any node can be read
+  lockstep::ExecOptions o = exec_options(options);
+  o.observation_stage = false;
+  auto& ex = e->executor(C, o);
   std::vector<double> x = chain_major(state);
   ex.forward(x.data());
   long col = 0;
@@ -193,12 +205,12 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
 
 // [[Rcpp::export]]
 SEXP ls_hmc_new(SEXP engine, NumericMatrix init, int Lmin, int Lmax, double epsilon,
-                NumericVector diag_sd, double key0, double key1, std::string backend) {
+                NumericVector diag_sd, double key0, double key1, List options) {
   Engine* e = checked_pointer<Engine>(engine, "engine");
   auto h = std::make_unique<HmcHandle>();
   h->program = e->program;
   h->executor = std::make_unique<lockstep::Executor<double>>(*h->program, init.nrow(),
-                                                             lockstep::backend_from_name(backend));
+                                                             exec_options(options));
   lockstep::HmcSettings s;
   s.Lmin = Lmin;
   s.Lmax = Lmax;

@@ -44,8 +44,16 @@ random_free <- function(model, chains, sd = 1) {
 
 # The engine's log density (and gradient) at free states, one row per chain.
 engine_density <- function(model, free, gradient = TRUE,
-                           backend = getOption("lockstep.backend", "cpu")) {
-  lockstep:::model_log_density(model, free, gradient = gradient, backend = backend)
+                           backend = getOption("lockstep.backend", "cpu"), ...) {
+  lockstep:::model_log_density(model, free, gradient = gradient,
+                               compute_options = compute(backend, ...))
+}
+
+# Compute options on a given backend (cpu or emulated); `...` goes to cpu_only().
+compute <- function(backend = getOption("lockstep.backend", "cpu"), ...) {
+  old <- options(lockstep.backend = backend)
+  on.exit(options(old))
+  cpu_only(...)
 }
 
 # Values of the greta arrays given to model(), computed by the engine at free
@@ -53,7 +61,7 @@ engine_density <- function(model, free, gradient = TRUE,
 # side by side, in the order they were given to model().
 traced_values <- function(model, free, backend = getOption("lockstep.backend", "cpu")) {
   ids <- vapply(model$traced, function(t) as.integer(t$ir), integer(1))
-  lockstep:::ls_engine_values(lockstep:::model_engine(model), free, ids, backend)
+  lockstep:::ls_engine_values(lockstep:::model_engine(model), free, ids, compute(backend))
 }
 
 # Checks a model's log density against `expected`, a function of one free

@@ -184,12 +184,12 @@ test_that("model() refuses a discrete variable", {
 test_that("a C++ exception reaches R as an R error", {
   m <- eight_schools_model()
   engine <- lockstep:::model_engine(m)
-  expect_error(lockstep:::ls_engine_log_density(engine, matrix(0, 2, 3), TRUE, "cpu"),
+  expect_error(lockstep:::ls_engine_log_density(engine, matrix(0, 2, 3), TRUE, compute("cpu")),
                "the state has 3 columns but the model has 10 free parameters")
   expect_error(lockstep:::model_log_density(m, matrix(0, 1, 11)), "11 columns")
-  expect_error(lockstep:::ls_engine_log_density(engine, matrix(0, 1, 10), TRUE, "tpu"),
+  expect_error(lockstep:::ls_engine_log_density(engine, matrix(0, 1, 10), TRUE, compute("tpu")),
                "unknown backend 'tpu'")
-  expect_error(lockstep:::ls_engine_values(engine, matrix(0, 1, 10), 999L, "cpu"),
+  expect_error(lockstep:::ls_engine_values(engine, matrix(0, 1, 10), 999L, compute("cpu")),
                "node id out of range")
   # a malformed IR is refused by the engine's checks
   ir <- m$ir
@@ -228,13 +228,13 @@ test_that("calling the engine with a null or wrong pointer is an R error, not a 
   saveRDS(m$engine$pointer, path)
   dead <- readRDS(path)
   expect_true(lockstep:::ls_pointer_is_null(dead))
-  expect_error(lockstep:::ls_engine_log_density(dead, matrix(0, 1, 10), TRUE, "cpu"),
+  expect_error(lockstep:::ls_engine_log_density(dead, matrix(0, 1, 10), TRUE, compute("cpu")),
                "engine is no longer available")
-  expect_error(lockstep:::ls_engine_values(dead, matrix(0, 1, 10), 0L, "cpu"),
+  expect_error(lockstep:::ls_engine_values(dead, matrix(0, 1, 10), 0L, compute("cpu")),
                "no longer available")
-  expect_error(lockstep:::ls_engine_log_density(NULL, matrix(0, 1, 10), TRUE, "cpu"),
+  expect_error(lockstep:::ls_engine_log_density(NULL, matrix(0, 1, 10), TRUE, compute("cpu")),
                "expected a engine pointer|expected an engine pointer")
-  expect_error(lockstep:::ls_engine_log_density(list(), matrix(0, 1, 10), TRUE, "cpu"),
+  expect_error(lockstep:::ls_engine_log_density(list(), matrix(0, 1, 10), TRUE, compute("cpu")),
                "pointer")
   expect_error(lockstep:::ls_hmc_run(dead, 1L, FALSE, 1L, 0L), "sampler is no longer available")
   expect_true(lockstep:::ls_pointer_is_null(NULL))

@@ -253,3 +253,48 @@ test_that("backend_info() describes the backends", {
   }
   expect_output(print(info), "backends: cpu \\(always\\)")
 })
+
+# -- threads, virtual devices and tiles -----------------------------------------
+
+test_that("threads, virtual devices and tile sizes give the same log density and gradient", {
+  set.seed(71)
+  N <- 57
+  X <- matrix(rnorm(N * 3), N, 3)
+  g <- sample.int(6, N, replace = TRUE)
+  y <- rnorm(N)
+  beta <- normal(0, 1, dim = 3)
+  alpha <- normal(0, 1, dim = 6)
+  sigma <- normal(0, 1, truncation = c(0, Inf))
+  mu <- as_data(X) %*% beta + alpha[g]
+  distribution(y) <- normal(mu, sigma)
+  m <- model(beta, alpha, sigma)
+  for (chains in c(1, 3)) {
+    free <- random_free(m, chains, sd = 0.5)
+    reference <- engine_density(m, free, threads = 1, devices = 1, tile_rows = N)
+    # the tiled result against a hand-written log density
+    expected <- apply(free, 1, function(z) {
+      b <- z[1:3]; a <- z[4:9]; s <- exp(z[10])
+      sum(dnorm(b, 0, 1, log = TRUE)) + sum(dnorm(a, 0, 1, log = TRUE)) +
+        dnorm(s, 0, 1, log = TRUE) + log(2) + z[10] +
+        sum(dnorm(y, X %*% b + a[g], s, log = TRUE))
+    })
+    expect_equal(reference$log_density, expected, tolerance = 1e-10)
+    for (threads in 1:2) for (devices in c(1, 2, 7)) for (tile in c(5, 13, 100)) {
+      got <- engine_density(m, free, threads = threads, devices = devices, tile_rows = tile)
+      expect_equal(got$log_density, reference$log_density, tolerance = 1e-12)
+      expect_equal(got$gradient, reference$gradient, tolerance = 1e-12)
+    }
+  }
+})
+
+test_that("cpu_only() checks its arguments and gpu_only() says it is not available", {
+  expect_s3_class(cpu_only(threads = 2), "lockstep_compute_options")
+  expect_output(print(cpu_only(threads = 2, devices = 3)), "2 threads, 3 devices")
+  expect_error(cpu_only(threads = 0), "`threads` must be a whole number of at least 1")
+  expect_error(cpu_only(devices = 1.5), "`devices`")
+  expect_error(gpu_only(), "not available yet")
+  m <- eight_schools_model()
+  expect_error(mcmc(m, compute_options = "cpu", verbose = FALSE),
+               "`compute_options` must be created by cpu_only()")
+  expect_error(mcmc(m, n_cores = 0, verbose = FALSE), "`n_cores`")
+})
