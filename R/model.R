@@ -7,8 +7,10 @@
 #'
 #' @param ... greta arrays to trace, usually the model's parameters; named
 #'   arguments give the names of their draws
-#' @param precision the floating point precision: `"double"` (the default).
-#'   `"single"` is planned but not available yet.
+#' @param precision the floating point precision: `"double"` (the default),
+#'   or `"single"`, which stores and computes values in float32 (faster, half
+#'   the memory) while accumulating sums in double. Traced values are computed
+#'   in double either way.
 #' @param compile ignored, accepted for compatibility with greta
 #' @param x a `greta_model`
 #' @return a `greta_model` object
@@ -22,10 +24,6 @@
 #' @export
 model <- function(..., precision = c("double", "single"), compile = TRUE) {
   precision <- match.arg(precision)
-  if (precision == "single") {
-    stop("`precision = \"single\"` is not available yet in lockstep; use \"double\"",
-         call. = FALSE)
-  }
   arrays <- list(...)
   if (length(arrays) == 0) {
     stop("model() needs at least one greta array to trace, e.g. model(mu, sigma)", call. = FALSE)
@@ -47,6 +45,7 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   nodes <- collect_dag(roots)
   check_model_nodes(nodes)
   lowered <- lower_dag(nodes)
+  lowered$ir$precision <- precision
   traced <- lapply(seq_along(roots), function(k) {
     list(name = names[k], ir = lowered$ids[[as.character(roots[[k]]$id)]], dim = roots[[k]]$dim)
   })

@@ -22,24 +22,45 @@ using namespace Rcpp;
 
 namespace {
 
-// A planned program and its executors, one per (chains, compute options).
+// A planned program and its executors, one per (chains, compute options), in
+// the model's precision (float32 values with double sums for "single").
 struct Engine {
   std::shared_ptr<lockstep::Program> program;
-  std::map<std::tuple<long, int, int, int, bool, long>,
-           std::unique_ptr<lockstep::Executor<double>>>
+  bool single = false;
+  std::map<std::tuple<long, int, int, int, bool, long>, std::unique_ptr<lockstep::Target>>
       executors;
+  // Tracing reads node values, in double whatever the precision.
+  std::map<std::tuple<long, int>, std::unique_ptr<lockstep::Executor<double>>> tracers;
 
-  lockstep::Executor<double>& executor(long chains, const lockstep::ExecOptions& o) {
+  lockstep::Executor<double>& tracer(long chains, lockstep::ExecOptions o) {
+    o.observation_stage = false;  // every node op by op, so that any node can be read
+    auto key = std::make_tuple(chains, static_cast<int>(o.backend));
+    auto it = tracers.find(key);
+    if (it == tracers.end()) {
+      if (tracers.size() > 8) tracers.clear();
+      it = tracers.emplace(key, std::make_unique<lockstep::Executor<double>>(*program, chains, o))
+               .first;
+    }
+    return *it->second;
+  }
+
+  lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
                                o.observation_stage, o.tile_rows);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
       if (executors.size() > 8) executors.clear();
-      it = executors.emplace(key, std::make_unique<lockstep::Executor<double>>(*program, chains, o))
-               .first;
+      it = executors.emplace(key, make_executor(*program, chains, o, single)).first;
     }
     return *it->second;
+  }
+
+  static std::unique_ptr<lockstep::Target> make_executor(const lockstep::Program& p, long chains,
+                                                         const lockstep::ExecOptions& o,
+                                                         bool single) {
+    if (single) return std::make_unique<lockstep::Executor<float>>(p, chains, o);
+    return std::make_unique<lockstep::Executor<double>>(p, chains, o);
   }
 };
 
@@ -47,7 +68,7 @@ struct Engine {
 // stays valid whatever happens to the engine's pointer.
 struct HmcHandle {
   std::shared_ptr<lockstep::Program> program;
-  std::unique_ptr<lockstep::Executor<double>> executor;
+  std::unique_ptr<lockstep::Target> executor;
   std::unique_ptr<lockstep::Hmc> hmc;
 };
 
@@ -144,6 +165,8 @@ std::vector<double> chain_major(const NumericMatrix& m) {
 SEXP ls_engine_new(List ir) {
   auto engine = std::make_unique<Engine>();
   engine->program = std::make_shared<lockstep::Program>(program_from_ir(ir));
+  engine->single = ir.containsElementNamed("precision") &&
+                   as<std::string>(ir["precision"]) == "single";
   XPtr<Engine> ptr(engine.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize<Engine>, TRUE);
   ptr.attr("class") = "lockstep_engine";
@@ -187,10 +210,7 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   }
   NumericMatrix out(C, width);
   if (C == 0) return out;
-  // every node op by op over whole values, so that any node can be read
-  lockstep::ExecOptions o = exec_options(options);
-  o.observation_stage = false;
-  auto& ex = e->executor(C, o);
+  auto& ex = e->tracer(C, exec_options(options));
   std::vector<double> x = chain_major(state);
   ex.forward(x.data());
   long col = 0;
@@ -209,8 +229,7 @@ SEXP ls_hmc_new(SEXP engine, NumericMatrix init, int Lmin, int Lmax, double epsi
   Engine* e = checked_pointer<Engine>(engine, "engine");
   auto h = std::make_unique<HmcHandle>();
   h->program = e->program;
-  h->executor = std::make_unique<lockstep::Executor<double>>(*h->program, init.nrow(),
-                                                             exec_options(options));
+  h->executor = Engine::make_executor(*h->program, init.nrow(), exec_options(options), e->single);
   lockstep::HmcSettings s;
   s.Lmin = Lmin;
   s.Lmax = Lmax;

@@ -158,5 +158,6 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
 }
 
 template class Executor<double>;
+template class Executor<float>;
 
 }  // namespace lockstep

@@ -237,5 +237,6 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
 }
 
 template class ObservationStage<double>;
+template class ObservationStage<float>;
 
 }  // namespace lockstep

@@ -293,3 +293,33 @@ TEST_CASE("in-process communicator: all-reduce leaves the sum on every rank", "[
   comm.all_reduce_sum(bufs, 2);
   for (auto* v : {&a, &b, &c}) CHECK(*v == std::vector<double>{111, 222});
 }
+
+TEST_CASE("single precision: log density and gradient within float tolerance of double",
+          "[executor][float]") {
+  std::mt19937 rng(6);
+  Regression r = regression(200, 3, 7, rng);
+  lockstep::plan(r.p);
+  const long chains = 3;
+  const std::vector<double> state = random_state(rng, chains, r.p.n_free);
+  for (bool tiled : {false, true}) {
+    ExecOptions o;
+    o.observation_stage = tiled;
+    o.threads = 2;
+    o.tile_rows = 17;
+    Executor<double> d(r.p, chains, o);
+    Executor<float> f(r.p, chains, o);
+    std::vector<double> lpd(chains), lpf(chains), gd(chains * r.p.n_free), gf(chains * r.p.n_free);
+    d.log_density(state.data(), lpd.data(), gd.data());
+    f.log_density(state.data(), lpf.data(), gf.data());
+    double gscale = 0;
+    for (double v : gd) gscale = std::max(gscale, std::fabs(v));
+    for (long c = 0; c < chains; ++c) {
+      CHECK(std::fabs(lpf[c] - lpd[c]) <= 1e-5 * std::fabs(lpd[c]) + 1e-4);
+      CHECK(lpf[c] != lpd[c]);  // it really ran in float
+    }
+    for (size_t k = 0; k < gd.size(); ++k) {
+      INFO("coordinate " << k << " tiled " << tiled);
+      CHECK(std::fabs(gf[k] - gd[k]) <= 1e-4 * gscale);
+    }
+  }
+}

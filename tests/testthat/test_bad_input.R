@@ -166,7 +166,6 @@ test_that("model() refuses models it cannot sample", {
   expect_error(model(mu, "a"), "argument 2 is a character")
   expect_error(model(), "needs at least one greta array")
   expect_error(model(mu, mu), "distinct names")
-  expect_error(model(mu, precision = "single"), "not available yet")
   expect_error(model(mu, precision = "quad"), "should be one of")
   # data with a distribution but nothing to sample
   y <- as_data(c(0.1, 0.2))

@@ -298,3 +298,28 @@ test_that("cpu_only() checks its arguments and gpu_only() says it is not availab
                "`compute_options` must be created by cpu_only()")
   expect_error(mcmc(m, n_cores = 0, verbose = FALSE), "`n_cores`")
 })
+
+test_that("precision = 'single' agrees with double within float32 tolerance, and samples", {
+  set.seed(72)
+  N <- 300
+  x <- rnorm(N)
+  y <- rbinom(N, 1, plogis(0.5 + x))
+  build <- function(precision) {
+    a <- normal(0, 2)
+    b <- normal(0, 2)
+    distribution(y) <- bernoulli(ilogit(a + b * x))
+    model(a, b, precision = precision)
+  }
+  md <- build("double")
+  ms <- build("single")
+  expect_identical(ms$precision, "single")
+  free <- random_free(md, 3, sd = 0.5)
+  d <- engine_density(md, free)
+  s <- engine_density(ms, free)
+  expect_equal(s$log_density, d$log_density, tolerance = 1e-5)
+  expect_false(identical(s$log_density, d$log_density))  # it ran in float32
+  expect_equal(s$gradient, d$gradient, tolerance = 1e-4)
+  draws <- mcmc(ms, n_samples = 300, warmup = 300, chains = 2, verbose = FALSE)
+  fit <- glm(y ~ x, family = binomial)
+  expect_equal(unname(colMeans(as.matrix(draws))), unname(coef(fit)), tolerance = 0.1)
+})

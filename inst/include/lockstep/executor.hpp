@@ -84,6 +84,7 @@ template <class T> class Executor : public Target {
 };
 
 extern template class Executor<double>;
+extern template class Executor<float>;
 
 }  // namespace lockstep
 

@@ -83,6 +83,7 @@ template <class T> class ObservationStage {
 };
 
 extern template class ObservationStage<double>;
+extern template class ObservationStage<float>;
 
 }  // namespace lockstep
 
