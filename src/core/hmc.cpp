@@ -1,6 +1,7 @@
 // HMC with lockstep chains (sampler/hmc.hpp).
 #include "lockstep/sampler/hmc.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,8 @@ Hmc::Hmc(Target& target, HmcSettings settings, const std::vector<double>& init, 
   }
   for (double s : sd_)
     if (!(s > 0)) throw std::invalid_argument("hmc: diag_sd must be positive");
+  sd2_.resize(D_);
+  for (long i = 0; i < D_; ++i) sd2_[i] = sd_[i] * sd_[i];
   dual_ = DualAveraging(settings.target_accept);
   epsilon_ = settings.epsilon;
   x_ = init;
@@ -51,9 +54,16 @@ Hmc::Hmc(Target& target, HmcSettings settings, const std::vector<double>& init, 
                                   " is not finite at its initial values");
 }
 
+template <class F> void Hmc::for_chains(F&& f) {
+  if (ThreadPool* pool = target_.pool())
+    pool->parallel_for(C_, [&](long c) { f(c); });
+  else
+    for (long c = 0; c < C_; ++c) f(c);
+}
+
 void Hmc::draw_momentum() {
   // p ~ N(0, M) with M = diag(1 / sd^2), so p_i = n_i / sd_i.
-  for (long c = 0; c < C_; ++c) {
+  for_chains([&](long c) {
     Stream& s = chain_streams_[c];
     s.purpose = purpose_momentum;
     for (long i = 0; i < D_; i += 2) {
@@ -62,7 +72,7 @@ void Hmc::draw_momentum() {
       p_[c * D_ + i] = a / sd_[i];
       if (i + 1 < D_) p_[c * D_ + i + 1] = b / sd_[i + 1];
     }
-  }
+  });
 }
 
 double Hmc::kinetic(long c, const std::vector<double>& p) const {
@@ -74,20 +84,29 @@ double Hmc::kinetic(long c, const std::vector<double>& p) const {
   return 0.5 * k;
 }
 
+// Leapfrog, with the half steps of momentum between two position steps merged
+// into one full step (one pass over the state fewer per step).
 void Hmc::trajectory(int L, double eps) {
-  xn_ = x_;
-  gn_ = grad_;
   lpn_ = lp_;
-  const long n = C_ * D_;
   for (int l = 0; l < L; ++l) {
-    for (long k = 0; k < n; ++k) p_[k] += 0.5 * eps * gn_[k];
-    for (long k = 0; k < n; ++k) {
-      const double s = sd_[k % D_];
-      xn_[k] += eps * s * s * p_[k];
-    }
+    const double kick = l == 0 ? 0.5 * eps : eps;
+    for_chains([&](long c) {
+      const double* x = (l == 0 ? x_ : xn_).data() + c * D_;
+      const double* g = (l == 0 ? grad_ : gn_).data() + c * D_;
+      double* xn = xn_.data() + c * D_;
+      double* p = p_.data() + c * D_;
+      for (long i = 0; i < D_; ++i) {
+        p[i] += kick * g[i];
+        xn[i] = x[i] + eps * sd2_[i] * p[i];
+      }
+    });
     target_.log_density(xn_.data(), lpn_.data(), gn_.data());
-    for (long k = 0; k < n; ++k) p_[k] += 0.5 * eps * gn_[k];
   }
+  for_chains([&](long c) {
+    double* p = p_.data() + c * D_;
+    const double* g = gn_.data() + c * D_;
+    for (long i = 0; i < D_; ++i) p[i] += 0.5 * eps * g[i];
+  });
 }
 
 double Hmc::find_reasonable_epsilon() {
@@ -134,12 +153,11 @@ void Hmc::iterate(bool warmup) {
   if (L > settings_.Lmax) L = settings_.Lmax;
 
   draw_momentum();
-  std::vector<double> h0(C_);
-  for (long c = 0; c < C_; ++c) h0[c] = -lp_[c] + kinetic(c, p_);
+  std::vector<double> h0(C_), accept(C_);
+  for_chains([&](long c) { h0[c] = -lp_[c] + kinetic(c, p_); });
   trajectory(L, epsilon_);
 
-  double mean_accept = 0;
-  for (long c = 0; c < C_; ++c) {
+  for_chains([&](long c) {
     const double h1 = -lpn_[c] + kinetic(c, p_);
     double log_a = h0[c] - h1;
     const bool ok = std::isfinite(log_a) && std::fabs(log_a) < divergence_threshold;
@@ -147,19 +165,18 @@ void Hmc::iterate(bool warmup) {
       ++bad_[c];
       log_a = -HUGE_VAL;
     }
-    const double a = std::exp(std::fmin(0.0, log_a));
-    mean_accept += a;
+    accept[c] = std::exp(std::fmin(0.0, log_a));
     Stream& s = chain_streams_[c];
     s.purpose = purpose_accept;
     if (ok && std::log(s.uniform()) < log_a) {
       ++accepted_[c];
       lp_[c] = lpn_[c];
-      for (long i = 0; i < D_; ++i) {
-        x_[c * D_ + i] = xn_[c * D_ + i];
-        grad_[c * D_ + i] = gn_[c * D_ + i];
-      }
+      std::copy(xn_.begin() + c * D_, xn_.begin() + (c + 1) * D_, x_.begin() + c * D_);
+      std::copy(gn_.begin() + c * D_, gn_.begin() + (c + 1) * D_, grad_.begin() + c * D_);
     }
-  }
+  });
+  double mean_accept = 0;
+  for (long c = 0; c < C_; ++c) mean_accept += accept[c];
   mean_accept /= C_;
 
   if (!warmup || warmup_done_ >= warmup_total_) return;
@@ -184,6 +201,7 @@ void Hmc::iterate(bool warmup) {
       for (long i = 0; i < D_; ++i) {
         const double var = window_m2_[i] / (n - 1);
         sd_[i] = std::sqrt((n / (n + 5)) * var + 1e-3 * (5 / (n + 5)));
+        sd2_[i] = sd_[i] * sd_[i];
       }
       ++next_window_;
       window_n_ = 0;

@@ -44,6 +44,8 @@ class Target {
   virtual long chains() const = 0;
   // state: [chains, dim] chain-major; lp: [chains]; grad: [chains, dim] or nullptr.
   virtual void log_density(const double* state, double* lp, double* grad) = 0;
+  // The threads a sampler may use for its own vector operations (none: serial).
+  virtual ThreadPool* pool() { return nullptr; }
 };
 
 template <class T> class Executor : public Target {
@@ -56,6 +58,7 @@ template <class T> class Executor : public Target {
   long dim() const override { return program_.n_free; }
   long chains() const override { return chains_; }
   void log_density(const double* state, double* lp, double* grad) override;
+  ThreadPool* pool() override { return pool_.get(); }
 
   // Forward pass only: fills the value of every node of the global stage (run
   // with observation_stage = false to see every node; used to trace arrays).

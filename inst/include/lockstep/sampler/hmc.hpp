@@ -52,13 +52,16 @@ class Hmc {
   double find_reasonable_epsilon();
   void draw_momentum();
   double kinetic(long c, const std::vector<double>& p) const;
+  // Runs f(c) for every chain, on the target's threads when it has some: each
+  // chain's vectors (and random stream) are its own, so chains never race.
+  template <class F> void for_chains(F&& f);
 
   Target& target_;
   HmcSettings settings_;
   long C_, D_;
   std::vector<double> x_, lp_, grad_;      // current state
   std::vector<double> xn_, lpn_, gn_, p_;  // proposal and momentum
-  std::vector<double> sd_;
+  std::vector<double> sd_, sd2_;  // diag_sd and its square (the inverse mass)
   double epsilon_;
   std::vector<Stream> chain_streams_;
   Stream run_stream_;
