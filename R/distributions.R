@@ -24,6 +24,14 @@
 #' @details The continuous distributions can be truncated; `bernoulli` is
 #'   discrete and can only be the distribution of data.
 #'
+#'   `bernoulli(ilogit(eta))` is computed on the logit scale, as greta does
+#'   with its "representations": the log density is `y * eta - log(1 +
+#'   exp(eta))`, evaluated so that it stays finite and accurate for any `eta`
+#'   (for `eta = 40`, `dbinom(0, 1, plogis(40), log = TRUE)` is `-Inf` in
+#'   double precision, the logit form gives `-40`), and the `ilogit()` itself
+#'   is never computed. This applies when `prob` is the result of [ilogit()]
+#'   directly.
+#'
 #' @return a greta array: a variable following the distribution
 #' @examples
 #' mu <- normal(0, 5)
@@ -33,6 +41,11 @@
 #' y <- as_data(c(0, 1, 1, 0))
 #' p <- variable(lower = 0, upper = 1)
 #' distribution(y) <- bernoulli(p)
+#' # logistic regression: bernoulli(ilogit(eta)) uses the stable logit form
+#' x <- c(-1.2, 0.4, 2.1, 0.3)
+#' beta <- normal(0, 2)
+#' y2 <- as_data(c(0, 1, 1, 0))
+#' distribution(y2) <- bernoulli(ilogit(beta * x))
 #' @name distributions
 NULL
 
@@ -67,19 +80,35 @@ exponential <- function(rate, dim = NULL, truncation = c(0, Inf)) {
 #' @rdname distributions
 #' @export
 bernoulli <- function(prob, dim = NULL) {
+  if (is_ilogit(prob)) {
+    # the representation: the family on the logit scale, of ilogit's input
+    eta <- as_greta_array_from_node(get_node(prob)$parents[[1]])
+    return(new_distribution("bernoulli_logit", list(prob = eta), dim, c(-Inf, Inf),
+                            support = c(0, 1), discrete = TRUE, label = "bernoulli"))
+  }
   new_distribution("bernoulli", list(prob = prob), dim, c(-Inf, Inf), unit = "prob",
                    support = c(0, 1), discrete = TRUE)
 }
 
+# A greta array made by ilogit().
+is_ilogit <- function(x) {
+  if (!is.greta_array(x)) return(FALSE)
+  node <- get_node(x)
+  identical(node$type, "operation") && identical(node$op, "ilogit")
+}
+
+# `label` names the distribution in messages when the family is an internal
+# representation (bernoulli_logit is what bernoulli(ilogit(eta)) becomes).
 new_distribution <- function(family, params, dim, truncation, positive = character(),
-                             unit = character(), support = c(-Inf, Inf), discrete = FALSE) {
+                             unit = character(), support = c(-Inf, Inf), discrete = FALSE,
+                             label = family) {
   nodes <- lapply(names(params), function(name) {
     node <- get_node(as.greta_array(params[[name]], name))
-    check_constant_parameter(node, name, positive, unit, family)
+    check_constant_parameter(node, name, positive, unit, label)
     node
   })
   names(nodes) <- names(params)
-  dim <- distribution_dim(nodes, dim, family)
+  dim <- distribution_dim(nodes, dim, label)
   # discrete distributions take no truncation argument: they are never truncated
   truncation <- if (discrete) c(-Inf, Inf) else check_truncation(truncation, support, family)
   lower <- max(truncation[1], support[1])
@@ -87,7 +116,7 @@ new_distribution <- function(family, params, dim, truncation, positive = charact
   variable <- new_node("variable", dim, lower = lower, upper = upper)
   dist <- new_node("distribution", dim, parents = unname(nodes), family = family,
                    truncation = truncation, target = variable, discrete = discrete,
-                   support = support, param_names = names(params))
+                   support = support, param_names = names(params), label = label)
   variable$distribution <- dist
   as_greta_array_from_node(variable)
 }
@@ -204,11 +233,12 @@ check_truncation <- function(truncation, support, family) {
 
 check_data_support <- function(values, dist) {
   bounds <- c(max(dist$truncation[1], dist$support[1]), min(dist$truncation[2], dist$support[2]))
-  if (isTRUE(dist$discrete) && dist$family == "bernoulli" && any(!values %in% c(0, 1))) {
+  label <- if (is.null(dist$label)) dist$family else dist$label
+  if (isTRUE(dist$discrete) && label == "bernoulli" && any(!values %in% c(0, 1))) {
     stop("data given a bernoulli() distribution must be 0 or 1", call. = FALSE)
   }
   if (any(values < bounds[1] | values > bounds[2])) {
-    stop("data lie outside the support of ", dist$family, "() (", bounds[1], ", ", bounds[2],
+    stop("data lie outside the support of ", label, "() (", bounds[1], ", ", bounds[2],
          ")", call. = FALSE)
   }
 }

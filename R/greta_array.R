@@ -88,6 +88,12 @@ summary.greta_array <- function(object, ...) {
 #' matrix; dimensions are never dropped below two. The result is a new greta
 #' array whose values are gathered from `x` by the engine.
 #'
+#' Selecting whole rows of a matrix, `x[i, ]` with `i` row numbers (which may
+#' repeat, as a group index does), is recorded as a row gather that stores one
+#' index per selected row rather than one per element: `gamma[group, ]` for a
+#' `G x K` matrix of group effects and `N` observations keeps `N` indices, not
+#' `N * K`.
+#'
 #' @param x a greta array
 #' @param i,j,... indices, as for R arrays
 #' @param drop ignored: greta arrays keep at least two dimensions
@@ -95,6 +101,11 @@ summary.greta_array <- function(object, ...) {
 #' @examples
 #' theta <- normal(0, 1, dim = 5)
 #' theta[2:3]
+#' # a row per observation, from its group's row
+#' gamma <- normal(0, 1, dim = c(3, 2))
+#' group <- c(1, 3, 3, 2, 1)
+#' gamma[group, ]
+#' dim(gamma[group, ])
 #' @name extract
 #' @export
 `[.greta_array` <- function(x, i, j, ..., drop = FALSE) {
@@ -114,6 +125,11 @@ summary.greta_array <- function(object, ...) {
   dim <- if (is.null(dim(selected))) c(length(selected), 1L) else dim(selected)
   if (length(dim) == 1L) dim <- c(dim, 1L)
   if (prod(dim) == 0) stop("indexing a greta array must select at least one element", call. = FALSE)
+  if (n_index == 2L && length(node$dim) == 2L && !missing(i) && missing(j)) {
+    # x[i, ]: whole rows. The first column of `selected` holds the row numbers.
+    return(new_operation("gather_rows", list(node), dim,
+                         index = as.integer(selected[, 1L]) - 1L))
+  }
   new_operation("gather", list(node), dim, index = as.integer(selected) - 1L)
 }
 

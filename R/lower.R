@@ -2,7 +2,8 @@
 # Rcpp boundary turns into a lockstep::Program (src/rcpp_engine.cpp).
 
 # Every node connected to the roots, through parents, children and the links
-# between a distribution and its target.
+# between a distribution and its target, less the operations and data that
+# nothing uses (prune_unused).
 collect_dag <- function(roots) {
   seen <- new.env(parent = emptyenv())
   found <- list()
@@ -17,7 +18,28 @@ collect_dag <- function(roots) {
     links <- c(node$parents, node$children, list(node$distribution, node$target))
     for (other in links) if (!is.null(other)) stack[[length(stack) + 1L]] <- other
   }
-  found
+  prune_unused(found, roots)
+}
+
+# Keeps the variables, the distributions, the roots and everything they are
+# computed from; drops operations and data that none of these depends on, which
+# would otherwise be computed, and differentiated, for nothing. Such nodes are
+# reached through the children of used ones: e.g. bernoulli(ilogit(eta)) is
+# computed from eta directly (its logit form), which leaves the ilogit()
+# node as an unused child of eta.
+prune_unused <- function(nodes, roots) {
+  live <- new.env(parent = emptyenv())
+  keep <- Filter(function(n) n$type %in% c("variable", "distribution"), nodes)
+  stack <- c(roots, unname(keep))
+  while (length(stack) > 0) {
+    node <- stack[[length(stack)]]
+    stack[[length(stack)]] <- NULL
+    key <- as.character(node$id)
+    if (!is.null(live[[key]])) next
+    live[[key]] <- TRUE
+    for (input in node_inputs(node)) stack[[length(stack) + 1L]] <- input
+  }
+  nodes[vapply(nodes, function(n) !is.null(live[[as.character(n$id)]]), logical(1))]
 }
 
 # The nodes an IR node is computed from: a distribution's target comes first,

@@ -72,3 +72,96 @@ broadcast_dim <- function(a, b, what) {
   }
   new_operation("matmul", list(a, b), c(a$dim[1], b$dim[2]))
 }
+
+#' Sweep a row or column vector out of a greta array
+#'
+#' `sweep(x, MARGIN, STATS, FUN)` combines each row (`MARGIN = 1`) or each
+#' column (`MARGIN = 2`) of a two-dimensional greta array `x` with the matching
+#' element of `STATS`, as [base::sweep()] does: with `MARGIN = 1` the result's
+#' element `[i, j]` is `FUN(x[i, j], STATS[i])`, with `MARGIN = 2` it is
+#' `FUN(x[i, j], STATS[j])`. `FUN` is one of `"+"`, `"-"`, `"*"` and `"/"`.
+#'
+#' The arithmetic operators keep greta's rule (operands of equal dimensions, or
+#' a scalar), so `sweep()` is how a vector is applied across a matrix, e.g. to
+#' scale the columns of a matrix of random effects by their standard
+#' deviations. The engine reads `STATS` once per row or column; nothing of the
+#' matrix's size is built from it.
+#'
+#' lockstep masks [base::sweep()] with a function that dispatches on greta
+#' arrays and calls base R for R values.
+#'
+#' @param x a greta array with two dimensions (or an R array, for base R)
+#' @param MARGIN `1` (rows) or `2` (columns)
+#' @param STATS a greta array or numbers: a vector (either a column or a row
+#'   vector) of length `nrow(x)` for `MARGIN = 1` or `ncol(x)` for `MARGIN = 2`
+#' @param FUN `"+"`, `"-"` (the default, as in base R), `"*"` or `"/"`, as a
+#'   string or the operator itself
+#' @param check.margin,... passed to [base::sweep()] for R values; ignored for
+#'   greta arrays, whose `STATS` must have the exact length
+#' @return a greta array of the dimensions of `x` (for R values, what base R
+#'   returns)
+#' @examples
+#' z <- variable(dim = c(4, 3))
+#' sigma <- variable(lower = 0, dim = 3)
+#' gamma <- sweep(z, 2, sigma, "*")  # column j scaled by sigma[j]
+#' centred <- sweep(z, 1, c(1, 2, 3, 4))  # i subtracted from row i
+#' dim(gamma)
+#' # on R values, base R
+#' sweep(matrix(1:6, 2), 2, c(10, 20, 30), "+")
+#' @export
+sweep <- function(x, MARGIN, STATS, FUN = "-", check.margin = TRUE, ...) UseMethod("sweep")
+
+#' @export
+sweep.default <- function(x, MARGIN, STATS, FUN = "-", check.margin = TRUE, ...) {
+  if (is.greta_array(STATS)) return(sweep.greta_array(as.greta_array(x, "x"), MARGIN, STATS, FUN))
+  base::sweep(x, MARGIN, STATS, FUN = FUN, check.margin = check.margin, ...)
+}
+
+#' @export
+sweep.greta_array <- function(x, MARGIN, STATS, FUN = "-", check.margin = TRUE, ...) {
+  node <- get_node(x)
+  if (length(node$dim) != 2L) {
+    stop("sweep() needs a two-dimensional greta array, but `x` has dimension ",
+         paste(node$dim, collapse = " x "), call. = FALSE)
+  }
+  if (!is.numeric(MARGIN) || length(MARGIN) != 1L || !MARGIN %in% c(1, 2)) {
+    stop("`MARGIN` of sweep() on a greta array must be 1 (rows) or 2 (columns)", call. = FALSE)
+  }
+  op <- sweep_op(FUN)
+  n <- node$dim[MARGIN]
+  vector_dim <- if (MARGIN == 1) c(n, 1L) else c(1L, n)
+  stats <- sweep_stats(STATS, n, vector_dim, MARGIN)
+  new_operation(op, list(node, stats), node$dim)
+}
+
+sweep_op <- function(FUN) {
+  ops <- c("+" = "add", "-" = "sub", "*" = "mul", "/" = "div")
+  if (is.character(FUN) && length(FUN) == 1L && FUN %in% names(ops)) return(ops[[FUN]])
+  if (is.function(FUN)) {
+    for (name in names(ops)) if (identical(FUN, get(name, envir = baseenv()))) return(ops[[name]])
+  }
+  stop("`FUN` of sweep() on a greta array must be one of \"+\", \"-\", \"*\" and \"/\"",
+       call. = FALSE)
+}
+
+# STATS as a node of dimension `vector_dim` (n x 1 for rows, 1 x n for columns):
+# R numbers become data of that shape, a greta vector of the other orientation
+# is transposed.
+sweep_stats <- function(STATS, n, vector_dim, MARGIN) {
+  what <- if (MARGIN == 1) "nrow(x)" else "ncol(x)"
+  if (!is.greta_array(STATS)) {
+    if (!is.numeric(STATS) && !is.logical(STATS)) as_data_array(STATS, "STATS")  # says why not
+    if (length(STATS) != n) {
+      stop("`STATS` of sweep() must have length ", what, " = ", n, ", but has length ",
+           length(STATS), call. = FALSE)
+    }
+    return(get_node(as_data_array(array(as.numeric(STATS), dim = vector_dim), "STATS")))
+  }
+  node <- get_node(STATS)
+  if (length(node$dim) != 2L || min(node$dim) != 1L || prod(node$dim) != n) {
+    stop("`STATS` of sweep() must be a vector of length ", what, " = ", n,
+         ", but is a greta array of dimension ", paste(node$dim, collapse = " x "), call. = FALSE)
+  }
+  if (identical(node$dim, as.integer(vector_dim))) return(node)
+  get_node(new_operation("transpose", list(node), vector_dim))
+}

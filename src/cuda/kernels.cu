@@ -5,12 +5,14 @@
 // so that code which only works on the host fails `make check` instead of
 // failing on the first GPU it meets.
 #include "lockstep/backends/cuda_launch.cuh"
+#include "lockstep/kernels/axis_sum.hpp"
 #include "lockstep/kernels/density.hpp"
 #include "lockstep/kernels/elementwise.hpp"
 #include "lockstep/kernels/gather.hpp"
 #include "lockstep/kernels/matmul.hpp"
 #include "lockstep/kernels/param.hpp"
 #include "lockstep/kernels/reduce.hpp"
+#include "lockstep/kernels/transpose.hpp"
 
 namespace lockstep {
 namespace cuda {
@@ -23,11 +25,19 @@ LS_DEVICE_BODY(BinaryForward<double>)
 LS_DEVICE_BODY(BinaryBackward<double>)
 LS_DEVICE_BODY(ChainSum<SumTerm<double>>)
 LS_DEVICE_BODY(SumBackward<double>)
+LS_DEVICE_BODY(RowSumForward<double>)
+LS_DEVICE_BODY(RowSumBackward<double>)
+LS_DEVICE_BODY(ColSumForward<double>)
+LS_DEVICE_BODY(ColSumBackward<double>)
 LS_DEVICE_BODY(MatmulForward<double>)
 LS_DEVICE_BODY(MatmulBackwardA<double>)
 LS_DEVICE_BODY(MatmulBackwardB<double>)
+LS_DEVICE_BODY(TransposeForward<double>)
+LS_DEVICE_BODY(TransposeBackward<double>)
 LS_DEVICE_BODY(GatherForward<double>)
 LS_DEVICE_BODY(GatherBackward<double>)
+LS_DEVICE_BODY(GatherRowsForward<double>)
+LS_DEVICE_BODY(GatherRowsBackward<double>)
 LS_DEVICE_BODY(ParamForward<double>)
 LS_DEVICE_BODY(ChainSum<ParamJacobianTerm>)
 LS_DEVICE_BODY(ParamBackward<double>)

@@ -123,6 +123,62 @@ inline Node gather_node(int in, std::vector<long> index) {
   return n;
 }
 
+// Binary op with broadcasting along an axis: the output is rows x cols with
+// the largest rows and columns of the operands (a 1 x c row vector and an
+// r x 1 column vector give r x c). Operands are taken as rows x (size / rows).
+inline Node broadcast_node(Op op, int a, int b, const Program& p) {
+  Node n;
+  n.op = op;
+  n.inputs = {a, b};
+  const Node& na = p.nodes[a];
+  const Node& nb = p.nodes[b];
+  const long rows = std::max(na.dim[0], nb.dim[0]);
+  const long cols = std::max(na.size / na.dim[0], nb.size / nb.dim[0]);
+  n.dim = {rows, cols};
+  n.size = rows * cols;
+  return n;
+}
+
+// rowsum (rows x 1), colsum (cols x 1) and transpose of a rows x cols input.
+inline Node rowsum_node(int in, const Program& p) {
+  Node n;
+  n.op = Op::rowsum;
+  n.inputs = {in};
+  n.dim = column(p.nodes[in].dim[0]);
+  n.size = p.nodes[in].dim[0];
+  return n;
+}
+
+inline Node colsum_node(int in, const Program& p) {
+  Node n;
+  n.op = Op::colsum;
+  n.inputs = {in};
+  n.size = p.nodes[in].size / p.nodes[in].dim[0];
+  n.dim = column(n.size);
+  return n;
+}
+
+inline Node transpose_node(int in, const Program& p) {
+  Node n;
+  n.op = Op::transpose;
+  n.inputs = {in};
+  n.dim = {p.nodes[in].dim[1], p.nodes[in].dim[0]};
+  n.size = p.nodes[in].size;
+  return n;
+}
+
+// y[r, ] = x[rows[r], ] (0-based rows): rows.size() x cols.
+inline Node gather_rows_node(int in, std::vector<long> rows, const Program& p) {
+  Node n;
+  n.op = Op::gather_rows;
+  n.inputs = {in};
+  const long cols = p.nodes[in].size / p.nodes[in].dim[0];
+  n.dim = {static_cast<long>(rows.size()), cols};
+  n.size = n.dim[0] * cols;
+  n.index = std::move(rows);
+  return n;
+}
+
 // A density term: inputs {target, params...} in R's parameter order.
 inline Node density_node(Family f, std::vector<int> inputs, double lower = -inf,
                          double upper = inf) {

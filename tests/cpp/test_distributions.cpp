@@ -101,6 +101,16 @@ const std::map<std::string, FamilyRef>& family_refs() {
           p[0] = u(r, 0.05, 0.95);
           *x = u(r, 0, 1) < 0.5 ? 0 : 1;
         }}},
+      // the naive form, fine for moderate eta
+      {"bernoulli_logit",
+       {[](double x, const double* p) {
+          const double q = 1 / (1 + std::exp(-p[0]));
+          return std::log(x == 1 ? q : 1 - q);
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, -4, 4);
+          *x = u(r, 0, 1) < 0.5 ? 0 : 1;
+        }}},
   };
   return m;
 }
@@ -178,6 +188,64 @@ TEST_CASE("lpdf matches R's d* functions", "[distributions][lpdf][R]") {
   CHECK(close(lpdf(Family::bernoulli, 0, {0.3}), -0.35667494393873245, tol));
   CHECK(close(lpdf(Family::bernoulli, 1, {0.999}), -0.0010005003335835344, tol));
   CHECK(close(lpdf(Family::bernoulli, 0, {1e-6}), -1.0000005000003334e-06, tol));
+  // R: dbinom(1, 1, plogis(0.3), log = TRUE); dbinom(0, 1, plogis(0.3), log = TRUE);
+  //    dbinom(1, 1, plogis(-2.5), log = TRUE); plogis(-4.2, log.p = TRUE)
+  CHECK(close(lpdf(Family::bernoulli_logit, 1, {0.3}), -0.55435524446852702, tol));
+  CHECK(close(lpdf(Family::bernoulli_logit, 0, {0.3}), -0.85435524446852718, tol));
+  CHECK(close(lpdf(Family::bernoulli_logit, 1, {-2.5}), -2.5788897342925496, tol));
+  CHECK(close(lpdf(Family::bernoulli_logit, 0, {4.2}), -4.2148842546719187, tol));
+}
+
+TEST_CASE("bernoulli_logit is stable in the tails and agrees with bernoulli(ilogit(eta))",
+          "[distributions][lpdf][bernoulli_logit]") {
+  auto both = [](double x, double eta, double* d) {
+    double dx = 1, dp[max_dist_params] = {0, 0, 0};
+    const double p[max_dist_params] = {eta, 0, 0};
+    const double lp = dist_lpdf(Family::bernoulli_logit, x, p, &dx, dp);
+    CHECK(dx == 0);
+    *d = dp[0];
+    return lp;
+  };
+  double d = 0;
+  // R: plogis(40, log.p = TRUE), plogis(-40, log.p = TRUE) (dbinom(0, 1,
+  // plogis(40), log = TRUE) is -Inf: 1 - plogis(40) rounds to 0)
+  CHECK(close(both(1, 40, &d), -4.2483542552915889e-18, 1e-14));
+  CHECK(close(d, 4.2483542552915889e-18, 1e-14));  // 1 - ilogit(40)
+  CHECK(close(both(0, 40, &d), -40, 1e-15));
+  CHECK(close(d, -1, 1e-15));
+  CHECK(close(both(1, -40, &d), -40, 1e-15));
+  CHECK(close(d, 1, 1e-15));
+  CHECK(close(both(0, -40, &d), -4.2483542552915889e-18, 1e-14));
+  CHECK(close(d, -4.2483542552915889e-18, 1e-14));
+  // far past where exp(eta) overflows, and at the infinities
+  CHECK(close(both(0, 800, &d), -800, 1e-15));
+  CHECK(d == -1);
+  CHECK(close(both(1, -800, &d), -800, 1e-15));
+  CHECK(d == 1);
+  CHECK(both(1, 800, &d) == 0);
+  CHECK(d == 0);
+  CHECK(both(1, inf, &d) == 0);
+  CHECK(d == 0);
+  CHECK(both(0, -inf, &d) == 0);
+  CHECK(d == 0);
+  CHECK(both(0, inf, &d) == -inf);
+  CHECK(both(1, -inf, &d) == -inf);
+  // y outside {0, 1}
+  CHECK(both(0.5, 0.3, &d) == -inf);
+  CHECK(d == 0);
+  // where bernoulli(ilogit(eta)) is accurate the two agree, partials by the
+  // chain rule: d/deta = d/dprob * prob (1 - prob)
+  for (double eta : {-6.0, -1.3, 0.0, 0.4, 2.2, 7.5}) {
+    for (double x : {0.0, 1.0}) {
+      INFO("x " << x << ", eta " << eta);
+      const double q = 1 / (1 + std::exp(-eta));
+      double dx, dp[max_dist_params] = {0, 0, 0};
+      const double p[max_dist_params] = {q, 0, 0};
+      const double lb = dist_lpdf(Family::bernoulli, x, p, &dx, dp);
+      CHECK(close(both(x, eta, &d), lb, 1e-12));
+      CHECK(close(d, dp[0] * q * (1 - q), 1e-10, 1e-15));
+    }
+  }
 }
 
 TEST_CASE("lpdf partials of every family against finite differences",
@@ -495,6 +563,9 @@ FamilyProgram family_program(Family f, double lo = -inf, double hi = inf) {
     case Family::bernoulli:
       fp.inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n, Transform::interval, 0, 1)};
       break;
+    case Family::bernoulli_logit:
+      fp.inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
+      break;
   }
   p.n_free = off;
   fp.term = add_term(p, density_node(f, fp.inputs, lo, hi));
@@ -514,6 +585,7 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
   const Case cases[] = {
       {Family::normal, -inf, inf},    {Family::cauchy, -inf, inf},   {Family::student, -inf, inf},
       {Family::exponential, -inf, inf}, {Family::bernoulli, -inf, inf},
+      {Family::bernoulli_logit, -inf, inf},
       // truncated: half-normal target, cauchy on (-2, 3.5), student on (1, 3),
       // exponential on (0.5, 2)
       {Family::normal, 0, inf},       {Family::cauchy, -2, 3.5},     {Family::student, 1, 3},
@@ -567,6 +639,44 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
   }
 }
 
+TEST_CASE("bernoulli_logit in a program at extreme eta: finite, exact gradient, both backends",
+          "[distributions][executor][bernoulli_logit]") {
+  // y ~ bernoulli_logit(eta) with eta = +-40 and +-50 in different chains, where
+  // bernoulli(ilogit(eta)) gives log(0) for the unlikely outcome.
+  Program p;
+  const std::vector<double> y = {1, 0, 1, 0};
+  const int yd = p.add(data_node(y));
+  const int eta = p.add(param_node(4, 0));
+  add_term(p, density_node(Family::bernoulli_logit, {yd, eta}));
+  p.n_free = 4;
+  lockstep::plan(p);
+  const std::vector<double> state = {40, 40, -40, -40,  -50, 50, 50, -50,  0.5, -0.5, 3, -3};
+  auto ilogit = [](double e) { return e >= 0 ? 1 / (1 + std::exp(-e)) : std::exp(e) / (1 + std::exp(e)); };
+  for (long chains : {1L, 3L}) {
+    for (Backend b : {Backend::cpu, Backend::emulated}) {
+      INFO("chains " << chains << (b == Backend::cpu ? ", cpu" : ", emulated"));
+      const Eval e = evaluate(p, chains, std::vector<double>(state.begin(), state.begin() + 4 * chains), b);
+      for (long c = 0; c < chains; ++c) {
+        double expected = 0;
+        for (long i = 0; i < 4; ++i) {
+          const double v = state[c * 4 + i];
+          // log ilogit(v) = -log1p(exp(-v)), log(1 - ilogit(v)) = -log1p(exp(v)), by branch
+          const double l1 = v > 0 ? -std::log1p(std::exp(-v)) : v - std::log1p(std::exp(v));
+          const double l0 = v > 0 ? -v - std::log1p(std::exp(-v)) : -std::log1p(std::exp(v));
+          expected += y[i] == 1 ? l1 : l0;
+          // y - ilogit(v), written so that 1 - ilogit(40) keeps its digits
+          const double d = y[i] == 1 ? ilogit(-v) : -ilogit(v);
+          CHECK(close(e.grad[c * 4 + i], d, 1e-13, 1e-300));
+        }
+        REQUIRE(std::isfinite(e.lp[c]));
+        CHECK(close(e.lp[c], expected, 1e-14));
+      }
+    }
+  }
+  // chain 0 is -80 - 2 * 4.25e-18: two terms of -40, two of -4.25e-18
+  CHECK(close(evaluate(p, 1, {40, 40, -40, -40}).lp[0], -80, 1e-15));
+}
+
 TEST_CASE("invalid parameters give NaN", "[distributions][nan]") {
   const double nan = std::nan("");
   CHECK(std::isnan(lpdf(Family::normal, 0.3, {0, 0})));
@@ -583,6 +693,8 @@ TEST_CASE("invalid parameters give NaN", "[distributions][nan]") {
   CHECK(std::isnan(lpdf(Family::bernoulli, 1, {-0.1})));
   CHECK(std::isnan(lpdf(Family::bernoulli, 1, {1.1})));
   CHECK(std::isnan(lpdf(Family::bernoulli, 0, {nan})));
+  CHECK(std::isnan(lpdf(Family::bernoulli_logit, 0, {nan})));
+  CHECK(std::isnan(lpdf(Family::bernoulli_logit, 1, {nan})));
   // and the partials are NaN too
   double dx = 0, dp[max_dist_params] = {0, 0, 0};
   const double bad[max_dist_params] = {0, -1, 0};

@@ -73,8 +73,12 @@ const std::map<std::string, BinaryRef>& binary_refs() {
   return m;
 }
 
-// Ops with a TEST_CASE of their own below.
-const std::set<std::string> dedicated_ops = {"data", "param", "sum", "matmul", "gather", "density"};
+// Ops with a TEST_CASE of their own: below, and the shape ops in
+// test_ops_shapes.cpp (which also covers the binary ops' row and column
+// vector broadcasting).
+const std::set<std::string> dedicated_ops = {"data",   "param",  "sum",       "matmul",
+                                             "gather", "density", "rowsum",   "colsum",
+                                             "transpose", "gather_rows"};
 
 // The value of node `id` for chain c, element i, whatever its chain layout.
 double node_value(const Executor<double>& ex, const Program& p, int id, long c, long i) {

@@ -236,3 +236,65 @@ test_that("densities agree with extraDistr's independent implementations", {
   m <- model(tau)
   expect_density_matches(m, function(z) extraDistr::dhcauchy(exp(z), 5, log = TRUE) + z)
 })
+
+test_that("bernoulli(ilogit(eta)) uses the logit form and matches dbinom", {
+  set.seed(120)
+  n <- 20
+  X <- cbind(1, rnorm(n))
+  y <- rbinom(n, 1, 0.4)
+  beta <- variable(dim = 2)
+  eta <- X %*% beta
+  distribution(y) <- bernoulli(ilogit(eta))
+  m <- model(beta)
+  ops <- vapply(m$ir$nodes, function(node) node$op, "")
+  families <- unlist(lapply(m$ir$nodes, function(node) node$family))
+  expect_true("bernoulli_logit" %in% families)
+  expect_false("ilogit" %in% ops)  # never computed
+  expected <- function(z) sum(dbinom(y, 1, plogis(X %*% z), log = TRUE))
+  expect_density_matches(m, expected, tolerance = 1e-10)
+  expect_gradient_matches(m)
+  # the gradient is X^T (y - ilogit(eta))
+  free <- random_free(m, 3)
+  got <- engine_density(m, free)$gradient
+  want <- t(apply(free, 1, function(z) drop(crossprod(X, y - plogis(X %*% z)))))
+  expect_equal(got, want, tolerance = 1e-10)
+})
+
+test_that("bernoulli(ilogit(eta)) stays finite and accurate at eta = +-50", {
+  y <- c(0, 1, 1, 0, 1, 0)
+  eta <- variable(dim = 6)
+  distribution(y) <- bernoulli(ilogit(eta))
+  m <- model(eta)
+  # likely and unlikely outcomes far in both tails; dbinom(0, 1, plogis(50),
+  # log = TRUE) is -Inf, so the reference is plogis(+-eta, log.p = TRUE)
+  free <- rbind(c(50, 50, -50, -50, 50, -50), c(-50, -50, 50, 50, -50, 50), rnorm(6))
+  stable <- function(z) sum(ifelse(y == 1, plogis(z, log.p = TRUE), plogis(-z, log.p = TRUE)))
+  got <- engine_density(m, free)
+  expect_true(all(is.finite(got$log_density)))
+  expect_true(all(is.finite(got$gradient)))
+  expect_equal(got$log_density, apply(free, 1, stable), tolerance = 1e-12)
+  expect_equal(got$log_density[3], sum(dbinom(y, 1, plogis(free[3, ]), log = TRUE)),
+               tolerance = 1e-12)
+  # d/deta = y - ilogit(eta)
+  expect_equal(got$gradient, t(apply(free, 1, function(z) y - plogis(z))), tolerance = 1e-12)
+})
+
+test_that("bernoulli(ilogit(eta)) keeps bernoulli's rules", {
+  eta <- variable(dim = 3)
+  y <- c(0, 2, 1)
+  expect_error(distribution(y) <- bernoulli(ilogit(eta)), "must be 0 or 1")
+  expect_error(model(bernoulli(ilogit(variable()))), "discrete variable")
+  expect_error(bernoulli(ilogit(variable(dim = 3)), dim = 2), "dimensions of `prob` of bernoulli\\(\\)")
+  # an ilogit() used elsewhere too is still computed, and traced (a fresh eta:
+  # the refused bernoulli() above is still attached to the old one)
+  set.seed(121)
+  eta <- variable(dim = 3)
+  y <- c(1, 0, 1)
+  p <- ilogit(eta)
+  distribution(y) <- bernoulli(p)
+  m <- model(p)
+  free <- random_free(m, 2)
+  expect_equal(unname(traced_values(m, free)), plogis(free), tolerance = 1e-14)
+  expected <- function(z) sum(dbinom(y, 1, plogis(z), log = TRUE))
+  expect_density_matches(m, expected, tolerance = 1e-10)
+})

@@ -227,3 +227,101 @@ test_that("unsupported operations say so", {
   expect_error(a[1] <- 3, "not supported")
   expect_error(dim(a) <- c(1, 2), "not supported")
 })
+
+test_that("rowSums and colSums match R, and return column vectors as greta does", {
+  set.seed(310)
+  X <- matrix(rnorm(12), 4, 3)
+  check_operation(function(a) rowSums(a), list(a = mat(3, 4)))
+  check_operation(function(a) colSums(a), list(a = mat(3, 4)))
+  check_operation(function(a) rowSums(exp(a)) * 2, list(a = mat(2, 5)))
+  check_operation(function(a, X) colSums(a * X), list(a = mat(4, 3), X = X))
+  check_operation(function(a, X) rowSums(a * X) + sum(colSums(a)), list(a = mat(4, 3), X = X))
+  # vectors: the row sums of a column are the column; its column sum is a scalar
+  check_operation(function(a) rowSums(a), list(a = vec(3)))
+  check_operation(function(a) colSums(a), list(a = vec(3)))
+  a <- variable(dim = c(3, 4))
+  expect_equal(dim(rowSums(a)), c(3L, 1L))
+  expect_equal(dim(colSums(a)), c(4L, 1L))
+  expect_equal(dim(colSums(variable(dim = c(2, 3, 4)))), c(3L, 4L))
+  expect_equal(dim(rowSums(variable(dim = c(2, 3, 4)))), c(2L, 1L))
+  # R values still get base R's functions
+  expect_equal(rowSums(X), base::rowSums(X))
+  expect_equal(colSums(X), base::colSums(X))
+  expect_equal(rowSums(array(1:24, c(2, 3, 4)), dims = 2), base::rowSums(array(1:24, c(2, 3, 4)), dims = 2))
+  expect_error(rowSums(a, dims = 2), "only `dims = 1`")
+})
+
+test_that("t() matches R, alone and inside a matrix product", {
+  set.seed(311)
+  X <- matrix(rnorm(6), 3, 2)
+  check_operation(function(a) t(a), list(a = mat(2, 3)))
+  check_operation(function(a) t(a), list(a = vec(4)))
+  check_operation(function(a) t(t(a)) * 2, list(a = mat(3, 2)))
+  check_operation(function(a) t(a) %*% a, list(a = mat(3, 2)))
+  check_operation(function(a, X) t(X) %*% a, list(a = vec(3), X = X))
+  expect_equal(dim(t(variable(dim = c(2, 5)))), c(5L, 2L))
+  expect_equal(dim(t(variable(dim = 4))), c(1L, 4L))
+  expect_error(t(variable(dim = c(2, 2, 2))), "two-dimensional")
+})
+
+test_that("sweep() matches R for each margin and operator", {
+  set.seed(312)
+  for (FUN in c("+", "-", "*", "/")) {
+    check_operation(function(a, s) sweep(a, 2, s, FUN), list(a = mat(3, 4), s = vec(4, lower = 0.5)))
+    check_operation(function(a, s) sweep(a, 1, s, FUN), list(a = mat(3, 4), s = vec(3, lower = 0.5)))
+  }
+  # STATS as numbers, as a row vector (transposed to a column for MARGIN = 1), as
+  # the operator itself, and x as R values with a greta STATS
+  check_operation(function(a) sweep(a, 1, c(1, -2, 0.5), "*"), list(a = mat(3, 2)))
+  check_operation(function(a) sweep(a, 2, c(2, 4)), list(a = mat(3, 2)))
+  check_operation(function(a, s) sweep(a, 1, t(s), `/`), list(a = mat(3, 2), s = vec(3, lower = 1)))
+  check_operation(function(a, s) sweep(a, 2, t(s), `-`), list(a = mat(3, 2), s = vec(2)))
+  X <- matrix(rnorm(8), 4, 2)
+  check_operation(function(X, s) sweep(X, 2, s, "*"), list(X = X, s = vec(2)))
+  # a sweep in a longer computation
+  check_operation(function(z, s, X) rowSums(X * sweep(z, 2, s, "*")) + 1,
+                  list(z = mat(4, 2), s = vec(2, lower = 0), X = X))
+  expect_equal(dim(sweep(variable(dim = c(5, 3)), 2, 1:3)), c(5L, 3L))
+  # R values still get base R's sweep
+  expect_equal(sweep(X, 2, c(1, 2), "*"), base::sweep(X, 2, c(1, 2), "*"))
+  expect_equal(sweep(X, 1, 1:4), base::sweep(X, 1, 1:4))
+})
+
+test_that("sweep() refuses a bad MARGIN, FUN or STATS", {
+  a <- variable(dim = c(3, 4))
+  expect_error(sweep(a, 3, 1:3), "`MARGIN` of sweep\\(\\) on a greta array must be 1 \\(rows\\) or 2")
+  expect_error(sweep(a, c(1, 2), 1:3), "`MARGIN`")
+  expect_error(sweep(a, "rows", 1:3), "`MARGIN`")
+  expect_error(sweep(a, 1, 1:3, "^"), "`FUN` of sweep\\(\\) on a greta array must be one of")
+  expect_error(sweep(a, 1, 1:3, max), "`FUN`")
+  expect_error(sweep(a, 1, 1:4), "`STATS` of sweep\\(\\) must have length nrow\\(x\\) = 3, but has length 4")
+  expect_error(sweep(a, 2, 1:3), "must have length ncol\\(x\\) = 4")
+  expect_error(sweep(a, 2, variable(dim = 3)), "must be a vector of length ncol\\(x\\) = 4.*3 x 1")
+  expect_error(sweep(a, 2, variable(dim = c(2, 2))), "must be a vector of length ncol\\(x\\) = 4.*2 x 2")
+  expect_error(sweep(a, 1, "a"), "must be numeric or logical")
+  expect_error(sweep(variable(dim = c(2, 2, 2)), 1, 1:2), "two-dimensional")
+})
+
+test_that("x[i, ] gathers whole rows, with repeated rows, and matches R", {
+  set.seed(313)
+  check_operation(function(a) a[c(3, 1, 1, 2), ], list(a = mat(3, 4)))
+  check_operation(function(a) a[c(2, 2, 2), ], list(a = mat(3, 2)))
+  check_operation(function(a) a[-1, ], list(a = mat(3, 2)))
+  check_operation(function(a) a[c(TRUE, FALSE, TRUE), ], list(a = mat(3, 2)))
+  check_operation(function(a) a[c(4, 1, 4), ], list(a = vec(4)))
+  # the seed model's random slopes: rowSums(X * gamma[g, ])
+  X <- matrix(rnorm(14), 7, 2)
+  g <- c(3, 1, 1, 2, 3, 3, 1)
+  check_operation(function(gamma, X) rowSums(X * gamma[g, ]), list(gamma = mat(3, 2), X = X))
+  # one index per row, not per element
+  a <- variable(dim = c(3, 4))
+  rows <- a[c(3, 1, 1, 2, 3), ]
+  node <- lockstep:::get_node(rows)
+  expect_equal(node$op, "gather_rows")
+  expect_equal(node$index, c(2L, 0L, 0L, 1L, 2L))
+  expect_equal(dim(rows), c(5L, 4L))
+  # other patterns keep the flat gather
+  expect_equal(lockstep:::get_node(a[, 2])$op, "gather")
+  expect_equal(lockstep:::get_node(a[1:2, 2:3])$op, "gather")
+  expect_error(a[c(1, 4), ], "out of range|invalid index")
+})

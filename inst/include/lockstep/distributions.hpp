@@ -3,6 +3,7 @@
 #define LOCKSTEP_DISTRIBUTIONS_HPP
 
 #include "distributions/bernoulli.hpp"
+#include "distributions/bernoulli_logit.hpp"
 #include "distributions/cauchy.hpp"
 #include "distributions/exponential.hpp"
 #include "distributions/normal.hpp"

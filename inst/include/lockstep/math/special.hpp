@@ -29,6 +29,10 @@ LS_HD double digamma(double x) {
          f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f * (1.0 / 132)))));
 }
 
+// log(1 + exp(z)) (softplus; Rmath's log1pexp), as max(z, 0) + log1p(exp(-|z|)):
+// no overflow for large z, no loss to 1 + tiny for very negative z.
+LS_HD double log1p_exp(double z) { return (z > 0 ? z : 0.0) + log1p(exp(-fabs(z))); }
+
 // Standard normal CDF.
 LS_HD double std_normal_cdf(double z) { return 0.5 * erfc(-z * ls_sqrt1_2); }
 LS_HD double std_normal_pdf(double z) { return exp(-0.5 * z * z - ls_log_sqrt_2pi); }
