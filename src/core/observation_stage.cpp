@@ -65,8 +65,11 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     const Node* key = nullptr;
     for (int id : nodes_) {
       const Node& n = program.nodes[id];
-      if (n.op == Op::gather && (!key || program.nodes[n.inputs[0]].size >
-                                             program.nodes[key->inputs[0]].size))
+      // gather's first rows' indices and gather_rows' indices both address
+      // row r's first element
+      const bool gathers = n.op == Op::gather || n.op == Op::gather_rows;
+      if (gathers && (!key || program.nodes[n.inputs[0]].size >
+                                  program.nodes[key->inputs[0]].size))
         key = &n;
     }
     if (key) {
@@ -92,6 +95,8 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     if (!n.chain) {
       const T* full = values[id].data();
       row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_);
+    } else if (n.op == Op::gather_rows) {
+      row_index_[id] = to_tile_order<long, long>(n.index.data(), rows_, 1, perm, tile_start_);
     } else if (n.op == Op::gather) {
       std::vector<long>& index = row_index_[id] =
           to_tile_order<long, long>(n.index.data(), rows_, cols_of(n), perm, tile_start_);
@@ -163,6 +168,7 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
   }
   for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
   if (node.op == Op::gather) c.index = row_index_[id].data() + start * cols_of(node);
+  if (node.op == Op::gather_rows) c.index = row_index_[id].data() + start;
   c.chains = chains_;
   c.state = state;
   c.gradient = gradient;

@@ -83,6 +83,8 @@ class StageAssigner {
       case Op::div:
       case Op::matmul:
       case Op::gather:
+      case Op::gather_rows:
+      case Op::rowsum:
       case Op::density:
         return true;
       default:
@@ -115,16 +117,26 @@ class StageAssigner {
       case OpFamily::unary:
         return row_aligned(in(0), e);
       case OpFamily::binary: {
-        // Same-shape row-aligned operands, or global scalars broadcast to every row.
+        // Row-aligned operands of the output's shape or a column of it
+        // (broadcast across columns); global scalars or row vectors, broadcast
+        // down every row.
         bool any_rows = false;
+        const long cols = n.size / n.dim[0];
         for (int k = 0; k < 2; ++k) {
-          if (row_aligned(in(k), e) && size(k) == n.size)
+          const Node& x = p_.nodes[in(k)];
+          const long xcols = x.size / x.dim[0];
+          if (row_aligned(in(k), e) && (xcols == cols || xcols == 1))
             any_rows = true;
-          else if (!(global(in(k)) && size(k) == 1))
+          else if (!(global(in(k)) && (x.size == 1 || (x.dim[0] == 1 && xcols == cols))))
             return false;
         }
         return any_rows;
       }
+      case OpFamily::rowsum:
+        return row_aligned(in(0), e);
+      case OpFamily::gather_rows:
+        // Row r is row index[r] of a global value.
+        return global(in(0));
       case OpFamily::matmul:
         return row_aligned(in(0), e) && global(in(1));
       case OpFamily::gather:

@@ -323,3 +323,100 @@ TEST_CASE("single precision: log density and gradient within float tolerance of 
     }
   }
 }
+
+namespace {
+
+// The seed's hierarchical logistic regression, non-centred, on N rows, G
+// groups and K covariates:
+//   gamma = sweep(z_gamma, 2, sigma_gamma, "*")       (global: G x K)
+//   eta = a + (sigma_a z_a)[g] + X beta + rowSums(X * gamma[g, ])
+//   y ~ bernoulli(ilogit(eta))                          (logit form)
+struct Seed {
+  Program p;
+  int X, gamma_rows, prod, rs, eta, lik, gamma;
+};
+
+Seed seed_model(long N, long G, long K, std::mt19937& rng) {
+  Seed s;
+  Program& p = s.p;
+  std::normal_distribution<double> norm;
+  std::uniform_int_distribution<long> group(0, G - 1);
+  std::vector<double> X(N * K), y(N);
+  for (double& v : X) v = norm(rng);
+  for (long i = 0; i < N; ++i) y[i] = (i % 3 == 0) ? 1 : 0;
+  std::vector<long> g(N);
+  for (long& v : g) v = group(rng);
+  long off = 0;
+  auto par = [&](std::vector<long> dim, Transform t = Transform::none) {
+    const long size = dim[0] * dim[1];
+    const int id = p.add(param_node(size, off, t, 0, 0, dim));
+    off += size;
+    return id;
+  };
+  const int a = par({1, 1});
+  const int beta = par({K, 1});
+  const int sigma_a = par({1, 1}, Transform::lower);
+  const int sigma_g = par({1, K}, Transform::lower);  // a row vector, as t(sigma_gamma)
+  const int z_a = par({G, 1});
+  const int z_g = par({G, K});
+  p.n_free = off;
+  const int zero = p.add(data_node({0}));
+  const int one = p.add(data_node({1}));
+  for (int v : {a, beta, z_a, z_g}) add_term(p, density_node(Family::normal, {v, zero, one}));
+  for (int v : {sigma_a, sigma_g}) add_term(p, density_node(Family::normal, {v, zero, one}, 0, inf));
+  const int alpha_g = p.add(binary_node(Op::mul, z_a, sigma_a, p));
+  s.gamma = p.add(broadcast_node(Op::mul, z_g, sigma_g, p));
+  s.X = p.add(data_node(X, {N, K}));
+  const int xb = p.add(matmul_node(s.X, beta, p));
+  const int ga = p.add(gather_node(alpha_g, g));
+  s.gamma_rows = p.add(gather_rows_node(s.gamma, g, p));
+  s.prod = p.add(binary_node(Op::mul, s.X, s.gamma_rows, p));
+  s.rs = p.add(rowsum_node(s.prod, p));
+  const int e1 = p.add(binary_node(Op::add, xb, ga, p));
+  const int e2 = p.add(binary_node(Op::add, e1, s.rs, p));
+  s.eta = p.add(binary_node(Op::add, e2, a, p));
+  const int yd = p.add(data_node(y));
+  s.lik = add_term(p, density_node(Family::bernoulli_logit, {yd, s.eta}));
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are tiled, "
+          "and agree with the plain executor",
+          "[stages][executor][tiles][seed]") {
+  std::mt19937 rng(7);
+  Seed s = seed_model(41, 6, 3, rng);
+  lockstep::plan(s.p);
+  REQUIRE(s.p.extents == std::vector<long>{41});
+  for (int id : {s.X, s.gamma_rows, s.prod, s.rs, s.eta, s.lik}) {
+    INFO("node " << id << " (" << lockstep::op_name(s.p.nodes[id].op) << ")");
+    CHECK(s.p.nodes[id].extent == 0);
+  }
+  CHECK(s.p.nodes[s.gamma].extent == -1);
+  for (long chains : {1L, 4L}) {
+    const std::vector<double> state = random_state(rng, chains, s.p.n_free);
+    ExecOptions plain;
+    plain.observation_stage = false;
+    const Result reference = run(s.p, chains, state, plain);
+    for (int devices : {1, 3})
+      for (int threads : {1, 2})
+        for (long tile : {0L, 5L})
+          for (bool reorder : {false, true}) {
+            INFO("chains " << chains << " devices " << devices << " threads " << threads
+                           << " tile " << tile << " reorder " << reorder);
+            ExecOptions o;
+            o.devices = devices;
+            o.threads = threads;
+            o.tile_rows = tile;
+            o.reorder_rows = reorder;
+            check_same(run(s.p, chains, state, o), reference);
+          }
+    ExecOptions em;
+    em.backend = Backend::emulated;
+    em.tile_rows = 6;
+    em.devices = 2;
+    check_same(run(s.p, chains, state, em), reference);
+  }
+  check_gradient(s.p, 2, random_state(rng, 2, s.p.n_free), 1e-6, 1e-7);
+}
