@@ -52,11 +52,28 @@ LS_HD void lane_add(float* p, float v) {
 
 // The grid-stride loop over a [chains, size] layout that most bodies use:
 // calls f(k, c, i) for each flat index k = c * size + i owned by this lane.
+// One lane (the CPU backend) runs plain nested loops, which the compiler can
+// vectorise; otherwise the chain and element follow k without a division per
+// element.
 template <class F> LS_HD void for_each_element(const Lane& lane, long chains, long size, F&& f) {
+  if (lane.count == 1) {
+    for (long c = 0; c < chains; ++c) {
+      const long base = c * size;
+      for (long i = 0; i < size; ++i) f(base + i, c, i);
+    }
+    return;
+  }
   const long n = chains * size;
-  for (long k = lane.index; k < n; k += lane.count) {
-    const long c = k / size;
-    f(k, c, k - c * size);
+  long k = lane.index;
+  if (k >= n) return;
+  long c = k / size, i = k - c * size;
+  for (; k < n; k += lane.count) {
+    f(k, c, i);
+    i += lane.count;
+    while (i >= size) {
+      i -= size;
+      ++c;
+    }
   }
 }
 

@@ -65,8 +65,10 @@ template <class T> struct UnaryForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    for_each_element(lane, chains, size, [&](long k, long c, long i) {
-      y[k] = unary_value(op, x.at(c, i));
+    with_unary_rule(op, [&](auto rule) {
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        y[k] = decltype(rule)::value(x.at(c, i));
+      });
     });
   }
 };
@@ -80,8 +82,10 @@ template <class T> struct UnaryBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    for_each_element(lane, chains, size, [&](long k, long c, long i) {
-      dx.add(c, i, dy[k] * unary_deriv(op, x.at(c, i), y[k]));
+    with_unary_rule(op, [&](auto rule) {
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        dx.add(c, i, dy[k] * decltype(rule)::deriv(x.at(c, i), y[k]));
+      });
     });
   }
 };
@@ -98,8 +102,10 @@ template <class T> struct BinaryForward {
   long rows = 1;
   LS_HD void operator()(int, const Lane& lane) const {
     if (a.axis || b.axis) return along_axis(lane);
-    for_each_element(lane, chains, size, [&](long k, long c, long i) {
-      y[k] = binary_value(op, a.at(c, i), b.at(c, i));
+    with_binary_rule(op, [&](auto rule) {
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        y[k] = decltype(rule)::value(a.at(c, i), b.at(c, i));
+      });
     });
   }
   // Kept out of the flat loop's function body: sharing one body with it cost
@@ -122,11 +128,13 @@ template <class T> struct BinaryBackward {
   long rows = 1;  // as in BinaryForward
   LS_HD void operator()(int, const Lane& lane) const {
     if (a.axis || b.axis) return along_axis(lane);
-    for_each_element(lane, chains, size, [&](long k, long c, long i) {
-      T pa = T(0), pb = T(0);
-      binary_partials(op, a.at(c, i), b.at(c, i), y[k], &pa, &pb);
-      if (da.data) da.add(c, i, dy[k] * pa);
-      if (db.data) db.add(c, i, dy[k] * pb);
+    with_binary_rule(op, [&](auto rule) {
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        T pa = T(0), pb = T(0);
+        decltype(rule)::partials(a.at(c, i), b.at(c, i), y[k], &pa, &pb);
+        if (da.data) da.add(c, i, dy[k] * pa);
+        if (db.data) db.add(c, i, dy[k] * pb);
+      });
     });
   }
   LS_HD void along_axis(const Lane& lane) const {

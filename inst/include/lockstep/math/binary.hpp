@@ -37,6 +37,16 @@ template <OpFamily F, Op op> struct BinaryRule {
 };
 template <Op op> struct BinaryRule<OpFamily::binary, op> : Binary<op> {};
 
+// As with_unary_rule: the op chosen once, outside a kernel's loop.
+template <class F> LS_HD void with_binary_rule(Op op, F&& f) {
+  switch (op) {
+#define LS_OP(name, arity, family) \
+  case Op::name: f(BinaryRule<OpFamily::family, Op::name>()); return;
+#include "../ops.def"
+#undef LS_OP
+  }
+}
+
 template <class T> LS_HD T binary_value(Op op, T a, T b) {
   switch (op) {
 #define LS_OP(name, arity, family) \

@@ -51,6 +51,17 @@ template <OpFamily F, Op op> struct UnaryRule {
 };
 template <Op op> struct UnaryRule<OpFamily::unary, op> : Unary<op> {};
 
+// Calls f(rule) with the rule of `op` as a value whose type carries the op, so
+// that a kernel can pick the op once, outside its loop, instead of per element.
+template <class F> LS_HD void with_unary_rule(Op op, F&& f) {
+  switch (op) {
+#define LS_OP(name, arity, family) \
+  case Op::name: f(UnaryRule<OpFamily::family, Op::name>()); return;
+#include "../ops.def"
+#undef LS_OP
+  }
+}
+
 template <class T> LS_HD T unary_value(Op op, T x) {
   switch (op) {
 #define LS_OP(name, arity, family) \
