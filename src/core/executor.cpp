@@ -44,8 +44,11 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   for (size_t id = 0; id < n; ++id) {
     const Node& node = program.nodes[id];
     // Row-aligned values with the chain dimension exist only tile by tile (a
-    // density's value is its per-chain sum, which the stage adds up).
+    // density's value is its per-chain sum, which the stage adds up); dead
+    // nodes are not computed at all when tiled (the plain executor computes
+    // them, for tracing).
     if (node.chain && !global(static_cast<int>(id)) && node.op != Op::density) continue;
+    if (node.chain && tiled_ && !node.live) continue;
     const long len = node.chain ? chains * node.size : node.size;
     values_[id].assign(len, T(0));
     if (node.chain && node.op != Op::density) adjoints_[id].assign(len, T(0));
@@ -119,7 +122,7 @@ template <class T> void Executor<T>::forward(const double* state) {
   for (int t : program_.terms) std::fill(values_[t].begin(), values_[t].end(), T(0));
   for_chain_groups([&](long c0, long nc) {
     for (int id = 0; id < n; ++id)
-      if (program_.nodes[id].chain && global(id))
+      if (program_.nodes[id].chain && global(id) && (program_.nodes[id].live || !tiled_))
         forward_call(call(id, state, lp.data(), nullptr, c0, nc), launch_);
   });
   for (auto& stage : stages_)
@@ -144,7 +147,7 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
       }
     }
     for (int id = 0; id < n; ++id)
-      if (program_.nodes[id].chain && global(id)) forward_call(call(id, state, lp, grad, c0, nc), launch_);
+      if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc), launch_);
   });
   for (auto& stage : stages_)
     stage->run(GlobalBuffers<T>{&values_, &adjoints_}, state, lp, grad != nullptr, *pool_,
@@ -152,8 +155,7 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
   if (!grad) return;
   for_chain_groups([&](long c0, long nc) {
     for (int id = n - 1; id >= 0; --id)
-      if (program_.nodes[id].chain && global(id))
-        backward_call(call(id, state, nullptr, grad, c0, nc), launch_);
+      if (runs(id)) backward_call(call(id, state, nullptr, grad, c0, nc), launch_);
   });
 }
 

@@ -163,6 +163,14 @@ void validate(const Program& p) {
         if (n.dim[0] != a.dim[1] || n.dim[1] != a.dim[0]) fail(id, n, "wrong output shape");
         break;
       }
+      case OpFamily::rowdot_rows:
+        if (cols != 1) fail(id, n, "a row dot product has one column");
+        if (in_rows(0) != rows) fail(id, n, "the left operand must have the output's rows");
+        if (in_cols(1) != in_cols(0)) fail(id, n, "operands must have as many columns");
+        if (static_cast<long>(n.index.size()) != rows) fail(id, n, "one index per output row");
+        for (long i : n.index)
+          if (i < 0 || i >= in_rows(1)) fail(id, n, "row index out of range");
+        break;
       case OpFamily::gather_rows:
         if (cols != in_cols(0))
           fail(id, n, "output has " + std::to_string(cols) + " columns, input " +

@@ -67,10 +67,10 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
       const Node& n = program.nodes[id];
       // gather's first rows' indices and gather_rows' indices both address
       // row r's first element
-      const bool gathers = n.op == Op::gather || n.op == Op::gather_rows;
-      if (gathers && (!key || program.nodes[n.inputs[0]].size >
-                                  program.nodes[key->inputs[0]].size))
-        key = &n;
+      const bool gathers =
+          n.op == Op::gather || n.op == Op::gather_rows || n.op == Op::rowdot_rows;
+      auto source = [&](const Node& x) { return program.nodes[x.inputs.back()].size; };
+      if (gathers && (!key || source(n) > source(*key))) key = &n;
     }
     if (key) {
       const std::vector<long>& index = key->index;
@@ -95,7 +95,7 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     if (!n.chain) {
       const T* full = values[id].data();
       row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_);
-    } else if (n.op == Op::gather_rows) {
+    } else if (n.op == Op::gather_rows || n.op == Op::rowdot_rows) {
       row_index_[id] = to_tile_order<long, long>(n.index.data(), rows_, 1, perm, tile_start_);
     } else if (n.op == Op::gather) {
       std::vector<long>& index = row_index_[id] =
@@ -168,7 +168,8 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
   }
   for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
   if (node.op == Op::gather) c.index = row_index_[id].data() + start * cols_of(node);
-  if (node.op == Op::gather_rows) c.index = row_index_[id].data() + start;
+  if (node.op == Op::gather_rows || node.op == Op::rowdot_rows)
+    c.index = row_index_[id].data() + start;
   c.chains = chains_;
   c.state = state;
   c.gradient = gradient;

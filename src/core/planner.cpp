@@ -16,8 +16,10 @@ class StageAssigner {
  public:
   explicit StageAssigner(Program& p)
       : p_(p), consumers_(p.nodes.size()), row_preserving_(p.nodes.size(), false) {
+    // Dead nodes are never run by the tiled executor: they read nothing.
     for (size_t id = 0; id < p.nodes.size(); ++id) {
-      for (int in : p.nodes[id].inputs) consumers_[in].push_back(static_cast<int>(id));
+      if (p.nodes[id].live)
+        for (int in : p.nodes[id].inputs) consumers_[in].push_back(static_cast<int>(id));
       if (p.nodes[id].op == Op::gather) row_preserving_[id] = gathers_within_rows(p.nodes[id]);
     }
   }
@@ -39,7 +41,8 @@ class StageAssigner {
     for (Node& n : p_.nodes) {
       const Node& shape = n.op == Op::density ? p_.nodes[n.inputs[0]] : n;
       auto it = extent_of_rows.find(rows_of(shape));
-      n.extent = (it != extent_of_rows.end() && may_be_row_aligned(n)) ? it->second : -1;
+      n.extent =
+          (it != extent_of_rows.end() && n.live && may_be_row_aligned(n)) ? it->second : -1;
     }
     bool changed = true;
     while (changed) {
@@ -84,6 +87,7 @@ class StageAssigner {
       case Op::matmul:
       case Op::gather:
       case Op::gather_rows:
+      case Op::rowdot_rows:
       case Op::rowsum:
       case Op::density:
         return true;
@@ -137,6 +141,8 @@ class StageAssigner {
       case OpFamily::gather_rows:
         // Row r is row index[r] of a global value.
         return global(in(0));
+      case OpFamily::rowdot_rows:
+        return row_aligned(in(0), e) && global(in(1));
       case OpFamily::matmul:
         return row_aligned(in(0), e) && global(in(1));
       case OpFamily::gather:
@@ -173,10 +179,52 @@ class StageAssigner {
   std::vector<bool> row_preserving_;
 };
 
+std::vector<std::vector<int>> consumers_of(const Program& p) {
+  std::vector<std::vector<int>> consumers(p.nodes.size());
+  for (size_t id = 0; id < p.nodes.size(); ++id)
+    for (int in : p.nodes[id].inputs) consumers[in].push_back(static_cast<int>(id));
+  return consumers;
+}
+
+// rowsum(mul(a, gather_rows(b, index))), either operand order, no broadcasting,
+// the product and the gather read by nothing else: becomes
+// rowdot_rows(a, b, index) in the rowsum's place.
+void fuse_row_dots(Program& p) {
+  const auto consumers = consumers_of(p);
+  for (Node& n : p.nodes) {
+    if (n.op != Op::rowsum) continue;
+    const int m = n.inputs[0];
+    const Node& mul = p.nodes[m];
+    if (mul.op != Op::mul || consumers[m].size() != 1) continue;
+    for (int k = 0; k < 2; ++k) {
+      const int g = mul.inputs[k], a = mul.inputs[1 - k];
+      const Node& gather = p.nodes[g];
+      if (gather.op != Op::gather_rows || consumers[g].size() != 1 || g == a) continue;
+      if (p.nodes[a].dim != mul.dim || gather.dim != mul.dim) continue;
+      n.op = Op::rowdot_rows;
+      n.inputs = {a, gather.inputs[0]};
+      n.index = gather.index;
+      break;
+    }
+  }
+}
+
+// The log density is its terms plus every parameter's log Jacobian: those are
+// the roots.
+void mark_live(Program& p) {
+  for (Node& n : p.nodes) n.live = n.op == Op::param;
+  for (int t : p.terms) p.nodes[t].live = true;
+  for (size_t k = p.nodes.size(); k-- > 0;)
+    if (p.nodes[k].live)
+      for (int in : p.nodes[k].inputs) p.nodes[in].live = true;
+}
+
 }  // namespace
 
 void plan(Program& p, PlanOptions options) {
   validate(p);
+  if (options.fuse) fuse_row_dots(p);
+  mark_live(p);
   for (Node& n : p.nodes) {
     bool chain = n.op == Op::param || n.op == Op::density;
     for (int in : n.inputs) chain = chain || p.nodes[in].chain;

@@ -12,6 +12,7 @@
 #include "lockstep/kernels/matmul.hpp"
 #include "lockstep/kernels/param.hpp"
 #include "lockstep/kernels/reduce.hpp"
+#include "lockstep/kernels/rowdot.hpp"
 #include "lockstep/kernels/transpose.hpp"
 
 namespace lockstep {
@@ -42,6 +43,8 @@ LS_DEVICE_BODY(ParamForward<double>)
 LS_DEVICE_BODY(ChainSum<ParamJacobianTerm>)
 LS_DEVICE_BODY(ParamBackward<double>)
 LS_DEVICE_BODY(ChainSum<DensityTerm<double>>)
+LS_DEVICE_BODY(RowDotForward<double>)
+LS_DEVICE_BODY(RowDotBackward<double>)
 
 #undef LS_DEVICE_BODY
 

@@ -273,7 +273,12 @@ TEST_CASE("plan marks the chain dimension on parameter-dependent nodes only", "[
     INFO("node " << id);
     CHECK(p.nodes[id].chain);
   }
-  for (const Node& n : p.nodes) CHECK(n.extent == -1);
+  // Only d1's likelihood can be tiled: dd, de, ds and dg reach no term (dead),
+  // so d1's one live reader is t2.
+  for (size_t id = 0; id < p.nodes.size(); ++id)
+    if (static_cast<int>(id) != d1 && static_cast<int>(id) != t2) CHECK(p.nodes[id].extent == -1);
+  for (int id : {dd, de, ds, dg, xs, xg, Ax, AA}) CHECK_FALSE(p.nodes[id].live);
+  for (int id : {d1, x, t1, t2, zero, one}) CHECK(p.nodes[id].live);
   // plan is idempotent
   lockstep::plan(p);
   CHECK(p.nodes[xg].chain);

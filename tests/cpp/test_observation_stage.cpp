@@ -387,18 +387,30 @@ TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are til
           "[stages][executor][tiles][seed]") {
   std::mt19937 rng(7);
   Seed s = seed_model(41, 6, 3, rng);
+  Program unfused = s.p;
+  lockstep::plan(unfused, lockstep::PlanOptions{true, false});
   lockstep::plan(s.p);
   REQUIRE(s.p.extents == std::vector<long>{41});
-  for (int id : {s.X, s.gamma_rows, s.prod, s.rs, s.eta, s.lik}) {
+  // rowSums(X * gamma[g, ]) is fused into one row-dot node; the product and
+  // the row gather are left dead
+  CHECK(s.p.nodes[s.rs].op == Op::rowdot_rows);
+  CHECK_FALSE(s.p.nodes[s.prod].live);
+  CHECK_FALSE(s.p.nodes[s.gamma_rows].live);
+  for (int id : {s.X, s.rs, s.eta, s.lik}) {
     INFO("node " << id << " (" << lockstep::op_name(s.p.nodes[id].op) << ")");
     CHECK(s.p.nodes[id].extent == 0);
   }
   CHECK(s.p.nodes[s.gamma].extent == -1);
+  // unfused, the gather and the product are row-aligned too
+  CHECK(unfused.nodes[s.rs].op == Op::rowsum);
+  for (int id : {s.gamma_rows, s.prod, s.rs}) CHECK(unfused.nodes[id].extent == 0);
   for (long chains : {1L, 4L}) {
     const std::vector<double> state = random_state(rng, chains, s.p.n_free);
     ExecOptions plain;
     plain.observation_stage = false;
     const Result reference = run(s.p, chains, state, plain);
+    check_same(run(unfused, chains, state, plain), reference);
+    check_same(run(unfused, chains, state, ExecOptions()), reference);
     for (int devices : {1, 3})
       for (int threads : {1, 2})
         for (long tile : {0L, 5L})

@@ -78,7 +78,7 @@ const std::map<std::string, BinaryRef>& binary_refs() {
 // vector broadcasting).
 const std::set<std::string> dedicated_ops = {"data",   "param",  "sum",       "matmul",
                                              "gather", "density", "rowsum",   "colsum",
-                                             "transpose", "gather_rows"};
+                                             "transpose", "gather_rows", "rowdot_rows"};
 
 // The value of node `id` for chain c, element i, whatever its chain layout.
 double node_value(const Executor<double>& ex, const Program& p, int id, long c, long i) {
@@ -668,5 +668,53 @@ TEST_CASE("density op: a term listed twice counts twice in the gradient too",
     const Eval e = evaluate(p, 1, state);
     CHECK(close(e.lp[0], 2 * (-std::log(2 * M_PI) / 2 * 2 - 0.5 * (0.09 + 0.16)), 1e-14));
     check_gradient(p, 1, state, 1e-8, 1e-10);
+  }
+}
+
+TEST_CASE("rowdot_rows: y[r] = sum_j a[r, j] b[index[r], j], value and gradient",
+          "[ops][rowdot_rows]") {
+  std::mt19937 rng(311);
+  const long R = 7, K = 3, G = 4;
+  const std::vector<long> index = {2, 0, 2, 3, 3, 1, 2};  // repeats, all groups
+  for (long chains : {1L, 3L}) {
+    for (bool a_param : {false, true}) {
+      INFO("chains " << chains << ", a is a " << (a_param ? "parameter" : "data"));
+      Program p;
+      long off = 0;
+      const std::vector<double> a_values = uniform_vector(rng, R * K, -1, 1);
+      const int a = a_param ? p.add(param_node(R * K, off, Transform::none, 0, 0, {R, K}))
+                            : p.add(data_node(a_values, {R, K}));
+      if (a_param) off += R * K;
+      const int b = p.add(param_node(G * K, off, Transform::none, 0, 0, {G, K}));
+      off += G * K;
+      p.n_free = off;
+      Node n;
+      n.op = Op::rowdot_rows;
+      n.inputs = {a, b};
+      n.dim = {R, 1};
+      n.size = R;
+      n.index = index;
+      const int y = p.add(n);
+      add_normal_objective(p, y, rng);
+      lockstep::plan(p);
+      const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
+      Executor<double> ex(p, chains, lockstep::ExecOptions{Backend::cpu, {}, 1, 1, false});
+      std::vector<double> lp(chains), grad(chains * p.n_free);
+      ex.log_density(state.data(), lp.data(), grad.data());
+      for (long c = 0; c < chains; ++c) {
+        const double* z = state.data() + c * p.n_free;
+        for (long r = 0; r < R; ++r) {
+          double expected = 0;
+          for (long j = 0; j < K; ++j) {
+            const double av = a_param ? z[r + j * R] : a_values[r + j * R];
+            const double bv = z[(a_param ? R * K : 0) + index[r] + j * G];
+            expected += av * bv;
+          }
+          CHECK(close(node_value(ex, p, y, c, r), expected, 1e-13, 1e-14));
+        }
+      }
+      check_gradient(p, chains, state, 1e-7, 1e-9);
+      check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, Backend::emulated);
+    }
   }
 }

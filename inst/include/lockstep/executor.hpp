@@ -70,6 +70,12 @@ template <class T> class Executor : public Target {
 
  private:
   bool global(int id) const { return !tiled_ || program_.nodes[id].extent < 0; }
+  // Whether log_density runs a node op by op: the live global nodes with the
+  // chain dimension (the others are constant, tiled or do not matter).
+  bool runs(int id) const {
+    const Node& n = program_.nodes[id];
+    return n.chain && n.live && global(id);
+  }
   NodeCall<T> call(int id, const double* state, double* lp, double* grad, long c0, long nc);
   // Runs f(c0, nc) over chain groups, one per thread.
   template <class F> void for_chain_groups(F&& f);

@@ -19,7 +19,8 @@ enum class Op : int {
 
 // The family column of ops.def, so that dispatch code can select one family.
 enum class OpFamily : int {
-  leaf, unary, binary, reduce, rowsum, colsum, matmul, transpose, gather, gather_rows, density
+  leaf, unary, binary, reduce, rowsum, colsum, matmul, transpose, gather, gather_rows,
+  rowdot_rows, density
 };
 
 constexpr OpFamily op_family(Op op) {
@@ -82,6 +83,9 @@ struct Node {
   // The observation extent this node is row-aligned with (its stage: tiles of
   // rows), or -1 for the global stage. See planner.hpp.
   int extent = -1;
+  // Whether the log density depends on this node. Dead nodes (left by fusion,
+  // or computed only to be traced) are skipped by the sampling executor.
+  bool live = true;
 };
 
 struct Program {

@@ -16,6 +16,7 @@
 #include "kernels/matmul.hpp"
 #include "kernels/param.hpp"
 #include "kernels/reduce.hpp"
+#include "kernels/rowdot.hpp"
 #include "kernels/transpose.hpp"
 
 namespace lockstep {
@@ -92,6 +93,11 @@ template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
                      call.in[0].chain_stride(), call.in[1].chain_stride()};
 }
 
+template <class T> RowDotShape rowdot_shape(const NodeCall<T>& call) {
+  return RowDotShape{call.in[0].rows, call.in[0].cols, call.in[1].rows, call.in[0].chain_stride(),
+                     call.in[1].chain_stride()};
+}
+
 }  // namespace detail
 
 // Forward: writes the node's value; densities add theirs to their value and to
@@ -153,6 +159,10 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
     case OpFamily::gather_rows:
       launch(GatherRowsForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].rows,
                                   call.index, y, C, call.out.rows, call.out.cols});
+      break;
+    case OpFamily::rowdot_rows:
+      launch(RowDotForward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
+                              y, C});
       break;
     case OpFamily::density: {
       const Slot<T>& target = call.in[0];
@@ -244,6 +254,11 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
       if (call.in[0].adjoint)
         launch(GatherRowsBackward<T>{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
                                      call.out.rows, call.out.cols});
+      break;
+    case OpFamily::rowdot_rows:
+      if (call.in[0].adjoint || call.in[1].adjoint)
+        launch(RowDotBackward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
+                                 dy, call.in[0].adjoint, call.in[1].adjoint, C});
       break;
     case OpFamily::density:
       break;

@@ -19,6 +19,10 @@
 // observation stage of the same extent. Everything else stays global, so
 // tiling never changes a result beyond floating-point reassociation. Ops the
 // rules below do not name are global.
+//
+// Before that, plan() fuses rowSums(a * b[index, ]) (rowsum of a product with
+// a row gather, neither used elsewhere) into one rowdot_rows node, and marks
+// the nodes the log density depends on as live.
 #ifndef LOCKSTEP_PLANNER_HPP
 #define LOCKSTEP_PLANNER_HPP
 
@@ -29,6 +33,9 @@ namespace lockstep {
 struct PlanOptions {
   // false: every node stays in the global stage (the plain op-by-op executor).
   bool observation_stage = true;
+  // Fuse rowSums(a * b[index, ]) into one rowdot_rows node (no rows x cols
+  // intermediates); the fused-away nodes stay, dead, for tracing.
+  bool fuse = true;
 };
 
 void plan(Program& p, PlanOptions options = PlanOptions());
