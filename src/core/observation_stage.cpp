@@ -114,7 +114,11 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   }
 
   workers_.resize(contexts);
-  for (Worker& w : workers_) {
+  for (long k = 0; k < contexts; ++k) {
+    Worker& w = workers_[k];
+    w.touched.resize(n_nodes);
+    const auto tiles = tile_range(k);
+    for (int id : boundary_) w.touched[id] = touched_rows(id, tiles.first, tiles.second);
     w.values.resize(n_nodes);
     w.adjoints.resize(n_nodes);
     w.boundary.resize(n_nodes);
@@ -131,6 +135,51 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     w.lp.assign(chains, 0.0);
     w.scratch.assign(chains, 0.0);
   }
+}
+
+template <class T> std::pair<long, long> ObservationStage<T>::tile_range(long k) const {
+  const long S = options_.shards, W = options_.workers, tiles = this->tiles();
+  const long s = k / W, w = k % W;
+  const long a = tiles * s / S, b = tiles * (s + 1) / S;
+  return {a + (b - a) * w / W, a + (b - a) * (w + 1) / W};
+}
+
+// Rows of a boundary node that tiles [first, end) can touch: when every tiled
+// reader addresses it by row index (row gathers, row dot products, gathers
+// from a column vector), the span of those indices over the tiles, which with
+// rows sorted by group is a narrow band; otherwise every row.
+template <class T>
+std::pair<long, long> ObservationStage<T>::touched_rows(int b, long first, long end) const {
+  const Node& bn = program_.nodes[b];
+  const long all = bn.dim[0];
+  long lo = all, hi = 0;
+  for (int id : nodes_) {
+    const Node& n = program_.nodes[id];
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      if (n.inputs[k] != b) continue;
+      const bool by_row = (n.op == Op::gather_rows && k == 0) ||
+                          (n.op == Op::rowdot_rows && k == 1) ||
+                          (n.op == Op::gather && bn.size == all && n.size == n.dim[0]);
+      if (!by_row) return {0, all};
+      const long r0 = first < tiles() ? tile_start_[first] : rows_;
+      const long r1 = end < tiles() ? tile_start_[end] : rows_;
+      for (long r = r0; r < r1; ++r) {
+        lo = std::min(lo, row_index_[id][r]);
+        hi = std::max(hi, row_index_[id][r] + 1);
+      }
+    }
+  }
+  return lo < hi ? std::make_pair(lo, hi) : std::make_pair(0L, 0L);
+}
+
+template <class T>
+template <class F>
+void ObservationStage<T>::over_rows(int id, std::pair<long, long> rows, F&& f) const {
+  const Node& n = program_.nodes[id];
+  const long R = n.dim[0], cols = n.size / R;
+  for (long c = 0; c < chains_; ++c)
+    for (long j = 0; j < cols; ++j)
+      for (long r = rows.first; r < rows.second; ++r) f(c * n.size + r + j * R);
 }
 
 template <class T>
@@ -185,8 +234,16 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
   std::fill(w.lp.begin(), w.lp.end(), 0.0);
   for (int id : nodes_)
     if (program_.nodes[id].op == Op::density) std::fill(w.terms[id].begin(), w.terms[id].end(), T(0));
+  // With one shard each worker's partials go straight to the global adjoints,
+  // so only the rows it can touch need zeroing; shards are all-reduced whole.
   if (gradient)
-    for (int id : boundary_) std::fill(w.boundary[id].begin(), w.boundary[id].end(), T(0));
+    for (int id : boundary_) {
+      T* buf = w.boundary[id].data();
+      if (options_.shards == 1)
+        over_rows(id, w.touched[id], [&](long i) { buf[i] = T(0); });
+      else
+        std::fill(w.boundary[id].begin(), w.boundary[id].end(), T(0));
+    }
   for (long t = first_tile; t < end_tile; ++t) {
     if (gradient)
       for (int id : nodes_) std::fill(w.adjoints[id].begin(), w.adjoints[id].end(), T(0));
@@ -201,12 +258,10 @@ template <class T>
 void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, double* lp,
                               bool gradient, ThreadPool& pool, Communicator& comm,
                               const Launcher& launch) {
-  const long S = options_.shards, W = options_.workers, tiles = this->tiles();
+  const long S = options_.shards, W = options_.workers;
   pool.parallel_for(S * W, [&](long k) {
-    const long s = k / W, w = k % W;
-    const long a = tiles * s / S, b = tiles * (s + 1) / S;
-    run_worker(workers_[k], a + (b - a) * w / W, a + (b - a) * (w + 1) / W, global, state,
-               gradient, launch);
+    const auto tiles = tile_range(k);
+    run_worker(workers_[k], tiles.first, tiles.second, global, state, gradient, launch);
   });
   // Within a shard: its workers' partials into its first worker's buffers.
   std::vector<double*> lps(S);
@@ -217,7 +272,7 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
       for (long c = 0; c < chains_; ++c) lead.lp[c] += other.lp[c];
       for (int id : nodes_)
         for (size_t c = 0; c < other.terms[id].size(); ++c) lead.terms[id][c] += other.terms[id][c];
-      if (gradient)
+      if (gradient && S > 1)
         for (int id : boundary_)
           for (size_t i = 0; i < lead.boundary[id].size(); ++i)
             lead.boundary[id][i] += other.boundary[id][i];
@@ -235,6 +290,17 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     for (long c = 0; c < chains_; ++c) (*global.values)[id][c] += bufs[0][c];
   }
   if (!gradient) return;
+  if (S == 1) {
+    // One shard: every worker adds the rows it touched to the global adjoints.
+    for (int id : boundary_) {
+      T* adj = (*global.adjoints)[id].data();
+      for (long k = 0; k < W; ++k) {
+        const T* buf = workers_[k].boundary[id].data();
+        over_rows(id, workers_[k].touched[id], [&](long i) { adj[i] += buf[i]; });
+      }
+    }
+    return;
+  }
   for (int id : boundary_) {
     for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].boundary[id].data();
     comm.all_reduce_sum(bufs.data(), static_cast<long>(workers_[0].boundary[id].size()));

@@ -15,6 +15,7 @@
 #define LOCKSTEP_OBSERVATION_STAGE_HPP
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "communicator.hpp"
@@ -58,6 +59,9 @@ template <class T> class ObservationStage {
   struct Worker {
     std::vector<std::vector<T>> values, adjoints;  // per program node: tile buffers
     std::vector<std::vector<T>> boundary;          // per program node: adjoints of global inputs
+    // per boundary node: the rows [first, second) of it this worker's tiles
+    // can touch (all rows unless every reader addresses it by row index)
+    std::vector<std::pair<long, long>> touched;
     std::vector<std::vector<T>> terms;             // per density node: its value [chains]
     std::vector<double> lp, scratch;
   };
@@ -66,6 +70,12 @@ template <class T> class ObservationStage {
                   const double* state, bool gradient, const Launcher& launch);
   NodeCall<T> tile_call(Worker& w, int id, long tile, GlobalBuffers<T> global,
                         const double* state, bool gradient);
+  // The tiles [first, second) of worker k (shard k / workers).
+  std::pair<long, long> tile_range(long k) const;
+  std::pair<long, long> touched_rows(int boundary, long first_tile, long end_tile) const;
+  // Calls f(i) for the offset i of every element in rows [first, second), of
+  // every column and chain, of a boundary node's [chains, rows x cols] buffer.
+  template <class F> void over_rows(int id, std::pair<long, long> rows, F&& f) const;
 
   const Program& program_;
   int extent_;
