@@ -29,17 +29,27 @@ struct Engine {
   bool single = false;
   std::map<std::tuple<long, int, int, int, bool, long>, std::unique_ptr<lockstep::Target>>
       executors;
-  // Tracing reads node values, in double whatever the precision.
-  std::map<std::tuple<long, int>, std::unique_ptr<lockstep::Executor<double>>> tracers;
+  // Tracing reads node values, in double whatever the precision, from the
+  // subprogram the traced nodes are computed from (so that tracing parameters
+  // never computes the likelihood's observation-sized values), op by op.
+  struct Tracer {
+    lockstep::Program program;
+    std::vector<int> ids;  // the traced nodes' ids in `program`
+    std::unique_ptr<lockstep::Executor<double>> executor;
+  };
+  std::map<std::tuple<long, int, std::vector<int>>, std::unique_ptr<Tracer>> tracers;
 
-  lockstep::Executor<double>& tracer(long chains, lockstep::ExecOptions o) {
-    o.observation_stage = false;  // every node op by op, so that any node can be read
-    auto key = std::make_tuple(chains, static_cast<int>(o.backend));
+  Tracer& tracer(long chains, lockstep::ExecOptions o, const std::vector<int>& nodes) {
+    o.observation_stage = false;
+    auto key = std::make_tuple(chains, static_cast<int>(o.backend), nodes);
     auto it = tracers.find(key);
     if (it == tracers.end()) {
       if (tracers.size() > 8) tracers.clear();
-      it = tracers.emplace(key, std::make_unique<lockstep::Executor<double>>(*program, chains, o))
-               .first;
+      auto t = std::make_unique<Tracer>();
+      t->program = lockstep::subprogram(*program, nodes, &t->ids);
+      lockstep::plan(t->program);
+      t->executor = std::make_unique<lockstep::Executor<double>>(t->program, chains, o);
+      it = tracers.emplace(key, std::move(t)).first;
     }
     return *it->second;
   }
@@ -210,13 +220,13 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   }
   NumericMatrix out(C, width);
   if (C == 0) return out;
-  auto& ex = e->tracer(C, exec_options(options));
+  Engine::Tracer& t = e->tracer(C, exec_options(options), as<std::vector<int>>(nodes));
   std::vector<double> x = chain_major(state);
-  ex.forward(x.data());
+  t.executor->forward(x.data());
   long col = 0;
-  for (int id : nodes) {
-    const lockstep::Node& node = e->program->nodes[id];
-    const std::vector<double>& v = ex.value(id);
+  for (size_t k = 0; k < t.ids.size(); ++k) {
+    const lockstep::Node& node = t.program.nodes[t.ids[k]];
+    const std::vector<double>& v = t.executor->value(t.ids[k]);
     for (long i = 0; i < node.size; ++i, ++col)
       for (long c = 0; c < C; ++c) out(c, col) = node.chain ? v[c * node.size + i] : v[i];
   }

@@ -223,4 +223,30 @@ void validate(const Program& p) {
       fail(id, p.nodes[id], "a density node must be one of the program's terms");
 }
 
+Program subprogram(const Program& p, const std::vector<int>& outputs, std::vector<int>* ids) {
+  std::vector<char> keep(p.nodes.size(), 0);
+  for (int o : outputs) {
+    if (o < 0 || static_cast<size_t>(o) >= p.nodes.size())
+      throw std::invalid_argument("subprogram: node id out of range");
+    keep[o] = 1;
+  }
+  for (size_t k = p.nodes.size(); k-- > 0;)
+    if (keep[k])
+      for (int in : p.nodes[k].inputs) keep[in] = 1;
+  std::vector<int> renumber(p.nodes.size(), -1);
+  Program q;
+  q.n_free = p.n_free;
+  for (size_t k = 0; k < p.nodes.size(); ++k) {
+    if (!keep[k]) continue;
+    Node n = p.nodes[k];
+    for (int& in : n.inputs) in = renumber[in];
+    renumber[k] = q.add(std::move(n));
+  }
+  if (ids) {
+    ids->clear();
+    for (int o : outputs) ids->push_back(renumber[o]);
+  }
+  return q;
+}
+
 }  // namespace lockstep

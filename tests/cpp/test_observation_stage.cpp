@@ -432,3 +432,28 @@ TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are til
   }
   check_gradient(s.p, 2, random_state(rng, 2, s.p.n_free), 1e-6, 1e-7);
 }
+
+TEST_CASE("subprogram: tracing a value computes only what it is computed from",
+          "[ir][trace]") {
+  std::mt19937 rng(8);
+  Seed s = seed_model(30, 5, 2, rng);
+  lockstep::plan(s.p);
+  std::vector<int> ids;
+  Program q = lockstep::subprogram(s.p, {s.gamma}, &ids);
+  REQUIRE(ids.size() == 1);
+  // gamma = sweep(z_gamma, sigma_gamma): two parameters and the product
+  CHECK(q.nodes.size() == 3);
+  for (const Node& n : q.nodes) CHECK(n.size < 30);  // nothing observation-sized
+  CHECK(q.terms.empty());
+  CHECK(q.n_free == s.p.n_free);
+  lockstep::plan(q);
+  const long chains = 2;
+  const std::vector<double> state = random_state(rng, chains, s.p.n_free);
+  ExecOptions plain;
+  plain.observation_stage = false;
+  Executor<double> whole(s.p, chains, plain), part(q, chains, plain);
+  whole.forward(state.data());
+  part.forward(state.data());
+  CHECK(part.value(ids[0]) == whole.value(s.gamma));
+  CHECK_THROWS_AS(lockstep::subprogram(s.p, {-1}, &ids), std::invalid_argument);
+}

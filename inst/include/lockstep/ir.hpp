@@ -106,6 +106,12 @@ struct Program {
 // ranges, parameter slices) and throws std::invalid_argument naming the node.
 void validate(const Program& p);
 
+// The part of a program that `outputs` are computed from (their ancestors),
+// renumbered in the same order, without terms: what tracing needs, so that
+// tracing a parameter never computes the observation-sized values of the
+// likelihood. ids[k] is the new id of outputs[k].
+Program subprogram(const Program& p, const std::vector<int>& outputs, std::vector<int>* ids);
+
 }  // namespace lockstep
 
 #endif
