@@ -106,6 +106,12 @@ cpu_steal <- function() {
   f <- as.numeric(strsplit(trimws(readLines("/proc/stat", n = 1)), " +")[[1]][-1])
   c(total = sum(f[1:min(8, length(f))]), steal = if (length(f) >= 8) f[8] else NA)
 }
+# (total, busy) jiffies of all CPUs from /proc/stat (busy = all but idle and iowait).
+cpu_busy <- function() {
+  f <- as.numeric(strsplit(trimws(readLines("/proc/stat", n = 1)), " +")[[1]][-1])
+  tot <- sum(f[1:min(8, length(f))])
+  c(total = tot, busy = tot - f[4] - f[5])
+}
 mem_available_mb <- function() {
   line <- grep("^MemAvailable:", readLines("/proc/meminfo"), value = TRUE)
   as.numeric(gsub("[^0-9]", "", line)) / 1024
@@ -127,6 +133,7 @@ time_calls <- function(f, target = 0.2, nrep = 7, budget = 20) {
   inner <- max(1L, as.integer(ceiling(target / t1)))
   nrep <- as.integer(max(3, min(nrep, floor(budget / (inner * t1)))))
   per <- numeric(nrep)
+  s0 <- cpu_busy()
   c0 <- proc.time()
   w0 <- now()
   for (r in seq_len(nrep)) {
@@ -136,9 +143,14 @@ time_calls <- function(f, target = 0.2, nrep = 7, budget = 20) {
   }
   wall <- now() - w0
   c1 <- proc.time()
+  s1 <- cpu_busy()
   cpu <- (c1[["user.self"]] + c1[["sys.self"]]) - (c0[["user.self"]] + c0[["sys.self"]])
+  # cores kept busy by the whole machine during the batches, minus this process's share:
+  # what other processes took (on a 2-core machine anything near 1 spoils the timing)
+  all_busy <- (s1[["busy"]] - s0[["busy"]]) / (s1[["total"]] - s0[["total"]]) *
+    parallel::detectCores()
   list(median = median(per), min = min(per), max = max(per), nrep = nrep, inner = inner,
-       cpu_ratio = cpu / wall)
+       cpu_ratio = cpu / wall, other_load = max(0, all_busy - cpu / wall))
 }
 
 load_sim <- function() {
@@ -367,7 +379,8 @@ worker_rstan <- function(o) {
     gr <- grad_log_prob(fit, u)
     peak <- hwm_mb()
     c(res, list(ok = TRUE, sec = tm$median, sec_min = tm$min, sec_max = tm$max, nrep = tm$nrep,
-                inner = tm$inner, cpu_ratio = tm$cpu_ratio, t_sim = t_sim, t_setup = t_fit,
+                inner = tm$inner, cpu_ratio = tm$cpu_ratio, other_load = tm$other_load,
+                t_sim = t_sim, t_setup = t_fit,
                 npar = npar, finite = all(is.finite(gr)), peak_mb = peak,
                 model_mb = peak - base, hwm_reset = hwm_ok))
   }, error = function(e) c(res, list(ok = FALSE, error = conditionMessage(e))))
@@ -403,7 +416,8 @@ worker_lockstep <- function(o) {
       peak <- hwm_mb()
       out <- c(res, list(ok = TRUE, sec_call = tm$median, sec = tm$median / C,
                          sec_min = tm$min / C, sec_max = tm$max / C, nrep = tm$nrep,
-                         inner = tm$inner, cpu_ratio = tm$cpu_ratio, t_build = t_build,
+                         inner = tm$inner, cpu_ratio = tm$cpu_ratio,
+                         other_load = tm$other_load, t_build = t_build,
                          n_free = b$model$n_free,
                          finite = all(is.finite(r$log_density)) && all(is.finite(r$gradient)),
                          peak_mb = peak, model_mb = peak - base, hwm_reset = hwm_ok))
@@ -620,8 +634,9 @@ driver <- function(o) {
         } else r$res
       }
       x <- stan_rows[[length(stan_rows)]]
-      cat(if (isTRUE(x$ok)) sprintf("  %s per gradient (setup %.1f s), peak %s MB\n", fmt_s(x$sec),
-                                     x$t_setup, fmt_mb(x$peak_mb)) else paste0("  ", x$error, "\n"))
+      cat(if (isTRUE(x$ok)) sprintf("  %s per gradient (setup %.1f s), peak %s MB, other processes %.2f cores\n",
+                                     fmt_s(x$sec), x$t_setup, fmt_mb(x$peak_mb),
+                                     if (is.null(x$other_load)) NA else x$other_load) else paste0("  ", x$error, "\n"))
     }
     for (p in precisions) for (t in threads) for (ord in orders) {
       why <- probes[[paste(p, t)]]
@@ -637,8 +652,8 @@ driver <- function(o) {
                                                             error = "skipped: time budget")
         next
       }
-      cat(sprintf("lockstep N = %g, %s, %d thread(s), rows in %s order, C = %s ...\n", N, p, t,
-                  ord, o$chains))
+      cat(sprintf("%s lockstep N = %g, %s, %d thread(s), rows in %s order, C = %s ...\n",
+                  format(Sys.time(), "%H:%M:%S"), N, p, t, ord, o$chains))
       r <- run_child(c("--worker", "lockstep", "--N", format(N, scientific = FALSE), "--K", o$K,
                        "--precision", p, "--threads", t, "--chains", o$chains, "--variant", "api",
                        "--order", ord), memcap, t)
@@ -746,7 +761,7 @@ print_table <- function(rows, stan_rows, bw, title) {
   if (!length(rows)) return(invisible())
   cat(title, ":\n", sep = "")
   hdr <- c("N", "G", "K", "C", "precision", "threads", "rows", "lockstep s/chain-grad", "rstan s/grad",
-           "ratio", "cpu/wall", "floor", "x floor", "lockstep peak MB", "(model MB)", "rstan peak MB")
+           "ratio", "cpu/wall", "others", "floor", "x floor", "lockstep peak MB", "(model MB)", "rstan peak MB")
   tab <- lapply(rows, function(r) {
     s <- Filter(function(x) x$N == r$N && x$variant == "rdp" && isTRUE(x$ok), stan_rows)
     s <- if (length(s)) s[[1]] else NULL
@@ -759,11 +774,11 @@ print_table <- function(rows, stan_rows, bw, title) {
         paste0(fmt_s(r$sec), if (!isTRUE(r$finite)) " (!)" else ""),
         fmt_s(if (is.null(s)) NA else s$sec),
         if (is.null(s)) "-" else fmt_ratio(s$sec / r$sec), sprintf("%.2f", r$cpu_ratio),
-        fmt_s(fl), if (is.na(fl)) "-" else sprintf("%.1f", r$sec / fl),
+        if (is.null(r$other_load)) "-" else sprintf("%.2f", r$other_load), fmt_s(fl), if (is.na(fl)) "-" else sprintf("%.1f", r$sec / fl),
         fmt_mb(r$peak_mb), fmt_mb(r$model_mb), fmt_mb(if (is.null(s)) NA else s$peak_mb))
     } else {
       c(fmt_n(r$N), fmt_n(r$G), r$K, r$C, r$precision, r$threads, r$order, "-",
-        fmt_s(if (is.null(s)) NA else s$sec), "-", "-", fmt_s(fl), "-", "-", "-",
+        fmt_s(if (is.null(s)) NA else s$sec), "-", "-", "-", fmt_s(fl), "-", "-", "-",
         fmt_mb(if (is.null(s)) NA else s$peak_mb))
     }
   })
@@ -782,7 +797,9 @@ print_table <- function(rows, stan_rows, bw, title) {
         "gives log(0); the logit form must not\n")
   }
   cat("  floor: minimum bytes per chain-gradient (data once per call / C + 3 passes over each",
-      "chain's G x (K+1) group state) at the STREAM triad bandwidth for that thread count\n\n")
+      "chain's G x (K+1) group state) at the STREAM triad bandwidth for that thread count\n")
+  cat("  others: cores kept busy by OTHER processes during the timed calls (/proc/stat);",
+      "well above 0 means the row was timed on a contended machine\n\n")
 }
 
 print_linearity <- function(rows, label = "") {
