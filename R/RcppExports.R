@@ -37,3 +37,7 @@ ls_hmc_run <- function(sampler, n, warmup, thin, offset) {
     .Call(`_lockstep_ls_hmc_run`, sampler, n, warmup, thin, offset)
 }
 
+ls_engine_time <- function(engine, state, options, reps) {
+    .Call(`_lockstep_ls_engine_time`, engine, state, options, reps)
+}
+

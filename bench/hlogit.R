@@ -413,8 +413,17 @@ worker_lockstep <- function(o) {
       free <- matrix(rnorm(C * b$model$n_free, 0, 0.5), C, b$model$n_free)
       tm <- time_calls(function() ls_eval(b, free), target = 0.2, nrep = 7, budget = 20)
       r <- ls_eval(b, free)
+      # The engine alone (what a leapfrog step costs): timed inside the engine,
+      # without the copies of the state and gradient to and from R.
+      sec_engine <- NA
+      if (exists("ls_engine_time", envir = ls_ns()) && !is.null(b$compute_options)) {
+        reps <- as.integer(min(50, max(3, ceiling(1 / tm$median))))
+        sec_engine <- get("ls_engine_time", envir = ls_ns())(
+          get("model_engine", envir = ls_ns())(b$model), free, b$compute_options, reps) / C
+      }
       peak <- hwm_mb()
       out <- c(res, list(ok = TRUE, sec_call = tm$median, sec = tm$median / C,
+                         sec_engine = sec_engine,
                          sec_min = tm$min / C, sec_max = tm$max / C, nrep = tm$nrep,
                          inner = tm$inner, cpu_ratio = tm$cpu_ratio,
                          other_load = tm$other_load, t_build = t_build,
@@ -760,7 +769,8 @@ print_stan <- function(stan_rows) {
 print_table <- function(rows, stan_rows, bw, title) {
   if (!length(rows)) return(invisible())
   cat(title, ":\n", sep = "")
-  hdr <- c("N", "G", "K", "C", "precision", "threads", "rows", "lockstep s/chain-grad", "rstan s/grad",
+  hdr <- c("N", "G", "K", "C", "precision", "threads", "rows", "lockstep s/chain-grad",
+           "engine only", "rstan s/grad",
            "ratio", "cpu/wall", "others", "floor", "x floor", "lockstep peak MB", "(model MB)", "rstan peak MB")
   tab <- lapply(rows, function(r) {
     s <- Filter(function(x) x$N == r$N && x$variant == "rdp" && isTRUE(x$ok), stan_rows)
@@ -772,12 +782,13 @@ print_table <- function(rows, stan_rows, bw, title) {
     if (isTRUE(r$ok)) {
       c(fmt_n(r$N), fmt_n(r$G), r$K, r$C, r$precision, r$threads, r$order,
         paste0(fmt_s(r$sec), if (!isTRUE(r$finite)) " (!)" else ""),
+        fmt_s(if (is.null(r$sec_engine)) NA else r$sec_engine),
         fmt_s(if (is.null(s)) NA else s$sec),
         if (is.null(s)) "-" else fmt_ratio(s$sec / r$sec), sprintf("%.2f", r$cpu_ratio),
         if (is.null(r$other_load)) "-" else sprintf("%.2f", r$other_load), fmt_s(fl), if (is.na(fl)) "-" else sprintf("%.1f", r$sec / fl),
         fmt_mb(r$peak_mb), fmt_mb(r$model_mb), fmt_mb(if (is.null(s)) NA else s$peak_mb))
     } else {
-      c(fmt_n(r$N), fmt_n(r$G), r$K, r$C, r$precision, r$threads, r$order, "-",
+      c(fmt_n(r$N), fmt_n(r$G), r$K, r$C, r$precision, r$threads, r$order, "-", "-",
         fmt_s(if (is.null(s)) NA else s$sec), "-", "-", "-", fmt_s(fl), "-", "-", "-",
         fmt_mb(if (is.null(s)) NA else s$peak_mb))
     }

@@ -129,6 +129,20 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_engine_time
+double ls_engine_time(SEXP engine, NumericMatrix state, List options, int reps);
+RcppExport SEXP _lockstep_ls_engine_time(SEXP engineSEXP, SEXP stateSEXP, SEXP optionsSEXP, SEXP repsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type engine(engineSEXP);
+    Rcpp::traits::input_parameter< NumericMatrix >::type state(stateSEXP);
+    Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
+    Rcpp::traits::input_parameter< int >::type reps(repsSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_engine_time(engine, state, options, reps));
+    return rcpp_result_gen;
+END_RCPP
+}
 
 static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_backend_info", (DL_FUNC) &_lockstep_ls_backend_info, 0},
@@ -140,6 +154,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_hmc_new", (DL_FUNC) &_lockstep_ls_hmc_new, 9},
     {"_lockstep_ls_hmc_begin_warmup", (DL_FUNC) &_lockstep_ls_hmc_begin_warmup, 2},
     {"_lockstep_ls_hmc_run", (DL_FUNC) &_lockstep_ls_hmc_run, 5},
+    {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},
     {NULL, NULL, 0}
 };
 

@@ -4,6 +4,7 @@
 // a C++ exception reaches R as an R error.
 #include <Rcpp.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -282,4 +283,23 @@ List ls_hmc_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
                       _["bad"] = NumericVector(bad.begin(), bad.end()),
                       _["epsilon"] = hmc.epsilon(),
                       _["diag_sd"] = NumericVector(hmc.diag_sd().begin(), hmc.diag_sd().end()));
+}
+
+// Seconds per log density + gradient evaluation of all chains at `state`,
+// timed inside the engine over `reps` calls (after one warm-up call): what a
+// sampler's leapfrog step costs, without the copies to and from R that
+// ls_engine_log_density makes. For benchmarks (bench/).
+// [[Rcpp::export]]
+double ls_engine_time(SEXP engine, NumericMatrix state, List options, int reps) {
+  Engine* e = checked_pointer<Engine>(engine, "engine");
+  const long C = state.nrow(), D = state.ncol();
+  if (D != e->program->n_free) stop("the state does not match the model's free parameters");
+  if (reps < 1) stop("reps must be at least 1");
+  auto& ex = e->executor(C, exec_options(options));
+  std::vector<double> x = chain_major(state), lp(C), grad(C * D);
+  ex.log_density(x.data(), lp.data(), grad.data());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) ex.log_density(x.data(), lp.data(), grad.data());
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  return dt.count() / reps;
 }
