@@ -12,6 +12,11 @@
 
 #include "../lanes.hpp"
 
+#if !defined(__CUDA_ARCH__)
+#include <algorithm>
+#include <vector>
+#endif
+
 namespace lockstep {
 
 struct RowDotShape {
@@ -29,6 +34,26 @@ template <class T> struct RowDotForward {
   long chains;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
+#if !defined(__CUDA_ARCH__)
+    // One lane (the CPU): column by column, a's reads contiguous, into a
+    // column of double sums.
+    if (lane.count == 1) {
+      std::vector<double> acc(s.rows);
+      for (long c = 0; c < chains; ++c) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        const T* ac = a + c * s.a_stride;
+        const T* bc = b + c * s.b_stride;
+        for (long j = 0; j < s.cols; ++j) {
+          const T* acol = ac + j * s.rows;
+          const T* bcol = bc + j * s.b_rows;
+          for (long r = 0; r < s.rows; ++r)
+            acc[r] += static_cast<double>(acol[r]) * static_cast<double>(bcol[index[r]]);
+        }
+        for (long r = 0; r < s.rows; ++r) y[c * s.rows + r] = static_cast<T>(acc[r]);
+      }
+      return;
+    }
+#endif
     for_each_element(lane, chains, s.rows, [&](long k, long c, long r) {
       const T* ar = a + c * s.a_stride + r;
       const T* br = b + c * s.b_stride + index[r];
