@@ -42,7 +42,10 @@ LS_DEVICE_BODY(GatherRowsBackward<double>)
 LS_DEVICE_BODY(ParamForward<double>)
 LS_DEVICE_BODY(ChainSum<ParamJacobianTerm>)
 LS_DEVICE_BODY(ParamBackward<double>)
-LS_DEVICE_BODY(ChainSum<DensityTerm<double>>)
+#define LS_DIST(name, n_params, continuous) \
+  LS_DEVICE_BODY(ChainSum<DensityTerm<double, Family::name>>)
+#include "lockstep/distributions.def"
+#undef LS_DIST
 LS_DEVICE_BODY(RowDotForward<double>)
 LS_DEVICE_BODY(RowDotBackward<double>)
 

@@ -2,6 +2,8 @@
 #ifndef LOCKSTEP_DISTRIBUTIONS_HPP
 #define LOCKSTEP_DISTRIBUTIONS_HPP
 
+#include <type_traits>
+
 #include "distributions/bernoulli.hpp"
 #include "distributions/bernoulli_logit.hpp"
 #include "distributions/cauchy.hpp"
@@ -47,9 +49,12 @@ LS_HD double dist_ccdf(Family f, double x, const double* p, double* dp) {
 // bound lies in the upper half of the distribution, the mass is computed as
 // S(lower) - S(upper) with the survival S = 1 - F, so that a range far in the
 // upper tail does not cancel to zero.
-LS_HD double truncated_lpdf(Family f, int n_params, double x, const double* p, double lower,
-                            double upper, double* dx, double* dp) {
-  double lp = dist_lpdf(f, x, p, dx, dp);
+template <Family F>
+LS_HD double truncated_lpdf_of(double x, const double* p, double lower, double upper, double* dx,
+                               double* dp) {
+  using D = Dist<F>;
+  constexpr int n_params = D::n_params;
+  double lp = D::lpdf(x, p, dx, dp);
   if (ls_isinf(lower) && ls_isinf(upper)) return lp;
   if (x < lower || x > upper) {
     *dx = 0;
@@ -57,16 +62,37 @@ LS_HD double truncated_lpdf(Family f, int n_params, double x, const double* p, d
     return -ls_inf();
   }
   double da[max_dist_params], db[max_dist_params], z;
-  const double fa = dist_cdf(f, lower, p, da);
+  const double fa = D::cdf(lower, p, da);
   if (fa > 0.5) {
-    z = dist_ccdf(f, lower, p, da) - dist_ccdf(f, upper, p, db);
+    z = D::ccdf(lower, p, da) - D::ccdf(upper, p, db);
     // da, db hold the partials of S = 1 - F: dz = dS(lower) - dS(upper)
     for (int k = 0; k < n_params; ++k) dp[k] -= (da[k] - db[k]) / z;
   } else {
-    z = dist_cdf(f, upper, p, db) - fa;
+    z = D::cdf(upper, p, db) - fa;
     for (int k = 0; k < n_params; ++k) dp[k] -= (db[k] - da[k]) / z;
   }
   return lp - log(z);
+}
+
+// Calls f(tag) with std::integral_constant<Family, f> for the family, so that
+// a kernel can pick the family once, outside its loop.
+template <class G> LS_HD void with_family(Family f, G&& g) {
+  switch (f) {
+#define LS_DIST(name, n_params, continuous) \
+  case Family::name: g(std::integral_constant<Family, Family::name>()); return;
+#include "distributions.def"
+#undef LS_DIST
+  }
+}
+
+// The same, with the family chosen at run time.
+LS_HD double truncated_lpdf(Family f, int, double x, const double* p, double lower, double upper,
+                            double* dx, double* dp) {
+  double lp = ls_nan();
+  with_family(f, [&](auto tag) {
+    lp = truncated_lpdf_of<decltype(tag)::value>(x, p, lower, upper, dx, dp);
+  });
+  return lp;
 }
 
 }  // namespace lockstep

@@ -166,23 +166,24 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       break;
     case OpFamily::density: {
       const Slot<T>& target = call.in[0];
-      DensityTerm<T> term{};
-      term.family = node.family;
-      term.n_params = family_n_params(node.family);
-      term.lower = node.trunc_lower;
-      term.upper = node.trunc_upper;
-      term.x = operand(target, target);
-      term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
-      for (int k = 0; k < term.n_params; ++k) {
-        // parameters broadcast over the target's elements
-        term.p[k] = operand(call.in[k + 1], target);
-        term.dp[k] = call.gradient ? sink(call.in[k + 1], target) : AdjointSink<T>{};
-      }
       // A density always carries the chain dimension: its value, per chain, is
       // added to the term's own value (which a tiled pass accumulates over its
       // tiles) and to the log density.
       for (long c = 0; c < call.chains; ++c) call.scratch[c] = 0;
-      launch(ChainSum<DensityTerm<T>>(term, call.scratch, call.chains, target.size()));
+      with_family(node.family, [&](auto tag) {
+        using Term = DensityTerm<T, decltype(tag)::value>;
+        Term term{};
+        term.lower = node.trunc_lower;
+        term.upper = node.trunc_upper;
+        term.x = operand(target, target);
+        term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
+        for (int k = 0; k < Term::n_params; ++k) {
+          // parameters broadcast over the target's elements
+          term.p[k] = operand(call.in[k + 1], target);
+          term.dp[k] = call.gradient ? sink(call.in[k + 1], target) : AdjointSink<T>{};
+        }
+        launch(ChainSum<Term>(term, call.scratch, call.chains, target.size()));
+      });
       for (long c = 0; c < call.chains; ++c) {
         y[c] += static_cast<T>(call.scratch[c]);
         call.lp[c] += call.scratch[c];

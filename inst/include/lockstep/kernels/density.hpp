@@ -11,9 +11,10 @@
 
 namespace lockstep {
 
-template <class T> struct DensityTerm {
-  Family family;
-  int n_params;
+// One family's term (the family a template argument, so that its math is
+// inlined into the element loop instead of dispatched per element).
+template <class T, Family F> struct DensityTerm {
+  static constexpr int n_params = Dist<F>::n_params;
   double lower, upper;  // truncation
   Operand<T> x;
   Operand<T> p[max_dist_params];
@@ -23,8 +24,8 @@ template <class T> struct DensityTerm {
   LS_HD double operator()(long c, long i) const {
     double pv[max_dist_params] = {0}, gp[max_dist_params] = {0}, gx = 0;
     for (int k = 0; k < n_params; ++k) pv[k] = static_cast<double>(p[k].at(c, i));
-    const double lp = truncated_lpdf(family, n_params, static_cast<double>(x.at(c, i)), pv, lower,
-                                     upper, &gx, gp);
+    const double lp =
+        truncated_lpdf_of<F>(static_cast<double>(x.at(c, i)), pv, lower, upper, &gx, gp);
     if (dx.data) dx.add(c, i, static_cast<T>(gx));
     for (int k = 0; k < n_params; ++k)
       if (dp[k].data) dp[k].add(c, i, static_cast<T>(gp[k]));
