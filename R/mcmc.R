@@ -85,13 +85,17 @@ mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 10
   build_mcmc_list(model, free, chains, thin, warmup, trace_batch_size, options, status)
 }
 
-# Runs warmup then sampling in chunks of pb_update iterations, so progress is
-# shown and an interrupt between chunks keeps every draw made. Kept free states
-# accumulate in kept_env$free (rows: iteration-major, chains within).
+# Runs warmup then sampling in chunks of at most pb_update iterations, so
+# progress is shown and an interrupt between chunks keeps every draw made.
+# Chunks are also kept to about half a second each (an interrupt is seen
+# between chunks, so a large model's chunk of pb_update iterations could keep
+# it waiting for minutes). Kept free states accumulate in kept_env$free (rows:
+# iteration-major, chains within).
 run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
   width_total <- max(warmup, n_samples)
   chunks <- list()
   bad_so_far <- 0  # the sampler's tally of bad proposals is cumulative
+  seconds_per_iteration <- 0
   status <- tryCatch({
     ls_hmc_begin_warmup(handle, warmup)
     for (phase in c("warmup", "sampling")) {
@@ -101,7 +105,10 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
       done <- 0L
       while (done < total) {
         n <- min(pb_update, total - done)
+        if (seconds_per_iteration > 0) n <- max(1L, min(n, floor(0.5 / seconds_per_iteration)))
+        started <- proc.time()[["elapsed"]]
         res <- ls_hmc_run(handle, n, phase == "warmup", if (phase == "warmup") 1L else thin, done)
+        seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / n
         bad_so_far <- sum(res$bad)
         done <- done + n
         if (phase == "sampling") chunks[[length(chunks) + 1L]] <- res$free
