@@ -84,7 +84,7 @@ struct HmcHandle {
 };
 
 template <class T> T* checked_pointer(SEXP x, const char* what) {
-  if (TYPEOF(x) != EXTPTRSXP) stop("expected a %s pointer", what);
+  if (TYPEOF(x) != EXTPTRSXP) stop("expected an external pointer to a lockstep %s", what);
   T* p = static_cast<T*>(R_ExternalPtrAddr(x));
   if (p == nullptr)
     stop("the lockstep %s is no longer available (was it saved and reloaded?); build the model again",

@@ -232,7 +232,7 @@ test_that("calling the engine with a null or wrong pointer is an R error, not a 
   expect_error(lockstep:::ls_engine_values(dead, matrix(0, 1, 10), 0L, compute("cpu")),
                "no longer available")
   expect_error(lockstep:::ls_engine_log_density(NULL, matrix(0, 1, 10), TRUE, compute("cpu")),
-               "expected a engine pointer|expected an engine pointer")
+               "expected an external pointer to a lockstep engine")
   expect_error(lockstep:::ls_engine_log_density(list(), matrix(0, 1, 10), TRUE, compute("cpu")),
                "pointer")
   expect_error(lockstep:::ls_hmc_run(dead, 1L, FALSE, 1L, 0L), "sampler is no longer available")
