@@ -13,34 +13,35 @@
 
 namespace lockstep {
 
-LS_HD double dist_lpdf(Family f, double x, const double* p, double* dx, double* dp) {
+// Calls f(tag) with std::integral_constant<Family, f> for the family, so that
+// a kernel can pick the family once, outside its loop.
+template <class G> LS_HD void with_family(Family f, G&& g) {
   switch (f) {
 #define LS_DIST(name, n_params, continuous) \
-  case Family::name: return Dist<Family::name>::lpdf(x, p, dx, dp);
+  case Family::name: g(std::integral_constant<Family, Family::name>()); return;
 #include "distributions.def"
 #undef LS_DIST
   }
-  return ls_nan();
+}
+
+// Runtime dispatch of one family's math (the kernels pick the family once per
+// term instead, with with_family).
+LS_HD double dist_lpdf(Family f, double x, const double* p, double* dx, double* dp) {
+  double v = ls_nan();
+  with_family(f, [&](auto tag) { v = Dist<decltype(tag)::value>::lpdf(x, p, dx, dp); });
+  return v;
 }
 
 LS_HD double dist_cdf(Family f, double x, const double* p, double* dp) {
-  switch (f) {
-#define LS_DIST(name, n_params, continuous) \
-  case Family::name: return Dist<Family::name>::cdf(x, p, dp);
-#include "distributions.def"
-#undef LS_DIST
-  }
-  return ls_nan();
+  double v = ls_nan();
+  with_family(f, [&](auto tag) { v = Dist<decltype(tag)::value>::cdf(x, p, dp); });
+  return v;
 }
 
 LS_HD double dist_ccdf(Family f, double x, const double* p, double* dp) {
-  switch (f) {
-#define LS_DIST(name, n_params, continuous) \
-  case Family::name: return Dist<Family::name>::ccdf(x, p, dp);
-#include "distributions.def"
-#undef LS_DIST
-  }
-  return ls_nan();
+  double v = ls_nan();
+  with_family(f, [&](auto tag) { v = Dist<decltype(tag)::value>::ccdf(x, p, dp); });
+  return v;
 }
 
 // Log density of x under the family truncated to [lower, upper]:
@@ -72,17 +73,6 @@ LS_HD double truncated_lpdf_of(double x, const double* p, double lower, double u
     for (int k = 0; k < n_params; ++k) dp[k] -= (db[k] - da[k]) / z;
   }
   return lp - log(z);
-}
-
-// Calls f(tag) with std::integral_constant<Family, f> for the family, so that
-// a kernel can pick the family once, outside its loop.
-template <class G> LS_HD void with_family(Family f, G&& g) {
-  switch (f) {
-#define LS_DIST(name, n_params, continuous) \
-  case Family::name: g(std::integral_constant<Family, Family::name>()); return;
-#include "distributions.def"
-#undef LS_DIST
-  }
 }
 
 // The same, with the family chosen at run time.
