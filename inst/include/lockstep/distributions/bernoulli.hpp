@@ -8,7 +8,7 @@
 
 namespace lockstep {
 
-template <> struct Dist<Family::bernoulli> {
+template <> struct Dist<Family::bernoulli> : Discrete {
   static constexpr int n_params = 1;
   LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
     const double q = p[0];
@@ -24,15 +24,6 @@ template <> struct Dist<Family::bernoulli> {
     }
     dp[0] = 0;
     return -ls_inf();
-  }
-  // Discrete: truncation is refused when the model is built; never called.
-  LS_HD static double cdf(double, const double*, double* dp) {
-    dp[0] = 0;
-    return ls_nan();
-  }
-  LS_HD static double ccdf(double, const double*, double* dp) {
-    dp[0] = 0;
-    return ls_nan();
   }
 };
 

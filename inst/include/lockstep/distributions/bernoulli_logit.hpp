@@ -17,7 +17,7 @@
 
 namespace lockstep {
 
-template <> struct Dist<Family::bernoulli_logit> {
+template <> struct Dist<Family::bernoulli_logit> : Discrete {
   static constexpr int n_params = 1;
   LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
     const double eta = p[0];
@@ -32,15 +32,6 @@ template <> struct Dist<Family::bernoulli_logit> {
     }
     dp[0] = 0;
     return -ls_inf();
-  }
-  // Discrete: truncation is refused when the model is built; never called.
-  LS_HD static double cdf(double, const double*, double* dp) {
-    dp[0] = 0;
-    return ls_nan();
-  }
-  LS_HD static double ccdf(double, const double*, double* dp) {
-    dp[0] = 0;
-    return ls_nan();
   }
 };
 

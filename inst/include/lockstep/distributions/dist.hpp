@@ -26,6 +26,19 @@ constexpr int max_dist_params = 3;
 
 template <Family f> struct Dist;  // a family without math fails to build
 
+// The CDFs of a discrete family with one parameter: truncation is refused
+// when the model is built, so they are never called.
+struct Discrete {
+  LS_HD static double cdf(double, const double*, double* dp) {
+    dp[0] = 0;
+    return ls_nan();
+  }
+  LS_HD static double ccdf(double, const double*, double* dp) {
+    dp[0] = 0;
+    return ls_nan();
+  }
+};
+
 // Invalid parameters: NaN log density and partials, which the sampler rejects.
 LS_HD double dist_nan(double* dx, double* dp, int n) {
   *dx = ls_nan();
