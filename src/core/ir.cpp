@@ -164,7 +164,13 @@ void validate(const Program& p) {
         break;
       }
       case OpFamily::rowdot_rows:
+        if (n.inputs.size() < 2 || n.inputs.size() > 4)
+          fail(id, n, "a row dot product has 2 to 4 inputs");
         if (cols != 1) fail(id, n, "a row dot product has one column");
+        if (n.inputs.size() > 2 && in_size(2) != in_cols(0))
+          fail(id, n, "the shared coefficients need one value per column");
+        if (n.inputs.size() > 3 && in_size(3) != 1 && !(in_rows(3) == rows && in_cols(3) == 1))
+          fail(id, n, "the offset must be a scalar or one value per row");
         if (in_rows(0) != rows) fail(id, n, "the left operand must have the output's rows");
         if (in_cols(1) != in_cols(0)) fail(id, n, "operands must have as many columns");
         if (static_cast<long>(n.index.size()) != rows) fail(id, n, "one index per output row");

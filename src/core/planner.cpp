@@ -141,8 +141,15 @@ class StageAssigner {
       case OpFamily::gather_rows:
         // Row r is row index[r] of a global value.
         return global(in(0));
-      case OpFamily::rowdot_rows:
-        return row_aligned(in(0), e) && global(in(1));
+      case OpFamily::rowdot_rows: {
+        // a and the offset p row-aligned (or p a global scalar), b and the
+        // shared coefficients v global
+        if (!row_aligned(in(0), e) || !global(in(1))) return false;
+        if (n.inputs.size() > 2 && !global(in(2))) return false;
+        if (n.inputs.size() > 3 && !(row_aligned(in(3), e) || (global(in(3)) && size(3) == 1)))
+          return false;
+        return true;
+      }
       case OpFamily::matmul:
         return row_aligned(in(0), e) && global(in(1));
       case OpFamily::gather:
@@ -209,6 +216,67 @@ void fuse_row_dots(Program& p) {
   }
 }
 
+// A row dot product fused above, added to a %*% v (the same a, v a vector of
+// its columns) and possibly to an offset p (a column or a scalar), becomes one
+// rowdot_rows(a, b, v[, p]) in the place of the outermost add, for the shapes
+//   add(R, M),  add(R, add(P, M)),  add(M, add(P, R))   (either operand order)
+// where every fused-away node is read by nothing else: the linear predictor
+// alpha + X %*% beta + rowSums(X * gamma[g, ]) of a hierarchical regression
+// reads X once per chain instead of twice. The fused-away nodes stay, dead,
+// for tracing. Only the outermost add may hold the fused node: every input it
+// needs comes earlier in the program than it does.
+void fuse_linear_predictors(Program& p) {
+  const auto consumers = consumers_of(p);
+  auto single = [&](int id) { return consumers[id].size() == 1; };
+  auto column = [&](int id) {
+    const Node& n = p.nodes[id];
+    return n.dim.size() == 2 && n.dim[1] == 1;
+  };
+  auto is_rowdot = [&](int id) {
+    const Node& n = p.nodes[id];
+    return n.op == Op::rowdot_rows && n.inputs.size() == 2 && single(id);
+  };
+  // a %*% v with the rowdot's a, v a vector of a's columns, y a column
+  auto is_linear = [&](int id, int a) {
+    const Node& n = p.nodes[id];
+    if (n.op != Op::matmul || !single(id) || n.inputs[0] != a || !column(id)) return false;
+    const Node& an = p.nodes[a];
+    return p.nodes[n.inputs[1]].size == an.size / an.dim[0];
+  };
+  auto is_add = [&](int id) { return p.nodes[id].op == Op::add && single(id) && column(id); };
+  for (size_t id = 0; id < p.nodes.size(); ++id) {
+    Node& A = p.nodes[id];
+    if (A.op != Op::add || !column(static_cast<int>(id))) continue;
+    int R = -1, M = -1, P = -1;
+    for (int k = 0; k < 2 && R < 0; ++k) {
+      const int u = A.inputs[k], w = A.inputs[1 - k];
+      if (is_rowdot(u)) {
+        const int a = p.nodes[u].inputs[0];
+        if (is_linear(w, a)) {
+          R = u, M = w;
+        } else if (is_add(w)) {
+          for (int j = 0; j < 2 && R < 0; ++j)
+            if (is_linear(p.nodes[w].inputs[j], a))
+              R = u, M = p.nodes[w].inputs[j], P = p.nodes[w].inputs[1 - j];
+        }
+      } else if (p.nodes[u].op == Op::matmul && is_add(w)) {
+        for (int j = 0; j < 2 && R < 0; ++j) {
+          const int r = p.nodes[w].inputs[j];
+          if (is_rowdot(r) && is_linear(u, p.nodes[r].inputs[0]))
+            R = r, M = u, P = p.nodes[w].inputs[1 - j];
+        }
+      }
+    }
+    if (R < 0) continue;
+    if (P >= 0 && !(p.nodes[P].size == 1 || (column(P) && p.nodes[P].dim[0] == A.dim[0]))) continue;
+    const Node& rd = p.nodes[R];
+    A.op = Op::rowdot_rows;
+    A.index = rd.index;
+    A.inputs = {rd.inputs[0], rd.inputs[1], p.nodes[M].inputs[1]};
+    if (P >= 0) A.inputs.push_back(P);
+  }
+}
+
 // The log density is its terms plus every parameter's log Jacobian: those are
 // the roots.
 void mark_live(Program& p) {
@@ -223,7 +291,10 @@ void mark_live(Program& p) {
 
 void plan(Program& p, PlanOptions options) {
   validate(p);
-  if (options.fuse) fuse_row_dots(p);
+  if (options.fuse) {
+    fuse_row_dots(p);
+    fuse_linear_predictors(p);
+  }
   mark_live(p);
   for (Node& n : p.nodes) {
     bool chain = n.op == Op::param || n.op == Op::density;

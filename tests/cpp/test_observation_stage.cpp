@@ -333,7 +333,7 @@ namespace {
 //   y ~ bernoulli(ilogit(eta))                          (logit form)
 struct Seed {
   Program p;
-  int X, gamma_rows, prod, rs, eta, lik, gamma;
+  int X, gamma_rows, prod, rs, eta, lik, gamma, xb, e1, e2, beta, ga;
 };
 
 Seed seed_model(long N, long G, long K, std::mt19937& rng) {
@@ -354,7 +354,7 @@ Seed seed_model(long N, long G, long K, std::mt19937& rng) {
     return id;
   };
   const int a = par({1, 1});
-  const int beta = par({K, 1});
+  const int beta = s.beta = par({K, 1});
   const int sigma_a = par({1, 1}, Transform::lower);
   const int sigma_g = par({1, K}, Transform::lower);  // a row vector, as t(sigma_gamma)
   const int z_a = par({G, 1});
@@ -367,13 +367,13 @@ Seed seed_model(long N, long G, long K, std::mt19937& rng) {
   const int alpha_g = p.add(binary_node(Op::mul, z_a, sigma_a, p));
   s.gamma = p.add(broadcast_node(Op::mul, z_g, sigma_g, p));
   s.X = p.add(data_node(X, {N, K}));
-  const int xb = p.add(matmul_node(s.X, beta, p));
-  const int ga = p.add(gather_node(alpha_g, g));
+  const int xb = s.xb = p.add(matmul_node(s.X, beta, p));
+  const int ga = s.ga = p.add(gather_node(alpha_g, g));
   s.gamma_rows = p.add(gather_rows_node(s.gamma, g, p));
   s.prod = p.add(binary_node(Op::mul, s.X, s.gamma_rows, p));
   s.rs = p.add(rowsum_node(s.prod, p));
-  const int e1 = p.add(binary_node(Op::add, xb, ga, p));
-  const int e2 = p.add(binary_node(Op::add, e1, s.rs, p));
+  const int e1 = s.e1 = p.add(binary_node(Op::add, xb, ga, p));
+  const int e2 = s.e2 = p.add(binary_node(Op::add, e1, s.rs, p));
   s.eta = p.add(binary_node(Op::add, e2, a, p));
   const int yd = p.add(data_node(y));
   s.lik = add_term(p, density_node(Family::bernoulli_logit, {yd, s.eta}));
@@ -396,7 +396,13 @@ TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are til
   CHECK(s.p.nodes[s.rs].op == Op::rowdot_rows);
   CHECK_FALSE(s.p.nodes[s.prod].live);
   CHECK_FALSE(s.p.nodes[s.gamma_rows].live);
-  for (int id : {s.X, s.rs, s.eta, s.lik}) {
+  // ... and (X %*% beta + alpha_g[g]) + that row dot product into one
+  // rowdot_rows(X, gamma, beta, alpha_g[g]) in the outer add's place
+  const Node& lin = s.p.nodes[s.e2];
+  CHECK(lin.op == Op::rowdot_rows);
+  CHECK(lin.inputs == std::vector<int>{s.X, s.gamma, s.beta, s.ga});
+  for (int id : {s.xb, s.e1, s.rs}) CHECK_FALSE(s.p.nodes[id].live);
+  for (int id : {s.X, s.e2, s.ga, s.eta, s.lik}) {
     INFO("node " << id << " (" << lockstep::op_name(s.p.nodes[id].op) << ")");
     CHECK(s.p.nodes[id].extent == 0);
   }

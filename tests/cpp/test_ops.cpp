@@ -671,50 +671,91 @@ TEST_CASE("density op: a term listed twice counts twice in the gradient too",
   }
 }
 
-TEST_CASE("rowdot_rows: y[r] = sum_j a[r, j] b[index[r], j], value and gradient",
+TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] + v[j]), value and gradient",
           "[ops][rowdot_rows]") {
   std::mt19937 rng(311);
-  const long R = 7, K = 3, G = 4;
-  const std::vector<long> index = {2, 0, 2, 3, 3, 1, 2};  // repeats, all groups
-  for (long chains : {1L, 3L}) {
-    for (bool a_param : {false, true}) {
-      INFO("chains " << chains << ", a is a " << (a_param ? "parameter" : "data"));
-      Program p;
-      long off = 0;
-      const std::vector<double> a_values = uniform_vector(rng, R * K, -1, 1);
-      const int a = a_param ? p.add(param_node(R * K, off, Transform::none, 0, 0, {R, K}))
-                            : p.add(data_node(a_values, {R, K}));
-      if (a_param) off += R * K;
-      const int b = p.add(param_node(G * K, off, Transform::none, 0, 0, {G, K}));
-      off += G * K;
-      p.n_free = off;
-      Node n;
-      n.op = Op::rowdot_rows;
-      n.inputs = {a, b};
-      n.dim = {R, 1};
-      n.size = R;
-      n.index = index;
-      const int y = p.add(n);
-      add_normal_objective(p, y, rng);
-      lockstep::plan(p);
-      const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
-      Executor<double> ex(p, chains, lockstep::ExecOptions{Backend::cpu, {}, 1, 1, false});
-      std::vector<double> lp(chains), grad(chains * p.n_free);
-      ex.log_density(state.data(), lp.data(), grad.data());
-      for (long c = 0; c < chains; ++c) {
-        const double* z = state.data() + c * p.n_free;
-        for (long r = 0; r < R; ++r) {
-          double expected = 0;
-          for (long j = 0; j < K; ++j) {
-            const double av = a_param ? z[r + j * R] : a_values[r + j * R];
-            const double bv = z[(a_param ? R * K : 0) + index[r] + j * G];
-            expected += av * bv;
+  const long K = 3, G = 4;
+  const std::vector<long> index = {2, 0, 0, 2, 3, 3, 3, 1, 2};  // runs, repeats, all groups
+  const long N = static_cast<long>(index.size());
+  // extras: 0 none; 1 shared coefficients v; 2 v and a per-row offset p;
+  // 3 v and a scalar offset; 4 v as data (no chain) and a scalar offset
+  for (long chains : {1L, 3L})
+    for (bool a_param : {false, true})
+      for (int extras = 0; extras <= 4; ++extras) {
+        INFO("chains " << chains << ", a is a " << (a_param ? "parameter" : "data") << ", extras "
+                       << extras);
+        Program p;
+        long off = 0;
+        auto param = [&](long rows, long cols) {
+          const int id = p.add(param_node(rows * cols, off, Transform::none, 0, 0, {rows, cols}));
+          off += rows * cols;
+          return id;
+        };
+        const std::vector<double> a_values = uniform_vector(rng, N * K, -1, 1);
+        const std::vector<double> v_values = uniform_vector(rng, K, -1, 1);
+        const int a = a_param ? param(N, K) : p.add(data_node(a_values, {N, K}));
+        const long a_off = 0, b_off = a_param ? N * K : 0;
+        const int b = param(G, K);
+        const long v_off = off;
+        const int v = extras == 0 ? -1 : extras == 4 ? p.add(data_node(v_values, {K, 1})) : param(K, 1);
+        const long p_off = off;
+        const int q = extras == 2 ? param(N, 1) : extras >= 3 ? param(1, 1) : -1;
+        p.n_free = off;
+        Node n;
+        n.op = Op::rowdot_rows;
+        n.inputs = {a, b};
+        if (v >= 0) n.inputs.push_back(v);
+        if (q >= 0) n.inputs.push_back(q);
+        n.dim = {N, 1};
+        n.size = N;
+        n.index = index;
+        const int y = p.add(n);
+        add_normal_objective(p, y, rng);
+        lockstep::plan(p);
+        const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
+        Executor<double> ex(p, chains, lockstep::ExecOptions{Backend::cpu, {}, 1, 1, false});
+        std::vector<double> lp(chains), grad(chains * p.n_free);
+        ex.log_density(state.data(), lp.data(), grad.data());
+        for (long c = 0; c < chains; ++c) {
+          const double* z = state.data() + c * p.n_free;
+          for (long r = 0; r < N; ++r) {
+            double expected = extras == 2 ? z[p_off + r] : extras >= 3 ? z[p_off] : 0;
+            for (long j = 0; j < K; ++j) {
+              const double av = a_param ? z[a_off + r + j * N] : a_values[r + j * N];
+              double w = z[b_off + index[r] + j * G];
+              if (extras == 4) w += v_values[j];
+              else if (extras >= 1) w += z[v_off + j];
+              expected += av * w;
+            }
+            CHECK(close(node_value(ex, p, y, c, r), expected, 1e-13, 1e-14));
           }
-          CHECK(close(node_value(ex, p, y, c, r), expected, 1e-13, 1e-14));
         }
+        check_gradient(p, chains, state, 1e-7, 1e-9);
+        check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, Backend::emulated);
       }
-      check_gradient(p, chains, state, 1e-7, 1e-9);
-      check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, Backend::emulated);
-    }
-  }
+}
+
+TEST_CASE("rowdot_rows: the wrong number or shape of inputs is refused", "[ops][rowdot_rows][ir]") {
+  Program p;
+  const int a = p.add(data_node(std::vector<double>(6, 1.0), {3, 2}));
+  const int b = p.add(param_node(4, 0, Transform::none, 0, 0, {2, 2}));
+  const int v3 = p.add(param_node(3, 4, Transform::none, 0, 0, {3, 1}));
+  const int q2 = p.add(param_node(2, 7, Transform::none, 0, 0, {2, 1}));
+  p.n_free = 9;
+  auto rowdot = [&](std::vector<int> inputs) {
+    Program copy = p;
+    Node n;
+    n.op = Op::rowdot_rows;
+    n.inputs = inputs;
+    n.dim = {3, 1};
+    n.size = 3;
+    n.index = {0, 1, 1};
+    copy.add(n);
+    return copy;
+  };
+  CHECK_NOTHROW(lockstep::validate(rowdot({a, b})));
+  CHECK_THROWS_AS(lockstep::validate(rowdot({a})), std::invalid_argument);
+  CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, v3})), std::invalid_argument);     // v: 3 != 2 columns
+  CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, q2, q2})), std::invalid_argument); // p: 2 rows != 3
+  CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, q2, q2, q2})), std::invalid_argument);
 }

@@ -94,8 +94,15 @@ template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
 }
 
 template <class T> RowDotShape rowdot_shape(const NodeCall<T>& call) {
+  const long v_stride = call.node->inputs.size() > 2 ? call.in[2].chain_stride() : 0;
   return RowDotShape{call.in[0].rows, call.in[0].cols, call.in[1].rows, call.in[0].chain_stride(),
-                     call.in[1].chain_stride()};
+                     call.in[1].chain_stride(), v_stride};
+}
+
+// rowdot_rows' optional inputs: the shared coefficients v (input 2) and the
+// offset p (input 3).
+template <class T> const Slot<T>* rowdot_input(const NodeCall<T>& call, size_t k) {
+  return call.node->inputs.size() > k ? &call.in[k] : nullptr;
 }
 
 }  // namespace detail
@@ -160,10 +167,14 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       launch(GatherRowsForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].rows,
                                   call.index, y, C, call.out.rows, call.out.cols});
       break;
-    case OpFamily::rowdot_rows:
+    case OpFamily::rowdot_rows: {
+      const Slot<T>* v = rowdot_input(call, 2);
+      const Slot<T>* p = rowdot_input(call, 3);
       launch(RowDotForward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
-                              y, C});
+                              v ? v->value : nullptr,
+                              p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C});
       break;
+    }
     case OpFamily::density: {
       const Slot<T>& target = call.in[0];
       // A density always carries the chain dimension: its value, per chain, is
@@ -256,11 +267,17 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
         launch(GatherRowsBackward<T>{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
                                      call.out.rows, call.out.cols});
       break;
-    case OpFamily::rowdot_rows:
-      if (call.in[0].adjoint || call.in[1].adjoint)
+    case OpFamily::rowdot_rows: {
+      const Slot<T>* v = rowdot_input(call, 2);
+      const Slot<T>* p = rowdot_input(call, 3);
+      T* dv = v ? v->adjoint : nullptr;
+      const AdjointSink<T> dp = p ? sink(*p, call.out) : AdjointSink<T>{nullptr, 0, false};
+      if (call.in[0].adjoint || call.in[1].adjoint || dv || dp.data)
         launch(RowDotBackward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
-                                 dy, call.in[0].adjoint, call.in[1].adjoint, C});
+                                 v ? v->value : nullptr, dy, call.in[0].adjoint,
+                                 call.in[1].adjoint, dv, dp, C});
       break;
+    }
     case OpFamily::density:
       break;
   }

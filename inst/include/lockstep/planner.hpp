@@ -21,8 +21,10 @@
 // rules below do not name are global.
 //
 // Before that, plan() fuses rowSums(a * b[index, ]) (rowsum of a product with
-// a row gather, neither used elsewhere) into one rowdot_rows node, and marks
-// the nodes the log density depends on as live.
+// a row gather, neither used elsewhere) into one rowdot_rows node, then an
+// added a %*% v and offset into it (the linear predictor of a hierarchical
+// regression as one op), and marks the nodes the log density depends on as
+// live.
 #ifndef LOCKSTEP_PLANNER_HPP
 #define LOCKSTEP_PLANNER_HPP
 
@@ -34,7 +36,8 @@ struct PlanOptions {
   // false: every node stays in the global stage (the plain op-by-op executor).
   bool observation_stage = true;
   // Fuse rowSums(a * b[index, ]) into one rowdot_rows node (no rows x cols
-  // intermediates); the fused-away nodes stay, dead, for tracing.
+  // intermediates), and a %*% v + offset into it; the fused-away nodes stay,
+  // dead, for tracing.
   bool fuse = true;
 };
 

@@ -1,16 +1,25 @@
-// rowdot_rows: y[r] = sum_j a[r, j] * b[index[r], j], for a (rows x cols) and
-// b (G x cols), per chain: rowSums(a * b[index, ]) in one pass, which the
-// planner fuses from those three ops (planner.hpp) so that no rows x cols
-// intermediate is written, read back or differentiated. This is the random
-// slopes term of a hierarchical regression: a = X, b = the group slopes.
-//   forward    y[r] = sum_j a[r, j] b[g_r, j]                 (sum in double)
-//   backward   da[r, j] += dy[r] b[g_r, j]; db[g_r, j] += dy[r] a[r, j]
-// A lane owns whole rows: its da writes are its own, its db writes are
-// scatter-adds (rows of one group may be in other lanes).
+// rowdot_rows: the linear predictor of a hierarchical regression, per chain,
+//   y[r] = p[r] + sum_j a[r, j] (b[index[r], j] + v[j])
+// for a (rows x cols, the covariates), b (G x cols, the group slopes), and the
+// optional v (cols, the slopes shared by every row: X %*% beta) and p (an
+// offset, rows x 1 or a scalar). The planner fuses rowSums(a * b[index, ]) into
+// it, then X %*% beta and an added offset (planner.cpp), so that X is read once
+// per chain and no rows x cols intermediate is written or differentiated.
+//   forward    y[r] = p[r] + sum_j a[r, j] w[r, j],  w[r, j] = b[g_r, j] + v[j]
+//   backward   da[r, j] += dy[r] w[r, j]
+//              db[g_r, j] += dy[r] a[r, j];  dv[j] += dy[r] a[r, j];  dp[r] += dy[r]
+// Sums are kept in double.
+//
+// The CPU (one lane) walks runs of rows with the same group, which the
+// observation stage's row order makes long: w is formed once per run, and the
+// run's partials sum_r dy[r] a[r, j] are added to db and dv once per run,
+// not once per row. Lanes (emulated, CUDA) own whole rows: their da writes are
+// their own, their db and dv writes are scatter-adds.
 #ifndef LOCKSTEP_KERNELS_ROWDOT_HPP
 #define LOCKSTEP_KERNELS_ROWDOT_HPP
 
 #include "../lanes.hpp"
+#include "elementwise.hpp"
 
 #if !defined(__CUDA_ARCH__)
 #include <algorithm>
@@ -22,32 +31,51 @@ namespace lockstep {
 struct RowDotShape {
   long rows, cols;  // of a (and y has rows)
   long b_rows;      // G
-  long a_stride, b_stride;  // chain strides (0 without the chain dimension)
+  long a_stride, b_stride, v_stride;  // chain strides (0 without the chain dimension)
 };
+
+namespace detail {
+// Rows [r, end) with the group of row r.
+LS_HD long run_end(const long* index, long r, long rows) {
+  long e = r + 1;
+  while (e < rows && index[e] == index[r]) ++e;
+  return e;
+}
+}  // namespace detail
 
 template <class T> struct RowDotForward {
   RowDotShape s;
   const T* a;
   const T* b;
   const long* index;  // [rows]
+  const T* v;         // [chains, cols] or nullptr
+  Operand<T> p;       // p.data == nullptr: no offset
   T* y;               // [chains, rows]
   long chains;
   int phases = 1, shared_per_lane = 0;
+
+  LS_HD double w(long c, long g, long j) const {
+    double x = static_cast<double>(b[c * s.b_stride + g + j * s.b_rows]);
+    if (v) x += static_cast<double>(v[c * s.v_stride + j]);
+    return x;
+  }
+
   LS_HD void operator()(int, const Lane& lane) const {
 #if !defined(__CUDA_ARCH__)
-    // One lane (the CPU): column by column, a's reads contiguous, into a
-    // column of double sums.
     if (lane.count == 1) {
-      std::vector<double> acc(s.rows);
+      std::vector<double> acc(s.rows), wr(s.cols);
       for (long c = 0; c < chains; ++c) {
-        std::fill(acc.begin(), acc.end(), 0.0);
         const T* ac = a + c * s.a_stride;
-        const T* bc = b + c * s.b_stride;
-        for (long j = 0; j < s.cols; ++j) {
-          const T* acol = ac + j * s.rows;
-          const T* bcol = bc + j * s.b_rows;
-          for (long r = 0; r < s.rows; ++r)
-            acc[r] += static_cast<double>(acol[r]) * static_cast<double>(bcol[index[r]]);
+        for (long r = 0; r < s.rows; ++r) acc[r] = p.data ? static_cast<double>(p.at(c, r)) : 0.0;
+        for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
+          r1 = detail::run_end(index, r0, s.rows);
+          for (long j = 0; j < s.cols; ++j) wr[j] = w(c, index[r0], j);
+          // column by column: a's reads contiguous within the run
+          for (long j = 0; j < s.cols; ++j) {
+            const T* col = ac + j * s.rows;
+            const double wj = wr[j];
+            for (long r = r0; r < r1; ++r) acc[r] += static_cast<double>(col[r]) * wj;
+          }
         }
         for (long r = 0; r < s.rows; ++r) y[c * s.rows + r] = static_cast<T>(acc[r]);
       }
@@ -56,10 +84,8 @@ template <class T> struct RowDotForward {
 #endif
     for_each_element(lane, chains, s.rows, [&](long k, long c, long r) {
       const T* ar = a + c * s.a_stride + r;
-      const T* br = b + c * s.b_stride + index[r];
-      double acc = 0;
-      for (long j = 0; j < s.cols; ++j)
-        acc += static_cast<double>(ar[j * s.rows]) * static_cast<double>(br[j * s.b_rows]);
+      double acc = p.data ? static_cast<double>(p.at(c, r)) : 0.0;
+      for (long j = 0; j < s.cols; ++j) acc += static_cast<double>(ar[j * s.rows]) * w(c, index[r], j);
       y[k] = static_cast<T>(acc);
     });
   }
@@ -70,19 +96,65 @@ template <class T> struct RowDotBackward {
   const T* a;
   const T* b;
   const long* index;
+  const T* v;
   const T* dy;
-  T* da;  // [chains, rows * cols] or nullptr
-  T* db;  // [chains, b_rows * cols] or nullptr
+  T* da;           // [chains, rows * cols] or nullptr
+  T* db;           // [chains, b_rows * cols] or nullptr
+  T* dv;           // [chains, cols] or nullptr
+  AdjointSink<T> dp;  // dp.data == nullptr: none
   long chains;
   int phases = 1, shared_per_lane = 0;
+
+  LS_HD double w(long c, long g, long j) const {
+    double x = static_cast<double>(b[c * s.b_stride + g + j * s.b_rows]);
+    if (v) x += static_cast<double>(v[c * s.v_stride + j]);
+    return x;
+  }
+
   LS_HD void operator()(int, const Lane& lane) const {
+#if !defined(__CUDA_ARCH__)
+    if (lane.count == 1) {
+      std::vector<double> dv_acc(s.cols);
+      for (long c = 0; c < chains; ++c) {
+        const T* ac = a + c * s.a_stride;
+        const T* dyc = dy + c * s.rows;
+        std::fill(dv_acc.begin(), dv_acc.end(), 0.0);
+        for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
+          r1 = detail::run_end(index, r0, s.rows);
+          const long g = index[r0];
+          if (db || dv)
+            for (long j = 0; j < s.cols; ++j) {
+              const T* col = ac + j * s.rows;
+              double sum = 0;
+              for (long r = r0; r < r1; ++r) sum += static_cast<double>(dyc[r]) * static_cast<double>(col[r]);
+              if (db) db[c * s.b_rows * s.cols + g + j * s.b_rows] += static_cast<T>(sum);
+              dv_acc[j] += sum;
+            }
+          if (da)
+            for (long j = 0; j < s.cols; ++j) {
+              T* dcol = da + c * s.rows * s.cols + j * s.rows;
+              const double wj = w(c, g, j);
+              for (long r = r0; r < r1; ++r) dcol[r] += static_cast<T>(static_cast<double>(dyc[r]) * wj);
+            }
+        }
+        if (dv)
+          for (long j = 0; j < s.cols; ++j) dv[c * s.v_stride + j] += static_cast<T>(dv_acc[j]);
+        if (dp.data)
+          for (long r = 0; r < s.rows; ++r) dp.add(c, r, dyc[r]);
+      }
+      return;
+    }
+#endif
     for_each_element(lane, chains, s.rows, [&](long k, long c, long r) {
       const T g = dy[k];
-      const long ao = c * s.a_stride + r, bo = c * s.b_stride + index[r];
+      const long ao = c * s.a_stride + r;
       for (long j = 0; j < s.cols; ++j) {
-        if (da) da[c * s.rows * s.cols + r + j * s.rows] += g * b[bo + j * s.b_rows];
-        if (db) lane_add(db + c * s.b_rows * s.cols + index[r] + j * s.b_rows, g * a[ao + j * s.rows]);
+        if (da) da[c * s.rows * s.cols + r + j * s.rows] += static_cast<T>(g * w(c, index[r], j));
+        const T ga = g * a[ao + j * s.rows];
+        if (db) lane_add(db + c * s.b_rows * s.cols + index[r] + j * s.b_rows, ga);
+        if (dv) lane_add(dv + c * s.v_stride + j, ga);
       }
+      if (dp.data) dp.add(c, r, g);
     });
   }
 };
