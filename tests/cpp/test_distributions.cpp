@@ -416,6 +416,24 @@ TEST_CASE("digamma meets the 1e-13 absolute accuracy its comment documents",
   }
 }
 
+TEST_CASE("log1p_nonneg is within a few ulps of log1p", "[distributions][special]") {
+  // the logit likelihood's log1p(exp(-|eta|)), on the whole range exp() gives it
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<double> u(-745, 3);
+  double worst = 0;
+  for (int i = 0; i < 200000; ++i) {
+    const double x = std::exp(u(rng));
+    const double ref = std::log1p(x);
+    worst = std::max(worst, std::fabs(lockstep::log1p_nonneg(x) - ref) / ref);
+  }
+  for (double x : {0.0, 1e-300, 1e-17, 1.1e-16, 2.3e-16, 1e-8, 0.5, 1.0, 1e6}) {
+    INFO("x = " << x);
+    CHECK(std::fabs(lockstep::log1p_nonneg(x) - std::log1p(x)) <= 4e-16 * std::log1p(x));
+  }
+  INFO("worst relative error " << worst);
+  CHECK(worst < 4e-16);
+}
+
 TEST_CASE("truncated densities match R", "[distributions][truncation][R]") {
   // normal truncated to (0, Inf) with mean 0 is the half-normal, 2 dnorm.
   // R: log(2 * dnorm(0.7, 0, 1.3))

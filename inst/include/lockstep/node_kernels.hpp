@@ -186,6 +186,7 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
         Term term{};
         term.lower = node.trunc_lower;
         term.upper = node.trunc_upper;
+        term.truncated = !(ls_isinf(term.lower) && ls_isinf(term.upper));
         term.x = operand(target, target);
         term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
         for (int k = 0; k < Term::n_params; ++k) {

@@ -22,16 +22,17 @@ template <> struct Dist<Family::bernoulli_logit> : Discrete {
   LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
     const double eta = p[0];
     *dx = 0;
-    if (x == 1) {
-      dp[0] = Unary<Op::ilogit>::value(-eta);
-      return -log1p_exp(-eta);
+    if (!(x == 0 || x == 1)) {
+      dp[0] = 0;
+      return -ls_inf();
     }
-    if (x == 0) {
-      dp[0] = -Unary<Op::ilogit>::value(eta);
-      return -log1p_exp(eta);
-    }
-    dp[0] = 0;
-    return -ls_inf();
+    // One exp serves the density and its derivative: with e = exp(-|eta|),
+    // log1p_exp(+-eta) = max(+-eta, 0) + log1p(e), ilogit(|eta|) = 1 / (1 + e)
+    // and ilogit(-|eta|) = e / (1 + e).
+    const double e = exp(-fabs(eta)), l = log1p_nonneg(e), big = 1 / (1 + e), small = e * big;
+    const double s = x == 1 ? eta : -eta;  // log p = -log1p_exp(-s), d/ds = ilogit(-s)
+    dp[0] = (s >= 0 ? small : big) * (x == 1 ? 1 : -1);
+    return -((s < 0 ? -s : 0.0) + l);
   }
 };
 

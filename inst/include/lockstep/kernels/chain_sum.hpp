@@ -27,11 +27,8 @@ template <class Term> struct ChainSum {
     if (phase == 0) {
       double* mine = lane.shared + static_cast<long>(lane.in_block) * chains;
       for (long c = 0; c < chains; ++c) mine[c] = 0;
-      const long n = chains * size;
-      for (long k = lane.index; k < n; k += lane.count) {
-        const long c = k / size;
-        mine[c] += term(c, k - c * size);
-      }
+      // for_each_element: plain loops on one lane, no division per element
+      for_each_element(lane, chains, size, [&](long, long c, long i) { mine[c] += term(c, i); });
     } else if (lane.in_block == 0) {
       for (long c = 0; c < chains; ++c) {
         double total = 0;

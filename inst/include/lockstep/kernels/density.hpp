@@ -16,6 +16,7 @@ namespace lockstep {
 template <class T, Family F> struct DensityTerm {
   static constexpr int n_params = Dist<F>::n_params;
   double lower, upper;  // truncation
+  bool truncated;       // lower or upper finite
   Operand<T> x;
   Operand<T> p[max_dist_params];
   AdjointSink<T> dx;  // data == nullptr: no gradient wanted
@@ -24,8 +25,11 @@ template <class T, Family F> struct DensityTerm {
   LS_HD double operator()(long c, long i) const {
     double pv[max_dist_params] = {0}, gp[max_dist_params] = {0}, gx = 0;
     for (int k = 0; k < n_params; ++k) pv[k] = static_cast<double>(p[k].at(c, i));
-    const double lp =
-        truncated_lpdf_of<F>(static_cast<double>(x.at(c, i)), pv, lower, upper, &gx, gp);
+    const double xv = static_cast<double>(x.at(c, i));
+    // Untruncated (the common case) calls the family's lpdf directly, so that
+    // its math is inlined into the element loop.
+    const double lp = truncated ? truncated_lpdf_of<F>(xv, pv, lower, upper, &gx, gp)
+                                : Dist<F>::lpdf(xv, pv, &gx, gp);
     if (dx.data) dx.add(c, i, static_cast<T>(gx));
     for (int k = 0; k < n_params; ++k)
       if (dp[k].data) dp[k].add(c, i, static_cast<T>(gp[k]));

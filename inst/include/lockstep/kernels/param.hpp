@@ -72,9 +72,16 @@ template <class T> struct ParamForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    for_each_element(lane, chains, size, [&](long k, long c, long i) {
-      y[k] = static_cast<T>(g.value(state[c * n_free + offset + i]));
-    });
+    // Unconstrained values (most of a large model's) are a plain copy, with
+    // the transform's switch out of the loop.
+    if (g.transform == Transform::none)
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        y[k] = static_cast<T>(state[c * n_free + offset + i]);
+      });
+    else
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        y[k] = static_cast<T>(g.value(state[c * n_free + offset + i]));
+      });
   }
 };
 
@@ -101,11 +108,15 @@ template <class T> struct ParamBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    const long n = chains * size;
-    for (long k = lane.index; k < n; k += lane.count) {
-      const long c = k / size, j = c * n_free + offset + k - c * size;
-      grad[j] += static_cast<double>(dy[k]) * g.dvalue(state[j]);
-    }
+    if (g.transform == Transform::none)
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        grad[c * n_free + offset + i] += static_cast<double>(dy[k]);
+      });
+    else
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        const long j = c * n_free + offset + i;
+        grad[j] += static_cast<double>(dy[k]) * g.dvalue(state[j]);
+      });
   }
 };
 
