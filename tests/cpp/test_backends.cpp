@@ -215,3 +215,38 @@ TEST_CASE("executor refuses fewer than one chain", "[backends]") {
   const Program p = eight_schools();
   CHECK_THROWS_AS(Executor<double>(p, 0), std::invalid_argument);
 }
+
+TEST_CASE("a normal term whose parameters are one value per chain (the CPU's prepared loop) "
+          "matches the log density written out, the emulated backend and finite differences",
+          "[backends][distributions][prepared]") {
+  std::mt19937 rng(406);
+  const long n = 37;
+  for (bool sd_data : {false, true}) {
+    INFO((sd_data ? "sd is data" : "sd is a parameter"));
+    Program p;
+    const int x = p.add(param_node(n, 0));
+    const int mu = p.add(param_node(1, n));
+    const int sd = sd_data ? p.add(data_node({0.7})) : p.add(param_node(1, n + 1, Transform::lower, 0));
+    p.n_free = n + (sd_data ? 1 : 2);
+    add_term(p, density_node(Family::normal, {x, mu, sd}));
+    lockstep::plan(p);
+    for (long chains : {1L, 3L}) {
+      const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
+      const Eval cpu = evaluate(p, chains, state);
+      const Eval emulated = evaluate(p, chains, state, Backend::emulated);
+      for (long c = 0; c < chains; ++c) {
+        const double* z = state.data() + c * p.n_free;
+        const double s = sd_data ? 0.7 : std::exp(z[n + 1]);
+        double expected = sd_data ? 0 : z[n + 1];  // the log Jacobian of sd
+        for (long i = 0; i < n; ++i) {
+          const double u = (z[i] - z[n]) / s;
+          expected += -0.5 * std::log(2 * M_PI) - std::log(s) - 0.5 * u * u;
+        }
+        CHECK(close(cpu.lp[c], expected, 1e-13));
+        CHECK(close(emulated.lp[c], cpu.lp[c], 1e-13));
+      }
+      for (size_t k = 0; k < cpu.grad.size(); ++k) CHECK(close(emulated.grad[k], cpu.grad[k], 1e-12, 1e-14));
+      check_gradient(p, chains, state, 1e-7, 1e-9);
+    }
+  }
+}

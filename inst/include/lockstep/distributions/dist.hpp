@@ -12,9 +12,21 @@
 //     LS_HD static double ccdf(double x, const double* p, double* dp);
 //   };
 //
+// A family may also precompute what depends only on its parameters, for terms
+// whose parameters are one value per chain (priors such as normal(0, 1) over
+// a million values: Stan's normal_lpdf does the same with a scalar sigma):
+//
+//     struct Prepared { ... };
+//     LS_HD static Prepared prepare(const double* p);
+//     LS_HD static double lpdf(double x, const Prepared& q, double* dx, double* dp);
+//
+// with the same results as lpdf(x, p, ...) up to rounding (has_prepared<D>).
+//
 // Everything is computed in double, whatever the executor's element type.
 #ifndef LOCKSTEP_DISTRIBUTIONS_DIST_HPP
 #define LOCKSTEP_DISTRIBUTIONS_DIST_HPP
+
+#include <type_traits>
 
 #include "../hd.hpp"
 #include "../ir.hpp"
@@ -25,6 +37,9 @@ namespace lockstep {
 constexpr int max_dist_params = 3;
 
 template <Family f> struct Dist;  // a family without math fails to build
+
+template <class D, class = void> struct has_prepared : std::false_type {};
+template <class D> struct has_prepared<D, std::void_t<typename D::Prepared>> : std::true_type {};
 
 // The CDFs of a discrete family with one parameter: truncation is refused
 // when the model is built, so they are never called.

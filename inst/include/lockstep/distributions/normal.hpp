@@ -20,6 +20,22 @@ template <> struct Dist<Family::normal> {
     dp[1] = (z * z - 1) / sd;
     return -ls_log_sqrt_2pi - log(sd) - 0.5 * z * z;
   }
+  struct Prepared {
+    double mean, inv_sd, log_norm;  // log_norm = -log(sqrt(2 pi)) - log(sd)
+    bool valid;
+  };
+  LS_HD static Prepared prepare(const double* p) {
+    const bool valid = p[1] > 0;
+    return Prepared{p[0], 1 / p[1], valid ? -ls_log_sqrt_2pi - log(p[1]) : 0.0, valid};
+  }
+  LS_HD static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
+    if (!q.valid) return dist_nan(dx, dp, n_params);
+    const double z = (x - q.mean) * q.inv_sd;
+    *dx = -z * q.inv_sd;
+    dp[0] = z * q.inv_sd;
+    dp[1] = (z * z - 1) * q.inv_sd;
+    return q.log_norm - 0.5 * z * z;
+  }
   // F(x) and dF/dp; location-scale: dF/dmean = -f(z)/sd, dF/dsd = -f(z) z/sd.
   LS_HD static double cdf(double x, const double* p, double* dp) {
     const double sd = p[1];

@@ -16,6 +16,13 @@ namespace lockstep {
 
 template <class F>
 LS_HD void for_each_cell(const Lane& lane, long chains, long rows, long cols, F&& f) {
+  if (lane.count == 1) {  // the CPU: plain nested loops, rows innermost
+    long k = 0;
+    for (long c = 0; c < chains; ++c)
+      for (long j = 0; j < cols; ++j)
+        for (long r = 0; r < rows; ++r, ++k) f(k, c, r, j);
+    return;
+  }
   const long n = chains * rows * cols;
   if (lane.index >= n) return;
   const long step_r = lane.count % rows, step_q = lane.count / rows;

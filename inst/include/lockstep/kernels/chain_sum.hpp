@@ -9,9 +9,17 @@
 #ifndef LOCKSTEP_KERNELS_CHAIN_SUM_HPP
 #define LOCKSTEP_KERNELS_CHAIN_SUM_HPP
 
+#include <type_traits>
+
 #include "../lanes.hpp"
 
 namespace lockstep {
+
+// A term may sum one chain's elements itself (DensityTerm does, to hoist
+// what depends only on the parameters): double sum_chain(long c, long size).
+template <class Term, class = void> struct has_sum_chain : std::false_type {};
+template <class Term>
+struct has_sum_chain<Term, std::void_t<decltype(&Term::sum_chain)>> : std::true_type {};
 
 template <class Term> struct ChainSum {
   Term term;
@@ -27,6 +35,13 @@ template <class Term> struct ChainSum {
     if (phase == 0) {
       double* mine = lane.shared + static_cast<long>(lane.in_block) * chains;
       for (long c = 0; c < chains; ++c) mine[c] = 0;
+#if !defined(__CUDA_ARCH__)
+      if constexpr (has_sum_chain<Term>::value)
+        if (lane.count == 1) {  // the CPU: the term's own loop over a chain
+          for (long c = 0; c < chains; ++c) mine[c] += term.sum_chain(c, size);
+          return;
+        }
+#endif
       // for_each_element: plain loops on one lane, no division per element
       for_each_element(lane, chains, size, [&](long, long c, long i) { mine[c] += term(c, i); });
     } else if (lane.in_block == 0) {

@@ -35,6 +35,35 @@ template <class T, Family F> struct DensityTerm {
       if (dp[k].data) dp[k].add(c, i, static_cast<T>(gp[k]));
     return lp;
   }
+
+  // One chain's sum over elements [0, size) (the CPU's loop, see ChainSum):
+  // when every parameter is one value for the chain and the family can
+  // prepare, its parameter-only math (log sd, 1 / sd) is done once here, and
+  // the parameters' partials are summed locally and added once.
+  double sum_chain(long c, long size) const {
+    using D = Dist<F>;
+    if constexpr (has_prepared<D>::value) {
+      bool scalars = !truncated;
+      for (int k = 0; k < n_params; ++k) scalars = scalars && p[k].scalar;
+      if (scalars) {
+        double pv[max_dist_params] = {0}, gp[max_dist_params] = {0}, sum_gp[max_dist_params] = {0};
+        for (int k = 0; k < n_params; ++k) pv[k] = static_cast<double>(p[k].at(c, 0));
+        const typename D::Prepared q = D::prepare(pv);
+        double lp = 0, gx = 0;
+        for (long i = 0; i < size; ++i) {
+          lp += D::lpdf(static_cast<double>(x.at(c, i)), q, &gx, gp);
+          if (dx.data) dx.add(c, i, static_cast<T>(gx));
+          for (int k = 0; k < n_params; ++k) sum_gp[k] += gp[k];
+        }
+        for (int k = 0; k < n_params; ++k)
+          if (dp[k].data) dp[k].add(c, 0, static_cast<T>(sum_gp[k]));
+        return lp;
+      }
+    }
+    double lp = 0;
+    for (long i = 0; i < size; ++i) lp += (*this)(c, i);
+    return lp;
+  }
 };
 
 }  // namespace lockstep

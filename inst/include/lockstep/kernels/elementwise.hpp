@@ -111,8 +111,10 @@ template <class T> struct BinaryForward {
   // Kept out of the flat loop's function body: sharing one body with it cost
   // the flat loop about 10% at -O2.
   LS_HD void along_axis(const Lane& lane) const {
-    for_each_cell(lane, chains, rows, size / rows, [&](long k, long c, long r, long j) {
-      y[k] = binary_value(op, a.at(c, r, j), b.at(c, r, j));
+    with_binary_rule(op, [&](auto rule) {
+      for_each_cell(lane, chains, rows, size / rows, [&](long k, long c, long r, long j) {
+        y[k] = decltype(rule)::value(a.at(c, r, j), b.at(c, r, j));
+      });
     });
   }
 };
@@ -138,11 +140,13 @@ template <class T> struct BinaryBackward {
     });
   }
   LS_HD void along_axis(const Lane& lane) const {
-    for_each_cell(lane, chains, rows, size / rows, [&](long k, long c, long r, long j) {
-      T pa = T(0), pb = T(0);
-      binary_partials(op, a.at(c, r, j), b.at(c, r, j), y[k], &pa, &pb);
-      if (da.data) da.add(c, r, j, dy[k] * pa);
-      if (db.data) db.add(c, r, j, dy[k] * pb);
+    with_binary_rule(op, [&](auto rule) {
+      for_each_cell(lane, chains, rows, size / rows, [&](long k, long c, long r, long j) {
+        T pa = T(0), pb = T(0);
+        decltype(rule)::partials(a.at(c, r, j), b.at(c, r, j), y[k], &pa, &pb);
+        if (da.data) da.add(c, r, j, dy[k] * pa);
+        if (db.data) db.add(c, r, j, dy[k] * pb);
+      });
     });
   }
 };
