@@ -140,6 +140,33 @@ template <class T> struct BinaryBackward {
     });
   }
   LS_HD void along_axis(const Lane& lane) const {
+#if !defined(__CUDA_ARCH__)
+    // The CPU: column by column, with a row vector's partials (one value per
+    // column, constant down the rows) summed locally and added once per
+    // column, not read and written back at every element.
+    if (lane.count == 1) {
+      const bool a_row = a.axis && a.row_stride == 0, b_row = b.axis && b.row_stride == 0;
+      with_binary_rule(op, [&](auto rule) {
+        const long cols = size / rows;
+        long k = 0;
+        for (long c = 0; c < chains; ++c)
+          for (long j = 0; j < cols; ++j) {
+            double sa = 0, sb = 0;
+            for (long r = 0; r < rows; ++r, ++k) {
+              T pa = T(0), pb = T(0);
+              decltype(rule)::partials(a.at(c, r, j), b.at(c, r, j), y[k], &pa, &pb);
+              if (a_row) sa += static_cast<double>(dy[k] * pa);
+              else if (da.data) da.add(c, r, j, dy[k] * pa);
+              if (b_row) sb += static_cast<double>(dy[k] * pb);
+              else if (db.data) db.add(c, r, j, dy[k] * pb);
+            }
+            if (a_row && da.data) da.add(c, 0, j, static_cast<T>(sa));
+            if (b_row && db.data) db.add(c, 0, j, static_cast<T>(sb));
+          }
+      });
+      return;
+    }
+#endif
     with_binary_rule(op, [&](auto rule) {
       for_each_cell(lane, chains, rows, size / rows, [&](long k, long c, long r, long j) {
         T pa = T(0), pb = T(0);
