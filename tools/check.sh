@@ -6,19 +6,22 @@
 #   a. cpp:    Catch2 tests of the core (tests/cpp, CMake + CTest, build/cpp)
 #   b. nvcc:   every src/cuda/*.cu compiled with the package's nvcc flags, and
 #              linked with tests/gpu/link_check.cpp (skipped without nvcc)
-#   c. R:      R CMD build, R CMD check --no-manual --no-tests (1 test: fails
+#   c. mpi:    the MPI communicator's test (tests/mpi, CMake, build/mpi) run
+#              under `mpirun -np 2`; fails when OpenMPI is missing (tools/setup.sh
+#              installs it)
+#   d. R:      R CMD build, R CMD check --no-manual --no-tests (1 test: fails
 #              on ERROR or WARNING), then the testthat suite against the
 #              package that check installed (tools/run_testthat.R)
 #
 # Environment: LOCKSTEP_CUDA (see configure) applies to the nvcc and R suites;
-# CHECK_SUITES="cpp nvcc r" picks suites (default all).
+# CHECK_SUITES="cpp nvcc mpi r" picks suites (default all).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd -P)
 BUILD="$ROOT/build"
 mkdir -p "$BUILD"
 export MAKEFLAGS="${MAKEFLAGS:--j2}"
-SUITES=${CHECK_SUITES:-"cpp nvcc r"}
+SUITES=${CHECK_SUITES:-"cpp nvcc mpi r"}
 
 total_passed=0
 total_failed=0
@@ -130,7 +133,63 @@ suite_nvcc() {
   record nvcc "$passed" "$failed" 0 $(($(now) - t0))
 }
 
-# ---------------------------------------------------------------- c. R
+# ---------------------------------------------------------------- c. MPI
+suite_mpi() {
+  banner "mpi: MpiCommunicator test under mpirun -np 2 (tests/mpi -> build/mpi)"
+  local t0 passed=0 failed=0 log="$BUILD/mpi-run.log"
+  t0=$(now)
+  if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicxx >/dev/null 2>&1; then
+    echo "mpi: FAILED: MPI is not installed (no mpirun or mpicxx on PATH)."
+    echo "     Run 'make setup' (bash tools/setup.sh), which installs the Debian"
+    echo "     packages libopenmpi-dev and openmpi-bin."
+    record mpi 0 1 0 $(($(now) - t0))
+    return
+  fi
+  if ! cmake -S tests/mpi -B "$BUILD/mpi" -DCMAKE_BUILD_TYPE= >"$BUILD/mpi-cmake.log" 2>&1; then
+    cat "$BUILD/mpi-cmake.log"
+    echo "mpi: cmake configure FAILED (is libopenmpi-dev installed? see tools/setup.sh)"
+    record mpi 0 1 0 $(($(now) - t0))
+    return
+  fi
+  if ! cmake --build "$BUILD/mpi" -j2; then
+    echo "mpi: build FAILED (counted as 1 failed test)"
+    record mpi 0 1 0 $(($(now) - t0))
+    return
+  fi
+  # Two ranks on this machine, whatever its cores (--oversubscribe), as root
+  # where need be, over shared memory only (no network): OpenMPI's flags and
+  # MCA settings; the caller's OMPI_MCA_* settings win.
+  local flags=()
+  if mpirun --version 2>&1 | grep -q 'Open MPI'; then
+    flags+=(--oversubscribe)
+    if [ "$(id -u)" -eq 0 ]; then
+      flags+=(--allow-run-as-root)
+    fi
+    export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}"
+    # CMA (ptrace) single copy is often refused in containers.
+    export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
+  fi
+  local rc
+  timeout 300 mpirun "${flags[@]}" -np 2 "$BUILD/mpi/test_mpi_communicator" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  local counts
+  counts=$(grep -E '^mpi-counts: [0-9]+ [0-9]+$' "$log" | tail -n 1)
+  if [ -n "$counts" ]; then
+    set -- $counts
+    passed=$2
+    failed=$3
+    if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+      echo "mpi: mpirun exited with status $rc (counted as 1 failed test)"
+      failed=1
+    fi
+  else
+    echo "mpi: no counts (mpirun exited with status $rc: aborted, crashed or timed out; counted as 1 failed test)"
+    failed=$((failed + 1))
+  fi
+  record mpi "$passed" "$failed" 0 $(($(now) - t0))
+}
+
+# ---------------------------------------------------------------- d. R
 suite_r() {
   banner "R: R CMD build, R CMD check --no-manual --no-tests, testthat"
   local t0 t1 passed=0 failed=0 skipped=0 dir="$BUILD/r"
@@ -206,6 +265,7 @@ for s in $SUITES; do
   case "$s" in
     cpp) suite_cpp ;;
     nvcc) suite_nvcc ;;
+    mpi) suite_mpi ;;
     r|R) suite_r ;;
     *) echo "unknown suite '$s'"; record "$s" 0 1 0 0 ;;
   esac

@@ -1,0 +1,399 @@
+// Tests of lockstep::MpiCommunicator (inst/include/lockstep/mpi_communicator.hpp),
+// run under `mpirun -np 2` (tools/check.sh, suite "mpi"); plain C++ with main().
+//
+// Every check is collective: each rank evaluates it and the check passes only
+// when it passed on every rank, so all ranks count the same checks. Rank 0
+// prints one line per check and, last, `mpi-counts: PASSED FAILED`, which
+// check.sh reads; the exit status is non-zero when anything failed.
+//
+// 1. all_reduce_sum directly: double and float buffers with known exact sums,
+//    both orders (MPI_Allreduce and rank order), counts split into chunks, n = 0,
+//    a one-rank communicator; rank order equal bitwise to InProcessCommunicator
+//    summing every rank's buffer; results bitwise identical on every rank.
+// 2. SPMD evaluation: every rank builds the same hierarchical model (same
+//    parameters and free state) over its own slice of the N observation rows,
+//    evaluates lp and gradient with Executor<double> and all-reduces them; the
+//    result must equal a single-process evaluation over all N rows to 1e-12
+//    relative, be bitwise the same on every rank, and (so that the test can
+//    fail) differ from the rank's own partial. Global contributions are counted
+//    once: priors only on rank 0, and the other ranks subtract the log
+//    Jacobians of the constrained parameters, which the executor adds on
+//    every rank (a program of the parameters alone gives them).
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"  // tests/cpp: node builders and close()
+#include "lockstep/communicator.hpp"
+#include "lockstep/executor.hpp"
+#include "lockstep/mpi_communicator.hpp"
+#include "lockstep/planner.hpp"
+
+using namespace lstest;
+using lockstep::ExecOptions;
+using lockstep::InProcessCommunicator;
+using lockstep::MpiCommunicator;
+using Order = lockstep::MpiCommunicator::Order;
+
+namespace {
+
+int world_rank = 0, world_size = 1;
+int n_passed = 0, n_failed = 0;
+
+// A collective check: passes when `ok` holds on every rank. A rank where it
+// failed prints `detail`.
+void expect(bool ok, const std::string& what, const std::string& detail = "") {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (!ok) std::fprintf(stderr, "rank %d: FAILED %s %s\n", world_rank, what.c_str(), detail.c_str());
+  if (all) {
+    ++n_passed;
+  } else {
+    ++n_failed;
+  }
+  if (world_rank == 0) std::printf("%s %s\n", all ? "PASS" : "FAIL", what.c_str());
+  std::fflush(stdout);
+}
+
+// Whether `v` is bitwise the same on every rank (rank 0's copy broadcast).
+template <class T> bool same_on_all_ranks(const std::vector<T>& v) {
+  std::vector<T> root = v;
+  MPI_Bcast(root.data(), static_cast<int>(root.size() * sizeof(T)), MPI_BYTE, 0, MPI_COMM_WORLD);
+  return std::memcmp(root.data(), v.data(), v.size() * sizeof(T)) == 0;
+}
+
+// The rows [first, second) of N that rank r of P holds; `share` is rank 0's
+// fraction when P = 2 (uneven splits), P-way even otherwise.
+std::pair<long, long> my_rows(long N, int r, int P, double share) {
+  if (P == 2) {
+    const long cut = static_cast<long>(N * share);
+    return r == 0 ? std::make_pair(0L, cut) : std::make_pair(cut, N);
+  }
+  return {N * r / P, N * (r + 1) / P};
+}
+
+// ---------------------------------------------------------------- 1. all_reduce_sum
+
+template <class T> const char* type_name() { return sizeof(T) == 8 ? "double" : "float"; }
+const char* order_name(Order o) { return o == Order::rank ? "rank order" : "MPI_Allreduce"; }
+
+// Buffers of small integers and halves: every partial sum is exact, in float too.
+template <class T> T known(int r, long i) { return T((r + 1) * (i % 1000)) + T(0.5) * T(r); }
+
+template <class T> void test_known_sums(Order order, long n, long max_count) {
+  MpiCommunicator comm(MPI_COMM_WORLD, order, max_count);
+  std::vector<T> buf(n);
+  for (long i = 0; i < n; ++i) buf[i] = known<T>(world_rank, i);
+  T* bufs[] = {buf.data()};
+  comm.all_reduce_sum(bufs, n);
+  long bad = 0, first_bad = -1;
+  for (long i = 0; i < n; ++i) {
+    T want = 0;
+    for (int r = 0; r < world_size; ++r) want += known<T>(r, i);
+    if (buf[i] != want && bad++ == 0) first_bad = i;
+  }
+  std::ostringstream what;
+  what << "all_reduce_sum " << type_name<T>() << ", " << order_name(order) << ", n = " << n
+       << ", chunks of " << max_count << ": exact known sums";
+  std::ostringstream detail;
+  if (bad) detail << "(" << bad << " wrong, first at " << first_bad << ": " << buf[first_bad] << ")";
+  expect(bad == 0, what.str(), detail.str());
+}
+
+// Random values (each rank can generate every rank's buffer): rank order must
+// equal InProcessCommunicator bitwise; MPI_Allreduce must agree to rounding;
+// both bitwise the same on every rank.
+template <class T> void test_random_sums(Order order, long n, long max_count) {
+  auto buffer = [n](int r) {
+    std::mt19937 rng(1000 + r);
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<T> v(n);
+    for (T& x : v) x = static_cast<T>(std::ldexp(u(rng), static_cast<int>(rng() % 20) - 10));
+    return v;
+  };
+  std::vector<std::vector<T>> inputs;
+  for (int r = 0; r < world_size; ++r) inputs.push_back(buffer(r));
+  std::vector<std::vector<T>> all = inputs;
+  std::vector<T*> ptrs;
+  for (auto& v : all) ptrs.push_back(v.data());
+  InProcessCommunicator local(world_size);
+  local.all_reduce_sum(ptrs.data(), n);  // all[0]: the sum in rank order
+
+  MpiCommunicator comm(MPI_COMM_WORLD, order, max_count);
+  std::vector<T> mine = inputs[world_rank];
+  T* bufs[] = {mine.data()};
+  comm.all_reduce_sum(bufs, n);
+  std::ostringstream what;
+  what << "all_reduce_sum " << type_name<T>() << ", " << order_name(order) << ", n = " << n
+       << ", chunks of " << max_count;
+  if (order == Order::rank) {
+    expect(std::memcmp(mine.data(), all[0].data(), n * sizeof(T)) == 0,
+           what.str() + ": bitwise equal to InProcessCommunicator");
+  } else {
+    // |difference| <= P eps sum_r |x_r|: the bound of any summation order.
+    long bad = 0;
+    const double eps = sizeof(T) == 8 ? 0x1p-52 : 0x1p-23;
+    for (long i = 0; i < n; ++i) {
+      double magnitude = 0;
+      for (int r = 0; r < world_size; ++r) magnitude += std::fabs(double(inputs[r][i]));
+      if (!(std::fabs(double(mine[i]) - double(all[0][i])) <= world_size * eps * magnitude)) ++bad;
+    }
+    expect(bad == 0, what.str() + ": equal to the serial sum up to rounding",
+           "(" + std::to_string(bad) + " differ)");
+  }
+  expect(same_on_all_ranks(mine), what.str() + ": bitwise the same on every rank");
+}
+
+void test_communicator_basics() {
+  MpiCommunicator comm;
+  expect(comm.ranks() == world_size && comm.rank() == world_rank,
+         "ranks() and rank() are MPI_COMM_WORLD's size and rank");
+  expect(world_size >= 2, "run with at least 2 ranks (mpirun -np 2)",
+         "(size " + std::to_string(world_size) + ")");
+
+  // n = 0: nothing sent, nothing changed, nothing left pending.
+  for (Order o : {Order::allreduce, Order::rank}) {
+    MpiCommunicator c(MPI_COMM_WORLD, o);
+    double d = 7;
+    float f = 7;
+    double* dp[] = {&d};
+    float* fp[] = {&f};
+    c.all_reduce_sum(dp, 0);
+    c.all_reduce_sum(fp, 0);
+    expect(d == 7 && f == 7, std::string("n = 0 leaves the buffer alone (") + order_name(o) + ")");
+  }
+
+  // A one-rank communicator: the sum is the buffer itself.
+  MpiCommunicator self(MPI_COMM_SELF);
+  std::vector<double> v = {1.5, -2, 3};
+  double* vp[] = {v.data()};
+  self.all_reduce_sum(vp, 3);
+  expect(self.ranks() == 1 && v == std::vector<double>{1.5, -2, 3},
+         "MPI_COMM_SELF: one rank, all_reduce_sum is the identity");
+
+  bool threw = false;
+  try {
+    MpiCommunicator bad(MPI_COMM_WORLD, Order::allreduce, 0);
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  expect(threw, "max_count = 0 is rejected");
+
+  // The float sum of MPI_Allreduce is done in double: with three or more
+  // ranks a float sum can differ; with any number it must equal the double
+  // sum of the float values, rounded once.
+  {
+    MpiCommunicator c(MPI_COMM_WORLD, Order::allreduce);
+    const long n = 257;
+    auto value = [](int r, long i) { return static_cast<float>(1.0 + (r + 1) * i * 1e-7); };
+    std::vector<float> f(n);
+    for (long i = 0; i < n; ++i) f[i] = value(world_rank, i);
+    float* fp[] = {f.data()};
+    c.all_reduce_sum(fp, n);
+    long bad = 0;
+    for (long i = 0; i < n; ++i) {
+      double want = 0;
+      for (int r = 0; r < world_size; ++r) want += static_cast<double>(value(r, i));
+      if (f[i] != static_cast<float>(want)) ++bad;
+    }
+    expect(bad == 0, "all_reduce_sum float, MPI_Allreduce: the double sum rounded to float",
+           "(" + std::to_string(bad) + " differ)");
+  }
+}
+
+// ---------------------------------------------------------------- 2. SPMD evaluation
+
+struct Data {
+  long N, K, G;
+  std::vector<double> X;  // N x K, column-major
+  std::vector<double> y, z;
+  std::vector<long> group;
+};
+
+Data make_data(long N, long K, long G) {
+  std::mt19937 rng(42);
+  std::normal_distribution<double> norm;
+  std::uniform_int_distribution<long> g(0, G - 1);
+  Data d{N, K, G, std::vector<double>(N * K), std::vector<double>(N), std::vector<double>(N),
+         std::vector<long>(N)};
+  for (double& v : d.X) v = norm(rng);
+  for (double& v : d.y) v = 0.5 + 1.3 * norm(rng);
+  for (long i = 0; i < N; ++i) d.z[i] = (i * 7 + 3) % 5 < 2 ? 1 : 0;
+  for (long& v : d.group) v = g(rng);
+  return d;
+}
+
+// The free state: mu, tau (> 0), alpha[G], beta[K], sigma (> 0).
+long n_free(const Data& d) { return 3 + d.G + d.K; }
+
+// A hierarchical regression over rows [r0, r1):
+//   mu ~ normal(0, 1); tau ~ normal(0, 1) T(0, ); alpha ~ normal(mu, tau)
+//   beta ~ normal(0, 1); sigma ~ normal(0, 1) T(0, )
+//   eta = X beta + alpha[group]; y ~ normal(eta, sigma); z ~ bernoulli(ilogit(eta))
+// `priors`: include the global terms (one rank only). `likelihood`: include
+// the rows' terms (without either: the parameters alone, i.e. their log
+// Jacobians).
+Program model(const Data& d, long r0, long r1, bool priors, bool likelihood = true) {
+  Program p;
+  long off = 0;
+  const int mu = p.add(param_node(1, off++));
+  const int tau = p.add(param_node(1, off++, Transform::lower, 0));
+  const int alpha = p.add(param_node(d.G, off));
+  off += d.G;
+  const int beta = p.add(param_node(d.K, off));
+  off += d.K;
+  const int sigma = p.add(param_node(1, off++, Transform::lower, 0));
+  p.n_free = off;
+  if (priors) {
+    const int zero = p.add(data_node({0}));
+    const int one = p.add(data_node({1}));
+    add_term(p, density_node(Family::normal, {mu, zero, one}));
+    add_term(p, density_node(Family::normal, {tau, zero, one}, 0, inf));
+    add_term(p, density_node(Family::normal, {alpha, mu, tau}));
+    add_term(p, density_node(Family::normal, {beta, zero, one}));
+    add_term(p, density_node(Family::normal, {sigma, zero, one}, 0, inf));
+  }
+  if (likelihood && r1 > r0) {
+    const long n = r1 - r0;
+    std::vector<double> X(n * d.K);
+    for (long k = 0; k < d.K; ++k)
+      for (long i = 0; i < n; ++i) X[k * n + i] = d.X[k * d.N + r0 + i];
+    const int Xn = p.add(data_node(X, {n, d.K}));
+    const int xb = p.add(matmul_node(Xn, beta, p));
+    const int ga = p.add(gather_node(
+        alpha, std::vector<long>(d.group.begin() + r0, d.group.begin() + r1)));
+    const int eta = p.add(binary_node(Op::add, xb, ga, p));
+    const int y = p.add(data_node(std::vector<double>(d.y.begin() + r0, d.y.begin() + r1)));
+    add_term(p, density_node(Family::normal, {y, eta, sigma}));
+    const int prob = p.add(unary_node(Op::ilogit, eta, p));
+    const int z = p.add(data_node(std::vector<double>(d.z.begin() + r0, d.z.begin() + r1)));
+    add_term(p, density_node(Family::bernoulli, {z, prob}));
+  }
+  lockstep::plan(p);
+  return p;
+}
+
+struct Result {
+  std::vector<double> lp, grad;
+};
+
+Result run(const Program& p, long chains, const std::vector<double>& state, ExecOptions o) {
+  Executor<double> ex(p, chains, o);
+  Result r{std::vector<double>(chains, 0), std::vector<double>(chains * p.n_free, 0)};
+  ex.log_density(state.data(), r.lp.data(), r.grad.data());
+  return r;
+}
+
+// Largest |a - b| / max(1, |a|, |b|) over the elements: relative, with an
+// absolute floor for values near zero.
+double worst(const std::vector<double>& a, const std::vector<double>& b) {
+  double w = a.size() == b.size() ? 0 : HUGE_VAL;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double scale = std::max({1.0, std::fabs(a[i]), std::fabs(b[i])});
+    const double e = std::fabs(a[i] - b[i]) / scale;
+    if (!(e <= w)) w = e;  // NaN counts as worst
+  }
+  return w;
+}
+
+void test_spmd(const Data& d, long chains, ExecOptions o, Order order, double share,
+               const std::string& label) {
+  const long D = n_free(d);
+  std::mt19937 rng(7);
+  const std::vector<double> state = uniform_vector(rng, chains * D, -0.7, 0.7);
+
+  // Single process, every row.
+  const Program full = model(d, 0, d.N, true);
+  const Result ref = run(full, chains, state, o);
+
+  // This rank's rows; priors on rank 0 only; the other ranks take away the
+  // parameters' log Jacobians, which the executor adds on every rank.
+  const auto rows = my_rows(d.N, world_rank, world_size, share);
+  const Program part = model(d, rows.first, rows.second, world_rank == 0);
+  Result mine = run(part, chains, state, o);
+  if (world_rank != 0) {
+    const Result jac = run(model(d, 0, 0, false, false), chains, state, o);
+    for (long c = 0; c < chains; ++c) mine.lp[c] -= jac.lp[c];
+    for (long k = 0; k < chains * D; ++k) mine.grad[k] -= jac.grad[k];
+  }
+  const Result partial = mine;
+
+  MpiCommunicator comm(MPI_COMM_WORLD, order);
+  double* lp[] = {mine.lp.data()};
+  double* grad[] = {mine.grad.data()};
+  comm.all_reduce_sum(lp, chains);
+  comm.all_reduce_sum(grad, chains * D);
+
+  std::ostringstream rows_s;
+  rows_s << "rows [" << rows.first << ", " << rows.second << ") of " << d.N;
+  const std::string what = "SPMD " + label + " (" + order_name(order) + ")";
+  const double e_lp = worst(mine.lp, ref.lp), e_grad = worst(mine.grad, ref.grad);
+  bool finite = true;
+  for (double v : ref.lp) finite = finite && std::isfinite(v);
+  expect(finite, what + ": the single-process log density is finite");
+  expect(e_lp <= 1e-12, what + ": all-reduced lp equals the single-process lp to 1e-12",
+         rows_s.str() + ", worst relative error " + std::to_string(e_lp));
+  expect(e_grad <= 1e-12,
+         what + ": all-reduced gradient equals the single-process gradient to 1e-12",
+         rows_s.str() + ", worst relative error " + std::to_string(e_grad));
+  // Both collectives on every rank (no short-circuit: ranks must not diverge).
+  const bool same_lp = same_on_all_ranks(mine.lp), same_grad = same_on_all_ranks(mine.grad);
+  expect(same_lp && same_grad, what + ": lp and gradient bitwise the same on every rank");
+  // Not vacuous: a rank's own partial is not the whole.
+  expect(worst(partial.lp, ref.lp) > 1e-6 && worst(partial.grad, ref.grad) > 1e-6,
+         what + ": this rank's partial alone differs from the whole");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (world_rank == 0) std::printf("test_mpi_communicator: %d ranks\n", world_size);
+  try {
+    test_communicator_basics();
+    for (Order o : {Order::allreduce, Order::rank}) {
+      test_known_sums<double>(o, 1000, 1 << 30);
+      test_known_sums<float>(o, 1000, 1 << 30);
+      test_known_sums<double>(o, 100, 7);
+      test_known_sums<float>(o, 100, 7);
+      test_random_sums<double>(o, 1001, 1 << 30);
+      test_random_sums<float>(o, 1001, 1 << 30);
+      test_random_sums<double>(o, 1001, 64);
+      test_random_sums<float>(o, 1001, 64);
+    }
+
+    const Data d = make_data(1001, 3, 6);
+    ExecOptions tiled;  // observation stage, one thread, one virtual device
+    test_spmd(d, 3, tiled, Order::allreduce, 0.5, "tiled executor, even split");
+    test_spmd(d, 3, tiled, Order::rank, 0.5, "tiled executor, even split");
+    ExecOptions sharded;
+    sharded.threads = 2;
+    sharded.devices = 2;
+    sharded.tile_rows = 64;
+    test_spmd(d, 4, sharded, Order::allreduce, 0.37,
+              "2 threads x 2 virtual devices per rank, tiles of 64, uneven split");
+    ExecOptions plain;
+    plain.observation_stage = false;
+    test_spmd(d, 2, plain, Order::rank, 0.8, "plain op-by-op executor, uneven split");
+  } catch (const std::exception& e) {
+    // A collective left half-done would hang the other ranks: abort them all.
+    std::fprintf(stderr, "rank %d: exception: %s\n", world_rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, 2);
+  }
+
+  if (world_rank == 0) {
+    std::printf("%s: %d passed, %d failed\n", n_failed ? "FAIL" : "PASS", n_passed, n_failed);
+    std::printf("mpi-counts: %d %d\n", n_passed, n_failed);
+  }
+  MPI_Finalize();
+  return n_failed ? 1 : 0;
+}
