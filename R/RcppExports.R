@@ -25,16 +25,16 @@ ls_engine_values <- function(engine, state, nodes, options) {
     .Call(`_lockstep_ls_engine_values`, engine, state, nodes, options)
 }
 
-ls_hmc_new <- function(engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, options) {
-    .Call(`_lockstep_ls_hmc_new`, engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, options)
+ls_sampler_new <- function(engine, init, kind, parameters, key0, key1, options) {
+    .Call(`_lockstep_ls_sampler_new`, engine, init, kind, parameters, key0, key1, options)
 }
 
-ls_hmc_begin_warmup <- function(sampler, n) {
-    invisible(.Call(`_lockstep_ls_hmc_begin_warmup`, sampler, n))
+ls_sampler_begin_warmup <- function(sampler, n) {
+    invisible(.Call(`_lockstep_ls_sampler_begin_warmup`, sampler, n))
 }
 
-ls_hmc_run <- function(sampler, n, warmup, thin, offset) {
-    .Call(`_lockstep_ls_hmc_run`, sampler, n, warmup, thin, offset)
+ls_sampler_run <- function(sampler, n, warmup, thin, offset) {
+    .Call(`_lockstep_ls_sampler_run`, sampler, n, warmup, thin, offset)
 }
 
 ls_engine_time <- function(engine, state, options, reps) {

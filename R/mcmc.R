@@ -5,7 +5,7 @@
 #' call. The signature and defaults are greta's.
 #'
 #' @param model a `greta_model` from [model()]
-#' @param sampler a sampler, e.g. [hmc()]
+#' @param sampler a sampler: [nuts()] (the default) or [hmc()]
 #' @param n_samples the number of samples to draw per chain after warmup
 #'   (before thinning)
 #' @param thin keep every `thin`-th sample
@@ -46,7 +46,7 @@
 #' draws <- mcmc(m, n_samples = 200, warmup = 200, chains = 2, verbose = FALSE)
 #' summary(draws)
 #' @export
-mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 1000,
+mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1000,
                  chains = 4, n_cores = NULL, verbose = TRUE, pb_update = 50,
                  one_by_one = FALSE, initial_values = initials(), trace_batch_size = 100,
                  compute_options = cpu_only(threads = n_cores)) {
@@ -54,7 +54,7 @@ mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 10
     stop("`model` must be a greta_model created by model()", call. = FALSE)
   }
   if (!inherits(sampler, "sampler")) {
-    stop("`sampler` must be a sampler such as hmc()", call. = FALSE)
+    stop("`sampler` must be a sampler such as nuts() or hmc()", call. = FALSE)
   }
   n_samples <- check_count(n_samples, "n_samples", 0)
   thin <- check_count(thin, "thin", 1)
@@ -71,9 +71,8 @@ mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 10
   init <- initial_free_state(model, initial_values, chains, options, parent.frame())
 
   seeds <- floor(stats::runif(2) * 2^32)
-  p <- sampler$parameters
-  handle <- ls_hmc_new(engine, init, p$Lmin, p$Lmax, p$epsilon, p$diag_sd, seeds[1], seeds[2],
-                       options)
+  handle <- ls_sampler_new(engine, init, sampler$name, sampler$parameters, seeds[1], seeds[2],
+                           options)
 
   kept_env <- new.env(parent = emptyenv())
   status <- run_phases(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env)
@@ -82,7 +81,68 @@ mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 10
     if (status == "interrupted") message("interrupted during warmup: there are no draws to return")
     return(invisible(NULL))
   }
-  build_mcmc_list(model, free, chains, thin, warmup, trace_batch_size, options, status)
+  warn_sampler_problems(kept_env, sampler)
+  out <- build_mcmc_list(model, free, chains, thin, warmup, trace_batch_size, options, status)
+  attr(out, "sampler_params") <- split_by_chain(kept_env$diagnostics, chains)
+  out
+}
+
+# After sampling, as Stan does: divergent transitions and trajectories that hit
+# the maximum tree depth are worth a warning.
+warn_sampler_problems <- function(kept_env, sampler) {
+  d <- kept_env$diagnostics
+  n_div <- sum(d$divergent__)
+  if (n_div > 0) {
+    warning(n_div, " of ", nrow(d), " kept draws (all chains) came from divergent transitions; ",
+            "consider a smaller step size (nuts(adapt_delta = 0.95)) or reparameterising the model",
+            call. = FALSE)
+  }
+  if (identical(sampler$name, "nuts")) {
+    n_max <- sum(d$treedepth__ >= sampler$parameters$max_treedepth)
+    if (n_max > 0) {
+      warning(n_max, " of ", nrow(d), " kept draws (all chains) hit the maximum tree depth of ",
+              sampler$parameters$max_treedepth, "; consider nuts(max_treedepth = ",
+              sampler$parameters$max_treedepth + 2, ")", call. = FALSE)
+    }
+  }
+  invisible(NULL)
+}
+
+# Rows are iteration-major with chains within: one data frame per chain.
+split_by_chain <- function(d, chains) {
+  if (is.null(d)) return(NULL)
+  chain <- rep_len(seq_len(chains), nrow(d))
+  lapply(seq_len(chains), function(k) {
+    x <- d[chain == k, , drop = FALSE]
+    rownames(x) <- NULL
+    x
+  })
+}
+
+#' Sampler diagnostics of each draw
+#'
+#' The per-iteration diagnostics of the kept draws of [mcmc()], one data frame
+#' per chain, with the columns rstan's `get_sampler_params()` has:
+#' `accept_stat__` (the mean acceptance probability over the trajectory),
+#' `stepsize__`, `treedepth__` (NUTS; 0 for HMC), `n_leapfrog__`,
+#' `divergent__` (1 when the energy error exceeded 1000) and `energy__` (the
+#' Hamiltonian at the draw).
+#'
+#' @param x a `greta_mcmc_list` from [mcmc()]
+#' @return a list of data frames, one per chain, one row per kept draw
+#' @examples
+#' mu <- normal(0, 1)
+#' draws <- mcmc(model(mu), n_samples = 100, warmup = 100, chains = 2, verbose = FALSE)
+#' params <- get_sampler_params(draws)
+#' colMeans(params[[1]])
+#' @export
+get_sampler_params <- function(x) {
+  params <- attr(x, "sampler_params")
+  if (is.null(params)) {
+    stop("`x` must be a greta_mcmc_list returned by mcmc(), which holds its sampler's ",
+         "diagnostics", call. = FALSE)
+  }
+  params
 }
 
 # Runs warmup then sampling in chunks of at most pb_update iterations, so
@@ -94,10 +154,11 @@ mcmc <- function(model, sampler = hmc(), n_samples = 1000, thin = 1, warmup = 10
 run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
   width_total <- max(warmup, n_samples)
   chunks <- list()
+  diagnostics <- list()
   bad_so_far <- 0  # the sampler's tally of bad proposals is cumulative
   seconds_per_iteration <- 0
   status <- tryCatch({
-    ls_hmc_begin_warmup(handle, warmup)
+    ls_sampler_begin_warmup(handle, warmup)
     for (phase in c("warmup", "sampling")) {
       total <- if (phase == "warmup") warmup else n_samples
       bar <- progress_bar(phase, total, width_total, chains, verbose)
@@ -107,11 +168,15 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         n <- min(pb_update, total - done)
         if (seconds_per_iteration > 0) n <- max(1L, min(n, floor(0.5 / seconds_per_iteration)))
         started <- proc.time()[["elapsed"]]
-        res <- ls_hmc_run(handle, n, phase == "warmup", if (phase == "warmup") 1L else thin, done)
+        res <- ls_sampler_run(handle, n, phase == "warmup", if (phase == "warmup") 1L else thin,
+                              done)
         seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / n
         bad_so_far <- sum(res$bad)
         done <- done + n
-        if (phase == "sampling") chunks[[length(chunks) + 1L]] <- res$free
+        if (phase == "sampling") {
+          chunks[[length(chunks) + 1L]] <- res$free
+          diagnostics[[length(diagnostics) + 1L]] <- res$diagnostics
+        }
         progress_update(bar, done, bad_so_far - bad_at_start, final = done == total)
       }
     }
@@ -121,6 +186,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
     "interrupted"
   })
   kept_env$free <- if (length(chunks)) do.call(rbind, chunks) else NULL
+  kept_env$diagnostics <- if (length(diagnostics)) do.call(rbind, diagnostics) else NULL
   if (status == "interrupted" && length(chunks)) {
     message("sampling was interrupted: returning the ", nrow(kept_env$free) / chains,
             " draws per chain made so far")

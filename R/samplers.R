@@ -1,6 +1,13 @@
 #' MCMC samplers
 #'
-#' Functions to set up MCMC samplers for [mcmc()], with greta's parameters.
+#' Functions to set up MCMC samplers for [mcmc()]: `nuts()`, the No-U-Turn
+#' sampler (the default), and `hmc()` with greta's parameters.
+#'
+#' @param max_treedepth the most times a NUTS trajectory is doubled: at most
+#'   `2^max_treedepth - 1` leapfrog steps per iteration (Stan's default, 10)
+#' @param adapt_delta the mean acceptance statistic that warmup tunes the step
+#'   size towards (Stan's default, 0.8); higher values give smaller steps and
+#'   fewer divergences
 #'
 #' @param Lmin,Lmax the number of leapfrog steps of each iteration is drawn
 #'   uniformly from `Lmin` to `Lmax`
@@ -12,23 +19,48 @@
 #' @details All chains run in lockstep: every leapfrog step evaluates the log
 #'   density and gradient of all chains in one call to the engine, with one
 #'   step size; each chain accepts or rejects its own proposal.
+#'
+#'   `nuts()` is Stan's NUTS: multinomial sampling of the trajectory's points,
+#'   the generalised U-turn criterion (with Stan's checks across merged
+#'   subtrees), and a divergence when the energy error exceeds 1000. Each
+#'   chain builds its own tree; a chain whose tree is finished waits while the
+#'   others finish theirs, so an iteration costs the longest trajectory of the
+#'   chains. Warmup (both samplers) tunes the step size by dual averaging on
+#'   the mean acceptance statistic of all chains, and `diag_sd` from the pooled
+#'   draws of all chains in Stan's windows.
 #' @return a `sampler` object that can be passed to [mcmc()]
 #' @examples
+#' nuts()
+#' nuts(adapt_delta = 0.95)
 #' hmc()
 #' hmc(Lmin = 10, Lmax = 20)
 #' @name samplers
+NULL
+
+#' @rdname samplers
+#' @export
+nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = 1) {
+  check_count(max_treedepth, "max_treedepth", minimum = 1)
+  if (max_treedepth > 30) stop("`max_treedepth` must be at most 30", call. = FALSE)
+  if (!is.numeric(adapt_delta) || length(adapt_delta) != 1 || !is.finite(adapt_delta) ||
+      adapt_delta <= 0 || adapt_delta >= 1) {
+    stop("`adapt_delta` must be a single number between 0 and 1", call. = FALSE)
+  }
+  check_step_size(epsilon, diag_sd)
+  obj <- list(parameters = list(max_treedepth = as.integer(max_treedepth),
+                                adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd),
+              name = "nuts")
+  class(obj) <- c("nuts sampler", "sampler")
+  obj
+}
+
+#' @rdname samplers
 #' @export
 hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = 1) {
   check_count(Lmin, "Lmin", minimum = 1)
   check_count(Lmax, "Lmax", minimum = 1)
   if (Lmax < Lmin) stop("`Lmax` must be at least `Lmin`", call. = FALSE)
-  if (!is.numeric(epsilon) || length(epsilon) != 1 || !is.finite(epsilon) || epsilon <= 0) {
-    stop("`epsilon` must be a single positive number", call. = FALSE)
-  }
-  if (!is.numeric(diag_sd) || length(diag_sd) < 1 || any(!is.finite(diag_sd)) ||
-      any(diag_sd <= 0)) {
-    stop("`diag_sd` must be positive numbers", call. = FALSE)
-  }
+  check_step_size(epsilon, diag_sd)
   obj <- list(parameters = list(Lmin = as.integer(Lmin), Lmax = as.integer(Lmax),
                                 epsilon = epsilon, diag_sd = diag_sd),
               name = "hmc")
@@ -42,6 +74,17 @@ print.sampler <- function(x, ...) {
   cat(class(x)[1], " object with parameters:\n  ",
       paste(names(x$parameters), values, sep = " = ", collapse = ", "), "\n", sep = "")
   invisible(x)
+}
+
+check_step_size <- function(epsilon, diag_sd) {
+  if (!is.numeric(epsilon) || length(epsilon) != 1 || !is.finite(epsilon) || epsilon <= 0) {
+    stop("`epsilon` must be a single positive number", call. = FALSE)
+  }
+  if (!is.numeric(diag_sd) || length(diag_sd) < 1 || any(!is.finite(diag_sd)) ||
+      any(diag_sd <= 0)) {
+    stop("`diag_sd` must be positive numbers", call. = FALSE)
+  }
+  invisible(NULL)
 }
 
 check_count <- function(x, arg, minimum = 0) {

@@ -84,39 +84,37 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// ls_hmc_new
-SEXP ls_hmc_new(SEXP engine, NumericMatrix init, int Lmin, int Lmax, double epsilon, NumericVector diag_sd, double key0, double key1, List options);
-RcppExport SEXP _lockstep_ls_hmc_new(SEXP engineSEXP, SEXP initSEXP, SEXP LminSEXP, SEXP LmaxSEXP, SEXP epsilonSEXP, SEXP diag_sdSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP optionsSEXP) {
+// ls_sampler_new
+SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List parameters, double key0, double key1, List options);
+RcppExport SEXP _lockstep_ls_sampler_new(SEXP engineSEXP, SEXP initSEXP, SEXP kindSEXP, SEXP parametersSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP optionsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type engine(engineSEXP);
     Rcpp::traits::input_parameter< NumericMatrix >::type init(initSEXP);
-    Rcpp::traits::input_parameter< int >::type Lmin(LminSEXP);
-    Rcpp::traits::input_parameter< int >::type Lmax(LmaxSEXP);
-    Rcpp::traits::input_parameter< double >::type epsilon(epsilonSEXP);
-    Rcpp::traits::input_parameter< NumericVector >::type diag_sd(diag_sdSEXP);
+    Rcpp::traits::input_parameter< std::string >::type kind(kindSEXP);
+    Rcpp::traits::input_parameter< List >::type parameters(parametersSEXP);
     Rcpp::traits::input_parameter< double >::type key0(key0SEXP);
     Rcpp::traits::input_parameter< double >::type key1(key1SEXP);
     Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_hmc_new(engine, init, Lmin, Lmax, epsilon, diag_sd, key0, key1, options));
+    rcpp_result_gen = Rcpp::wrap(ls_sampler_new(engine, init, kind, parameters, key0, key1, options));
     return rcpp_result_gen;
 END_RCPP
 }
-// ls_hmc_begin_warmup
-void ls_hmc_begin_warmup(SEXP sampler, int n);
-RcppExport SEXP _lockstep_ls_hmc_begin_warmup(SEXP samplerSEXP, SEXP nSEXP) {
+// ls_sampler_begin_warmup
+void ls_sampler_begin_warmup(SEXP sampler, int n);
+RcppExport SEXP _lockstep_ls_sampler_begin_warmup(SEXP samplerSEXP, SEXP nSEXP) {
 BEGIN_RCPP
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type sampler(samplerSEXP);
     Rcpp::traits::input_parameter< int >::type n(nSEXP);
-    ls_hmc_begin_warmup(sampler, n);
+    ls_sampler_begin_warmup(sampler, n);
     return R_NilValue;
 END_RCPP
 }
-// ls_hmc_run
-List ls_hmc_run(SEXP sampler, int n, bool warmup, int thin, int offset);
-RcppExport SEXP _lockstep_ls_hmc_run(SEXP samplerSEXP, SEXP nSEXP, SEXP warmupSEXP, SEXP thinSEXP, SEXP offsetSEXP) {
+// ls_sampler_run
+List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset);
+RcppExport SEXP _lockstep_ls_sampler_run(SEXP samplerSEXP, SEXP nSEXP, SEXP warmupSEXP, SEXP thinSEXP, SEXP offsetSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -125,7 +123,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< bool >::type warmup(warmupSEXP);
     Rcpp::traits::input_parameter< int >::type thin(thinSEXP);
     Rcpp::traits::input_parameter< int >::type offset(offsetSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_hmc_run(sampler, n, warmup, thin, offset));
+    rcpp_result_gen = Rcpp::wrap(ls_sampler_run(sampler, n, warmup, thin, offset));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -151,9 +149,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_pointer_is_null", (DL_FUNC) &_lockstep_ls_pointer_is_null, 1},
     {"_lockstep_ls_engine_log_density", (DL_FUNC) &_lockstep_ls_engine_log_density, 4},
     {"_lockstep_ls_engine_values", (DL_FUNC) &_lockstep_ls_engine_values, 4},
-    {"_lockstep_ls_hmc_new", (DL_FUNC) &_lockstep_ls_hmc_new, 9},
-    {"_lockstep_ls_hmc_begin_warmup", (DL_FUNC) &_lockstep_ls_hmc_begin_warmup, 2},
-    {"_lockstep_ls_hmc_run", (DL_FUNC) &_lockstep_ls_hmc_run, 5},
+    {"_lockstep_ls_sampler_new", (DL_FUNC) &_lockstep_ls_sampler_new, 7},
+    {"_lockstep_ls_sampler_begin_warmup", (DL_FUNC) &_lockstep_ls_sampler_begin_warmup, 2},
+    {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 5},
     {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},
     {NULL, NULL, 0}
 };

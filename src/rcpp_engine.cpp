@@ -18,6 +18,7 @@
 #include "lockstep/ir.hpp"
 #include "lockstep/planner.hpp"
 #include "lockstep/sampler/hmc.hpp"
+#include "lockstep/sampler/nuts.hpp"
 
 using namespace Rcpp;
 
@@ -77,10 +78,12 @@ struct Engine {
 
 // A sampler owns its executor and shares the program with the engine, so it
 // stays valid whatever happens to the engine's pointer.
-struct HmcHandle {
+// A sampler with the executor it steps (which must outlive it) and the
+// program (kept alive even if the engine is freed first).
+struct SamplerHandle {
   std::shared_ptr<lockstep::Program> program;
   std::unique_ptr<lockstep::Target> executor;
-  std::unique_ptr<lockstep::Hmc> hmc;
+  std::unique_ptr<lockstep::LeapfrogSampler> sampler;
 };
 
 template <class T> T* checked_pointer(SEXP x, const char* what) {
@@ -234,55 +237,93 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   return out;
 }
 
+// A sampler of the given kind ("hmc" or "nuts") over the engine's program,
+// with its settings in `parameters` (R/samplers.R).
 // [[Rcpp::export]]
-SEXP ls_hmc_new(SEXP engine, NumericMatrix init, int Lmin, int Lmax, double epsilon,
-                NumericVector diag_sd, double key0, double key1, List options) {
+SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List parameters,
+                    double key0, double key1, List options) {
   Engine* e = checked_pointer<Engine>(engine, "engine");
-  auto h = std::make_unique<HmcHandle>();
+  auto h = std::make_unique<SamplerHandle>();
   h->program = e->program;
   h->executor = Engine::make_executor(*h->program, init.nrow(), exec_options(options), e->single);
-  lockstep::HmcSettings s;
-  s.Lmin = Lmin;
-  s.Lmax = Lmax;
-  s.epsilon = epsilon;
-  s.diag_sd.assign(diag_sd.begin(), diag_sd.end());
-  h->hmc = std::make_unique<lockstep::Hmc>(*h->executor, s, chain_major(init),
-                                           static_cast<uint32_t>(key0), static_cast<uint32_t>(key1));
-  XPtr<HmcHandle> ptr(h.release(), false);
-  R_RegisterCFinalizerEx(ptr, finalize<HmcHandle>, TRUE);
+  const std::vector<double> diag_sd = as<std::vector<double>>(parameters["diag_sd"]);
+  const double epsilon = as<double>(parameters["epsilon"]);
+  const auto k0 = static_cast<uint32_t>(key0), k1 = static_cast<uint32_t>(key1);
+  if (kind == "hmc") {
+    lockstep::HmcSettings s;
+    s.Lmin = as<int>(parameters["Lmin"]);
+    s.Lmax = as<int>(parameters["Lmax"]);
+    s.epsilon = epsilon;
+    s.diag_sd = diag_sd;
+    h->sampler = std::make_unique<lockstep::Hmc>(*h->executor, s, chain_major(init), k0, k1);
+  } else if (kind == "nuts") {
+    lockstep::NutsSettings s;
+    s.max_treedepth = as<int>(parameters["max_treedepth"]);
+    s.adapt_delta = as<double>(parameters["adapt_delta"]);
+    s.epsilon = epsilon;
+    s.diag_sd = diag_sd;
+    h->sampler = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
+  } else {
+    stop("unknown sampler '" + kind + "'");
+  }
+  XPtr<SamplerHandle> ptr(h.release(), false);
+  R_RegisterCFinalizerEx(ptr, finalize<SamplerHandle>, TRUE);
   ptr.attr("class") = "lockstep_sampler";
   return ptr;
 }
 
 // [[Rcpp::export]]
-void ls_hmc_begin_warmup(SEXP sampler, int n) {
-  checked_pointer<HmcHandle>(sampler, "sampler")->hmc->begin_warmup(n);
+void ls_sampler_begin_warmup(SEXP sampler, int n) {
+  checked_pointer<SamplerHandle>(sampler, "sampler")->sampler->begin_warmup(n);
 }
 
 // Runs n iterations; keeps every thin-th state (counted from `offset`, the
 // number of iterations of this phase already run). Returns the kept free
-// states as rows (iteration-major, chains within), and the sampler's tallies.
+// states as rows (iteration-major, chains within), each kept iteration's
+// diagnostics per chain (same row order), and the sampler's tallies.
 // [[Rcpp::export]]
-List ls_hmc_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
-  HmcHandle* h = checked_pointer<HmcHandle>(sampler, "sampler");
-  lockstep::Hmc& hmc = *h->hmc;
+List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
+  SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
+  lockstep::LeapfrogSampler& smp = *h->sampler;
   const long C = h->executor->chains(), D = h->executor->dim();
   std::vector<std::vector<double>> kept;
+  std::vector<double> accept_stat, energy, step_size;
+  std::vector<int> n_leapfrog, tree_depth, divergent;
+  int divergent_all = 0, max_depth_all = 0;
   for (int it = 0; it < n; ++it) {
-    hmc.iterate(warmup);
-    if ((offset + it + 1) % thin == 0) kept.push_back(hmc.state());
+    smp.iterate(warmup);
+    const lockstep::IterationStats& st = smp.last();
+    for (long c = 0; c < C; ++c) {
+      divergent_all += st.divergent[c];
+      max_depth_all = std::max(max_depth_all, st.tree_depth[c]);
+    }
+    if ((offset + it + 1) % thin != 0) continue;
+    kept.push_back(smp.state());
+    for (long c = 0; c < C; ++c) {
+      accept_stat.push_back(st.accept_stat[c]);
+      energy.push_back(st.energy[c]);
+      step_size.push_back(smp.epsilon());
+      n_leapfrog.push_back(st.n_leapfrog[c]);
+      tree_depth.push_back(st.tree_depth[c]);
+      divergent.push_back(st.divergent[c]);
+    }
   }
   NumericMatrix free(static_cast<int>(kept.size() * C), static_cast<int>(D));
   for (size_t k = 0; k < kept.size(); ++k)
     for (long c = 0; c < C; ++c)
       for (long i = 0; i < D; ++i) free(static_cast<int>(k * C + c), i) = kept[k][c * D + i];
-  const auto& acc = hmc.accepted();
-  const auto& bad = hmc.bad();
-  return List::create(_["free"] = free,
+  const auto& acc = smp.accepted();
+  const auto& bad = smp.bad();
+  DataFrame diagnostics = DataFrame::create(
+      _["accept_stat__"] = accept_stat, _["stepsize__"] = step_size,
+      _["treedepth__"] = tree_depth, _["n_leapfrog__"] = n_leapfrog,
+      _["divergent__"] = divergent, _["energy__"] = energy);
+  return List::create(_["free"] = free, _["diagnostics"] = diagnostics,
                       _["accepted"] = NumericVector(acc.begin(), acc.end()),
                       _["bad"] = NumericVector(bad.begin(), bad.end()),
-                      _["epsilon"] = hmc.epsilon(),
-                      _["diag_sd"] = NumericVector(hmc.diag_sd().begin(), hmc.diag_sd().end()));
+                      _["max_treedepth"] = max_depth_all,
+                      _["epsilon"] = smp.epsilon(),
+                      _["diag_sd"] = NumericVector(smp.diag_sd().begin(), smp.diag_sd().end()));
 }
 
 // Seconds per log density + gradient evaluation of all chains at `state`,

@@ -1,11 +1,7 @@
 // HMC with lockstep chains (sampler/hmc.hpp) on analytic targets: posterior
 // moments within Monte Carlo error, reproducibility from the keys, the warmup
 // schedule, dual averaging, and refusal of bad starting points.
-//
-// Monte Carlo bounds: with n draws pooled over chains, the effective sample
-// size is taken conservatively as n / 10, and a mean must lie within
-// 5 sd / sqrt(n_eff) of the truth, a variance within 5 sqrt(2 / n_eff) of it
-// (relative).
+// Monte Carlo bounds: sampler_helpers.hpp.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -13,6 +9,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "sampler_helpers.hpp"
 #include "lockstep/executor.hpp"
 #include "lockstep/sampler/dual_averaging.hpp"
 #include "lockstep/sampler/hmc.hpp"
@@ -24,116 +21,13 @@ using lockstep::HmcSettings;
 using lockstep::Target;
 using lockstep::WarmupSchedule;
 
+using namespace sampler_tests;
+
 namespace {
-
-constexpr long n_chains = 4;
-
-// Independent Gaussians with their own means and scales, for every chain.
-class IndependentGaussian : public Target {
- public:
-  IndependentGaussian(std::vector<double> mu, std::vector<double> sd, long chains)
-      : mu_(std::move(mu)), sd_(std::move(sd)), chains_(chains) {}
-  long dim() const override { return static_cast<long>(mu_.size()); }
-  long chains() const override { return chains_; }
-  void log_density(const double* x, double* lp, double* grad) override {
-    const long D = dim();
-    for (long c = 0; c < chains_; ++c) {
-      lp[c] = 0;
-      for (long i = 0; i < D; ++i) {
-        const double z = (x[c * D + i] - mu_[i]) / sd_[i];
-        lp[c] -= 0.5 * z * z;
-        if (grad) grad[c * D + i] = -z / sd_[i];
-      }
-    }
-  }
-
- private:
-  std::vector<double> mu_, sd_;
-  long chains_;
-};
-
-// A correlated bivariate Gaussian.
-class CorrelatedGaussian : public Target {
- public:
-  CorrelatedGaussian(double m1, double m2, double s1, double s2, double rho, long chains)
-      : m1_(m1), m2_(m2), s1_(s1), s2_(s2), rho_(rho), chains_(chains) {}
-  long dim() const override { return 2; }
-  long chains() const override { return chains_; }
-  void log_density(const double* x, double* lp, double* grad) override {
-    const double k = 1 / (1 - rho_ * rho_);
-    for (long c = 0; c < chains_; ++c) {
-      const double a = (x[2 * c] - m1_) / s1_, b = (x[2 * c + 1] - m2_) / s2_;
-      lp[c] = -0.5 * k * (a * a - 2 * rho_ * a * b + b * b);
-      if (grad) {
-        grad[2 * c] = -k * (a - rho_ * b) / s1_;
-        grad[2 * c + 1] = -k * (b - rho_ * a) / s2_;
-      }
-    }
-  }
-
- private:
-  double m1_, m2_, s1_, s2_, rho_;
-  long chains_;
-};
-
-// A target whose log density is -Inf (or NaN) in one chain at the start.
-class BadStart : public Target {
- public:
-  explicit BadStart(double bad) : bad_(bad) {}
-  long dim() const override { return 1; }
-  long chains() const override { return n_chains; }
-  void log_density(const double* x, double* lp, double* grad) override {
-    for (long c = 0; c < n_chains; ++c) {
-      lp[c] = c == 2 ? bad_ : -0.5 * x[c] * x[c];
-      if (grad) grad[c] = -x[c];
-    }
-  }
-
- private:
-  double bad_;
-};
-
-struct Run {
-  std::vector<double> draws;  // [iteration, chain, dim]
-  std::vector<double> diag_sd;
-  double epsilon;
-  long accepted_in_sampling;
-};
-
 Run run_hmc(Target& t, HmcSettings s, long warmup, long n, uint32_t k0 = 1, uint32_t k1 = 2,
             double init_spread = 1) {
-  const long C = t.chains(), D = t.dim();
-  std::vector<double> init(C * D);
-  for (long k = 0; k < C * D; ++k) init[k] = init_spread * std::sin(1.7 * k + 0.3);
-  Hmc h(t, s, init, k0, k1);
-  h.begin_warmup(warmup);
-  for (long i = 0; i < warmup; ++i) h.iterate(true);
-  long before = 0;
-  for (long a : h.accepted()) before += a;
-  Run r;
-  r.draws.reserve(n * C * D);
-  for (long i = 0; i < n; ++i) {
-    h.iterate(false);
-    r.draws.insert(r.draws.end(), h.state().begin(), h.state().end());
-  }
-  long after = 0;
-  for (long a : h.accepted()) after += a;
-  r.accepted_in_sampling = after - before;
-  r.diag_sd = h.diag_sd();
-  r.epsilon = h.epsilon();
-  return r;
+  return run_sampler<Hmc>(t, s, warmup, n, k0, k1, init_spread);
 }
-
-// Pooled mean and variance of coordinate i over all iterations and chains.
-void moments(const Run& r, long D, long i, double* mean, double* var) {
-  const long m = static_cast<long>(r.draws.size()) / D;
-  double s = 0, s2 = 0;
-  for (long k = 0; k < m; ++k) s += r.draws[k * D + i];
-  *mean = s / m;
-  for (long k = 0; k < m; ++k) s2 += (r.draws[k * D + i] - *mean) * (r.draws[k * D + i] - *mean);
-  *var = s2 / (m - 1);
-}
-
 }  // namespace
 
 TEST_CASE("hmc: independent Gaussians with different scales, 4 chains", "[hmc][posterior]") {

@@ -3,20 +3,24 @@
 
 # -- posteriors ----------------------------------------------------------------
 
-test_that("eight schools (non-centred) matches the posteriordb reference", {
-  set.seed(501)
-  m <- eight_schools_model()
-  draws <- mcmc(m, n_samples = 1000, warmup = 1000, chains = 4, verbose = FALSE)
-  # posteriordb names theta[1]..theta[8]; lockstep names theta[1,1]..theta[8,1]
-  z <- posteriordb_z(draws, "eight_schools-eight_schools_noncentered",
-                     name_map = function(x) sub("^theta\\[([0-9]+)\\]$", "theta[\\1,1]", x))
-  expect_setequal(z$name, c("mu", "tau", sprintf("theta[%d,1]", 1:8)))
-  expect_true(all(is.finite(z$z_mean)))
-  expect_true(all(is.finite(z$z_mean_squared)))
-  for (k in seq_len(nrow(z))) {
-    expect_lt(abs(z$z_mean[k]), 4, label = sprintf("|z| of the mean of %s", z$name[k]))
-    expect_lt(abs(z$z_mean_squared[k]), 4,
-              label = sprintf("|z| of the second moment of %s", z$name[k]))
+test_that("eight schools (non-centred) matches the posteriordb reference, with nuts and hmc", {
+  for (sampler in list(nuts(), hmc())) {
+    set.seed(501)
+    m <- eight_schools_model()
+    # a divergence or two in 4000 draws is usual for this posterior
+    draws <- suppressWarnings(mcmc(m, sampler = sampler, n_samples = 1000, warmup = 1000,
+                                   chains = 4, verbose = FALSE))
+    # posteriordb names theta[1]..theta[8]; lockstep names theta[1,1]..theta[8,1]
+    z <- posteriordb_z(draws, "eight_schools-eight_schools_noncentered",
+                       name_map = function(x) sub("^theta\\[([0-9]+)\\]$", "theta[\\1,1]", x))
+    expect_setequal(z$name, c("mu", "tau", sprintf("theta[%d,1]", 1:8)))
+    expect_true(all(is.finite(z$z_mean)))
+    expect_true(all(is.finite(z$z_mean_squared)))
+    for (k in seq_len(nrow(z))) {
+      expect_lt(abs(z$z_mean[k]), 4, label = sprintf("|z| of the mean of %s", z$name[k]))
+      expect_lt(abs(z$z_mean_squared[k]), 4,
+                label = sprintf("|z| of the second moment of %s", z$name[k]))
+    }
   }
 })
 
@@ -129,7 +133,7 @@ test_that("mcmc() returns a greta_mcmc_list of coda mcmc objects, one per chain"
 test_that("coda's diagnostics, summary() and print() work on the draws", {
   set.seed(506)
   m <- eight_schools_model()
-  draws <- mcmc(m, n_samples = 500, warmup = 500, chains = 4, verbose = FALSE)
+  draws <- suppressWarnings(mcmc(m, n_samples = 500, warmup = 500, chains = 4, verbose = FALSE))
   rhat <- coda::gelman.diag(draws, multivariate = FALSE)
   expect_equal(rownames(rhat$psrf), coda::varnames(draws))
   expect_true(all(rhat$psrf[, 1] < 1.1))
@@ -277,10 +281,11 @@ test_that("draws of matrices and arrays are named and ordered as greta names the
 test_that("traced values do not depend on the trace batch size", {
   m <- eight_schools_model()
   set.seed(513)
-  small <- mcmc(m, n_samples = 20, warmup = 10, chains = 3, verbose = FALSE,
-                trace_batch_size = 3)
+  # (runs this short diverge now and then: the warning is expected)
+  small <- suppressWarnings(mcmc(m, n_samples = 20, warmup = 10, chains = 3, verbose = FALSE,
+                                 trace_batch_size = 3))
   set.seed(513)
-  default <- mcmc(m, n_samples = 20, warmup = 10, chains = 3, verbose = FALSE)
+  default <- suppressWarnings(mcmc(m, n_samples = 20, warmup = 10, chains = 3, verbose = FALSE))
   expect_identical(as.matrix(small), as.matrix(default))
   expect_error(mcmc(m, trace_batch_size = 0, verbose = FALSE), "`trace_batch_size`")
 })
@@ -290,19 +295,19 @@ test_that("the emulated backend samples the same chains as the CPU backend", {
   # backends agree to rounding, so short runs should give (nearly) the same draws
   m <- eight_schools_model()
   set.seed(514)
-  cpu <- mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE)
+  cpu <- suppressWarnings(mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE))
   old <- options(lockstep.backend = "emulated")
   on.exit(options(old), add = TRUE)
   set.seed(514)
-  emulated <- mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE)
+  emulated <- suppressWarnings(mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE))
   expect_equal(as.matrix(emulated), as.matrix(cpu), tolerance = 1e-6)
 })
 
 test_that("thinning is consistent across progress-bar chunks", {
   set.seed(515)
   m <- eight_schools_model()
-  draws <- mcmc(m, n_samples = 120, thin = 7, warmup = 30, chains = 2, pb_update = 50,
-                verbose = FALSE)
+  draws <- suppressWarnings(mcmc(m, n_samples = 120, thin = 7, warmup = 30, chains = 2,
+                                 pb_update = 50, verbose = FALSE))
   expect_equal(coda::niter(draws), 17)  # iterations 7, 14, ..., 119
   expect_equal(start(draws), 30 + 7)
   expect_equal(end(draws), 30 + 119)
@@ -326,8 +331,8 @@ test_that("verbose progress goes to stderr, not stdout", {
   con <- file(path, open = "wt")
   sink(con, type = "message")
   out <- tryCatch(
-    capture.output(draws <- mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = TRUE,
-                                 pb_update = 10)),
+    capture.output(draws <- suppressWarnings(mcmc(m, n_samples = 20, warmup = 20, chains = 2,
+                                                  verbose = TRUE, pb_update = 10))),
     finally = {
       sink(type = "message")
       close(con)
@@ -340,4 +345,57 @@ test_that("verbose progress goes to stderr, not stdout", {
   expect_match(progress, "sampling")
   expect_match(progress, "20/20")
   expect_s3_class(draws, "greta_mcmc_list")
+})
+
+# -- nuts and its diagnostics ----------------------------------------------------
+
+test_that("nuts is the default sampler and reports rstan's sampler diagnostics", {
+  set.seed(520)
+  m <- eight_schools_model()
+  draws <- suppressWarnings(mcmc(m, n_samples = 200, warmup = 300, chains = 3, verbose = FALSE))
+  params <- get_sampler_params(draws)
+  expect_length(params, 3)
+  for (p in params) {
+    expect_equal(names(p), c("accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+                             "divergent__", "energy__"))
+    expect_equal(nrow(p), 200)
+    expect_true(all(p$accept_stat__ >= 0 & p$accept_stat__ <= 1))
+    expect_true(all(p$treedepth__ >= 1 & p$treedepth__ <= 10))
+    expect_true(all(p$n_leapfrog__ >= 2^(p$treedepth__ - 1)))
+    expect_true(all(p$n_leapfrog__ < 2^(p$treedepth__ + 1)))
+    expect_true(all(p$divergent__ %in% c(0, 1)))
+    expect_true(all(is.finite(p$energy__)))
+    expect_equal(length(unique(p$stepsize__)), 1)  # fixed after warmup
+  }
+  # warmup tuned the step size towards adapt_delta = 0.8
+  accept <- mean(unlist(lapply(params, `[[`, "accept_stat__")))
+  expect_gt(accept, 0.6)
+  expect_error(get_sampler_params(list()), "greta_mcmc_list")
+})
+
+test_that("nuts warns about divergences and maximum tree depth hits", {
+  set.seed(521)
+  x <- normal(0, 0.01)
+  m <- model(x)
+  # no warmup and a step a thousand times too large: every transition diverges
+  expect_warning(mcmc(m, sampler = nuts(epsilon = 10), n_samples = 10, warmup = 0, chains = 2,
+                      verbose = FALSE),
+                 "20 of 20 kept draws .* divergent")
+  # a step far too small for a wide posterior: every tree reaches depth 2
+  y <- normal(0, 100)
+  expect_warning(mcmc(model(y), sampler = nuts(max_treedepth = 2, epsilon = 1e-3), n_samples = 10,
+                      warmup = 0, chains = 2, verbose = FALSE),
+                 "hit the maximum tree depth of 2")
+})
+
+test_that("nuts() checks its arguments", {
+  expect_s3_class(nuts(), "sampler")
+  expect_output(print(nuts()), "max_treedepth = 10, adapt_delta = 0.8")
+  expect_error(nuts(max_treedepth = 0), "`max_treedepth`")
+  expect_error(nuts(max_treedepth = 31), "at most 30")
+  expect_error(nuts(max_treedepth = 2.5), "`max_treedepth`")
+  expect_error(nuts(adapt_delta = 1), "`adapt_delta`")
+  expect_error(nuts(adapt_delta = c(0.8, 0.9)), "`adapt_delta`")
+  expect_error(nuts(epsilon = -1), "`epsilon`")
+  expect_error(nuts(diag_sd = 0), "`diag_sd`")
 })

@@ -1,0 +1,107 @@
+// What every leapfrog sampler of lockstep shares (hmc.hpp, nuts.hpp): the
+// [chains, dim] state with its log density and gradient, a diagonal metric
+// (diag_sd, the inverse mass matrix diag_sd^2), momenta drawn from each
+// chain's own Philox stream, and warmup.
+//
+// All chains step together: one Target::log_density call evaluates every
+// chain. Warmup adapts one step size from the mean acceptance statistic of
+// all chains by dual averaging, and diag_sd from the pooled variances of all
+// chains' draws in Stan's windows (initial buffer, doubling windows, terminal
+// buffer), regularised towards 1e-3 as Stan does.
+#ifndef LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
+#define LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "../executor.hpp"
+#include "../rng.hpp"
+#include "dual_averaging.hpp"
+#include "warmup_schedule.hpp"
+
+namespace lockstep {
+
+// Per chain, what the last iteration did (Stan's sampler diagnostics).
+struct IterationStats {
+  std::vector<double> accept_stat;  // mean Metropolis acceptance over the trajectory
+  std::vector<int> n_leapfrog, tree_depth;
+  std::vector<int> divergent;       // 1: the energy error exceeded 1000 (or was not finite)
+  std::vector<double> energy;       // the Hamiltonian at the draw
+};
+
+class LeapfrogSampler {
+ public:
+  // init: [chains, dim]; every chain must have a finite log density there.
+  // `name` prefixes error messages.
+  LeapfrogSampler(Target& target, double epsilon, const std::vector<double>& diag_sd,
+                  double target_accept, const std::vector<double>& init, uint32_t key0,
+                  uint32_t key1, const std::string& name);
+  virtual ~LeapfrogSampler() = default;
+
+  // Prepares adaptation over the next `n` warmup iterations.
+  void begin_warmup(long n);
+  // One iteration of every chain; adapts when inside warmup.
+  void iterate(bool warmup);
+
+  const std::vector<double>& state() const { return x_; }
+  const std::vector<double>& log_density() const { return lp_; }
+  double epsilon() const { return epsilon_; }
+  const std::vector<double>& diag_sd() const { return sd_; }
+  // Per chain, since construction: accepted proposals, and bad iterations
+  // (a divergent trajectory or a non-finite log density).
+  const std::vector<long>& accepted() const { return accepted_; }
+  const std::vector<long>& bad() const { return bad_; }
+  const IterationStats& last() const { return stats_; }
+
+ protected:
+  // One transition of every chain from (x_, lp_, grad_), which it updates,
+  // filling stats_ (and accepted_, bad_).
+  virtual void transition() = 0;
+
+  // Runs f(c) for every chain, on the target's threads when it has some: each
+  // chain's vectors (and random stream) are its own, so chains never race.
+  template <class F> void for_chains(F&& f) {
+    if (ThreadPool* pool = target_.pool())
+      pool->parallel_for(C_, [&](long c) { f(c); });
+    else
+      for (long c = 0; c < C_; ++c) f(c);
+  }
+  // p ~ N(0, M), M = diag(1 / sd^2), into p[chains, dim].
+  void draw_momentum(std::vector<double>& p);
+  // K(p) = p' M^-1 p / 2 of one chain's momenta p[dim].
+  double kinetic(const double* p) const;
+  // L leapfrog steps of size eps from (x_, grad_) with momenta p (updated in
+  // place); the end point goes to xn_, lpn_, gn_.
+  void trajectory(int L, double eps, std::vector<double>& p);
+  double find_reasonable_epsilon();
+
+  Target& target_;
+  long C_, D_;
+  std::vector<double> x_, lp_, grad_;  // current state
+  std::vector<double> xn_, lpn_, gn_;  // scratch point
+  std::vector<double> sd_, sd2_;       // diag_sd and its square (the inverse mass)
+  double epsilon_;
+  std::vector<Stream> chain_streams_;
+  Stream run_stream_;
+  std::vector<long> accepted_, bad_;
+  IterationStats stats_;
+
+ private:
+  void adapt();
+
+  DualAveraging dual_{0.8};
+  WarmupSchedule schedule_;
+  long warmup_total_ = 0, warmup_done_ = 0;
+  size_t next_window_ = 0;
+  long window_n_ = 0;
+  std::vector<double> window_mean_, window_m2_;
+};
+
+// Stream purposes within a chain's stream id (rng.hpp).
+constexpr uint32_t purpose_momentum = 1, purpose_accept = 2, purpose_direction = 3;
+constexpr double divergence_threshold = 1000;
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,192 @@
+// What the leapfrog samplers share (sampler/leapfrog_sampler.hpp).
+#include "lockstep/sampler/leapfrog_sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace lockstep {
+
+namespace {
+constexpr uint32_t run_stream_id = 0xFFFFFFFFu;
+}
+
+LeapfrogSampler::LeapfrogSampler(Target& target, double epsilon,
+                                 const std::vector<double>& diag_sd, double target_accept,
+                                 const std::vector<double>& init, uint32_t key0, uint32_t key1,
+                                 const std::string& name)
+    : target_(target), C_(target.chains()), D_(target.dim()) {
+  if (!(epsilon > 0)) throw std::invalid_argument(name + ": epsilon must be positive");
+  if (!(target_accept > 0 && target_accept < 1))
+    throw std::invalid_argument(name + ": the target acceptance must be between 0 and 1");
+  if (static_cast<long>(init.size()) != C_ * D_)
+    throw std::invalid_argument(name + ": initial values must have chains x dim elements");
+  sd_.assign(D_, 1.0);
+  if (diag_sd.size() == 1) {
+    sd_.assign(D_, diag_sd[0]);
+  } else if (static_cast<long>(diag_sd.size()) == D_) {
+    sd_ = diag_sd;
+  } else if (!diag_sd.empty()) {
+    throw std::invalid_argument(name + ": diag_sd must have one value or one per free parameter");
+  }
+  for (double s : sd_)
+    if (!(s > 0)) throw std::invalid_argument(name + ": diag_sd must be positive");
+  sd2_.resize(D_);
+  for (long i = 0; i < D_; ++i) sd2_[i] = sd_[i] * sd_[i];
+  dual_ = DualAveraging(target_accept);
+  epsilon_ = epsilon;
+  x_ = init;
+  lp_.assign(C_, 0);
+  grad_.assign(C_ * D_, 0);
+  xn_ = x_;
+  lpn_ = lp_;
+  gn_ = grad_;
+  accepted_.assign(C_, 0);
+  bad_.assign(C_, 0);
+  stats_.accept_stat.assign(C_, 0);
+  stats_.n_leapfrog.assign(C_, 0);
+  stats_.tree_depth.assign(C_, 0);
+  stats_.divergent.assign(C_, 0);
+  stats_.energy.assign(C_, 0);
+  for (long c = 0; c < C_; ++c)
+    chain_streams_.push_back(Stream{key0, key1, static_cast<uint32_t>(c), 0, 0});
+  run_stream_ = Stream{key0, key1, run_stream_id, 0, 0};
+  target_.log_density(x_.data(), lp_.data(), grad_.data());
+  for (long c = 0; c < C_; ++c)
+    if (!std::isfinite(lp_[c]))
+      throw std::invalid_argument(name + ": the log density of chain " + std::to_string(c + 1) +
+                                  " is not finite at its initial values");
+}
+
+void LeapfrogSampler::draw_momentum(std::vector<double>& p) {
+  // p_i = n_i / sd_i
+  p.resize(C_ * D_);
+  for_chains([&](long c) {
+    Stream& s = chain_streams_[c];
+    s.purpose = purpose_momentum;
+    for (long i = 0; i < D_; i += 2) {
+      double a, b;
+      s.normal2(&a, &b);
+      p[c * D_ + i] = a / sd_[i];
+      if (i + 1 < D_) p[c * D_ + i + 1] = b / sd_[i + 1];
+    }
+  });
+}
+
+double LeapfrogSampler::kinetic(const double* p) const {
+  double k = 0;
+  for (long i = 0; i < D_; ++i) {
+    const double v = p[i] * sd_[i];
+    k += v * v;
+  }
+  return 0.5 * k;
+}
+
+// Leapfrog, with the half steps of momentum between two position steps merged
+// into one full step (one pass over the state fewer per step).
+void LeapfrogSampler::trajectory(int L, double eps, std::vector<double>& p_all) {
+  lpn_ = lp_;
+  for (int l = 0; l < L; ++l) {
+    const double kick = l == 0 ? 0.5 * eps : eps;
+    for_chains([&](long c) {
+      const double* x = (l == 0 ? x_ : xn_).data() + c * D_;
+      const double* g = (l == 0 ? grad_ : gn_).data() + c * D_;
+      double* xn = xn_.data() + c * D_;
+      double* p = p_all.data() + c * D_;
+      for (long i = 0; i < D_; ++i) {
+        p[i] += kick * g[i];
+        xn[i] = x[i] + eps * sd2_[i] * p[i];
+      }
+    });
+    target_.log_density(xn_.data(), lpn_.data(), gn_.data());
+  }
+  for_chains([&](long c) {
+    double* p = p_all.data() + c * D_;
+    const double* g = gn_.data() + c * D_;
+    for (long i = 0; i < D_; ++i) p[i] += 0.5 * eps * g[i];
+  });
+}
+
+double LeapfrogSampler::find_reasonable_epsilon() {
+  // Hoffman & Gelman (2014), algorithm 4, on the mean acceptance of all chains:
+  // double or halve epsilon until one leapfrog step crosses acceptance 1/2.
+  double eps = epsilon_;
+  int direction = 0;
+  std::vector<double> p;
+  for (int tries = 0; tries < 60; ++tries) {
+    draw_momentum(p);
+    std::vector<double> h0(C_);
+    for (long c = 0; c < C_; ++c) h0[c] = -lp_[c] + kinetic(p.data() + c * D_);
+    trajectory(1, eps, p);
+    double mean_accept = 0;
+    for (long c = 0; c < C_; ++c) {
+      const double log_a = h0[c] - (-lpn_[c] + kinetic(p.data() + c * D_));
+      mean_accept += std::isfinite(log_a) ? std::exp(std::fmin(0.0, log_a)) : 0.0;
+    }
+    mean_accept /= C_;
+    const int want = mean_accept > 0.5 ? 1 : -1;
+    if (direction == 0) direction = want;
+    if (want != direction) break;
+    const double next = direction > 0 ? eps * 2 : eps / 2;
+    if (!(next > 1e-10 && next < 1e7)) break;
+    eps = next;
+  }
+  return eps;
+}
+
+void LeapfrogSampler::begin_warmup(long n) {
+  warmup_total_ = n;
+  warmup_done_ = 0;
+  schedule_ = WarmupSchedule::make(n);
+  next_window_ = 0;
+  window_n_ = 0;
+  window_mean_.assign(D_, 0);
+  window_m2_.assign(D_, 0);
+  if (n > 0) epsilon_ = find_reasonable_epsilon();
+  dual_.restart(epsilon_);
+}
+
+void LeapfrogSampler::iterate(bool warmup) {
+  transition();
+  if (warmup && warmup_done_ < warmup_total_) adapt();
+}
+
+void LeapfrogSampler::adapt() {
+  double mean_accept = 0;
+  for (long c = 0; c < C_; ++c) mean_accept += stats_.accept_stat[c];
+  mean_accept /= C_;
+  ++warmup_done_;
+  epsilon_ = dual_.update(mean_accept);
+
+  // Pool every chain's state into the current variance window (Welford).
+  const bool in_window = next_window_ < schedule_.window_ends.size() &&
+                         warmup_done_ > schedule_.first_window_start;
+  if (in_window) {
+    for (long c = 0; c < C_; ++c) {
+      ++window_n_;
+      for (long i = 0; i < D_; ++i) {
+        const double v = x_[c * D_ + i], d = v - window_mean_[i];
+        window_mean_[i] += d / window_n_;
+        window_m2_[i] += d * (v - window_mean_[i]);
+      }
+    }
+    if (warmup_done_ == schedule_.window_ends[next_window_]) {
+      // Stan's regularisation towards 1e-3, so short windows cannot collapse a scale.
+      const double n = static_cast<double>(window_n_);
+      for (long i = 0; i < D_; ++i) {
+        const double var = window_m2_[i] / (n - 1);
+        sd_[i] = std::sqrt((n / (n + 5)) * var + 1e-3 * (5 / (n + 5)));
+        sd2_[i] = sd_[i] * sd_[i];
+      }
+      ++next_window_;
+      window_n_ = 0;
+      window_mean_.assign(D_, 0);
+      window_m2_.assign(D_, 0);
+      epsilon_ = find_reasonable_epsilon();
+      dual_.restart(epsilon_);
+    }
+  }
+  if (warmup_done_ == warmup_total_) epsilon_ = dual_.final_epsilon();
+}
+
+}  // namespace lockstep

@@ -1,0 +1,190 @@
+// NUTS with lockstep chains (sampler/nuts.hpp) on analytic targets: posterior
+// moments within Monte Carlo error (sampler_helpers.hpp), a hundred
+// dimensions, tree depths that grow with the posterior's scale ratio,
+// divergences reported, reproducibility from the keys, bad settings refused.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "helpers.hpp"
+#include "lockstep/sampler/nuts.hpp"
+#include "sampler_helpers.hpp"
+
+using lockstep::Nuts;
+using lockstep::NutsSettings;
+using namespace sampler_tests;
+using namespace lstest;
+using lockstep::Executor;
+
+TEST_CASE("nuts: independent Gaussians with different scales, 4 chains", "[nuts][posterior]") {
+  const std::vector<double> mu = {1, -2, 0.5, 3, 0};
+  const std::vector<double> sd = {0.1, 1, 3, 10, 0.5};
+  IndependentGaussian t(mu, sd, n_chains);
+  const long n = 1000;
+  const Run r = run_sampler<Nuts>(t, NutsSettings(), 1000, n);
+  const double n_eff = n * n_chains / 10.0;
+  for (long i = 0; i < 5; ++i) {
+    double mean, var;
+    moments(r, 5, i, &mean, &var);
+    INFO("coordinate " << i << ": mean " << mean << " (" << mu[i] << "), sd " << std::sqrt(var)
+                       << " (" << sd[i] << "), adapted diag_sd " << r.diag_sd[i]);
+    CHECK(std::fabs(mean - mu[i]) < 5 * sd[i] / std::sqrt(n_eff));
+    CHECK(std::fabs(var / (sd[i] * sd[i]) - 1) < 5 * std::sqrt(2 / n_eff));
+    CHECK(r.diag_sd[i] / sd[i] > 0.5);
+    CHECK(r.diag_sd[i] / sd[i] < 2);
+  }
+}
+
+TEST_CASE("nuts: a strongly correlated bivariate Gaussian, 4 chains", "[nuts][posterior]") {
+  const double m1 = 1, m2 = -1, s1 = 1, s2 = 2, rho = 0.95;
+  CorrelatedGaussian t(m1, m2, s1, s2, rho, n_chains);
+  const long n = 1500;
+  const Run r = run_sampler<Nuts>(t, NutsSettings(), 1000, n, 5, 6);
+  const double n_eff = n * n_chains / 10.0;
+  double mean1, var1, mean2, var2;
+  moments(r, 2, 0, &mean1, &var1);
+  moments(r, 2, 1, &mean2, &var2);
+  const long m = static_cast<long>(r.draws.size()) / 2;
+  double cov = 0;
+  for (long k = 0; k < m; ++k) cov += (r.draws[2 * k] - mean1) * (r.draws[2 * k + 1] - mean2);
+  const double corr = cov / (m - 1) / std::sqrt(var1 * var2);
+  INFO("means " << mean1 << ", " << mean2 << "; sds " << std::sqrt(var1) << ", "
+                << std::sqrt(var2) << "; correlation " << corr);
+  CHECK(std::fabs(mean1 - m1) < 5 * s1 / std::sqrt(n_eff));
+  CHECK(std::fabs(mean2 - m2) < 5 * s2 / std::sqrt(n_eff));
+  CHECK(std::fabs(var1 / (s1 * s1) - 1) < 5 * std::sqrt(2 / n_eff));
+  CHECK(std::fabs(var2 / (s2 * s2) - 1) < 5 * std::sqrt(2 / n_eff));
+  CHECK(std::fabs(corr - rho) < 5 * (1 - rho * rho) / std::sqrt(n_eff));
+}
+
+TEST_CASE("nuts: 100 independent standard normals, nearly independent draws",
+          "[nuts][posterior]") {
+  const long D = 100;
+  IndependentGaussian t(std::vector<double>(D, 0.0), std::vector<double>(D, 1.0), n_chains);
+  const long n = 500;
+  const Run r = run_sampler<Nuts>(t, NutsSettings(), 500, n, 7, 8);
+  // NUTS on an iid Gaussian mixes in a step or two: ESS near n, so use a
+  // tighter bound than the conservative n / 10 (n / 3) on the pooled
+  // second moment summed over coordinates (chi-square with ~n_eff * D dof).
+  const double n_eff = n * n_chains / 3.0;
+  double sum_mean2 = 0, sum_var = 0;
+  for (long i = 0; i < D; ++i) {
+    double mean, var;
+    moments(r, D, i, &mean, &var);
+    sum_mean2 += mean * mean * n_eff;
+    sum_var += var;
+  }
+  INFO("sum of n_eff mean^2 " << sum_mean2 << " (about " << D << "), mean variance " << sum_var / D);
+  CHECK(sum_mean2 < D + 5 * std::sqrt(2.0 * D) * 3);
+  CHECK(std::fabs(sum_var / D - 1) < 5 * std::sqrt(2 / (n_eff * D)) * 2);
+}
+
+TEST_CASE("nuts: tree depth, leapfrog steps and acceptance are reported per chain",
+          "[nuts][diagnostics]") {
+  // Scales of 1 and 100 with a unit metric and no warmup: a fixed small step
+  // needs long trajectories to U-turn in the wide direction.
+  IndependentGaussian t({0, 0}, {1, 100}, n_chains);
+  std::vector<double> init(2 * n_chains, 0.5);
+  NutsSettings s;
+  s.epsilon = 0.5;
+  s.max_treedepth = 12;
+  Nuts h(t, s, init, 3, 3);
+  double depth = 0;
+  for (int it = 0; it < 50; ++it) {
+    h.iterate(false);
+    for (long c = 0; c < n_chains; ++c) {
+      const auto& st = h.last();
+      CHECK(st.tree_depth[c] >= 1);
+      CHECK(st.tree_depth[c] <= 12);
+      // a trajectory of depth d that ends by a U-turn in its last subtree has
+      // between 2^(d-1) + 1 and 2^(d+1) - 1 points
+      CHECK(st.n_leapfrog[c] >= (1 << (st.tree_depth[c] - 1)));
+      CHECK(st.n_leapfrog[c] < (1 << (st.tree_depth[c] + 1)));
+      CHECK(st.accept_stat[c] >= 0);
+      CHECK(st.accept_stat[c] <= 1);
+      CHECK(std::isfinite(st.energy[c]));
+      depth += st.tree_depth[c];
+    }
+  }
+  // about log2(100 / 0.5) = 7.6 doublings to span the wide direction
+  CHECK(depth / (50 * n_chains) > 5);
+  // max_treedepth caps it
+  s.max_treedepth = 3;
+  Nuts capped(t, s, init, 3, 3);
+  for (int it = 0; it < 20; ++it) {
+    capped.iterate(false);
+    for (long c = 0; c < n_chains; ++c) {
+      CHECK(capped.last().tree_depth[c] <= 3);
+      CHECK(capped.last().n_leapfrog[c] <= 7);
+    }
+  }
+}
+
+TEST_CASE("nuts: a step far too large diverges, and divergences are counted as bad",
+          "[nuts][diagnostics]") {
+  IndependentGaussian t({0}, {0.01}, n_chains);
+  std::vector<double> init(n_chains, 0.001);
+  NutsSettings s;
+  s.epsilon = 5;
+  Nuts h(t, s, init, 1, 1);
+  for (int it = 0; it < 5; ++it) h.iterate(false);
+  long bad = 0;
+  for (long b : h.bad()) bad += b;
+  CHECK(bad == 5 * n_chains);
+  for (long c = 0; c < n_chains; ++c) CHECK(h.last().divergent[c] == 1);
+  // the draw never moves to a divergent point
+  for (long c = 0; c < n_chains; ++c) CHECK(std::fabs(h.state()[c]) < 0.05);
+}
+
+TEST_CASE("nuts: identical keys give identical draws, different keys differ", "[nuts][rng]") {
+  IndependentGaussian t({0, 1}, {1, 2}, n_chains);
+  auto draws = [&](uint32_t k0, uint32_t k1) {
+    return run_sampler<Nuts>(t, NutsSettings(), 100, 30, k0, k1).draws;
+  };
+  CHECK(draws(5, 9) == draws(5, 9));
+  CHECK(draws(5, 9) != draws(6, 9));
+}
+
+TEST_CASE("nuts on an executor with threads equals nuts without", "[nuts][executor]") {
+  // eight schools' shape: the same draws whether the chains' vector work runs
+  // on the executor's threads or not
+  const Program p = [] {
+    Program q;
+    const int mu = q.add(param_node(1, 0));
+    const int theta = q.add(param_node(8, 1, Transform::none, 0, 0, {8, 1}));
+    q.n_free = 9;
+    const int zero = q.add(data_node({0}));
+    const int five = q.add(data_node({5}));
+    add_term(q, density_node(lockstep::Family::normal, {mu, zero, five}));
+    add_term(q, density_node(lockstep::Family::normal, {theta, mu, five}));
+    return q;
+  }();
+  Program planned = p;
+  lockstep::plan(planned);
+  std::vector<std::vector<double>> out;
+  for (int threads : {1, 2}) {
+    lockstep::ExecOptions o;
+    o.threads = threads;
+    Executor<double> ex(planned, 3, o);
+    out.push_back(run_sampler<Nuts>(ex, NutsSettings(), 50, 20, 11, 12).draws);
+  }
+  CHECK(out[0] == out[1]);
+}
+
+TEST_CASE("nuts refuses bad settings and a non-finite start", "[nuts][errors]") {
+  IndependentGaussian t({0}, {1}, n_chains);
+  std::vector<double> ok(n_chains, 0.0);
+  NutsSettings s;
+  s.max_treedepth = 0;
+  CHECK_THROWS_AS(Nuts(t, s, ok, 1, 2), std::invalid_argument);
+  s = NutsSettings();
+  s.adapt_delta = 1;
+  CHECK_THROWS_AS(Nuts(t, s, ok, 1, 2), std::invalid_argument);
+  s = NutsSettings();
+  s.epsilon = -1;
+  CHECK_THROWS_AS(Nuts(t, s, ok, 1, 2), std::invalid_argument);
+  BadStart minus_inf(-HUGE_VAL);
+  CHECK_THROWS_AS(Nuts(minus_inf, NutsSettings(), ok, 1, 2), std::invalid_argument);
+}
