@@ -74,23 +74,68 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   handle <- ls_sampler_new(engine, init, sampler$name, sampler$parameters, seeds[1], seeds[2],
                            options)
 
+  run <- list(model = model, handle = handle, sampler = sampler, chains = chains, thin = thin,
+              warmup = warmup, trace_batch_size = trace_batch_size, options = options)
+  finish_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
+}
+
+# Runs a sampler's phases, keeping what it draws in an environment that is
+# also stashed for stashed_samples(), so that nothing is lost to an interrupt.
+sample_run <- function(run, warmup, n_samples, pb_update, verbose) {
   kept_env <- new.env(parent = emptyenv())
-  status <- run_phases(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env)
-  free <- kept_env$free
-  if (is.null(free) || nrow(free) == 0) {
-    if (status == "interrupted") message("interrupted during warmup: there are no draws to return")
+  kept_env$run <- run
+  lockstep_stash$last <- kept_env
+  kept_env$status <- run_phases(run$handle, warmup, n_samples, run$thin, run$chains, pb_update,
+                                verbose, kept_env)
+  kept_env
+}
+
+# The greta_mcmc_list of a run's kept draws (NULL when there are none), with
+# what extra_samples() needs to continue it. A complete run empties the stash.
+finish_run <- function(run, kept_env, previous = NULL) {
+  free <- kept_free(kept_env)
+  if (is.null(free) && is.null(previous)) {
+    if (identical(kept_env$status, "interrupted")) {
+      message("interrupted during warmup: there are no draws to return")
+    }
     return(invisible(NULL))
   }
-  warn_sampler_problems(kept_env, sampler)
-  out <- build_mcmc_list(model, free, chains, thin, warmup, trace_batch_size, options, status)
-  attr(out, "sampler_params") <- split_by_chain(kept_env$diagnostics, chains)
+  diagnostics <- kept_diagnostics(kept_env)
+  if (!is.null(diagnostics)) warn_sampler_problems(diagnostics, run$sampler)
+  if (!is.null(previous)) {
+    free <- rbind(previous$free, free)
+    diagnostics <- rbind(previous$diagnostics, diagnostics)
+  }
+  out <- build_mcmc_list(run$model, free, run$chains, run$thin, run$warmup, run$trace_batch_size,
+                         run$options, kept_env$status)
+  info <- attr(out, "model_info")
+  info$run <- run
+  info$run$epsilon <- kept_env$epsilon
+  info$run$diag_sd <- kept_env$diag_sd
+  info$free <- free
+  info$diagnostics <- diagnostics
+  attr(out, "model_info") <- info
+  attr(out, "sampler_params") <- split_by_chain(diagnostics, run$chains)
+  if (identical(kept_env$status, "complete") && identical(lockstep_stash$last, kept_env)) {
+    lockstep_stash$last <- NULL
+  }
   out
 }
 
+kept_free <- function(kept_env) {
+  if (length(kept_env$chunks)) do.call(rbind, kept_env$chunks) else NULL
+}
+
+kept_diagnostics <- function(kept_env) {
+  if (length(kept_env$diagnostics)) do.call(rbind, kept_env$diagnostics) else NULL
+}
+
+# The draws of the last mcmc() or extra_samples() run that did not finish.
+lockstep_stash <- new.env(parent = emptyenv())
+
 # After sampling, as Stan does: divergent transitions and trajectories that hit
 # the maximum tree depth are worth a warning.
-warn_sampler_problems <- function(kept_env, sampler) {
-  d <- kept_env$diagnostics
+warn_sampler_problems <- function(d, sampler) {
   n_div <- sum(d$divergent__)
   if (n_div > 0) {
     warning(n_div, " of ", nrow(d), " kept draws (all chains) came from divergent transitions; ",
@@ -149,12 +194,13 @@ get_sampler_params <- function(x) {
 # progress is shown and an interrupt between chunks keeps every draw made.
 # Chunks are also kept to about half a second each (an interrupt is seen
 # between chunks, so a large model's chunk of pb_update iterations could keep
-# it waiting for minutes). Kept free states accumulate in kept_env$free (rows:
-# iteration-major, chains within).
+# it waiting for minutes). Kept free states and their diagnostics are appended
+# to kept_env$chunks and kept_env$diagnostics as they are made (rows:
+# iteration-major, chains within); the step size and diag_sd to kept_env.
 run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
   width_total <- max(warmup, n_samples)
-  chunks <- list()
-  diagnostics <- list()
+  kept_env$chunks <- list()
+  kept_env$diagnostics <- list()
   bad_so_far <- 0  # the sampler's tally of bad proposals is cumulative
   seconds_per_iteration <- 0
   status <- tryCatch({
@@ -173,9 +219,11 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / n
         bad_so_far <- sum(res$bad)
         done <- done + n
-        if (phase == "sampling") {
-          chunks[[length(chunks) + 1L]] <- res$free
-          diagnostics[[length(diagnostics) + 1L]] <- res$diagnostics
+        kept_env$epsilon <- res$epsilon
+        kept_env$diag_sd <- res$diag_sd
+        if (phase == "sampling" && nrow(res$free) > 0) {
+          kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
+          kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics
         }
         progress_update(bar, done, bad_so_far - bad_at_start, final = done == total)
       }
@@ -185,11 +233,9 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
     cat("\n", file = stderr())
     "interrupted"
   })
-  kept_env$free <- if (length(chunks)) do.call(rbind, chunks) else NULL
-  kept_env$diagnostics <- if (length(diagnostics)) do.call(rbind, diagnostics) else NULL
-  if (status == "interrupted" && length(chunks)) {
-    message("sampling was interrupted: returning the ", nrow(kept_env$free) / chains,
-            " draws per chain made so far")
+  if (status == "interrupted" && length(kept_env$chunks)) {
+    message("sampling was interrupted: returning the ", nrow(kept_free(kept_env)) / chains,
+            " draws per chain made so far (also available from stashed_samples())")
   }
   status
 }

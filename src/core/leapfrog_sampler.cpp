@@ -108,8 +108,13 @@ void LeapfrogSampler::trajectory(int L, double eps, std::vector<double>& p_all) 
 }
 
 double LeapfrogSampler::find_reasonable_epsilon() {
-  // Hoffman & Gelman (2014), algorithm 4, on the mean acceptance of all chains:
-  // double or halve epsilon until one leapfrog step crosses acceptance 1/2.
+  // Hoffman & Gelman (2014), algorithm 4, on the mean acceptance of all chains,
+  // with Stan's threshold (its init_stepsize): double or halve epsilon until
+  // a short trajectory crosses acceptance 0.8; four leapfrog steps rather than
+  // one: beyond the leapfrog's stability limit (2 sd for a Gaussian) the
+  // energy error grows geometrically with the steps, but one step can still
+  // look acceptable, and a step chosen there makes every long trajectory
+  // diverge.
   double eps = epsilon_;
   int direction = 0;
   std::vector<double> p;
@@ -117,16 +122,22 @@ double LeapfrogSampler::find_reasonable_epsilon() {
     draw_momentum(p);
     std::vector<double> h0(C_);
     for (long c = 0; c < C_; ++c) h0[c] = -lp_[c] + kinetic(p.data() + c * D_);
-    trajectory(1, eps, p);
+    trajectory(4, eps, p);
     double mean_accept = 0;
     for (long c = 0; c < C_; ++c) {
       const double log_a = h0[c] - (-lpn_[c] + kinetic(p.data() + c * D_));
       mean_accept += std::isfinite(log_a) ? std::exp(std::fmin(0.0, log_a)) : 0.0;
     }
     mean_accept /= C_;
-    const int want = mean_accept > 0.5 ? 1 : -1;
+    const int want = mean_accept > 0.8 ? 1 : -1;
     if (direction == 0) direction = want;
-    if (want != direction) break;
+    if (want != direction) {
+      // Going up, this step is the first that is too large: keep the last
+      // acceptable one (Stan keeps the first too large, and leaves the rest
+      // to dual averaging, which a short warmup may not have time for).
+      if (direction > 0) eps /= 2;
+      break;
+    }
     const double next = direction > 0 ? eps * 2 : eps / 2;
     if (!(next > 1e-10 && next < 1e7)) break;
     eps = next;
@@ -143,6 +154,7 @@ void LeapfrogSampler::begin_warmup(long n) {
   window_mean_.assign(D_, 0);
   window_m2_.assign(D_, 0);
   if (n > 0) epsilon_ = find_reasonable_epsilon();
+  restart_epsilon_ = epsilon_;
   dual_.restart(epsilon_);
 }
 
@@ -182,11 +194,17 @@ void LeapfrogSampler::adapt() {
       window_n_ = 0;
       window_mean_.assign(D_, 0);
       window_m2_.assign(D_, 0);
-      epsilon_ = find_reasonable_epsilon();
+      epsilon_ = restart_epsilon_ = find_reasonable_epsilon();
       dual_.restart(epsilon_);
     }
   }
-  if (warmup_done_ == warmup_total_) epsilon_ = dual_.final_epsilon();
+  if (warmup_done_ == warmup_total_) {
+    // Dual averaging's average is dominated by its first iterates, which
+    // explore around 10x the restart value (mu = log(10 epsilon)): after
+    // fewer than 10 updates since the last restart (a very short warmup), the
+    // restart value itself, which is about right, is the better choice.
+    epsilon_ = dual_.count() >= 10 ? dual_.final_epsilon() : restart_epsilon_;
+  }
 }
 
 }  // namespace lockstep

@@ -151,14 +151,16 @@ test_that("coda's diagnostics, summary() and print() work on the draws", {
 test_that("thin keeps every thin-th draw", {
   set.seed(507)
   m <- eight_schools_model()
-  draws <- mcmc(m, n_samples = 100, thin = 5, warmup = 50, chains = 2, verbose = FALSE)
+  draws <- suppressWarnings(mcmc(m, n_samples = 100, thin = 5, warmup = 50, chains = 2,
+                                 verbose = FALSE))
   expect_equal(coda::niter(draws), 20)
   expect_equal(nrow(draws[[1]]), 20)
   expect_equal(coda::thin(draws), 5)
   expect_equal(start(draws), 50 + 5)
   expect_equal(end(draws), 50 + 100)
   # a thin that does not divide n_samples
-  draws <- mcmc(m, n_samples = 10, thin = 3, warmup = 10, chains = 2, verbose = FALSE)
+  draws <- suppressWarnings(mcmc(m, n_samples = 10, thin = 3, warmup = 10, chains = 2,
+                                 verbose = FALSE))
   expect_equal(coda::niter(draws), 3)
 })
 
@@ -166,7 +168,8 @@ test_that("set.seed() repeats a run exactly, and another seed differs", {
   m <- eight_schools_model()
   run <- function(seed) {
     set.seed(seed)
-    mcmc(m, n_samples = 50, warmup = 50, chains = 2, verbose = FALSE)
+    # (short runs diverge now and then: the warning is expected)
+    suppressWarnings(mcmc(m, n_samples = 50, warmup = 50, chains = 2, verbose = FALSE))
   }
   a <- run(508)
   b <- run(508)
@@ -178,7 +181,7 @@ test_that("set.seed() repeats a run exactly, and another seed differs", {
 test_that("one chain works", {
   set.seed(510)
   m <- eight_schools_model()
-  draws <- mcmc(m, n_samples = 30, warmup = 30, chains = 1, verbose = FALSE)
+  draws <- suppressWarnings(mcmc(m, n_samples = 30, warmup = 30, chains = 1, verbose = FALSE))
   expect_s3_class(draws, "greta_mcmc_list")
   expect_equal(coda::nchain(draws), 1)
   expect_equal(dim(draws[[1]]), c(30L, 10L))
@@ -398,4 +401,96 @@ test_that("nuts() checks its arguments", {
   expect_error(nuts(adapt_delta = c(0.8, 0.9)), "`adapt_delta`")
   expect_error(nuts(epsilon = -1), "`epsilon`")
   expect_error(nuts(diag_sd = 0), "`diag_sd`")
+})
+
+# -- continuing and recovering runs ---------------------------------------------
+
+test_that("extra_samples() continues the chains without warmup and keeps the earlier draws", {
+  set.seed(530)
+  x <- normal(1, 2)
+  m <- model(x)
+  draws <- mcmc(m, n_samples = 300, warmup = 300, chains = 2, verbose = FALSE)
+  more <- extra_samples(draws, n_samples = 200, verbose = FALSE)
+  expect_s3_class(more, "greta_mcmc_list")
+  expect_equal(coda::nchain(more), 2)
+  expect_equal(coda::niter(more), 500)
+  expect_equal(start(more), start(draws))
+  # the earlier draws come first, unchanged
+  expect_equal(as.matrix(more[[1]])[1:300, , drop = FALSE], as.matrix(draws[[1]]))
+  expect_equal(nrow(get_sampler_params(more)[[2]]), 500)
+  # the new draws come from the tuned sampler: the same fixed step size
+  params <- get_sampler_params(more)[[1]]
+  expect_equal(length(unique(params$stepsize__)), 1)
+  # and sample the right posterior
+  new <- unlist(lapply(more, function(ch) as.numeric(ch[301:500, "x"])))
+  expect_lt(abs(mean(new) - 1), 4 * 2 / sqrt(100))
+  expect_error(extra_samples(draws, thin = 2, verbose = FALSE), "thin = 1")
+  expect_error(extra_samples(list()), "greta_mcmc_list")
+  # thinned draws continue with their own thinning
+  thinned <- mcmc(m, n_samples = 40, thin = 4, warmup = 50, chains = 2, verbose = FALSE)
+  thinned2 <- extra_samples(thinned, n_samples = 20, thin = 4, verbose = FALSE)
+  expect_equal(coda::niter(thinned2), 15)
+  expect_equal(coda::thin(thinned2), 4)
+})
+
+test_that("extra_samples() restarts from the last draws when the sampler is gone", {
+  set.seed(531)
+  x <- normal(-3, 0.5)
+  m <- model(x)
+  draws <- mcmc(m, n_samples = 100, warmup = 200, chains = 2, verbose = FALSE)
+  path <- tempfile(fileext = ".rds")
+  saveRDS(draws, path)
+  reloaded <- readRDS(path)  # the sampler's external pointer is now NULL
+  more <- suppressMessages(extra_samples(reloaded, n_samples = 300, verbose = FALSE))
+  expect_equal(coda::niter(more), 400)
+  new <- unlist(lapply(more, function(ch) as.numeric(ch[101:400, "x"])))
+  expect_lt(abs(mean(new) + 3), 4 * 0.5 / sqrt(60))
+  # other compute options also give a new sampler
+  more2 <- extra_samples(draws, n_samples = 10, verbose = FALSE,
+                         compute_options = cpu_only(threads = 2))
+  expect_equal(coda::niter(more2), 110)
+})
+
+test_that("stashed_samples() is NULL after a finished run and holds an interrupted run's draws", {
+  set.seed(532)
+  x <- normal(0, 1)
+  m <- model(x)
+  draws <- mcmc(m, n_samples = 50, warmup = 50, chains = 2, verbose = FALSE)
+  expect_null(stashed_samples())
+  # an interrupt during sampling, as Esc or RStudio's stop button would raise
+  # it, from progress_update() (called between chunks), replaced for the test
+  ns <- asNamespace("lockstep")
+  original <- get("progress_update", envir = ns)
+  calls <- 0
+  unlockBinding("progress_update", ns)
+  assign("progress_update", function(...) {
+    calls <<- calls + 1
+    if (calls == 3) signalCondition(structure(class = c("interrupt", "condition"),
+                                              list(message = "interrupt", call = NULL)))
+    invisible(NULL)
+  }, envir = ns)
+  on.exit({
+    assign("progress_update", original, envir = ns)
+    lockBinding("progress_update", ns)
+  }, add = TRUE)
+  out <- suppressWarnings(suppressMessages(
+    mcmc(m, n_samples = 100, warmup = 10, chains = 2, pb_update = 10, verbose = FALSE)))
+  stashed <- stashed_samples()
+  expect_s3_class(stashed, "greta_mcmc_list")
+  expect_equal(as.matrix(stashed), as.matrix(out))
+  expect_equal(coda::niter(stashed), 20)  # two sampling chunks of 10 before the interrupt
+})
+
+test_that("window() keeps a greta_mcmc_list and its diagnostics aligned", {
+  set.seed(533)
+  x <- normal(0, 1)
+  draws <- mcmc(model(x), n_samples = 100, warmup = 200, chains = 2, verbose = FALSE)
+  w <- window(draws, start = 241, thin = 2)
+  expect_s3_class(w, "greta_mcmc_list")
+  expect_equal(coda::niter(w), 30)
+  # iterations 241, 243, ..., 299 of 201..300 are draws 41, 43, ..., 99
+  expect_equal(as.numeric(w[[1]][, "x"]), as.numeric(draws[[1]][seq(41, 99, by = 2), "x"]))
+  expect_equal(nrow(get_sampler_params(w)[[1]]), 30)
+  expect_equal(coda::niter(attr(w, "model_info")$raw_draws), 30)
+  expect_error(extra_samples(w, verbose = FALSE), "greta_mcmc_list returned by mcmc")
 })

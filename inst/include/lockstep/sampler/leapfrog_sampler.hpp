@@ -91,6 +91,7 @@ class LeapfrogSampler {
   void adapt();
 
   DualAveraging dual_{0.8};
+  double restart_epsilon_ = 0;  // the step size dual averaging last restarted from
   WarmupSchedule schedule_;
   long warmup_total_ = 0, warmup_done_ = 0;
   size_t next_window_ = 0;

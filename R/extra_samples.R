@@ -1,0 +1,110 @@
+# Continuing a run (extra_samples), recovering an interrupted one
+# (stashed_samples), and windows of draws that keep what continuing needs.
+
+#' Continue sampling, or recover the draws of an interrupted run
+#'
+#' `extra_samples()` continues the chains of a [mcmc()] run from where they
+#' stopped, with the sampler as warmup tuned it (its step size and `diag_sd`),
+#' and returns the earlier draws followed by the new ones. There is no more
+#' warmup. `stashed_samples()` returns the draws made so far by a run that
+#' was interrupted (Esc, Ctrl-C or RStudio's stop button), as greta does;
+#' after a run that finished it returns `NULL`.
+#'
+#' @param draws a `greta_mcmc_list` returned by [mcmc()], `extra_samples()` or
+#'   `stashed_samples()`
+#' @param n_samples the number of further iterations per chain (before
+#'   thinning)
+#' @param thin keep every `thin`-th iteration; it must be the thinning of
+#'   `draws`, so that the draws stay evenly spaced
+#' @inheritParams mcmc
+#' @details The chains continue with the sampler that made `draws` when it is
+#'   still in memory (so their random numbers continue too). When it is not (a
+#'   saved and reloaded workspace, or other `compute_options`), a new sampler
+#'   starts from each chain's last draw with the tuned step size and `diag_sd`.
+#' @return a `greta_mcmc_list`; `stashed_samples()` returns `NULL` when there
+#'   is nothing stashed
+#' @examples
+#' mu <- normal(0, 1)
+#' m <- model(mu)
+#' draws <- mcmc(m, n_samples = 100, warmup = 100, chains = 2, verbose = FALSE)
+#' more <- extra_samples(draws, n_samples = 50, verbose = FALSE)
+#' coda::niter(more)  # 150
+#' stashed_samples()  # NULL: the last run was not interrupted
+#' @export
+extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, verbose = TRUE,
+                          pb_update = 50, one_by_one = FALSE, trace_batch_size = 100,
+                          compute_options = cpu_only(threads = n_cores)) {
+  info <- if (inherits(draws, "greta_mcmc_list")) attr(draws, "model_info") else NULL
+  if (is.null(info$run)) {
+    stop("`draws` must be a greta_mcmc_list returned by mcmc(), extra_samples() or ",
+         "stashed_samples()", call. = FALSE)
+  }
+  n_samples <- check_count(n_samples, "n_samples", 0)
+  thin <- check_count(thin, "thin", 1)
+  pb_update <- check_count(pb_update, "pb_update", 1)
+  trace_batch_size <- check_count(trace_batch_size, "trace_batch_size", 1)
+  if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
+    stop("`verbose` must be TRUE or FALSE", call. = FALSE)
+  }
+  if (!is.null(n_cores)) check_count(n_cores, "n_cores", minimum = 1)
+  run <- info$run
+  if (thin != run$thin) {
+    stop("`draws` were thinned by ", run$thin, ": use extra_samples(draws, thin = ", run$thin,
+         ") so that the draws stay evenly spaced", call. = FALSE)
+  }
+  options <- check_compute_options(compute_options)
+  run$trace_batch_size <- trace_batch_size
+  if (ls_pointer_is_null(run$handle) || !identical(options, run$options)) {
+    run$handle <- restart_sampler(run, info$free, options)
+    run$options <- options
+  }
+  previous <- list(free = info$free, diagnostics = info$diagnostics)
+  finish_run(run, sample_run(run, 0L, n_samples, pb_update, verbose), previous)
+}
+
+# A sampler that starts at each chain's last draw, with the tuned step size and
+# diag_sd, for a run whose own sampler is gone.
+restart_sampler <- function(run, free, options) {
+  chains <- run$chains
+  last <- free[seq(nrow(free) - chains + 1, nrow(free)), , drop = FALSE]
+  parameters <- run$sampler$parameters
+  if (!is.null(run$epsilon)) parameters$epsilon <- run$epsilon
+  if (!is.null(run$diag_sd)) parameters$diag_sd <- run$diag_sd
+  seeds <- floor(stats::runif(2) * 2^32)
+  ls_sampler_new(model_engine(run$model), last, run$sampler$name, parameters, seeds[1], seeds[2],
+                 options)
+}
+
+#' @rdname extra_samples
+#' @export
+stashed_samples <- function() {
+  kept_env <- lockstep_stash$last
+  if (is.null(kept_env) || is.null(kept_free(kept_env))) return(invisible(NULL))
+  suppressWarnings(finish_run(kept_env$run, kept_env))
+}
+
+#' @importFrom stats window
+#' @export
+window.greta_mcmc_list <- function(x, start = NULL, end = NULL, thin = NULL, ...) {
+  info <- attr(x, "model_info")
+  params <- attr(x, "sampler_params")
+  plain <- x
+  attr(plain, "model_info") <- NULL
+  attr(plain, "sampler_params") <- NULL
+  class(plain) <- "mcmc.list"
+  args <- Filter(Negate(is.null), list(start = start, end = end, thin = thin))
+  out <- do.call(stats::window, c(list(plain), args, list(...)))
+  # the same iterations of the raw draws and diagnostics
+  kept <- stats::time(plain[[1]]) %in% stats::time(out[[1]])
+  info$raw_draws <- coda::mcmc.list(lapply(info$raw_draws, function(chain) {
+    coda::mcmc(chain[kept, , drop = FALSE], start = stats::start(out), thin = coda::thin(out))
+  }))
+  info$run <- NULL  # a window is not a run that can be continued
+  info$free <- NULL
+  attr(out, "model_info") <- info
+  if (!is.null(params)) {
+    attr(out, "sampler_params") <- lapply(params, function(p) p[kept, , drop = FALSE])
+  }
+  class(out) <- c("greta_mcmc_list", class(out))
+  out
+}
