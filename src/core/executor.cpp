@@ -58,6 +58,21 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   for (size_t id = 0; id < n; ++id)
     if (!program.nodes[id].chain)
       forward_call(call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, 1), launch_);
+  if (options.world) {
+    // Every rank holds different rows: a likelihood over data that is not in
+    // the observation stage would be evaluated on each rank's rows without
+    // being summed across ranks, silently wrong.
+    if (!tiled_)
+      throw std::invalid_argument("lockstep: a run across processes needs the observation stage");
+    for (int t : program.terms) {
+      const Node& target = program.nodes[program.nodes[t].inputs[0]];
+      if (!target.chain && target.dim[0] > 1 && program.nodes[t].extent < 0)
+        throw std::invalid_argument(
+            "lockstep: across processes, every likelihood must be row-aligned with its data (a "
+            "likelihood of data with " + std::to_string(target.dim[0]) +
+            " rows could not be split by rows)");
+    }
+  }
   pool_ = std::make_unique<ThreadPool>(options.threads);
   comm_ = std::make_unique<InProcessCommunicator>(options.devices);
   if (tiled_) {
@@ -127,7 +142,7 @@ template <class T> void Executor<T>::forward(const double* state) {
   });
   for (auto& stage : stages_)
     stage->run(GlobalBuffers<T>{&values_, &adjoints_}, state, lp.data(), false, *pool_, *comm_,
-               launch_);
+               launch_, options_.world);
 }
 
 template <class T>
@@ -151,7 +166,7 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
   });
   for (auto& stage : stages_)
     stage->run(GlobalBuffers<T>{&values_, &adjoints_}, state, lp, grad != nullptr, *pool_,
-               *comm_, launch_);
+               *comm_, launch_, options_.world);
   if (!grad) return;
   for_chain_groups([&](long c0, long nc) {
     for (int id = n - 1; id >= 0; --id)

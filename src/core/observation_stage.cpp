@@ -230,16 +230,17 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
 template <class T>
 void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
                                      GlobalBuffers<T> global, const double* state, bool gradient,
-                                     const Launcher& launch) {
+                                     const Launcher& launch, bool whole) {
   std::fill(w.lp.begin(), w.lp.end(), 0.0);
   for (int id : nodes_)
     if (program_.nodes[id].op == Op::density) std::fill(w.terms[id].begin(), w.terms[id].end(), T(0));
-  // With one shard each worker's partials go straight to the global adjoints,
-  // so only the rows it can touch need zeroing; shards are all-reduced whole.
+  // With one shard in one process each worker's partials go straight to the
+  // global adjoints, so only the rows it can touch need zeroing; shards and
+  // processes are all-reduced whole.
   if (gradient)
     for (int id : boundary_) {
       T* buf = w.boundary[id].data();
-      if (options_.shards == 1)
+      if (!whole)
         over_rows(id, w.touched[id], [&](long i) { buf[i] = T(0); });
       else
         std::fill(w.boundary[id].begin(), w.boundary[id].end(), T(0));
@@ -257,11 +258,12 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
 template <class T>
 void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, double* lp,
                               bool gradient, ThreadPool& pool, Communicator& comm,
-                              const Launcher& launch) {
+                              const Launcher& launch, Communicator* world) {
   const long S = options_.shards, W = options_.workers;
+  const bool whole = S > 1 || world;  // adjoint partials reduced whole, not by touched rows
   pool.parallel_for(S * W, [&](long k) {
     const auto tiles = tile_range(k);
-    run_worker(workers_[k], tiles.first, tiles.second, global, state, gradient, launch);
+    run_worker(workers_[k], tiles.first, tiles.second, global, state, gradient, launch, whole);
   });
   // Within a shard: its workers' partials into its first worker's buffers.
   std::vector<double*> lps(S);
@@ -272,25 +274,28 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
       for (long c = 0; c < chains_; ++c) lead.lp[c] += other.lp[c];
       for (int id : nodes_)
         for (size_t c = 0; c < other.terms[id].size(); ++c) lead.terms[id][c] += other.terms[id][c];
-      if (gradient && S > 1)
+      if (gradient && whole)
         for (int id : boundary_)
           for (size_t i = 0; i < lead.boundary[id].size(); ++i)
             lead.boundary[id][i] += other.boundary[id][i];
     }
     lps[s] = lead.lp.data();
   }
-  // Across shards: the all-reduce a multi-device run would do.
+  // Across shards: the all-reduce a multi-device run would do; then across
+  // processes.
   comm.all_reduce_sum(lps.data(), chains_);
+  if (world) world->all_reduce_sum(lps.data(), chains_);
   for (long c = 0; c < chains_; ++c) lp[c] += lps[0][c];
   std::vector<T*> bufs(S);
   for (int id : nodes_) {
     if (program_.nodes[id].op != Op::density) continue;
     for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].terms[id].data();
     comm.all_reduce_sum(bufs.data(), chains_);
+    if (world) world->all_reduce_sum(bufs.data(), chains_);
     for (long c = 0; c < chains_; ++c) (*global.values)[id][c] += bufs[0][c];
   }
   if (!gradient) return;
-  if (S == 1) {
+  if (!whole) {
     // One shard: every worker adds the rows it touched to the global adjoints.
     for (int id : boundary_) {
       T* adj = (*global.adjoints)[id].data();
@@ -304,6 +309,7 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
   for (int id : boundary_) {
     for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].boundary[id].data();
     comm.all_reduce_sum(bufs.data(), static_cast<long>(workers_[0].boundary[id].size()));
+    if (world) world->all_reduce_sum(bufs.data(), static_cast<long>(workers_[0].boundary[id].size()));
     std::vector<T>& adj = (*global.adjoints)[id];
     for (size_t i = 0; i < adj.size(); ++i) adj[i] += bufs[0][i];
   }

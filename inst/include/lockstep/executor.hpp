@@ -33,6 +33,11 @@ struct ExecOptions {
   bool observation_stage = true;
   long tile_rows = 0;  // 0: chosen from the cache size
   bool reorder_rows = true;
+  // Sums the observation stage's partials across processes (MPI ranks, each
+  // holding its own rows of the data; see mpi_communicator.hpp); nullptr: one
+  // process. The global stage (priors, Jacobians) runs identically on every
+  // rank and is not summed. Must outlive the executor.
+  Communicator* world = nullptr;
 };
 
 // Something with a log density and gradient over a [chains, dim] state: what

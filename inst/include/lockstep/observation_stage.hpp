@@ -49,8 +49,11 @@ template <class T> class ObservationStage {
   // Adds the extent's log density to lp[chains] and each of its density
   // terms' values to the term's global value; with `gradient`, adds its
   // partials to the adjoints of the global values it reads.
+  // `world`, when given, sums the process's partials across processes (MPI
+  // ranks, each with its own rows) after `comm` has summed its shards.
   void run(GlobalBuffers<T> global, const double* state, double* lp, bool gradient,
-           ThreadPool& pool, Communicator& comm, const Launcher& launch);
+           ThreadPool& pool, Communicator& comm, const Launcher& launch,
+           Communicator* world = nullptr);
 
   long tile_rows() const { return tile_rows_; }
   long tiles() const { return static_cast<long>(tile_start_.size()); }
@@ -67,7 +70,7 @@ template <class T> class ObservationStage {
   };
 
   void run_worker(Worker& w, long first_tile, long end_tile, GlobalBuffers<T> global,
-                  const double* state, bool gradient, const Launcher& launch);
+                  const double* state, bool gradient, const Launcher& launch, bool whole);
   NodeCall<T> tile_call(Worker& w, int id, long tile, GlobalBuffers<T> global,
                         const double* state, bool gradient);
   // The tiles [first, second) of worker k (shard k / workers).
