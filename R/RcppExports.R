@@ -41,3 +41,23 @@ ls_engine_time <- function(engine, state, options, reps) {
     .Call(`_lockstep_ls_engine_time`, engine, state, options, reps)
 }
 
+ls_mpi_available <- function() {
+    .Call(`_lockstep_ls_mpi_available`)
+}
+
+ls_mpi_init <- function() {
+    .Call(`_lockstep_ls_mpi_init`)
+}
+
+ls_mpi_finalize <- function() {
+    invisible(.Call(`_lockstep_ls_mpi_finalize`))
+}
+
+ls_mpi_broadcast <- function(x) {
+    .Call(`_lockstep_ls_mpi_broadcast`, x)
+}
+
+ls_mpi_same <- function(x) {
+    .Call(`_lockstep_ls_mpi_same`, x)
+}
+

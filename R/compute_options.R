@@ -83,20 +83,27 @@ print.lockstep_backend_info <- function(x, ...) {
 #'   `lockstep.threads`, else the number of cores
 #' @param devices the number of virtual devices (shards of the observation rows)
 #' @param tile_rows rows per tile; `NULL` sizes tiles to the cache
+#' @param mpi `TRUE` to run across the processes of an MPI job (`mpirun -np P
+#'   Rscript fit.R`), each holding its own rows of the data: see [mpi_rows()].
+#'   Starts MPI when it is not running yet.
 #' @return a `lockstep_compute_options` object for [mcmc()]
 #' @examples
 #' cpu_only()
 #' cpu_only(threads = 2)
 #' @export
-cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL) {
+cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE) {
   if (is.null(threads)) threads <- default_threads()
   check_count(threads, "threads", minimum = 1)
   check_count(devices, "devices", minimum = 1)
   if (!is.null(tile_rows)) check_count(tile_rows, "tile_rows", minimum = 1)
+  if (!is.logical(mpi) || length(mpi) != 1 || is.na(mpi)) {
+    stop("`mpi` must be TRUE or FALSE", call. = FALSE)
+  }
+  if (mpi) mpi_start()
   structure(
     list(backend = getOption("lockstep.backend", "cpu"), threads = as.integer(threads),
          devices = as.integer(devices), tile_rows = if (is.null(tile_rows)) 0 else tile_rows,
-         observation_stage = getOption("lockstep.observation_stage", TRUE)),
+         observation_stage = getOption("lockstep.observation_stage", TRUE), mpi = mpi),
     class = "lockstep_compute_options"
   )
 }
@@ -114,6 +121,7 @@ print.lockstep_compute_options <- function(x, ...) {
               x$backend, x$threads, if (x$threads == 1) "" else "s", x$devices,
               if (x$devices == 1) "" else "s",
               if (x$tile_rows > 0) paste(x$tile_rows, "rows") else "cache-sized rows"))
+  if (isTRUE(x$mpi)) cat(sprintf("  across %d MPI processes (this is rank %d)\n", mpi_size(), mpi_rank()))
   invisible(x)
 }
 

@@ -8,21 +8,68 @@
 #'
 #' These functions create variable greta arrays that follow a probability
 #' distribution, or, with [distribution()], define the distribution of data.
-#' Their densities match R's: `normal` is `dnorm(x, mean, sd)`, `cauchy` is
-#' `dcauchy(x, location, scale)`, `student` is `dt((x - mu) / sigma, df) /
-#' sigma`, `exponential` is `dexp(x, rate)` and `bernoulli` is `dbinom(x, 1,
-#' prob)`.
+#' Their names, arguments and defaults are greta's, and their densities match
+#' R's:
 #'
-#' @param mean,sd,location,scale,df,mu,sigma,rate,prob parameters: greta arrays
-#'   or numbers, each a scalar or of the distribution's dimensions
+#' | lockstep | R equivalent |
+#' |---|---|
+#' | `uniform(min, max)` | `dunif(x, min, max)` |
+#' | `normal(mean, sd)` | `dnorm(x, mean, sd)` |
+#' | `lognormal(meanlog, sdlog)` | `dlnorm(x, meanlog, sdlog)` |
+#' | `bernoulli(prob)` | `dbinom(x, 1, prob)` |
+#' | `binomial(size, prob)` | `dbinom(x, size, prob)` |
+#' | `negative_binomial(size, prob)` | `dnbinom(x, size, prob)` |
+#' | `poisson(lambda)` | `dpois(x, lambda)` |
+#' | `gamma(shape, rate)` | `dgamma(x, shape, rate)` |
+#' | `inverse_gamma(alpha, beta)` | `extraDistr::dinvgamma(x, alpha, beta)` |
+#' | `weibull(shape, scale)` | `dweibull(x, shape, scale)` |
+#' | `exponential(rate)` | `dexp(x, rate)` |
+#' | `pareto(a, b)` | `extraDistr::dpareto(x, a, b)` |
+#' | `student(df, mu, sigma)` | `dt((x - mu) / sigma, df) / sigma` |
+#' | `laplace(mu, sigma)` | `extraDistr::dlaplace(x, mu, sigma)` |
+#' | `beta(shape1, shape2)` | `dbeta(x, shape1, shape2)` |
+#' | `cauchy(location, scale)` | `dcauchy(x, location, scale)` |
+#' | `chi_squared(df)` | `dchisq(x, df)` |
+#' | `logistic(location, scale)` | `dlogis(x, location, scale)` |
+#' | `f(df1, df2)` | `df(x, df1, df2)` |
+#'
+#' @param min,max the bounds of `uniform()`: fixed finite numbers (not greta
+#'   arrays), `min < max`
+#' @param mean,sd,meanlog,sdlog,location,scale,df,mu,sigma,rate,prob,shape,alpha,beta,a,b,shape1,shape2,df1,df2,lambda,size
+#'   parameters: greta arrays or numbers, each a scalar or of the
+#'   distribution's dimensions (see the table for their meanings). `pareto()`'s
+#'   `a` is its shape and `b` its scale (the lower end of its support);
+#'   `inverse_gamma()`'s `beta` is a rate (`1 / x` follows `gamma(alpha,
+#'   beta)`); `binomial()`'s `size` is a number of trials and
+#'   `negative_binomial()`'s a target number of successes.
 #' @param dim the dimensions of the variable, if not implied by the parameters
 #'   (`NULL`, a number for a column vector, or a vector of dimensions)
 #' @param truncation a length-two vector of bounds: the density is truncated to
 #'   this range and renormalised, and the variable is constrained to it, so
-#'   `truncation = c(0, Inf)` gives a half-normal or half-Cauchy prior
+#'   `truncation = c(0, Inf)` gives a half-normal or half-Cauchy prior. It must
+#'   lie within the distribution's support (e.g. within `c(0, Inf)` for `gamma`
+#'   and within `c(0, 1)` for `beta`).
 #'
-#' @details The continuous distributions can be truncated; `bernoulli` is
-#'   discrete and can only be the distribution of data.
+#' @details A variable created by a distribution is constrained to its support
+#'   (intersected with `truncation`): `gamma`, `lognormal`, `inverse_gamma`,
+#'   `weibull`, `exponential`, `chi_squared` and `f` variables are positive,
+#'   `beta` variables lie in (0, 1), `uniform` variables in (`min`, `max`) and
+#'   `pareto` variables above `b` when `b` is a number (above 0 otherwise, as
+#'   in greta).
+#'
+#'   The continuous distributions except `uniform` can be truncated.
+#'   `bernoulli`, `binomial`, `negative_binomial` and `poisson` are discrete:
+#'   they can only be the distribution of data (counts, whole numbers), never
+#'   of a variable, and take no `truncation`.
+#'
+#'   `binomial` and `poisson` mask the family functions of \pkg{stats}, as
+#'   greta's do; called with no arguments, as `glm(y ~ x, family = binomial)`
+#'   calls them, they return `stats::binomial()` and `stats::poisson()`.
+#'
+#'   `binomial`'s log density uses `lgamma` for its binomial coefficient, as
+#'   greta does, so it is defined (and differentiable) for a non-integer
+#'   `size` too, where `dbinom` gives `NaN`; `size` given as numbers must be
+#'   whole.
 #'
 #'   `bernoulli(ilogit(eta))` is computed on the logit scale, as greta does
 #'   with its "representations": the log density is `y * eta - log(1 +
@@ -43,9 +90,21 @@
 #' distribution(y) <- bernoulli(p)
 #' # logistic regression: bernoulli(ilogit(eta)) uses the stable logit form
 #' x <- c(-1.2, 0.4, 2.1, 0.3)
-#' beta <- normal(0, 2)
+#' coef <- normal(0, 2)
 #' y2 <- as_data(c(0, 1, 1, 0))
-#' distribution(y2) <- bernoulli(ilogit(beta * x))
+#' distribution(y2) <- bernoulli(ilogit(coef * x))
+#' # positive and bounded variables
+#' shape <- gamma(2, 0.5)           # constrained to (0, Inf)
+#' phi <- beta(2, 2, dim = 3)       # constrained to (0, 1)
+#' u <- uniform(-1, 1)              # constrained to (-1, 1)
+#' s <- lognormal(0, 1, truncation = c(0, 5))
+#' # count data
+#' counts <- as_data(c(2, 0, 5, 3))
+#' rate <- gamma(1, 1)
+#' distribution(counts) <- poisson(rate)
+#' successes <- as_data(c(3, 7, 4))
+#' q <- beta(1, 1)
+#' distribution(successes) <- binomial(10, q)
 #' @name distributions
 NULL
 
@@ -79,6 +138,132 @@ exponential <- function(rate, dim = NULL, truncation = c(0, Inf)) {
 
 #' @rdname distributions
 #' @export
+uniform <- function(min, max, dim = NULL) {
+  if (is.greta_array(min) || is.greta_array(max)) {
+    stop("`min` and `max` of uniform() must be fixed numbers, they cannot be greta arrays",
+         call. = FALSE)
+  }
+  if (!is.numeric(min) || length(min) != 1L || !is.numeric(max) || length(max) != 1L) {
+    stop("`min` and `max` of uniform() must be numbers of length 1", call. = FALSE)
+  }
+  if (!is.finite(min) || !is.finite(max)) {
+    stop("`min` and `max` of uniform() must be finite", call. = FALSE)
+  }
+  if (!(min < max)) {
+    stop("`max` of uniform() must be greater than `min`", call. = FALSE)
+  }
+  new_distribution("uniform", list(min = min, max = max), dim, c(-Inf, Inf),
+                   support = c(min, max), truncatable = FALSE)
+}
+
+#' @rdname distributions
+#' @export
+lognormal <- function(meanlog, sdlog, dim = NULL, truncation = c(0, Inf)) {
+  new_distribution("lognormal", list(meanlog = meanlog, sdlog = sdlog), dim, truncation,
+                   positive = "sdlog", support = c(0, Inf))
+}
+
+#' @rdname distributions
+#' @export
+gamma <- function(shape, rate, dim = NULL, truncation = c(0, Inf)) {
+  new_distribution("gamma", list(shape = shape, rate = rate), dim, truncation,
+                   positive = c("shape", "rate"), support = c(0, Inf))
+}
+
+#' @rdname distributions
+#' @export
+inverse_gamma <- function(alpha, beta, dim = NULL, truncation = c(0, Inf)) {
+  new_distribution("inverse_gamma", list(alpha = alpha, beta = beta), dim, truncation,
+                   positive = c("alpha", "beta"), support = c(0, Inf))
+}
+
+#' @rdname distributions
+#' @export
+weibull <- function(shape, scale, dim = NULL, truncation = c(0, Inf)) {
+  new_distribution("weibull", list(shape = shape, scale = scale), dim, truncation,
+                   positive = c("shape", "scale"), support = c(0, Inf))
+}
+
+#' @rdname distributions
+#' @export
+pareto <- function(a, b, dim = NULL, truncation = c(0, Inf)) {
+  # the density is zero below the scale b: a variable is bounded there when b
+  # is known now (by the smallest b when b is a vector of numbers)
+  bounds <- c(0, Inf)
+  if (!is.greta_array(b) && is.numeric(b) && length(b) > 0 && all(b > 0)) {
+    bounds[1] <- min(b)
+  }
+  new_distribution("pareto", list(a = a, b = b), dim, truncation, positive = c("a", "b"),
+                   support = c(0, Inf), bounds = bounds)
+}
+
+#' @rdname distributions
+#' @export
+laplace <- function(mu, sigma, dim = NULL, truncation = c(-Inf, Inf)) {
+  new_distribution("laplace", list(mu = mu, sigma = sigma), dim, truncation,
+                   positive = "sigma")
+}
+
+#' @rdname distributions
+#' @export
+beta <- function(shape1, shape2, dim = NULL, truncation = c(0, 1)) {
+  new_distribution("beta", list(shape1 = shape1, shape2 = shape2), dim, truncation,
+                   positive = c("shape1", "shape2"), support = c(0, 1))
+}
+
+#' @rdname distributions
+#' @export
+chi_squared <- function(df, dim = NULL, truncation = c(0, Inf)) {
+  new_distribution("chi_squared", list(df = df), dim, truncation, positive = "df",
+                   support = c(0, Inf))
+}
+
+#' @rdname distributions
+#' @export
+logistic <- function(location, scale, dim = NULL, truncation = c(-Inf, Inf)) {
+  new_distribution("logistic", list(location = location, scale = scale), dim, truncation,
+                   positive = "scale")
+}
+
+#' @rdname distributions
+#' @export
+f <- function(df1, df2, dim = NULL, truncation = c(0, Inf)) {
+  new_distribution("f", list(df1 = df1, df2 = df2), dim, truncation,
+                   positive = c("df1", "df2"), support = c(0, Inf))
+}
+
+#' @rdname distributions
+#' @export
+poisson <- function(lambda, dim = NULL) {
+  if (missing(lambda) && is.null(dim)) return(stats::poisson())  # glm()'s family, see below
+  new_distribution("poisson", list(lambda = lambda), dim, c(-Inf, Inf),
+                   nonnegative = "lambda", support = c(0, Inf), discrete = TRUE)
+}
+
+#' @rdname distributions
+#' @export
+binomial <- function(size, prob, dim = NULL) {
+  # With lockstep attached, binomial and poisson mask stats' family functions
+  # (as greta's do); glm(y ~ x, family = binomial) calls family() with no
+  # arguments, which therefore still gives stats::binomial().
+  if (missing(size) && missing(prob) && is.null(dim)) return(stats::binomial())
+  new_distribution("binomial", list(size = size, prob = prob), dim, c(-Inf, Inf),
+                   whole = "size", unit = "prob", support = c(0, Inf), discrete = TRUE)
+}
+
+#' @rdname distributions
+#' @export
+negative_binomial <- function(size, prob, dim = NULL) {
+  # With lockstep attached, binomial and poisson mask stats' family functions
+  # (as greta's do); glm(y ~ x, family = binomial) calls family() with no
+  # arguments, which therefore still gives stats::binomial().
+  if (missing(size) && missing(prob) && is.null(dim)) return(stats::binomial())
+  new_distribution("negative_binomial", list(size = size, prob = prob), dim, c(-Inf, Inf),
+                   positive = "size", unit = "prob", support = c(0, Inf), discrete = TRUE)
+}
+
+#' @rdname distributions
+#' @export
 bernoulli <- function(prob, dim = NULL) {
   if (is_ilogit(prob)) {
     # the representation: the family on the logit scale, of ilogit's input
@@ -99,37 +284,52 @@ is_ilogit <- function(x) {
 
 # `label` names the distribution in messages when the family is an internal
 # representation (bernoulli_logit is what bernoulli(ilogit(eta)) becomes).
+# `support` is where `truncation` may lie; `bounds` (within it) is where the
+# density can be nonzero given the parameters known now (pareto's b), which
+# constrains a variable and data. Parameters named in `positive` must be > 0,
+# in `nonnegative` >= 0, in `unit` within [0, 1], in `whole` whole numbers >= 0.
+# A truncation covering the whole support is no truncation: the engine is told
+# none, which gives the same density without computing F(upper) - F(lower) = 1.
 new_distribution <- function(family, params, dim, truncation, positive = character(),
                              unit = character(), support = c(-Inf, Inf), discrete = FALSE,
-                             label = family) {
+                             label = family, nonnegative = character(), whole = character(),
+                             bounds = support, truncatable = !discrete) {
   nodes <- lapply(names(params), function(name) {
     node <- get_node(as.greta_array(params[[name]], name))
-    check_constant_parameter(node, name, positive, unit, label)
+    check_constant_parameter(node, name, positive, unit, label, nonnegative, whole)
     node
   })
   names(nodes) <- names(params)
   dim <- distribution_dim(nodes, dim, label)
-  # discrete distributions take no truncation argument: they are never truncated
-  truncation <- if (discrete) c(-Inf, Inf) else check_truncation(truncation, support, family)
-  lower <- max(truncation[1], support[1])
-  upper <- min(truncation[2], support[2])
+  # discrete distributions (and uniform) take no truncation argument
+  truncation <- if (!truncatable) c(-Inf, Inf) else check_truncation(truncation, support, family)
+  lower <- max(truncation[1], bounds[1])
+  upper <- min(truncation[2], bounds[2])
+  if (truncation[1] <= support[1] && truncation[2] >= support[2]) truncation <- c(-Inf, Inf)
   variable <- new_node("variable", dim, lower = lower, upper = upper)
   dist <- new_node("distribution", dim, parents = unname(nodes), family = family,
                    truncation = truncation, target = variable, discrete = discrete,
-                   support = support, param_names = names(params), label = label)
+                   support = bounds, param_names = names(params), label = label)
   variable$distribution <- dist
   as_greta_array_from_node(variable)
 }
 
 # Parameters given as numbers are checked now, so that a bad model fails where
 # it is written rather than during sampling.
-check_constant_parameter <- function(node, name, positive, unit, family) {
+check_constant_parameter <- function(node, name, positive, unit, family,
+                                     nonnegative = character(), whole = character()) {
   if (node$type != "data") return(invisible())
   if (name %in% positive && any(node$value <= 0)) {
     stop("`", name, "` of ", family, "() must be positive", call. = FALSE)
   }
+  if (name %in% nonnegative && any(node$value < 0)) {
+    stop("`", name, "` of ", family, "() must be non-negative", call. = FALSE)
+  }
   if (name %in% unit && any(node$value < 0 | node$value > 1)) {
     stop("`", name, "` of ", family, "() must be between 0 and 1", call. = FALSE)
+  }
+  if (name %in% whole && any(node$value < 0 | node$value != round(node$value))) {
+    stop("`", name, "` of ", family, "() must be a non-negative whole number", call. = FALSE)
   }
 }
 
@@ -236,6 +436,15 @@ check_data_support <- function(values, dist) {
   label <- if (is.null(dist$label)) dist$family else dist$label
   if (isTRUE(dist$discrete) && label == "bernoulli" && any(!values %in% c(0, 1))) {
     stop("data given a bernoulli() distribution must be 0 or 1", call. = FALSE)
+  }
+  if (isTRUE(dist$discrete) && any(values != round(values))) {
+    stop("data given a ", label, "() distribution must be whole numbers (counts)", call. = FALSE)
+  }
+  if (identical(label, "binomial")) {
+    size <- dist$parents[[match("size", dist$param_names)]]
+    if (size$type == "data" && any(values > as.numeric(size$value))) {
+      stop("data given a binomial() distribution must not exceed `size`", call. = FALSE)
+    }
   }
   if (any(values < bounds[1] | values > bounds[2])) {
     stop("data lie outside the support of ", label, "() (", bounds[1], ", ", bounds[2],

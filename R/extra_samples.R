@@ -70,7 +70,7 @@ restart_sampler <- function(run, free, options) {
   parameters <- run$sampler$parameters
   if (!is.null(run$epsilon)) parameters$epsilon <- run$epsilon
   if (!is.null(run$diag_sd)) parameters$diag_sd <- run$diag_sd
-  seeds <- floor(stats::runif(2) * 2^32)
+  seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
   ls_sampler_new(model_engine(run$model), last, run$sampler$name, parameters, seeds[1], seeds[2],
                  options)
 }

@@ -70,7 +70,7 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   engine <- model_engine(model)
   init <- initial_free_state(model, initial_values, chains, options, parent.frame())
 
-  seeds <- floor(stats::runif(2) * 2^32)
+  seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
   handle <- ls_sampler_new(engine, init, sampler$name, sampler$parameters, seeds[1], seeds[2],
                            options)
 
@@ -264,6 +264,7 @@ initial_free_state <- function(model, initial_values, chains, options, env) {
     for (attempt in 1:50) {
       x <- stats::runif(D, -2, 2)
       x[given$index] <- given$value
+      x <- same_on_every_rank(x, options)
       lp <- ls_engine_log_density(engine, matrix(x, nrow = 1), FALSE, options)$log_density
       if (is.finite(lp)) break
       if (length(given$index) == D || attempt == 50) {

@@ -141,6 +141,57 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_mpi_available
+bool ls_mpi_available();
+RcppExport SEXP _lockstep_ls_mpi_available() {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    rcpp_result_gen = Rcpp::wrap(ls_mpi_available());
+    return rcpp_result_gen;
+END_RCPP
+}
+// ls_mpi_init
+List ls_mpi_init();
+RcppExport SEXP _lockstep_ls_mpi_init() {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    rcpp_result_gen = Rcpp::wrap(ls_mpi_init());
+    return rcpp_result_gen;
+END_RCPP
+}
+// ls_mpi_finalize
+void ls_mpi_finalize();
+RcppExport SEXP _lockstep_ls_mpi_finalize() {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    ls_mpi_finalize();
+    return R_NilValue;
+END_RCPP
+}
+// ls_mpi_broadcast
+NumericVector ls_mpi_broadcast(NumericVector x);
+RcppExport SEXP _lockstep_ls_mpi_broadcast(SEXP xSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< NumericVector >::type x(xSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_mpi_broadcast(x));
+    return rcpp_result_gen;
+END_RCPP
+}
+// ls_mpi_same
+bool ls_mpi_same(NumericVector x);
+RcppExport SEXP _lockstep_ls_mpi_same(SEXP xSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< NumericVector >::type x(xSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_mpi_same(x));
+    return rcpp_result_gen;
+END_RCPP
+}
 
 static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_backend_info", (DL_FUNC) &_lockstep_ls_backend_info, 0},
@@ -153,6 +204,11 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_sampler_begin_warmup", (DL_FUNC) &_lockstep_ls_sampler_begin_warmup, 2},
     {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 5},
     {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},
+    {"_lockstep_ls_mpi_available", (DL_FUNC) &_lockstep_ls_mpi_available, 0},
+    {"_lockstep_ls_mpi_init", (DL_FUNC) &_lockstep_ls_mpi_init, 0},
+    {"_lockstep_ls_mpi_finalize", (DL_FUNC) &_lockstep_ls_mpi_finalize, 0},
+    {"_lockstep_ls_mpi_broadcast", (DL_FUNC) &_lockstep_ls_mpi_broadcast, 1},
+    {"_lockstep_ls_mpi_same", (DL_FUNC) &_lockstep_ls_mpi_same, 1},
     {NULL, NULL, 0}
 };
 

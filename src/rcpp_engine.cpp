@@ -19,6 +19,7 @@
 #include "lockstep/planner.hpp"
 #include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
+#include "mpi_world.h"
 
 using namespace Rcpp;
 
@@ -29,7 +30,7 @@ namespace {
 struct Engine {
   std::shared_ptr<lockstep::Program> program;
   bool single = false;
-  std::map<std::tuple<long, int, int, int, bool, long>, std::unique_ptr<lockstep::Target>>
+  std::map<std::tuple<long, int, int, int, bool, long, bool>, std::unique_ptr<lockstep::Target>>
       executors;
   // Tracing reads node values, in double whatever the precision, from the
   // subprogram the traced nodes are computed from (so that tracing parameters
@@ -42,7 +43,10 @@ struct Engine {
   std::map<std::tuple<long, int, std::vector<int>>, std::unique_ptr<Tracer>> tracers;
 
   Tracer& tracer(long chains, lockstep::ExecOptions o, const std::vector<int>& nodes) {
+    // Traced values are computed on each process alone: the parameters and
+    // what depends on them are the same on every rank.
     o.observation_stage = false;
+    o.world = nullptr;
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), nodes);
     auto it = tracers.find(key);
     if (it == tracers.end()) {
@@ -58,7 +62,7 @@ struct Engine {
 
   lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
-                               o.observation_stage, o.tile_rows);
+                               o.observation_stage, o.tile_rows, o.world != nullptr);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
@@ -161,6 +165,7 @@ lockstep::ExecOptions exec_options(const List& o) {
   e.devices = as<int>(o["devices"]);
   e.tile_rows = static_cast<long>(as<double>(o["tile_rows"]));
   e.observation_stage = as<bool>(o["observation_stage"]);
+  if (o.containsElementNamed("mpi") && as<bool>(o["mpi"])) e.world = mpi_world();
   return e;
 }
 

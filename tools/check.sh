@@ -134,6 +134,22 @@ suite_nvcc() {
 }
 
 # ---------------------------------------------------------------- c. MPI
+# Two ranks on this machine, whatever its cores (--oversubscribe), as root
+# where need be, over shared memory only (no network): OpenMPI's flags (into
+# the caller's `flags` array) and MCA settings; the caller's OMPI_MCA_*
+# settings win.
+mpirun_setup() {
+  if mpirun --version 2>&1 | grep -q 'Open MPI'; then
+    flags+=(--oversubscribe)
+    if [ "$(id -u)" -eq 0 ]; then
+      flags+=(--allow-run-as-root)
+    fi
+    export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}"
+    # CMA (ptrace) single copy is often refused in containers.
+    export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
+  fi
+}
+
 suite_mpi() {
   banner "mpi: MpiCommunicator test under mpirun -np 2 (tests/mpi -> build/mpi)"
   local t0 passed=0 failed=0 log="$BUILD/mpi-run.log"
@@ -156,19 +172,8 @@ suite_mpi() {
     record mpi 0 1 0 $(($(now) - t0))
     return
   fi
-  # Two ranks on this machine, whatever its cores (--oversubscribe), as root
-  # where need be, over shared memory only (no network): OpenMPI's flags and
-  # MCA settings; the caller's OMPI_MCA_* settings win.
   local flags=()
-  if mpirun --version 2>&1 | grep -q 'Open MPI'; then
-    flags+=(--oversubscribe)
-    if [ "$(id -u)" -eq 0 ]; then
-      flags+=(--allow-run-as-root)
-    fi
-    export OMPI_MCA_btl="${OMPI_MCA_btl:-self,vader}"
-    # CMA (ptrace) single copy is often refused in containers.
-    export OMPI_MCA_btl_vader_single_copy_mechanism="${OMPI_MCA_btl_vader_single_copy_mechanism:-none}"
-  fi
+  mpirun_setup
   local rc
   timeout 300 mpirun "${flags[@]}" -np 2 "$BUILD/mpi/test_mpi_communicator" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
@@ -255,6 +260,31 @@ suite_r() {
     skipped=$((skipped + $4))
   else
     echo "FAIL testthat (no counts: the runner died)"
+    failed=$((failed + 1))
+  fi
+
+  # An SPMD fit across two MPI processes, as a user runs it (tests/mpi/spmd_fit.R).
+  local spmd="$dir/spmd.log" flags=() rc
+  if command -v mpirun >/dev/null 2>&1; then
+    mpirun_setup
+    R_LIBS="$lib${R_LIBS:+:$R_LIBS}" timeout 300 mpirun "${flags[@]}" -np 2 \
+      Rscript tests/mpi/spmd_fit.R 2>&1 | tee "$spmd"
+    rc=${PIPESTATUS[0]}
+    counts=$(grep -E '^spmd-counts: [0-9]+ [0-9]+$' "$spmd" | tail -n 1)
+    if [ -n "$counts" ]; then
+      set -- $counts
+      passed=$((passed + $2))
+      failed=$((failed + $3))
+      if [ "$rc" -ne 0 ] && [ "$3" -eq 0 ]; then
+        echo "FAIL SPMD fit: mpirun exited with status $rc"
+        failed=$((failed + 1))
+      fi
+    else
+      echo "FAIL SPMD fit (no counts: mpirun exited with status $rc)"
+      failed=$((failed + 1))
+    fi
+  else
+    echo "FAIL SPMD fit: MPI is not installed (make setup installs it)"
     failed=$((failed + 1))
   fi
   record R "$passed" "$failed" "$skipped" $(($(now) - t0))

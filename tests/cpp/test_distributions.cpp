@@ -111,8 +111,156 @@ const std::map<std::string, FamilyRef>& family_refs() {
           p[0] = u(r, -4, 4);
           *x = u(r, 0, 1) < 0.5 ? 0 : 1;
         }}},
+      {"uniform",
+       {[](double, const double* p) { return std::log(1 / (p[1] - p[0])); },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, -2, 0);
+          p[1] = u(r, 0.5, 2);
+          *x = u(r, p[0] + 0.05, p[1] - 0.05);
+        }}},
+      {"lognormal",
+       {[](double x, const double* p) {
+          const double z = (std::log(x) - p[0]) / p[1];
+          return std::log(std::exp(-z * z / 2) / (x * p[1] * std::sqrt(2 * M_PI)));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, -1, 1);
+          p[1] = u(r, 0.3, 2);
+          *x = u(r, 0.1, 5);
+        }}},
+      {"gamma",
+       {[](double x, const double* p) {
+          return std::log(std::pow(p[1], p[0]) * std::pow(x, p[0] - 1) * std::exp(-p[1] * x) /
+                          std::tgamma(p[0]));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.5, 5);
+          p[1] = u(r, 0.3, 3);
+          *x = u(r, 0.1, 5);
+        }}},
+      {"inverse_gamma",
+       {[](double x, const double* p) {
+          return std::log(std::pow(p[1], p[0]) / std::tgamma(p[0]) * std::pow(x, -p[0] - 1) *
+                          std::exp(-p[1] / x));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.5, 5);
+          p[1] = u(r, 0.3, 3);
+          *x = u(r, 0.2, 5);
+        }}},
+      {"weibull",
+       {[](double x, const double* p) {
+          const double k = p[0], l = p[1];
+          return std::log(k / l * std::pow(x / l, k - 1) * std::exp(-std::pow(x / l, k)));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.5, 4);
+          p[1] = u(r, 0.5, 3);
+          *x = u(r, 0.1, 4);
+        }}},
+      {"pareto",
+       {[](double x, const double* p) {
+          return std::log(p[0] * std::pow(p[1], p[0]) / std::pow(x, p[0] + 1));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.5, 4);
+          p[1] = u(r, 0.5, 2);
+          *x = p[1] + u(r, 0.05, 5);
+        }}},
+      {"laplace",
+       {[](double x, const double* p) {
+          return std::log(std::exp(-std::fabs(x - p[0]) / p[1]) / (2 * p[1]));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, -1, 1);
+          p[1] = u(r, 0.5, 2);
+          *x = u(r, -4, 4);
+          if (std::fabs(*x - p[0]) < 0.01) *x += 0.02;  // off the kink at mu
+        }}},
+      {"beta",
+       {[](double x, const double* p) {
+          const double a = p[0], b = p[1];
+          return std::log(std::pow(x, a - 1) * std::pow(1 - x, b - 1) * std::tgamma(a + b) /
+                          (std::tgamma(a) * std::tgamma(b)));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.5, 5);
+          p[1] = u(r, 0.5, 5);
+          *x = u(r, 0.05, 0.95);
+        }}},
+      {"chi_squared",
+       {[](double x, const double* p) {
+          const double k = p[0];
+          return std::log(std::pow(x, k / 2 - 1) * std::exp(-x / 2) /
+                          (std::pow(2, k / 2) * std::tgamma(k / 2)));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.5, 10);
+          *x = u(r, 0.1, 8);
+        }}},
+      {"logistic",
+       {[](double x, const double* p) {
+          const double e = std::exp(-(x - p[0]) / p[1]);
+          return std::log(e / (p[1] * (1 + e) * (1 + e)));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, -1, 1);
+          p[1] = u(r, 0.5, 2);
+          *x = u(r, -5, 5);
+        }}},
+      {"f",
+       {[](double x, const double* p) {
+          const double d1 = p[0], d2 = p[1];
+          const double B = std::tgamma(d1 / 2) * std::tgamma(d2 / 2) / std::tgamma((d1 + d2) / 2);
+          return std::log(std::sqrt(std::pow(d1 * x, d1) * std::pow(d2, d2) /
+                                    std::pow(d1 * x + d2, d1 + d2)) /
+                          (x * B));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.5, 10);
+          p[1] = u(r, 0.5, 10);
+          *x = u(r, 0.1, 5);
+        }}},
+      {"poisson",
+       {[](double x, const double* p) {
+          return std::log(std::pow(p[0], x) * std::exp(-p[0]) / std::tgamma(x + 1));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.2, 8);
+          *x = std::floor(u(r, 0, 11));
+        }}},
+      // x below size, so that finite differences in size stay inside the support
+      {"binomial",
+       {[](double x, const double* p) {
+          const double n = p[0], q = p[1];
+          const double choose = std::tgamma(n + 1) / (std::tgamma(x + 1) * std::tgamma(n - x + 1));
+          return std::log(choose * std::pow(q, x) * std::pow(1 - q, n - x));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = std::floor(u(r, 1, 16));
+          p[1] = u(r, 0.05, 0.95);
+          *x = std::floor(u(r, 0, p[0]));
+        }}},
+      {"negative_binomial",
+       {[](double x, const double* p) {
+          const double n = p[0], q = p[1];
+          return std::log(std::tgamma(x + n) / (std::tgamma(n) * std::tgamma(x + 1)) *
+                          std::pow(q, n) * std::pow(1 - q, x));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, 0.5, 8);
+          p[1] = u(r, 0.1, 0.9);
+          *x = std::floor(u(r, 0, 16));
+        }}},
   };
   return m;
+}
+
+// CDF partials that the library itself computes by central differences (no
+// closed form in these shape parameters): family name and parameter index.
+bool cdf_partial_by_differences(const std::string& f, int k) {
+  return (f == "student" && k == 0) || (f == "gamma" && k == 0) ||
+         (f == "inverse_gamma" && k == 0) || f == "beta" || f == "chi_squared" || f == "f";
 }
 
 double lpdf(Family f, double x, std::vector<double> p) {
@@ -194,6 +342,120 @@ TEST_CASE("lpdf matches R's d* functions", "[distributions][lpdf][R]") {
   CHECK(close(lpdf(Family::bernoulli_logit, 0, {0.3}), -0.85435524446852718, tol));
   CHECK(close(lpdf(Family::bernoulli_logit, 1, {-2.5}), -2.5788897342925496, tol));
   CHECK(close(lpdf(Family::bernoulli_logit, 0, {4.2}), -4.2148842546719187, tol));
+}
+
+TEST_CASE("lpdf of greta's other families matches R's d* functions", "[distributions][lpdf][R]") {
+  const double tol = 1e-13;
+  // R: dunif(0.7, -0.5, 2, log = TRUE); dunif(3, 2.5, 3.1, log = TRUE)
+  CHECK(close(lpdf(Family::uniform, 0.7, {-0.5, 2}), -0.91629073187415511, tol));
+  CHECK(close(lpdf(Family::uniform, 3, {2.5, 3.1}), 0.5108256237659905, tol));
+  // R: dlnorm(1.7, 0.3, 0.8, log = TRUE); dlnorm(0.05, -1, 2.5, log = TRUE)
+  CHECK(close(lpdf(Family::lognormal, 1.7, {0.3, 0.8}), -1.2679774440370051, tol));
+  CHECK(close(lpdf(Family::lognormal, 0.05, {-1, 2.5}), 0.84186722385876456, tol));
+  // R: dgamma(1.7, 2.5, 1.3, log = TRUE); dgamma(0.02, 0.4, 3, log = TRUE);
+  //    dgamma(0, 1, 2.5, log = TRUE)
+  CHECK(close(lpdf(Family::gamma, 1.7, {2.5, 1.3}), -1.042829832710936, tol));
+  CHECK(close(lpdf(Family::gamma, 0.02, {0.4, 3}), 1.9299809010223477, tol));
+  CHECK(close(lpdf(Family::gamma, 0, {1, 2.5}), 0.916290731874155, tol));
+  // R: extraDistr::dinvgamma(0.8, 2.5, 1.3, log = TRUE);
+  //    extraDistr::dinvgamma(4, 0.7, 3, log = TRUE)
+  CHECK(close(lpdf(Family::inverse_gamma, 0.8, {2.5, 1.3}), -0.47276977970445744, tol));
+  CHECK(close(lpdf(Family::inverse_gamma, 4, {0.7, 3}), -2.5985390583678036, tol));
+  // R: dweibull(1.7, 2.5, 1.3, log = TRUE); dweibull(0.3, 0.6, 2, log = TRUE)
+  CHECK(close(lpdf(Family::weibull, 1.7, {2.5, 1.3}), -0.89920503015923603, tol));
+  CHECK(close(lpdf(Family::weibull, 0.3, {0.6, 2}), -0.76549696012526403, tol));
+  // R: extraDistr::dpareto(3.5, 2.5, 1.3, log = TRUE);
+  //    extraDistr::dpareto(1.31, 0.7, 1.3, log = TRUE)
+  CHECK(close(lpdf(Family::pareto, 3.5, {2.5, 1.3}), -2.8124689966909053, tol));
+  CHECK(close(lpdf(Family::pareto, 1.31, {0.7, 1.3}), -0.63206609207369102, tol));
+  // R: extraDistr::dlaplace(0.3, -0.2, 1.7, log = TRUE);
+  //    extraDistr::dlaplace(-4, 1, 0.5, log = TRUE)
+  CHECK(close(lpdf(Family::laplace, 0.3, {-0.2, 1.7}), -1.517893078680939, tol));
+  CHECK(close(lpdf(Family::laplace, -4, {1, 0.5}), -10, tol));
+  // R: dbeta(0.3, 2.5, 1.3, log = TRUE); dbeta(0.999, 0.4, 0.7, log = TRUE);
+  //    dbeta(0, 1, 3, log = TRUE)
+  CHECK(close(lpdf(Family::beta, 0.3, {2.5, 1.3}), -0.54314754146667776, tol));
+  CHECK(close(lpdf(Family::beta, 0.999, {0.4, 0.7}), 0.96550937840150075, 1e-12));
+  CHECK(close(lpdf(Family::beta, 0, {1, 3}), 1.0986122886681098, tol));
+  // R: dchisq(1.7, 2.5, log = TRUE); dchisq(12, 0.8, log = TRUE)
+  CHECK(close(lpdf(Family::chi_squared, 1.7, {2.5}), -1.4855050765125757, tol));
+  CHECK(close(lpdf(Family::chi_squared, 12, {0.8}), -8.564880679798561, tol));
+  // R: dlogis(0.3, -0.2, 1.7, log = TRUE); dlogis(-800, 1, 0.5, log = TRUE)
+  CHECK(close(lpdf(Family::logistic, 0.3, {-0.2, 1.7}), -1.9384714069068907, tol));
+  CHECK(close(lpdf(Family::logistic, -800, {1, 0.5}), -1601.3068528194401, tol));
+  // R: df(1.7, 2.5, 4.3, log = TRUE); df(0.05, 12, 0.9, log = TRUE)
+  CHECK(close(lpdf(Family::f, 1.7, {2.5, 4.3}), -1.7619794230928334, 1e-12));
+  CHECK(close(lpdf(Family::f, 0.05, {12, 0.9}), -2.6233375704997659, 1e-12));
+  // R: dpois(3, 2.5, log = TRUE); dpois(0, 0.1, log = TRUE); dpois(40, 12.3, log = TRUE)
+  CHECK(close(lpdf(Family::poisson, 3, {2.5}), -1.5428872736055899, tol));
+  CHECK(close(lpdf(Family::poisson, 0, {0.1}), -0.10000000000000001, tol));
+  CHECK(close(lpdf(Family::poisson, 40, {12.3}), -22.23666921962252, tol));
+  // R: dbinom(3, 10, 0.35, log = TRUE); dbinom(0, 5, 0.2, log = TRUE);
+  //    dbinom(7, 7, 0.9, log = TRUE)
+  CHECK(close(lpdf(Family::binomial, 3, {10, 0.35}), -1.377455043361167, 1e-12));
+  CHECK(close(lpdf(Family::binomial, 0, {5, 0.2}), -1.1157177565710485, tol));
+  CHECK(close(lpdf(Family::binomial, 7, {7, 0.9}), -0.73752360960478403, tol));
+  // R: dnbinom(3, 2.5, 0.35, log = TRUE); dnbinom(0, 4, 0.7, log = TRUE);
+  //    dnbinom(25, 0.8, 0.1, log = TRUE)
+  CHECK(close(lpdf(Family::negative_binomial, 3, {2.5, 0.35}), -2.035532431606315, 1e-12));
+  CHECK(close(lpdf(Family::negative_binomial, 0, {4, 0.7}), -1.4266997757549298, tol));
+  CHECK(close(lpdf(Family::negative_binomial, 25, {0.8, 0.1}), -5.2751028757672573, 1e-12));
+}
+
+TEST_CASE("CDFs of greta's other continuous families match R's p* functions",
+          "[distributions][cdf][R]") {
+  const double tol = 1e-12;
+  // R: punif(0.7, -0.5, 2); plnorm(1.7, 0.3, 0.8)
+  CHECK(close(cdf(Family::uniform, 0.7, {-0.5, 2}), 0.47999999999999998, tol));
+  CHECK(close(cdf(Family::lognormal, 1.7, {0.3, 0.8}), 0.61343582597414581, tol));
+  // R: pgamma(1.7, 2.5, 1.3); pgamma(0.02, 0.4, 3); pgamma(30, 4, 1)
+  CHECK(close(cdf(Family::gamma, 1.7, {2.5, 1.3}), 0.5093420213228872, tol));
+  CHECK(close(cdf(Family::gamma, 0.02, {0.4, 3}), 0.35960756401929778, tol));
+  CHECK(close(cdf(Family::gamma, 30, {4, 1}), 0.99999999953389684, tol));
+  // R: extraDistr::pinvgamma(0.8, 2.5, 1.3); pweibull(1.7, 2.5, 1.3)
+  CHECK(close(cdf(Family::inverse_gamma, 0.8, {2.5, 1.3}), 0.66150492033951003, tol));
+  CHECK(close(cdf(Family::weibull, 1.7, {2.5, 1.3}), 0.85851017568570953, tol));
+  // R: extraDistr::ppareto(3.5, 2.5, 1.3)
+  CHECK(close(cdf(Family::pareto, 3.5, {2.5, 1.3}), 0.91592085825535718, tol));
+  // R: extraDistr::plaplace(0.3, -0.2, 1.7); extraDistr::plaplace(-4, 1, 0.5)
+  CHECK(close(cdf(Family::laplace, 0.3, {-0.2, 1.7}), 0.6274055914932597, tol));
+  CHECK(close(cdf(Family::laplace, -4, {1, 0.5}), 2.2699964881242424e-05, tol));
+  // R: pbeta(0.3, 2.5, 1.3); pchisq(1.7, 2.5); plogis(0.3, -0.2, 1.7)
+  CHECK(close(cdf(Family::beta, 0.3, {2.5, 1.3}), 0.072119366606618551, 1e-11));
+  CHECK(close(cdf(Family::chi_squared, 1.7, {2.5}), 0.46184165794814147, tol));
+  CHECK(close(cdf(Family::logistic, 0.3, {-0.2, 1.7}), 0.57300390092533782, tol));
+  // R: pf(1.7, 2.5, 4.3); pf(0.05, 12, 0.9)
+  CHECK(close(cdf(Family::f, 1.7, {2.5, 4.3}), 0.70798249048863404, 1e-11));
+  CHECK(close(cdf(Family::f, 0.05, {12, 0.9}), 0.00096076397117163433, 1e-11));
+  // below the support
+  CHECK(cdf(Family::gamma, -1, {2, 1}) == 0);
+  CHECK(cdf(Family::pareto, 1, {2, 1.3}) == 0);
+  CHECK(cdf(Family::beta, 1.5, {2, 1}) == 1);
+  CHECK(cdf(Family::uniform, 3, {0, 2}) == 1);
+  // the survival functions keep their precision far in the upper tail.
+  // R: pgamma(30, 4, 1, lower.tail = FALSE); pchisq(60, 3, lower.tail = FALSE)
+  double dp[max_dist_params] = {0, 0, 0};
+  const double g[max_dist_params] = {4, 1, 0}, c[max_dist_params] = {3, 0, 0};
+  CHECK(close(lockstep::dist_ccdf(Family::gamma, 30, g, dp), 4.6610320007792916e-10, 1e-11));
+  CHECK(close(lockstep::dist_ccdf(Family::chi_squared, 60, c, dp), 5.8782307279069133e-13, 1e-11));
+}
+
+TEST_CASE("survival functions are 1 - CDF with negated partials", "[distributions][cdf]") {
+  std::mt19937 rng(205);
+  for (const FamilyInfo& f : all_families()) {
+    if (!f.continuous) continue;
+    const FamilyRef& ref = family_refs().at(f.name);
+    for (int rep = 0; rep < 10; ++rep) {
+      double x, p[max_dist_params] = {0, 0, 0}, dF[max_dist_params] = {0, 0, 0},
+                dS[max_dist_params] = {0, 0, 0};
+      ref.draw(rng, &x, p);
+      const double F = dist_cdf(f.family, x, p, dF);
+      const double S = lockstep::dist_ccdf(f.family, x, p, dS);
+      INFO("family " << f.name << ", x " << x << ", p " << p[0] << " " << p[1] << " " << p[2]);
+      CHECK(close(F + S, 1, 1e-13));
+      for (int k = 0; k < f.n_params; ++k) CHECK(dS[k] == -dF[k]);
+    }
+  }
 }
 
 TEST_CASE("bernoulli_logit is stable in the tails and agrees with bernoulli(ilogit(eta))",
@@ -326,10 +588,14 @@ TEST_CASE("CDF partials against finite differences", "[distributions][cdf][gradi
             p[k], 1e-3);
         INFO("family " << f.name << ", x " << x << ", p " << p[0] << " " << p[1] << " " << p[2]
                        << ", parameter " << k << ": analytic " << dp[k] << ", fd " << fd);
-        // student's dF/ddf is itself a central difference inside the library,
-        // and its CDF (a continued fraction) carries noise of about 1e-14
-        const bool student = f.name == "student";
-        CHECK(close(dp[k], fd, student && k == 0 ? 1e-5 : 1e-8, student ? 1e-9 : 1e-10));
+        // student's dF/ddf (and the shapes' partials of the incomplete beta
+        // and gamma CDFs) are themselves central differences inside the
+        // library, and those CDFs (continued fractions and series) carry noise
+        // of about 1e-14
+        const bool by_differences = cdf_partial_by_differences(f.name, k);
+        const bool special = f.name == "student" || cdf_partial_by_differences(f.name, 0) ||
+                             cdf_partial_by_differences(f.name, 1);
+        CHECK(close(dp[k], fd, by_differences ? 1e-5 : 1e-8, special ? 1e-9 : 1e-10));
       }
     }
   }
@@ -453,6 +719,17 @@ TEST_CASE("truncated densities match R", "[distributions][truncation][R]") {
   CHECK(close(tlpdf(Family::normal, -0.7, {0, 1.3}, -inf, 0), -0.63312603131340184, 1e-13));
   // untruncated when both bounds are infinite
   CHECK(tlpdf(Family::cauchy, 0.3, {-0.2, 1.7}, -inf, inf) == lpdf(Family::cauchy, 0.3, {-0.2, 1.7}));
+  // R: dgamma(1.2, 2.5, 1.3, log = TRUE) - log(pgamma(3, 2.5, 1.3) - pgamma(0.5, 2.5, 1.3))
+  CHECK(close(tlpdf(Family::gamma, 1.2, {2.5, 1.3}, 0.5, 3), -0.6504434035848311, 1e-12));
+  // R: dbeta(0.3, 2.5, 1.3, log = TRUE) - log(pbeta(0.6, 2.5, 1.3) - pbeta(0.1, 2.5, 1.3))
+  CHECK(close(tlpdf(Family::beta, 0.3, {2.5, 1.3}, 0.1, 0.6), 0.46654995092965934, 1e-11));
+  // R: dlnorm(2, 0.3, 0.8, log = TRUE) - plnorm(1, 0.3, 0.8, lower.tail = FALSE, log.p = TRUE)
+  CHECK(close(tlpdf(Family::lognormal, 2, {0.3, 0.8}, 1, inf), -1.0730028256689903, 1e-12));
+  // R: dlogis(0.3, 1, 2, log = TRUE) - log(plogis(1, 1, 2) - plogis(-1, 1, 2))
+  CHECK(close(tlpdf(Family::logistic, 0.3, {1, 2}, -1, 1), -0.64482747793224959, 1e-12));
+  // in the upper tail, through the survival function.
+  // R: dchisq(25, 3, log = TRUE) - pchisq(20, 3, lower.tail = FALSE, log.p = TRUE)
+  CHECK(close(tlpdf(Family::chi_squared, 25, {3}, 20, inf), -3.1282722659713311, 1e-10));
 }
 
 TEST_CASE("truncation deep in the lower tail stays accurate", "[distributions][truncation][R]") {
@@ -509,6 +786,20 @@ TEST_CASE("truncated density partials against finite differences",
       {Family::student, 0.4, {2.5, -0.3, 1.2}, 0, inf, 1e-5},
       {Family::exponential, 1, {1.3}, 0.5, 2, 1e-8},
       {Family::exponential, 2.5, {0.7}, 1, inf, 1e-8},
+      {Family::uniform, 0.4, {-0.5, 2}, 0, 1, 1e-8},
+      {Family::lognormal, 2, {0.3, 0.8}, 1, inf, 1e-8},
+      {Family::lognormal, 0.9, {0.3, 0.8}, 0.5, 3, 1e-8},
+      {Family::gamma, 1.2, {2.5, 1.3}, 0.5, 3, 1e-5},
+      {Family::inverse_gamma, 1.2, {2.5, 1.3}, 0.5, 3, 1e-5},
+      {Family::weibull, 1.2, {2.5, 1.3}, 0.5, 3, 1e-8},
+      {Family::pareto, 2.2, {2.5, 1.3}, 2, 4, 1e-8},
+      {Family::pareto, 2.2, {2.5, 1.3}, 0, 4, 1e-8},
+      {Family::laplace, 0.3, {-0.2, 1.7}, -1, 2, 1e-8},
+      {Family::laplace, 0.3, {-0.2, 1.7}, 0, inf, 1e-8},
+      {Family::beta, 0.3, {2.5, 1.3}, 0.1, 0.6, 1e-5},
+      {Family::chi_squared, 2.5, {3}, 1, inf, 1e-5},
+      {Family::logistic, 0.3, {1, 2}, -1, 1, 1e-8},
+      {Family::f, 1.2, {2.5, 4.3}, 0.5, 3, 1e-5},
   };
   for (const Case& c : cases) {
     const int k_n = lockstep::family_n_params(c.f);
@@ -562,6 +853,9 @@ FamilyProgram family_program(Family f, double lo = -inf, double hi = inf) {
     if (t == Transform::interval) fp.logit_nodes.push_back(id);
     return id;
   };
+  // greta's other families: the target is data inside (0.5, 3) when truncated
+  const bool truncated = !(std::isinf(lo) && std::isinf(hi));
+  auto positive_data = [&] { return p.add(data_node({0.6, 1.2, 1.9, 0.7, 1.0})); };
   switch (f) {
     case Family::normal:
       fp.inputs = {par(n, lo == 0 ? Transform::lower : Transform::none), par(1),
@@ -583,6 +877,63 @@ FamilyProgram family_program(Family f, double lo = -inf, double hi = inf) {
       break;
     case Family::bernoulli_logit:
       fp.inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
+      break;
+    case Family::uniform:
+      fp.inputs = {p.add(data_node({0.1, 0.5, 0.9, 1.2, -0.3})), p.add(data_node({-0.5})),
+                   par(1, Transform::lower, 1.5)};
+      break;
+    case Family::lognormal:
+      fp.inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1),
+                   par(n, Transform::lower)};
+      break;
+    case Family::gamma:
+      fp.inputs = {truncated ? positive_data() : par(n, Transform::lower),
+                   par(1, Transform::lower), par(n, Transform::lower)};
+      break;
+    case Family::inverse_gamma:
+      fp.inputs = {truncated ? positive_data() : par(n, Transform::lower),
+                   par(n, Transform::lower), par(1, Transform::lower)};
+      break;
+    case Family::weibull:
+      fp.inputs = {truncated ? positive_data() : par(n, Transform::lower),
+                   par(1, Transform::lower), par(n, Transform::lower)};
+      break;
+    case Family::pareto:
+      // scale b in (0, 1), below every value
+      fp.inputs = {p.add(data_node({1.6, 2.2, truncated ? 2.9 : 3.5, 1.9, truncated ? 2.5 : 5.0})),
+                   par(1, Transform::lower), par(1, Transform::interval, 0, 1)};
+      break;
+    case Family::laplace:
+      fp.inputs = {truncated ? p.add(data_node({-0.5, 0.3, 1.1, 1.9, 0})) : par(n), par(1),
+                   par(n, Transform::lower)};
+      break;
+    case Family::beta:
+      fp.inputs = {truncated ? p.add(data_node({0.2, 0.35, 0.5, 0.25, 0.4}))
+                             : par(n, Transform::interval, 0, 1),
+                   par(1, Transform::lower), par(n, Transform::lower)};
+      break;
+    case Family::chi_squared:
+      fp.inputs = {truncated ? positive_data() : par(n, Transform::lower),
+                   par(1, Transform::lower)};
+      break;
+    case Family::logistic:
+      fp.inputs = {truncated ? p.add(data_node({-0.5, 0.3, 1.1, 1.9, 0})) : par(n), par(n),
+                   par(1, Transform::lower)};
+      break;
+    case Family::f:
+      fp.inputs = {truncated ? positive_data() : par(n, Transform::lower),
+                   par(1, Transform::lower), par(n, Transform::lower)};
+      break;
+    case Family::poisson:
+      fp.inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(n, Transform::lower)};
+      break;
+    case Family::binomial:
+      fp.inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})),
+                   par(n, Transform::interval, 0, 1)};
+      break;
+    case Family::negative_binomial:
+      fp.inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(1, Transform::lower),
+                   par(n, Transform::interval, 0, 1)};
       break;
   }
   p.n_free = off;
@@ -608,6 +959,17 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
       // exponential on (0.5, 2)
       {Family::normal, 0, inf},       {Family::cauchy, -2, 3.5},     {Family::student, 1, 3},
       {Family::exponential, 0.5, 2},
+      // greta's other families, and truncated on (0.5, 3), (0.1, 0.6) or (-1, 2)
+      {Family::uniform, -inf, inf},   {Family::lognormal, -inf, inf}, {Family::gamma, -inf, inf},
+      {Family::inverse_gamma, -inf, inf}, {Family::weibull, -inf, inf},
+      {Family::pareto, -inf, inf},    {Family::laplace, -inf, inf},  {Family::beta, -inf, inf},
+      {Family::chi_squared, -inf, inf}, {Family::logistic, -inf, inf}, {Family::f, -inf, inf},
+      {Family::poisson, -inf, inf},   {Family::binomial, -inf, inf},
+      {Family::negative_binomial, -inf, inf},
+      {Family::lognormal, 0.5, 3},    {Family::gamma, 0.5, 3},       {Family::inverse_gamma, 0.5, 3},
+      {Family::weibull, 0.5, 3},      {Family::pareto, 0.5, 3},      {Family::laplace, -1, 2},
+      {Family::beta, 0.1, 0.6},       {Family::chi_squared, 0.5, 3}, {Family::logistic, -1, 2},
+      {Family::f, 0.5, 3},
   };
   for (const Case& c : cases) {
     for (long chains : {1L, 3L}) {
@@ -651,8 +1013,12 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
           }
         CHECK(close(lp[ch], expected, 1e-12, 1e-12));
       }
-      const bool student_df = c.f == Family::student && !std::isinf(c.lo);
-      check_gradient(p, chains, state, student_df ? 1e-5 : 1e-7, 1e-8);
+      // partials that the library takes by central differences of a CDF
+      const bool by_differences =
+          !(std::isinf(c.lo) && std::isinf(c.hi)) &&
+          (cdf_partial_by_differences(lockstep::family_name(c.f), 0) ||
+           cdf_partial_by_differences(lockstep::family_name(c.f), 1));
+      check_gradient(p, chains, state, by_differences ? 1e-5 : 1e-7, 1e-8);
     }
   }
 }
@@ -713,6 +1079,24 @@ TEST_CASE("invalid parameters give NaN", "[distributions][nan]") {
   CHECK(std::isnan(lpdf(Family::bernoulli, 0, {nan})));
   CHECK(std::isnan(lpdf(Family::bernoulli_logit, 0, {nan})));
   CHECK(std::isnan(lpdf(Family::bernoulli_logit, 1, {nan})));
+  CHECK(std::isnan(lpdf(Family::uniform, 0.3, {1, 1})));
+  CHECK(std::isnan(lpdf(Family::uniform, 0.3, {2, 1})));
+  CHECK(std::isnan(lpdf(Family::lognormal, 0.3, {0, 0})));
+  for (Family f : {Family::gamma, Family::inverse_gamma, Family::weibull, Family::pareto,
+                   Family::beta, Family::f}) {
+    INFO("family " << lockstep::family_name(f));
+    CHECK(std::isnan(lpdf(f, 0.3, {0, 1})));
+    CHECK(std::isnan(lpdf(f, 0.3, {1, -1})));
+    CHECK(std::isnan(lpdf(f, 0.3, {nan, 1})));
+  }
+  CHECK(std::isnan(lpdf(Family::laplace, 0.3, {0, 0})));
+  CHECK(std::isnan(lpdf(Family::logistic, 0.3, {0, -1})));
+  CHECK(std::isnan(lpdf(Family::chi_squared, 0.3, {0})));
+  CHECK(std::isnan(lpdf(Family::poisson, 1, {-0.5})));
+  CHECK(std::isnan(lpdf(Family::binomial, 1, {3, 1.5})));
+  CHECK(std::isnan(lpdf(Family::binomial, 1, {-1, 0.5})));
+  CHECK(std::isnan(lpdf(Family::negative_binomial, 1, {0, 0.5})));
+  CHECK(std::isnan(lpdf(Family::negative_binomial, 1, {2, 0})));
   // and the partials are NaN too
   double dx = 0, dp[max_dist_params] = {0, 0, 0};
   const double bad[max_dist_params] = {0, -1, 0};
@@ -749,4 +1133,31 @@ TEST_CASE("support: outside it the log density is -Inf", "[distributions][suppor
   CHECK(lpdf(Family::bernoulli, 0, {0}) == 0);
   CHECK(lpdf(Family::bernoulli, 1, {0}) == -inf);
   CHECK(lpdf(Family::bernoulli, 0, {1}) == -inf);
+  // greta's other families
+  CHECK(lpdf(Family::uniform, -0.6, {-0.5, 2}) == -inf);
+  CHECK(lpdf(Family::uniform, 2.1, {-0.5, 2}) == -inf);
+  CHECK(lpdf(Family::lognormal, 0, {0, 1}) == -inf);
+  CHECK(lpdf(Family::lognormal, -1, {0, 1}) == -inf);
+  CHECK(lpdf(Family::gamma, -0.1, {2, 1}) == -inf);
+  CHECK(lpdf(Family::gamma, 0, {2, 1}) == -inf);   // R: dgamma(0, 2, 1, log = TRUE)
+  CHECK(lpdf(Family::gamma, 0, {0.5, 1}) == inf);  // R: dgamma(0, 0.5, 1, log = TRUE)
+  CHECK(lpdf(Family::inverse_gamma, 0, {2, 1}) == -inf);
+  CHECK(lpdf(Family::weibull, -0.1, {2, 1}) == -inf);
+  CHECK(close(lpdf(Family::weibull, 0, {1, 2}), -std::log(2.0), 1e-15));  // exponential(1 / 2)
+  CHECK(lpdf(Family::pareto, 1.2, {2, 1.3}) == -inf);
+  CHECK(lpdf(Family::beta, -0.1, {2, 2}) == -inf);
+  CHECK(lpdf(Family::beta, 1.1, {2, 2}) == -inf);
+  CHECK(lpdf(Family::chi_squared, -1, {3}) == -inf);
+  CHECK(lpdf(Family::f, -1, {3, 4}) == -inf);
+  CHECK(lpdf(Family::poisson, -1, {2}) == -inf);
+  CHECK(lpdf(Family::poisson, 1.5, {2}) == -inf);
+  CHECK(lpdf(Family::poisson, 0, {0}) == 0);  // R: dpois(0, 0, log = TRUE)
+  CHECK(lpdf(Family::poisson, 1, {0}) == -inf);
+  CHECK(lpdf(Family::binomial, 4, {3, 0.5}) == -inf);
+  CHECK(lpdf(Family::binomial, 1.5, {3, 0.5}) == -inf);
+  CHECK(lpdf(Family::binomial, 3, {3, 1}) == 0);
+  CHECK(lpdf(Family::binomial, 0, {3, 0}) == 0);
+  CHECK(lpdf(Family::negative_binomial, -1, {2, 0.5}) == -inf);
+  CHECK(lpdf(Family::negative_binomial, 0.5, {2, 0.5}) == -inf);
+  CHECK(lpdf(Family::negative_binomial, 0, {2, 1}) == 0);  // R: dnbinom(0, 2, 1, log = TRUE)
 }

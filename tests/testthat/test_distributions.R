@@ -298,3 +298,256 @@ test_that("bernoulli(ilogit(eta)) keeps bernoulli's rules", {
   expected <- function(z) sum(dbinom(y, 1, plogis(z), log = TRUE))
   expect_density_matches(m, expected, tolerance = 1e-10)
 })
+
+# -- greta's other families ------------------------------------------------------
+
+# R's references for greta's other families, added to those of helper-lockstep.R
+# (which compare_distribution() and compare_prior() read): R's d* and p*
+# functions, or extraDistr's for inverse gamma, pareto and laplace.
+local({
+  helpers <- environment(compare_distribution)
+  helpers$r_log_density <- utils::modifyList(helpers$r_log_density, list(
+    uniform = function(x, min, max) stats::dunif(x, min, max, log = TRUE),
+    lognormal = function(x, meanlog, sdlog) stats::dlnorm(x, meanlog, sdlog, log = TRUE),
+    gamma = function(x, shape, rate) stats::dgamma(x, shape, rate, log = TRUE),
+    inverse_gamma = function(x, alpha, beta) extraDistr::dinvgamma(x, alpha, beta, log = TRUE),
+    weibull = function(x, shape, scale) stats::dweibull(x, shape, scale, log = TRUE),
+    pareto = function(x, a, b) extraDistr::dpareto(x, a, b, log = TRUE),
+    laplace = function(x, mu, sigma) extraDistr::dlaplace(x, mu, sigma, log = TRUE),
+    beta = function(x, shape1, shape2) stats::dbeta(x, shape1, shape2, log = TRUE),
+    chi_squared = function(x, df) stats::dchisq(x, df, log = TRUE),
+    logistic = function(x, location, scale) stats::dlogis(x, location, scale, log = TRUE),
+    f = function(x, df1, df2) stats::df(x, df1, df2, log = TRUE),
+    poisson = function(x, lambda) stats::dpois(x, lambda, log = TRUE),
+    binomial = function(x, size, prob) stats::dbinom(x, size, prob, log = TRUE),
+    negative_binomial = function(x, size, prob) stats::dnbinom(x, size, prob, log = TRUE)
+  ))
+  helpers$r_cdf <- utils::modifyList(helpers$r_cdf, list(
+    uniform = function(q, min, max) stats::punif(q, min, max),
+    lognormal = function(q, meanlog, sdlog) stats::plnorm(q, meanlog, sdlog),
+    gamma = function(q, shape, rate) stats::pgamma(q, shape, rate),
+    inverse_gamma = function(q, alpha, beta) extraDistr::pinvgamma(q, alpha, beta),
+    weibull = function(q, shape, scale) stats::pweibull(q, shape, scale),
+    pareto = function(q, a, b) extraDistr::ppareto(q, a, b),
+    laplace = function(q, mu, sigma) extraDistr::plaplace(q, mu, sigma),
+    beta = function(q, shape1, shape2) stats::pbeta(q, shape1, shape2),
+    chi_squared = function(q, df) stats::pchisq(q, df),
+    logistic = function(q, location, scale) stats::plogis(q, location, scale),
+    f = function(q, df1, df2) stats::pf(q, df1, df2)
+  ))
+  positive <- c(0, Inf)
+  helpers$parameter_bounds <- utils::modifyList(helpers$parameter_bounds, list(
+    meanlog = c(-Inf, Inf), sdlog = positive, shape = positive, alpha = positive,
+    beta = positive, a = positive, b = positive, shape1 = positive, shape2 = positive,
+    df1 = positive, df2 = positive, lambda = positive, size = positive
+  ))
+})
+
+test_that("lognormal, gamma and weibull likelihoods match dlnorm, dgamma, dweibull", {
+  set.seed(301)
+  x <- rlnorm(8, 0.3, 0.7)
+  compare_distribution("lognormal", x, list(meanlog = 0.3, sdlog = 0.7))
+  compare_distribution("lognormal", x, list(meanlog = rnorm(8), sdlog = 0.7),
+                       as_variable = c("meanlog", "sdlog"))
+  x <- rgamma(9, 2, 1.5)
+  compare_distribution("gamma", x, list(shape = 2, rate = 1.5))
+  compare_distribution("gamma", x, list(shape = 2, rate = 1.5), as_variable = c("shape", "rate"))
+  compare_distribution("gamma", x, list(shape = 0.7, rate = rexp(9) + 0.3),
+                       as_variable = c("shape", "rate"))
+  x <- rweibull(7, 1.5, 2)
+  compare_distribution("weibull", x, list(shape = 1.5, scale = 2),
+                       as_variable = c("shape", "scale"))
+  compare_distribution("weibull", x, list(shape = 0.8, scale = rexp(7) + 1), as_variable = "scale")
+})
+
+test_that("inverse gamma, pareto and laplace likelihoods match extraDistr", {
+  skip_if_not_installed("extraDistr")
+  set.seed(302)
+  x <- 1 / rgamma(8, 3, 2)
+  compare_distribution("inverse_gamma", x, list(alpha = 3, beta = 2))
+  compare_distribution("inverse_gamma", x, list(alpha = 3, beta = 2),
+                       as_variable = c("alpha", "beta"))
+  x <- extraDistr::rpareto(8, 3, 1)
+  compare_distribution("pareto", x, list(a = 3, b = 1))
+  # b stays well below min(x) >= 1
+  compare_distribution("pareto", x, list(a = 3, b = 0.2), as_variable = c("a", "b"))
+  x <- extraDistr::rlaplace(9, 1, 2)
+  compare_distribution("laplace", x, list(mu = 1, sigma = 2), as_variable = c("mu", "sigma"))
+  compare_distribution("laplace", x, list(mu = rnorm(9), sigma = 1.5), as_variable = "mu")
+})
+
+test_that("beta, chi-squared, logistic and F likelihoods match dbeta, dchisq, dlogis, df", {
+  set.seed(303)
+  x <- rbeta(8, 2, 3)
+  compare_distribution("beta", x, list(shape1 = 2, shape2 = 3))
+  compare_distribution("beta", x, list(shape1 = 2, shape2 = 3),
+                       as_variable = c("shape1", "shape2"))
+  compare_distribution("beta", x, list(shape1 = 0.6, shape2 = rexp(8) + 0.5),
+                       as_variable = c("shape1", "shape2"))
+  x <- rchisq(8, 3)
+  compare_distribution("chi_squared", x, list(df = 3), as_variable = "df")
+  compare_distribution("chi_squared", x, list(df = rexp(8) + 0.5), as_variable = "df")
+  x <- rlogis(9, 1, 2)
+  compare_distribution("logistic", x, list(location = 1, scale = 2),
+                       as_variable = c("location", "scale"))
+  x <- rf(8, 4, 6)
+  compare_distribution("f", x, list(df1 = 4, df2 = 6), as_variable = c("df1", "df2"))
+  compare_distribution("f", x, list(df1 = 1.5, df2 = rexp(8) + 2), as_variable = c("df1", "df2"))
+})
+
+test_that("uniform likelihood matches dunif", {
+  set.seed(304)
+  x <- runif(6, -1, 2)
+  compare_distribution("uniform", x, list(min = -1, max = 2))
+  compare_distribution("uniform", c(x, -1, 2), list(min = -1, max = 2))  # the bounds are in
+})
+
+test_that("poisson, binomial and negative binomial likelihoods match dpois, dbinom, dnbinom", {
+  set.seed(305)
+  x <- rpois(10, 3)
+  compare_distribution("poisson", x, list(lambda = 3))
+  compare_distribution("poisson", x, list(lambda = 3), as_variable = "lambda")
+  compare_distribution("poisson", x, list(lambda = rexp(10) + 0.5), as_variable = "lambda")
+  x <- rbinom(10, 12, 0.3)
+  compare_distribution("binomial", x, list(size = 12, prob = 0.3))
+  compare_distribution("binomial", x, list(size = 12, prob = 0.3), as_variable = "prob")
+  size <- x + rpois(10, 2)
+  compare_distribution("binomial", x, list(size = size, prob = runif(10, 0.1, 0.9)),
+                       as_variable = "prob")
+  x <- rnbinom(10, 3, 0.4)
+  compare_distribution("negative_binomial", x, list(size = 3, prob = 0.4))
+  compare_distribution("negative_binomial", x, list(size = 3, prob = 0.4),
+                       as_variable = c("size", "prob"))
+  compare_distribution("negative_binomial", x, list(size = 0.8, prob = runif(10, 0.1, 0.9)),
+                       as_variable = c("size", "prob"))
+})
+
+test_that("truncated likelihoods of greta's other families are renormalised", {
+  set.seed(306)
+  x <- runif(6, 0.55, 2.9)
+  compare_distribution("gamma", x, list(shape = 2, rate = 1.5), as_variable = c("shape", "rate"),
+                       truncation = c(0.5, 3))
+  compare_distribution("lognormal", x, list(meanlog = 0.3, sdlog = 0.7),
+                       as_variable = c("meanlog", "sdlog"), truncation = c(0.5, Inf))
+  compare_distribution("weibull", x, list(shape = 1.5, scale = 2),
+                       as_variable = c("shape", "scale"), truncation = c(0, 3))
+  compare_distribution("logistic", x - 1, list(location = 0.5, scale = 1),
+                       as_variable = c("location", "scale"), truncation = c(-1, 2))
+  compare_distribution("beta", x / 5, list(shape1 = 2, shape2 = 3),
+                       as_variable = c("shape1", "shape2"), truncation = c(0.1, 0.6))
+  compare_distribution("f", x, list(df1 = 4, df2 = 6), as_variable = c("df1", "df2"),
+                       truncation = c(0.5, 3))
+})
+
+test_that("priors of greta's other families match R, constrained to their support", {
+  set.seed(307)
+  positive <- c(0, Inf)
+  compare_prior("lognormal", list(meanlog = 0.3, sdlog = 0.7), dim = 3, support = positive)
+  compare_prior("gamma", list(shape = 2, rate = 1.5), dim = 3, support = positive)
+  compare_prior("gamma", list(shape = 0.6, rate = 2), dim = 2, support = positive)
+  compare_prior("weibull", list(shape = 1.5, scale = 2), dim = 3, support = positive)
+  compare_prior("chi_squared", list(df = 3), dim = 2, support = positive)
+  compare_prior("f", list(df1 = 4, df2 = 6), dim = 2, support = positive)
+  compare_prior("beta", list(shape1 = 2, shape2 = 3), dim = 3, support = c(0, 1))
+  compare_prior("logistic", list(location = 1, scale = 2), dim = 3)
+  compare_prior("uniform", list(min = -1, max = 2), dim = 3, support = c(-1, 2))
+  skip_if_not_installed("extraDistr")
+  compare_prior("inverse_gamma", list(alpha = 3, beta = 2), dim = 3, support = positive)
+  compare_prior("laplace", list(mu = 1, sigma = 2), dim = 3)
+  # a pareto variable lies above its (known) scale b
+  compare_prior("pareto", list(a = 3, b = 1.5), dim = 3, support = c(1.5, Inf))
+})
+
+test_that("truncated priors of greta's other families are renormalised", {
+  set.seed(308)
+  positive <- c(0, Inf)
+  compare_prior("gamma", list(shape = 2, rate = 1.5), truncation = c(0.5, 3), support = positive)
+  compare_prior("lognormal", list(meanlog = 0, sdlog = 1), truncation = c(1, Inf),
+                support = positive)
+  compare_prior("beta", list(shape1 = 2, shape2 = 3), truncation = c(0.2, 0.9),
+                support = c(0, 1))
+  compare_prior("logistic", list(location = 1, scale = 2), truncation = c(0, Inf))
+  compare_prior("chi_squared", list(df = 3), truncation = c(5, Inf), support = positive)
+  skip_if_not_installed("extraDistr")
+  compare_prior("laplace", list(mu = 1, sigma = 2), truncation = c(-1, 1.5))
+})
+
+test_that("variables of bounded distributions get their support as constraint", {
+  bounds <- function(v) {
+    node <- lockstep:::get_node(v)
+    c(node$lower, node$upper)
+  }
+  expect_equal(bounds(gamma(2, 1)), c(0, Inf))
+  expect_equal(bounds(lognormal(0, 1)), c(0, Inf))
+  expect_equal(bounds(inverse_gamma(2, 1)), c(0, Inf))
+  expect_equal(bounds(weibull(2, 1)), c(0, Inf))
+  expect_equal(bounds(chi_squared(3)), c(0, Inf))
+  expect_equal(bounds(f(3, 4)), c(0, Inf))
+  expect_equal(bounds(beta(2, 2)), c(0, 1))
+  expect_equal(bounds(uniform(-2, 3)), c(-2, 3))
+  expect_equal(bounds(pareto(2, 1.5)), c(1.5, Inf))
+  expect_equal(bounds(pareto(2, variable(lower = 0))), c(0, Inf))
+  expect_equal(bounds(laplace(0, 1)), c(-Inf, Inf))
+  expect_equal(bounds(logistic(0, 1)), c(-Inf, Inf))
+  expect_equal(bounds(gamma(2, 1, truncation = c(1, 4))), c(1, 4))
+  expect_equal(bounds(beta(2, 2, truncation = c(0.5, 1))), c(0.5, 1))
+  # a truncation covering the whole support is no truncation for the engine
+  expect_equal(lockstep:::get_node(gamma(2, 1))$distribution$truncation, c(-Inf, Inf))
+})
+
+test_that("greta's other families refuse bad arguments in greta's style", {
+  # discrete distributions are only for data
+  expect_error(model(poisson(3)), "discrete variable")
+  expect_error(model(binomial(10, 0.5)), "discrete variable")
+  expect_error(model(negative_binomial(3, 0.5)), "discrete variable")
+  expect_error(poisson(3, truncation = c(0, 5)), "unused argument")
+  y <- as_data(c(1, 2.5, 3))
+  expect_error(distribution(y) <- poisson(2), "whole numbers")
+  y <- as_data(c(1, -2, 3))
+  expect_error(distribution(y) <- poisson(2), "outside the support")
+  y <- as_data(c(1, 12, 3))
+  expect_error(distribution(y) <- binomial(10, 0.5), "must not exceed `size`")
+  expect_error(binomial(2.5, 0.5), "`size` of binomial\\(\\) must be a non-negative whole")
+  expect_error(binomial(10, 1.5), "`prob` of binomial\\(\\) must be between 0 and 1")
+  expect_error(poisson(-1), "`lambda` of poisson\\(\\) must be non-negative")
+  expect_error(negative_binomial(0, 0.5), "`size` of negative_binomial\\(\\) must be positive")
+  # uniform's bounds are fixed numbers
+  expect_error(uniform(normal(0, 1), 2), "cannot be greta arrays")
+  expect_error(uniform(c(0, 1), 2), "length 1")
+  expect_error(uniform(0, Inf), "must be finite")
+  expect_error(uniform(2, 1), "greater than `min`")
+  # positive parameters and truncation within the support
+  expect_error(gamma(-1, 1), "`shape` of gamma\\(\\) must be positive")
+  expect_error(beta(1, 0), "`shape2` of beta\\(\\) must be positive")
+  expect_error(pareto(2, -1), "`b` of pareto\\(\\) must be positive")
+  expect_error(beta(1, 1, truncation = c(0, 2)), "must lie within its support")
+  expect_error(gamma(1, 1, truncation = c(-1, 2)), "must lie within its support")
+  y <- as_data(c(0.5, 1.2))
+  expect_error(distribution(y) <- beta(2, 2), "outside the support")
+  expect_error(distribution(y) <- pareto(2, 1), "outside the support")
+  expect_error(distribution(y) <- uniform(0, 1), "outside the support")
+})
+
+test_that("greta's other families give the same answers on the emulated backend", {
+  set.seed(309)
+  old <- options(lockstep.backend = "emulated")
+  on.exit(options(old), add = TRUE)
+  x <- rgamma(20, 2, 1.5)
+  compare_distribution("gamma", x, list(shape = 2, rate = 1.5), as_variable = c("shape", "rate"))
+  compare_distribution("poisson", rpois(20, 3), list(lambda = 3), as_variable = "lambda")
+  compare_prior("beta", list(shape1 = 2, shape2 = 3), truncation = c(0.2, 0.9), support = c(0, 1))
+})
+
+test_that("binomial and poisson still work as glm() families when called without arguments", {
+  # they mask stats::binomial and stats::poisson, as greta's do
+  expect_identical(binomial()$family, "binomial")
+  expect_identical(poisson()$family, "poisson")
+  set.seed(310)
+  x <- rnorm(50)
+  y <- rbinom(50, 1, plogis(x))
+  expect_equal(coef(glm(y ~ x, family = binomial)),
+               coef(glm(y ~ x, family = stats::binomial)))
+  counts <- rpois(50, exp(0.3 * x))
+  expect_equal(coef(glm(counts ~ x, family = poisson)),
+               coef(glm(counts ~ x, family = stats::poisson)))
+})

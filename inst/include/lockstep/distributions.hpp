@@ -6,10 +6,24 @@
 
 #include "distributions/bernoulli.hpp"
 #include "distributions/bernoulli_logit.hpp"
+#include "distributions/beta.hpp"
+#include "distributions/binomial.hpp"
 #include "distributions/cauchy.hpp"
+#include "distributions/chi_squared.hpp"
 #include "distributions/exponential.hpp"
+#include "distributions/f.hpp"
+#include "distributions/gamma.hpp"
+#include "distributions/inverse_gamma.hpp"
+#include "distributions/laplace.hpp"
+#include "distributions/logistic.hpp"
+#include "distributions/lognormal.hpp"
+#include "distributions/negative_binomial.hpp"
 #include "distributions/normal.hpp"
+#include "distributions/pareto.hpp"
+#include "distributions/poisson.hpp"
 #include "distributions/student.hpp"
+#include "distributions/uniform.hpp"
+#include "distributions/weibull.hpp"
 
 namespace lockstep {
 

@@ -1,0 +1,89 @@
+# Running one model across processes with MPI: an SPMD script started by
+# `mpirun -np P Rscript fit.R`, in which every process holds its own rows of
+# the data (mpi_rows), and cpu_only(mpi = TRUE) sums the likelihood's partial
+# log densities and gradients across them. Every process runs the same sampler
+# on the same totals, so all of them hold the same draws.
+
+#' Run a model across the processes of an MPI job
+#'
+#' With `compute_options = cpu_only(mpi = TRUE)`, the likelihood's rows are
+#' split across the processes of an MPI job: each process (rank) builds the
+#' same model from its own rows of the data, which it reads or receives itself,
+#' and lockstep sums the partial log densities and gradients of the rows across
+#' ranks after each rank has summed its threads and virtual devices. Priors are
+#' computed on every rank and counted once. Every rank runs the same sampler on
+#' the same totals (random numbers and initial values come from rank 0), so
+#' every rank returns the same draws; the script usually saves them on rank 0
+#' only.
+#'
+#' `mpi_available()` says whether this build of lockstep has MPI (configure
+#' found `mpicxx`; `LOCKSTEP_MPI=no` builds without it). `mpi_rank()` and
+#' `mpi_size()` start MPI if needed and give this process's rank (0 to
+#' `mpi_size() - 1`) and the number of ranks. `mpi_rows(n)` gives this rank's
+#' share of the rows `1:n`, a contiguous block, so that the blocks of all
+#' ranks cover `1:n` once in order.
+#'
+#' Every rank must make the same calls, in the same order, to functions that
+#' run the model ([mcmc()], `model_log_density`): they are collective. A
+#' likelihood that lockstep cannot split by rows (its data are not
+#' row-aligned with the rows of its terms) is refused with an error.
+#'
+#' @param n the number of rows to share out
+#' @return `mpi_available()`: `TRUE` or `FALSE`; `mpi_rank()`, `mpi_size()`:
+#'   an integer; `mpi_rows()`: an integer vector of row numbers
+#' @examples
+#' mpi_available()
+#' # An SPMD script, run with `mpirun -np 4 Rscript fit.R`:
+#' fit <- function() {
+#'   n <- 1e6
+#'   rows <- mpi_rows(n)                      # this rank's rows
+#'   x <- rnorm(length(rows)); y <- rnorm(length(rows), 1 + 2 * x)  # or read them
+#'   a <- normal(0, 5); b <- normal(0, 5); s <- normal(0, 2, truncation = c(0, Inf))
+#'   distribution(y) <- normal(a + b * x, s)
+#'   draws <- mcmc(model(a, b, s), compute_options = cpu_only(mpi = TRUE))
+#'   if (mpi_rank() == 0) saveRDS(draws, "draws.rds")
+#' }
+#' @name mpi
+#' @export
+mpi_available <- function() ls_mpi_available()
+
+#' @rdname mpi
+#' @export
+mpi_rank <- function() mpi_start()$rank
+
+#' @rdname mpi
+#' @export
+mpi_size <- function() mpi_start()$size
+
+#' @rdname mpi
+#' @export
+mpi_rows <- function(n) {
+  check_count(n, "n", minimum = 1)
+  info <- mpi_start()
+  first <- floor(n * info$rank / info$size)
+  last <- floor(n * (info$rank + 1) / info$size)
+  if (last > first) seq.int(first + 1, last) else integer()
+}
+
+mpi_state <- new.env(parent = emptyenv())
+
+# Starts MPI once, and finalises it when R exits.
+mpi_start <- function() {
+  if (!is.null(mpi_state$info)) return(mpi_state$info)
+  if (!ls_mpi_available()) {
+    stop("this build of lockstep has no MPI: install OpenMPI (Debian: libopenmpi-dev) ",
+         "and reinstall lockstep", call. = FALSE)
+  }
+  mpi_state$info <- ls_mpi_init()
+  reg.finalizer(mpi_state, function(e) ls_mpi_finalize(), onexit = TRUE)
+  mpi_state$info
+}
+
+# x as rank 0 has it, on every rank of a run across processes (random numbers
+# drawn in R, such as seeds and initial values, must be the same everywhere).
+same_on_every_rank <- function(x, options) {
+  if (!isTRUE(options$mpi)) return(x)
+  out <- ls_mpi_broadcast(as.numeric(x))
+  attributes(out) <- attributes(x)
+  out
+}

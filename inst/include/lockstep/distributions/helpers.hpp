@@ -1,0 +1,92 @@
+// Math shared by several families of distributions.def: x log y with 0 log 0 = 0,
+// log B(a, b), the regularised incomplete gamma functions (the CDFs of gamma,
+// chi-squared and inverse gamma), a central difference in a shape parameter
+// (for CDF partials without a closed form, as student.hpp does for df), and
+// the CDFs of two-parameter discrete families (never called: discrete
+// families cannot be truncated).
+#ifndef LOCKSTEP_DISTRIBUTIONS_HELPERS_HPP
+#define LOCKSTEP_DISTRIBUTIONS_HELPERS_HPP
+
+#include "dist.hpp"
+
+namespace lockstep {
+
+// a log(y), 0 when a is 0 (whatever y): the (a - 1) log x of a density whose
+// shape is 1 at x = 0, or x log(prob) of a count x = 0 at prob = 0.
+LS_HD double ls_xlogy(double a, double y) { return a == 0 ? 0.0 : a * log(y); }
+// a log(1 + y), 0 when a is 0.
+LS_HD double ls_xlog1py(double a, double y) { return a == 0 ? 0.0 : a * log1p(y); }
+// a / y, 0 when a is 0: the partials of ls_xlogy.
+LS_HD double ls_xdivy(double a, double y) { return a == 0 ? 0.0 : a / y; }
+
+LS_HD double ls_lbeta(double a, double b) { return lgamma(a) + lgamma(b) - lgamma(a + b); }
+
+// log of the gamma(a, 1) density's kernel at x: (a - 1) log x - x - lgamma(a).
+LS_HD double gamma_log_kernel(double a, double x) { return (a - 1) * log(x) - x - lgamma(a); }
+
+// The series of P(a, x), which converges quickly for x < a + 1:
+//   P(a, x) = x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1) ... (a + n)).
+LS_HD double gamma_p_series(double a, double x) {
+  double term = 1 / a, sum = term, ap = a;
+  for (int n = 1; n <= 5000; ++n) {
+    ap += 1;
+    term *= x / ap;
+    sum += term;
+    if (fabs(term) < fabs(sum) * 1e-16) break;
+  }
+  return sum * exp(a * log(x) - x - lgamma(a));
+}
+
+// The continued fraction of Q(a, x) (modified Lentz), for x >= a + 1.
+LS_HD double gamma_q_cf(double a, double x) {
+  const double tiny = 1e-300, eps = 1e-16;
+  double b = x + 1 - a, c = 1 / tiny, d = 1 / b, h = d;
+  for (int i = 1; i <= 5000; ++i) {
+    const double an = -i * (i - a);
+    b += 2;
+    d = an * d + b;
+    if (fabs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (fabs(c) < tiny) c = tiny;
+    d = 1 / d;
+    const double del = d * c;
+    h *= del;
+    if (fabs(del - 1) < eps) break;
+  }
+  return exp(a * log(x) - x - lgamma(a)) * h;
+}
+
+// Regularised lower and upper incomplete gamma, P(a, x) = pgamma(x, a) and
+// Q(a, x) = 1 - P(a, x), for a > 0, x >= 0 (x = Inf allowed); each computed
+// directly on the side where it is small, so that neither tail cancels.
+LS_HD double gamma_p(double a, double x) {
+  if (!(x > 0)) return 0;
+  if (ls_isinf(x)) return 1;
+  return x < a + 1 ? gamma_p_series(a, x) : 1 - gamma_q_cf(a, x);
+}
+LS_HD double gamma_q(double a, double x) {
+  if (!(x > 0)) return 1;
+  if (ls_isinf(x)) return 0;
+  return x < a + 1 ? 1 - gamma_p_series(a, x) : gamma_q_cf(a, x);
+}
+
+// Central difference step for a shape parameter v > 0: relative 1e-5, never
+// reaching 0 (the CDFs have no closed-form partial in their shapes; the
+// difference is accurate to about 1e-8 relative, ample for truncation).
+LS_HD double shape_step(double v) { return 1e-5 * (v > 1 ? v : 1) * (v < 1 ? v : 1); }
+
+// CDFs of a discrete family with two parameters (cf. Discrete in dist.hpp).
+struct Discrete2 {
+  LS_HD static double cdf(double, const double*, double* dp) {
+    dp[0] = dp[1] = 0;
+    return ls_nan();
+  }
+  LS_HD static double ccdf(double, const double*, double* dp) {
+    dp[0] = dp[1] = 0;
+    return ls_nan();
+  }
+};
+
+}  // namespace lockstep
+
+#endif
