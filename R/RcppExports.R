@@ -41,6 +41,10 @@ ls_engine_time <- function(engine, state, options, reps) {
     .Call(`_lockstep_ls_engine_time`, engine, state, options, reps)
 }
 
+ls_optimise <- function(engine, init, method, parameters, max_iterations, tolerance, options) {
+    .Call(`_lockstep_ls_optimise`, engine, init, method, parameters, max_iterations, tolerance, options)
+}
+
 ls_mpi_available <- function() {
     .Call(`_lockstep_ls_mpi_available`)
 }

@@ -141,6 +141,23 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_optimise
+List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List parameters, double max_iterations, double tolerance, List options);
+RcppExport SEXP _lockstep_ls_optimise(SEXP engineSEXP, SEXP initSEXP, SEXP methodSEXP, SEXP parametersSEXP, SEXP max_iterationsSEXP, SEXP toleranceSEXP, SEXP optionsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type engine(engineSEXP);
+    Rcpp::traits::input_parameter< NumericMatrix >::type init(initSEXP);
+    Rcpp::traits::input_parameter< std::string >::type method(methodSEXP);
+    Rcpp::traits::input_parameter< List >::type parameters(parametersSEXP);
+    Rcpp::traits::input_parameter< double >::type max_iterations(max_iterationsSEXP);
+    Rcpp::traits::input_parameter< double >::type tolerance(toleranceSEXP);
+    Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_optimise(engine, init, method, parameters, max_iterations, tolerance, options));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_mpi_available
 bool ls_mpi_available();
 RcppExport SEXP _lockstep_ls_mpi_available() {
@@ -204,6 +221,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_sampler_begin_warmup", (DL_FUNC) &_lockstep_ls_sampler_begin_warmup, 2},
     {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 5},
     {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},
+    {"_lockstep_ls_optimise", (DL_FUNC) &_lockstep_ls_optimise, 7},
     {"_lockstep_ls_mpi_available", (DL_FUNC) &_lockstep_ls_mpi_available, 0},
     {"_lockstep_ls_mpi_init", (DL_FUNC) &_lockstep_ls_mpi_init, 0},
     {"_lockstep_ls_mpi_finalize", (DL_FUNC) &_lockstep_ls_mpi_finalize, 0},

@@ -16,6 +16,7 @@
 
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
+#include "lockstep/optimiser.hpp"
 #include "lockstep/planner.hpp"
 #include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
@@ -30,7 +31,8 @@ namespace {
 struct Engine {
   std::shared_ptr<lockstep::Program> program;
   bool single = false;
-  std::map<std::tuple<long, int, int, int, bool, long, bool>, std::unique_ptr<lockstep::Target>>
+  std::map<std::tuple<long, int, int, int, bool, long, bool, bool>,
+           std::unique_ptr<lockstep::Target>>
       executors;
   // Tracing reads node values, in double whatever the precision, from the
   // subprogram the traced nodes are computed from (so that tracing parameters
@@ -62,7 +64,7 @@ struct Engine {
 
   lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
-                               o.observation_stage, o.tile_rows, o.world != nullptr);
+                               o.observation_stage, o.tile_rows, o.world != nullptr, o.jacobian);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
@@ -166,6 +168,7 @@ lockstep::ExecOptions exec_options(const List& o) {
   e.tile_rows = static_cast<long>(as<double>(o["tile_rows"]));
   e.observation_stage = as<bool>(o["observation_stage"]);
   if (o.containsElementNamed("mpi") && as<bool>(o["mpi"])) e.world = mpi_world();
+  if (o.containsElementNamed("jacobian")) e.jacobian = as<bool>(o["jacobian"]);
   return e;
 }
 
@@ -348,4 +351,39 @@ double ls_engine_time(SEXP engine, NumericMatrix state, List options, int reps) 
   for (int r = 0; r < reps; ++r) ex.log_density(x.data(), lp.data(), grad.data());
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
   return dt.count() / reps;
+}
+
+namespace {
+void check_interrupt(void*) { R_CheckUserInterrupt(); }
+// Whether the user asked to stop (Esc, Ctrl-C), without unwinding through C++.
+bool user_interrupted() { return R_ToplevelExec(check_interrupt, nullptr) == FALSE; }
+bool was_interrupted = false;
+bool note_interrupt() { return was_interrupted = was_interrupted || user_interrupted(); }
+}  // namespace
+
+// Maximises the log density from each row of `init` (one start per row, all
+// in lockstep) with the optimiser `method` and its `parameters`.
+// [[Rcpp::export]]
+List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List parameters,
+                 double max_iterations, double tolerance, List options) {
+  Engine* e = checked_pointer<Engine>(engine, "engine");
+  const long C = init.nrow(), D = init.ncol();
+  if (D != e->program->n_free) stop("the initial values do not match the model's free parameters");
+  auto& ex = e->executor(C, exec_options(options));
+  lockstep::OptimiserSettings s;
+  s.method = method;
+  const CharacterVector names = parameters.names();
+  for (R_xlen_t k = 0; k < parameters.size(); ++k)
+    s.params[as<std::string>(names[k])] = as<double>(parameters[k]);
+  s.max_iterations = static_cast<long>(max_iterations);
+  s.tolerance = tolerance;
+  was_interrupted = false;
+  const lockstep::OptimiserResult r = lockstep::optimise(ex, s, chain_major(init), note_interrupt);
+  NumericMatrix par(static_cast<int>(C), static_cast<int>(D));
+  for (long c = 0; c < C; ++c)
+    for (long i = 0; i < D; ++i) par(c, i) = r.par[c * D + i];
+  return List::create(_["par"] = par, _["value"] = NumericVector(r.value.begin(), r.value.end()),
+                      _["iterations"] = NumericVector(r.iterations.begin(), r.iterations.end()),
+                      _["convergence"] = IntegerVector(r.convergence.begin(), r.convergence.end()),
+                      _["interrupted"] = was_interrupted);
 }

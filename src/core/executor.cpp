@@ -120,6 +120,7 @@ NodeCall<T> Executor<T>::call(int id, const double* state, double* lp, double* g
   c.n_free = program_.n_free;
   c.lp = lp ? lp + c0 : nullptr;
   c.scratch = scratch_.data() + c0;
+  c.jacobian = options_.jacobian;
   return c;
 }
 

@@ -38,6 +38,10 @@ struct ExecOptions {
   // process. The global stage (priors, Jacobians) runs identically on every
   // rank and is not summed. Must outlive the executor.
   Communicator* world = nullptr;
+  // Whether constrained parameters add the log |Jacobian| of their transform:
+  // the density of the free state (sampling, and MAP estimates), or, false,
+  // the model's own density at the constrained values (maximum likelihood).
+  bool jacobian = true;
 };
 
 // Something with a log density and gradient over a [chains, dim] state: what

@@ -49,6 +49,7 @@ template <class T> struct NodeCall {
   long n_free = 0;
   double* lp = nullptr;       // [chains]: densities and Jacobians add to it
   double* scratch = nullptr;  // [chains] doubles of scratch
+  bool jacobian = true;       // parameters add their log |Jacobian| (false: opt(adjust = FALSE))
 
   T* y() const { return const_cast<T*>(out.value); }
 };
@@ -123,7 +124,7 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       } else {
         const ConstraintMath g{node.transform, node.lower, node.upper};
         launch(ParamForward<T>{g, call.state, call.n_free, node.offset, y, C, n});
-        if (node.transform != Transform::none)
+        if (node.transform != Transform::none && call.jacobian)
           launch(ChainSum<ParamJacobianTerm>(
               ParamJacobianTerm{g, call.state, call.grad, call.n_free, node.offset}, call.lp, C, n));
       }

@@ -1,0 +1,309 @@
+# Optimisation: opt() and greta's optimiser constructors. The optimisers run
+# in C++ (src/core/optimiser.cpp) over the engine's log density, every start
+# in lockstep; nelder_mead() runs R's own Nelder-Mead on the engine.
+
+#' Find the maximum of a model's joint density
+#'
+#' `opt()` finds the parameter values that maximise the model's log joint
+#' density: maximum *a posteriori* estimates with `adjust = TRUE` (the density
+#' of the free parameters, including the log Jacobians of their constraints,
+#' as greta does), maximum likelihood estimates without priors and with
+#' `adjust = FALSE`. Its signature and results are greta's.
+#'
+#' @param model a `greta_model` from [model()]
+#' @param optimiser an optimiser, e.g. [bfgs()] (the default) or [adam()]: see
+#'   [optimisers]
+#' @param max_iterations the most iterations before giving up
+#' @param tolerance the optimiser stops when the objective changes by less
+#'   than this between iterations
+#' @param initial_values an [initials()] object; variables without initial
+#'   values start at random values, as in [mcmc()]
+#' @param adjust whether to include the log Jacobians of the constrained
+#'   variables' transforms in the density
+#' @param hessian whether to return the Hessian of the objective (the
+#'   negative log density) with respect to each variable in `model`, on its
+#'   own (constrained) scale, computed by finite differences of the gradient
+#' @param compute_options where the model runs: [cpu_only()]
+#' @param starts the number of random starts, run together in lockstep (not in
+#'   greta); the best one is returned, and all of them in `all_starts`
+#' @return a list with `par` (a named list of the values of the greta arrays
+#'   in `model` at the optimum), `value` (the unadjusted negative log joint
+#'   density there), `iterations`, `convergence` (0 when the optimiser
+#'   converged, 1 when it reached `max_iterations`, 2 when the density was not
+#'   finite), `hessian` (with `hessian = TRUE`: a named list of matrices, one
+#'   per variable in `model`) and, with `starts > 1`, `all_starts`.
+#' @examples
+#' x <- c(-0.8, 1.3, 2.1, 0.4, 1.9)
+#' mu <- variable()
+#' sd <- variable(lower = 0)
+#' distribution(x) <- normal(mu, sd)
+#' m <- model(mu, sd)
+#' o <- opt(m, adjust = FALSE)
+#' o$par        # the maximum likelihood estimates
+#' c(mean(x), sqrt(mean((x - mean(x))^2)))
+#' opt(m, optimiser = adam(), max_iterations = 500)$par
+#' opt(m, hessian = TRUE)$hessian
+#' @export
+opt <- function(model, optimiser = bfgs(), max_iterations = 100, tolerance = 1e-6,
+                initial_values = initials(), adjust = TRUE, hessian = FALSE,
+                compute_options = cpu_only(), starts = 1) {
+  if (!inherits(model, "greta_model")) {
+    stop("`model` must be a greta_model created by model()", call. = FALSE)
+  }
+  if (!inherits(optimiser, "optimiser")) {
+    stop("`optimiser` must be an optimiser such as bfgs() or adam()", call. = FALSE)
+  }
+  max_iterations <- check_count(max_iterations, "max_iterations", minimum = 1)
+  if (!is.numeric(tolerance) || length(tolerance) != 1 || !is.finite(tolerance) ||
+      tolerance < 0) {
+    stop("`tolerance` must be a single non-negative number", call. = FALSE)
+  }
+  for (arg in c("adjust", "hessian")) {
+    v <- get(arg)
+    if (!is.logical(v) || length(v) != 1 || is.na(v)) {
+      stop("`", arg, "` must be TRUE or FALSE", call. = FALSE)
+    }
+  }
+  starts <- check_count(starts, "starts", minimum = 1)
+  options <- check_compute_options(compute_options)
+  options$jacobian <- adjust
+  engine <- model_engine(model)
+  init <- initial_free_state(model, initial_values, starts, options, parent.frame())
+
+  res <- if (optimiser$name == "nelder_mead") {
+    nelder_mead_starts(engine, init, optimiser$parameters, max_iterations, options)
+  } else {
+    ls_optimise(engine, init, optimiser$name, optimiser$parameters, max_iterations, tolerance,
+                options)
+  }
+  if (isTRUE(res$interrupted)) message("opt() was interrupted: returning the values so far")
+  unadjusted <- options
+  unadjusted$jacobian <- FALSE
+  value <- -ls_engine_log_density(engine, res$par, FALSE, unadjusted)$log_density
+  objective <- -ls_engine_log_density(engine, res$par, FALSE, options)$log_density
+  objective[!is.finite(objective)] <- Inf
+  one <- function(k) {
+    out <- list(par = opt_par(model, res$par[k, ], options), value = value[k],
+                iterations = as.integer(res$iterations[k]),
+                convergence = as.integer(res$convergence[k]))
+    if (hessian) out$hessian <- opt_hessian(model, res$par[k, ], options)
+    out
+  }
+  best <- which.min(objective)
+  out <- one(best)
+  if (starts > 1) out$all_starts <- lapply(seq_len(starts), one)
+  out
+}
+
+# The model's traced greta arrays at a free state, as a named list of arrays.
+opt_par <- function(model, free, options) {
+  ids <- vapply(model$traced, function(t) as.integer(t$ir), integer(1))
+  values <- ls_engine_values(model_engine(model), matrix(free, nrow = 1), ids, options)
+  out <- list()
+  col <- 0
+  for (t in model$traced) {
+    n <- prod(t$dim)
+    v <- values[1, col + seq_len(n)]
+    col <- col + n
+    out[[t$name]] <- if (n == 1) v else array(v, dim = t$dim)
+  }
+  out
+}
+
+# The Hessian of the objective (-log density) with respect to each traced
+# variable on its constrained scale x = g(z): by central differences of the
+# gradient df/dx = (df/dz) / g'(z), all 2 n perturbed states evaluated
+# together as chains of one engine call.
+opt_hessian <- function(model, free, options) {
+  engine <- model_engine(model)
+  out <- list()
+  for (t in model$traced) {
+    info <- Filter(function(v) identical(as.integer(v$ir), as.integer(t$ir)), model$variables)
+    if (length(info) == 0) next  # not a variable: no Hessian (as greta, for variables only)
+    info <- info[[1]]
+    idx <- info$offset + seq_len(info$size)
+    z <- free[idx]
+    x <- from_free(z, info$lower, info$upper)
+    h <- 1e-5 * pmax(1, abs(x))
+    room <- pmin(x - info$lower, info$upper - x)
+    h <- pmin(h, 0.25 * room)
+    n <- info$size
+    states <- matrix(free, 2 * n, length(free), byrow = TRUE)
+    for (i in seq_len(n)) {
+      for (s in 1:2) {
+        xi <- x
+        xi[i] <- x[i] + (if (s == 1) h[i] else -h[i])
+        states[2 * (i - 1) + s, idx] <- to_free(xi, info$lower, info$upper)
+      }
+    }
+    g <- ls_engine_log_density(engine, states, TRUE, options)$gradient[, idx, drop = FALSE]
+    # df/dx at each state: -dlp/dz / g'(z)
+    dx <- t(vapply(seq_len(2 * n), function(r) {
+      -g[r, ] / dfree_dvalue_inverse(states[r, idx], info$lower, info$upper)
+    }, numeric(n)))
+    if (n == 1) dx <- matrix(dx, ncol = 1)
+    H <- matrix(0, n, n)
+    for (i in seq_len(n)) H[i, ] <- (dx[2 * i - 1, ] - dx[2 * i, ]) / (2 * h[i])
+    H <- (H + t(H)) / 2
+    out[[t$name]] <- H
+  }
+  out
+}
+
+# x = g(z) of a variable's transform, and dx/dz.
+from_free <- function(z, lower, upper) {
+  switch(transform_of(lower, upper),
+    none = z,
+    lower = lower + exp(z),
+    upper = upper - exp(z),
+    interval = lower + (upper - lower) * stats::plogis(z)
+  )
+}
+
+dfree_dvalue_inverse <- function(z, lower, upper) {
+  switch(transform_of(lower, upper),
+    none = rep(1, length(z)),
+    lower = exp(z),
+    upper = -exp(z),
+    interval = (upper - lower) * stats::plogis(z) * (1 - stats::plogis(z))
+  )
+}
+
+# R's Nelder-Mead on the engine's log density, one start at a time.
+nelder_mead_starts <- function(engine, init, parameters, max_iterations, options) {
+  starts <- nrow(init)
+  par <- init
+  iterations <- numeric(starts)
+  convergence <- integer(starts)
+  for (k in seq_len(starts)) {
+    f <- function(z) {
+      lp <- ls_engine_log_density(engine, matrix(z, nrow = 1), FALSE, options)$log_density
+      if (is.finite(lp)) -lp else .Machine$double.xmax
+    }
+    fit <- stats::optim(init[k, ], f, method = "Nelder-Mead",
+                        control = list(maxit = max_iterations,
+                                       abstol = parameters$func_tolerance,
+                                       reltol = parameters$position_tolerance))
+    par[k, ] <- fit$par
+    iterations[k] <- fit$counts[["function"]]
+    convergence[k] <- if (fit$convergence == 0) 0L else 1L
+  }
+  list(par = par, iterations = iterations, convergence = convergence, interrupted = FALSE)
+}
+
+#' Optimisers for opt()
+#'
+#' Functions that set up an optimiser for [opt()], with greta's names, tuning
+#' parameters and defaults. `bfgs()` is limited-memory BFGS with a
+#' backtracking line search; `nelder_mead()` is R's Nelder-Mead
+#' ([stats::optim()]); the others follow the update rules of the Keras
+#' optimisers that greta uses.
+#'
+#' @param tolerance `bfgs()` stops when the largest absolute element of the
+#'   gradient is below this
+#' @param max_line_search_iterations the most halvings of a `bfgs()` step
+#' @param func_tolerance,position_tolerance `nelder_mead()`'s absolute and
+#'   relative convergence tolerances (`abstol` and `reltol` of [stats::optim()])
+#' @param learning_rate the size of the steps
+#' @param momentum momentum of `gradient_descent()` and `rms_prop()`
+#' @param nesterov whether `gradient_descent()` uses Nesterov momentum
+#' @param rho the decay rate of `adadelta()` and `rms_prop()`
+#' @param epsilon a small constant that conditions the updates
+#' @param initial_accumulator_value the starting value of `adagrad()`'s
+#'   accumulators
+#' @param beta_1,beta_2 decay rates of the first and second moment estimates
+#' @param amsgrad whether `adam()` uses the AMSGrad variant
+#' @param centered whether `rms_prop()` normalises by the variance of the
+#'   gradient rather than its second moment
+#' @return an `optimiser` object for [opt()]
+#' @examples
+#' bfgs()
+#' adam(learning_rate = 0.05)
+#' @name optimisers
+NULL
+
+new_optimiser <- function(name, parameters) {
+  for (p in names(parameters)) {
+    v <- parameters[[p]]
+    if (is.logical(v)) v <- as.numeric(v)
+    if (!is.numeric(v) || length(v) != 1 || !is.finite(v) || v < 0) {
+      stop("`", p, "` must be a single non-negative number", call. = FALSE)
+    }
+    parameters[[p]] <- v
+  }
+  structure(list(name = name, parameters = parameters),
+            class = c(paste0(name, "_optimiser"), "optimiser"))
+}
+
+#' @rdname optimisers
+#' @export
+bfgs <- function(tolerance = 1e-08, max_line_search_iterations = 50) {
+  new_optimiser("bfgs", list(tolerance = tolerance,
+                             max_line_search_iterations = max_line_search_iterations))
+}
+
+#' @rdname optimisers
+#' @export
+nelder_mead <- function(func_tolerance = 1e-08, position_tolerance = 1e-08) {
+  new_optimiser("nelder_mead", list(func_tolerance = func_tolerance,
+                                    position_tolerance = position_tolerance))
+}
+
+#' @rdname optimisers
+#' @export
+gradient_descent <- function(learning_rate = 0.01, momentum = 0, nesterov = FALSE) {
+  new_optimiser("gradient_descent", list(learning_rate = learning_rate, momentum = momentum,
+                                         nesterov = nesterov))
+}
+
+#' @rdname optimisers
+#' @export
+adadelta <- function(learning_rate = 0.001, rho = 1, epsilon = 1e-08) {
+  new_optimiser("adadelta", list(learning_rate = learning_rate, rho = rho, epsilon = epsilon))
+}
+
+#' @rdname optimisers
+#' @export
+adagrad <- function(learning_rate = 0.8, initial_accumulator_value = 0.1, epsilon = 1e-08) {
+  new_optimiser("adagrad", list(learning_rate = learning_rate,
+                                initial_accumulator_value = initial_accumulator_value,
+                                epsilon = epsilon))
+}
+
+#' @rdname optimisers
+#' @export
+adam <- function(learning_rate = 0.1, beta_1 = 0.9, beta_2 = 0.999, amsgrad = FALSE,
+                 epsilon = 1e-08) {
+  new_optimiser("adam", list(learning_rate = learning_rate, beta_1 = beta_1, beta_2 = beta_2,
+                             amsgrad = amsgrad, epsilon = epsilon))
+}
+
+#' @rdname optimisers
+#' @export
+adamax <- function(learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-07) {
+  new_optimiser("adamax", list(learning_rate = learning_rate, beta_1 = beta_1, beta_2 = beta_2,
+                               epsilon = epsilon))
+}
+
+#' @rdname optimisers
+#' @export
+nadam <- function(learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-07) {
+  new_optimiser("nadam", list(learning_rate = learning_rate, beta_1 = beta_1, beta_2 = beta_2,
+                              epsilon = epsilon))
+}
+
+#' @rdname optimisers
+#' @export
+rms_prop <- function(learning_rate = 0.1, rho = 0.9, momentum = 0, epsilon = 1e-10,
+                     centered = FALSE) {
+  new_optimiser("rms_prop", list(learning_rate = learning_rate, rho = rho, momentum = momentum,
+                                 epsilon = epsilon, centered = centered))
+}
+
+#' @export
+print.optimiser <- function(x, ...) {
+  values <- vapply(x$parameters, function(v) paste(prettyNum(v), collapse = ", "), "")
+  cat(class(x)[1], " object with parameters:\n  ",
+      paste(names(x$parameters), values, sep = " = ", collapse = ", "), "\n", sep = "")
+  invisible(x)
+}

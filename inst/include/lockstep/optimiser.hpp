@@ -1,0 +1,50 @@
+// Optimisers for opt() (greta's names and tuning parameters): they maximise
+// the log density over the free state, for several starting points at once,
+// one per chain of the target, so that every start's evaluations share one
+// engine call. A start that has converged keeps its state while the others go
+// on.
+//
+//   bfgs              L-BFGS (10 pairs) with a backtracking line search
+//                     satisfying the Armijo condition; converges when the
+//                     sup norm of the gradient is below `tolerance`, or the
+//                     objective changes by less than opt()'s tolerance
+//   gradient_descent  x -= lr g, with (Nesterov) momentum
+//   adam, adamax, nadam, adagrad, adadelta, rms_prop
+//                     Keras's update rules (tf.keras.optimizers, which greta
+//                     uses), with their defaults set from R
+//
+// The objective is f = -log density; "converged" for the first-order methods
+// means |f_k - f_{k-1}| < tolerance (greta's rule).
+#ifndef LOCKSTEP_OPTIMISER_HPP
+#define LOCKSTEP_OPTIMISER_HPP
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "executor.hpp"
+
+namespace lockstep {
+
+struct OptimiserSettings {
+  std::string method;                     // bfgs, gradient_descent, adam, ...
+  std::map<std::string, double> params;   // learning_rate, beta_1, ... (missing: defaults)
+  long max_iterations = 100;
+  double tolerance = 1e-6;                // on the change of the objective
+};
+
+struct OptimiserResult {
+  std::vector<double> par;    // [chains, dim] free state
+  std::vector<double> value;  // [chains]: -log density at par
+  std::vector<long> iterations;
+  std::vector<int> convergence;  // 0 converged, 1 iteration limit, 2 failed (non-finite)
+};
+
+// Runs from init ([chains, dim]) until every start has converged or
+// max_iterations; `interrupted` (may be null) is polled between iterations.
+OptimiserResult optimise(Target& target, const OptimiserSettings& settings,
+                         const std::vector<double>& init, bool (*interrupted)() = nullptr);
+
+}  // namespace lockstep
+
+#endif

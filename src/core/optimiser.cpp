@@ -1,0 +1,343 @@
+// Optimisers for opt() (optimiser.hpp).
+#include "lockstep/optimiser.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <iterator>
+#include <stdexcept>
+
+namespace lockstep {
+
+namespace {
+
+double param(const OptimiserSettings& s, const std::string& name, double fallback) {
+  auto it = s.params.find(name);
+  return it == s.params.end() ? fallback : it->second;
+}
+
+// -log density and its gradient at x for every chain.
+struct Objective {
+  Target& target;
+  long C, D;
+  std::vector<double> lp, grad;
+  void operator()(const std::vector<double>& x, std::vector<double>& f, std::vector<double>& g) {
+    lp.resize(C);
+    grad.resize(C * D);
+    target.log_density(x.data(), lp.data(), grad.data());
+    f.resize(C);
+    g.resize(C * D);
+    for (long c = 0; c < C; ++c) f[c] = -lp[c];
+    for (long k = 0; k < C * D; ++k) g[k] = -grad[k];
+  }
+};
+
+bool finite_row(const std::vector<double>& v, long c, long D) {
+  for (long i = 0; i < D; ++i)
+    if (!std::isfinite(v[c * D + i])) return false;
+  return true;
+}
+
+// The first-order methods: one update of chain c's x from its gradient g at
+// iteration t (1-based), with per-method state vectors a, b, u (zeroed, or as
+// the method initialises them).
+struct FirstOrder {
+  std::string method;
+  double lr, beta1, beta2, eps, momentum, rho, init_acc;
+  bool nesterov, amsgrad, centered;
+  std::vector<double> a, b, u;  // [C, D]: moments / accumulators
+  std::vector<double> m_schedule;  // [C]: nadam's momentum schedule product
+
+  FirstOrder(const OptimiserSettings& s, long C, long D) : method(s.method) {
+    lr = param(s, "learning_rate",
+               method == "gradient_descent" ? 0.01
+               : method == "adam"           ? 0.1
+               : method == "adagrad"        ? 0.8
+               : method == "rms_prop"       ? 0.1
+                                            : 0.001);
+    beta1 = param(s, "beta_1", 0.9);
+    beta2 = param(s, "beta_2", 0.999);
+    eps = param(s, "epsilon", method == "adam" || method == "adagrad" || method == "adadelta" ? 1e-8
+                              : method == "rms_prop"                                         ? 1e-10
+                                                                                             : 1e-7);
+    momentum = param(s, "momentum", 0);
+    rho = param(s, "rho", method == "adadelta" ? 1 : 0.9);
+    init_acc = param(s, "initial_accumulator_value", 0.1);
+    nesterov = param(s, "nesterov", 0) != 0;
+    amsgrad = param(s, "amsgrad", 0) != 0;
+    centered = param(s, "centered", 0) != 0;
+    a.assign(C * D, method == "adagrad" ? init_acc : 0.0);
+    b.assign(C * D, 0.0);
+    u.assign(C * D, 0.0);
+    m_schedule.assign(C, 1.0);
+  }
+
+  void step(double* x, const double* g, long c, long D, long t) {
+    double* A = a.data() + c * D;
+    double* B = b.data() + c * D;
+    double* U = u.data() + c * D;
+    const double tt = static_cast<double>(t);
+    if (method == "gradient_descent") {
+      for (long i = 0; i < D; ++i) {
+        A[i] = momentum * A[i] - lr * g[i];  // velocity
+        x[i] += nesterov ? momentum * A[i] - lr * g[i] : A[i];
+      }
+    } else if (method == "adam") {
+      const double lr_t = lr * std::sqrt(1 - std::pow(beta2, tt)) / (1 - std::pow(beta1, tt));
+      for (long i = 0; i < D; ++i) {
+        A[i] = beta1 * A[i] + (1 - beta1) * g[i];
+        B[i] = beta2 * B[i] + (1 - beta2) * g[i] * g[i];
+        double v = B[i];
+        if (amsgrad) v = U[i] = std::max(U[i], B[i]);
+        x[i] -= lr_t * A[i] / (std::sqrt(v) + eps);
+      }
+    } else if (method == "adamax") {
+      const double lr_t = lr / (1 - std::pow(beta1, tt));
+      for (long i = 0; i < D; ++i) {
+        A[i] = beta1 * A[i] + (1 - beta1) * g[i];
+        B[i] = std::max(beta2 * B[i], std::fabs(g[i]));
+        x[i] -= lr_t * A[i] / (B[i] + eps);
+      }
+    } else if (method == "nadam") {
+      // Keras's schedule: mu_t = beta1 (1 - 0.5 * 0.96^(0.004 t))
+      const double mu_t = beta1 * (1 - 0.5 * std::pow(0.96, 0.004 * tt));
+      const double mu_next = beta1 * (1 - 0.5 * std::pow(0.96, 0.004 * (tt + 1)));
+      const double sched_new = m_schedule[c] * mu_t, sched_next = sched_new * mu_next;
+      m_schedule[c] = sched_new;
+      for (long i = 0; i < D; ++i) {
+        const double gp = g[i] / (1 - sched_new);
+        A[i] = beta1 * A[i] + (1 - beta1) * g[i];
+        B[i] = beta2 * B[i] + (1 - beta2) * g[i] * g[i];
+        const double mp = A[i] / (1 - sched_next), vp = B[i] / (1 - std::pow(beta2, tt));
+        const double m_bar = (1 - mu_t) * gp + mu_next * mp;
+        x[i] -= lr * m_bar / (std::sqrt(vp) + eps);
+      }
+    } else if (method == "adagrad") {
+      for (long i = 0; i < D; ++i) {
+        A[i] += g[i] * g[i];
+        x[i] -= lr * g[i] / (std::sqrt(A[i]) + eps);
+      }
+    } else if (method == "adadelta") {
+      for (long i = 0; i < D; ++i) {
+        A[i] = rho * A[i] + (1 - rho) * g[i] * g[i];
+        const double update = g[i] * std::sqrt(B[i] + eps) / std::sqrt(A[i] + eps);
+        B[i] = rho * B[i] + (1 - rho) * update * update;
+        x[i] -= lr * update;
+      }
+    } else if (method == "rms_prop") {
+      for (long i = 0; i < D; ++i) {
+        A[i] = rho * A[i] + (1 - rho) * g[i] * g[i];
+        double denom = A[i];
+        if (centered) {
+          B[i] = rho * B[i] + (1 - rho) * g[i];
+          denom -= B[i] * B[i];
+        }
+        const double step = lr * g[i] / (std::sqrt(std::max(denom, 0.0)) + eps);
+        if (momentum > 0) {
+          U[i] = momentum * U[i] + step;
+          x[i] -= U[i];
+        } else {
+          x[i] -= step;
+        }
+      }
+    } else {
+      throw std::invalid_argument("opt: unknown optimiser '" + method + "'");
+    }
+  }
+};
+
+OptimiserResult first_order(Objective& obj, const OptimiserSettings& s, std::vector<double> x,
+                            bool (*interrupted)()) {
+  const long C = obj.C, D = obj.D;
+  FirstOrder rule(s, C, D);
+  std::vector<double> f, g, f_new, g_new, x_new = x;
+  obj(x, f, g);
+  OptimiserResult r;
+  r.iterations.assign(C, 0);
+  r.convergence.assign(C, 1);
+  std::vector<int> active(C, 1);
+  for (long c = 0; c < C; ++c)
+    if (!std::isfinite(f[c]) || !finite_row(g, c, D)) active[c] = 0, r.convergence[c] = 2;
+  for (long t = 1; t <= s.max_iterations; ++t) {
+    if (std::none_of(active.begin(), active.end(), [](int v) { return v != 0; })) break;
+    if (interrupted && interrupted()) break;
+    for (long c = 0; c < C; ++c)
+      if (active[c]) rule.step(x_new.data() + c * D, g.data() + c * D, c, D, t);
+    obj(x_new, f_new, g_new);
+    for (long c = 0; c < C; ++c) {
+      if (!active[c]) continue;
+      ++r.iterations[c];
+      if (!std::isfinite(f_new[c]) || !finite_row(g_new, c, D)) {
+        // keep the last finite point
+        std::copy(x.begin() + c * D, x.begin() + (c + 1) * D, x_new.begin() + c * D);
+        active[c] = 0;
+        r.convergence[c] = 2;
+        continue;
+      }
+      const bool done = std::fabs(f_new[c] - f[c]) < s.tolerance;
+      std::copy(x_new.begin() + c * D, x_new.begin() + (c + 1) * D, x.begin() + c * D);
+      std::copy(g_new.begin() + c * D, g_new.begin() + (c + 1) * D, g.begin() + c * D);
+      f[c] = f_new[c];
+      if (done) active[c] = 0, r.convergence[c] = 0;
+    }
+  }
+  r.par = x;
+  r.value = f;
+  return r;
+}
+
+// L-BFGS with a backtracking (Armijo) line search, every start in lockstep:
+// each round evaluates one trial point per start still running.
+OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<double> x,
+                      bool (*interrupted)()) {
+  const long C = obj.C, D = obj.D;
+  const long memory = 10;
+  const double gtol = param(s, "tolerance", 1e-8);
+  const long max_ls = static_cast<long>(param(s, "max_line_search_iterations", 50));
+  std::vector<double> f, g, ft, gt;
+  obj(x, f, g);
+  OptimiserResult r;
+  r.iterations.assign(C, 0);
+  r.convergence.assign(C, 1);
+  std::vector<int> active(C, 1);
+  std::vector<std::deque<std::vector<double>>> S(C), Y(C);
+  std::vector<double> dir(C * D), trial(x), step(C, 1.0), slope(C, 0.0);
+  std::vector<long> ls_tries(C, 0);
+
+  auto sup_norm = [&](const std::vector<double>& v, long c) {
+    double m = 0;
+    for (long i = 0; i < D; ++i) m = std::max(m, std::fabs(v[c * D + i]));
+    return m;
+  };
+  // Two-loop recursion: dir = -H g, then a first trial step.
+  auto new_direction = [&](long c) {
+    std::vector<double> q(g.begin() + c * D, g.begin() + (c + 1) * D);
+    const long k = static_cast<long>(S[c].size());
+    std::vector<double> alpha(k), rhos(k);
+    for (long j = k - 1; j >= 0; --j) {
+      double sy = 0, sq = 0;
+      for (long i = 0; i < D; ++i) sy += S[c][j][i] * Y[c][j][i], sq += S[c][j][i] * q[i];
+      rhos[j] = 1 / sy;
+      alpha[j] = rhos[j] * sq;
+      for (long i = 0; i < D; ++i) q[i] -= alpha[j] * Y[c][j][i];
+    }
+    double gamma = 1;
+    if (k > 0) {
+      double sy = 0, yy = 0;
+      for (long i = 0; i < D; ++i) {
+        sy += S[c][k - 1][i] * Y[c][k - 1][i];
+        yy += Y[c][k - 1][i] * Y[c][k - 1][i];
+      }
+      gamma = sy / yy;
+    }
+    for (long i = 0; i < D; ++i) q[i] *= gamma;
+    for (long j = 0; j < k; ++j) {
+      double yq = 0;
+      for (long i = 0; i < D; ++i) yq += Y[c][j][i] * q[i];
+      const double beta = rhos[j] * yq;
+      for (long i = 0; i < D; ++i) q[i] += S[c][j][i] * (alpha[j] - beta);
+    }
+    double sl = 0;
+    for (long i = 0; i < D; ++i) {
+      dir[c * D + i] = -q[i];
+      sl += g[c * D + i] * dir[c * D + i];
+    }
+    if (!(sl < 0)) {  // not a descent direction: steepest descent, forget the pairs
+      S[c].clear();
+      Y[c].clear();
+      sl = 0;
+      for (long i = 0; i < D; ++i) {
+        dir[c * D + i] = -g[c * D + i];
+        sl -= g[c * D + i] * g[c * D + i];
+      }
+    }
+    slope[c] = sl;
+    // the first step of a start without curvature pairs is scaled so that no
+    // coordinate moves by more than 1
+    step[c] = k > 0 ? 1.0 : std::min(1.0, 1.0 / std::max(sup_norm(g, c), 1e-300));
+    ls_tries[c] = 0;
+    for (long i = 0; i < D; ++i) trial[c * D + i] = x[c * D + i] + step[c] * dir[c * D + i];
+  };
+
+  for (long c = 0; c < C; ++c) {
+    if (!std::isfinite(f[c]) || !finite_row(g, c, D)) {
+      active[c] = 0;
+      r.convergence[c] = 2;
+    } else if (sup_norm(g, c) < gtol) {
+      active[c] = 0;
+      r.convergence[c] = 0;
+    } else {
+      new_direction(c);
+    }
+  }
+  const long max_rounds = s.max_iterations * (max_ls + 1) + 1;
+  for (long round = 0; round < max_rounds; ++round) {
+    if (std::none_of(active.begin(), active.end(), [](int v) { return v != 0; })) break;
+    if (interrupted && interrupted()) break;
+    obj(trial, ft, gt);
+    for (long c = 0; c < C; ++c) {
+      if (!active[c]) continue;
+      const bool ok = std::isfinite(ft[c]) && finite_row(gt, c, D) &&
+                      ft[c] <= f[c] + 1e-4 * step[c] * slope[c];
+      if (!ok) {
+        if (++ls_tries[c] >= max_ls) {  // no acceptable step: as good as it gets here
+          active[c] = 0;
+          r.convergence[c] = 0;
+          continue;
+        }
+        step[c] *= 0.5;
+        for (long i = 0; i < D; ++i) trial[c * D + i] = x[c * D + i] + step[c] * dir[c * D + i];
+        continue;
+      }
+      std::vector<double> sv(D), yv(D);
+      double sy = 0;
+      for (long i = 0; i < D; ++i) {
+        sv[i] = trial[c * D + i] - x[c * D + i];
+        yv[i] = gt[c * D + i] - g[c * D + i];
+        sy += sv[i] * yv[i];
+      }
+      if (sy > 1e-12) {
+        S[c].push_back(std::move(sv));
+        Y[c].push_back(std::move(yv));
+        if (static_cast<long>(S[c].size()) > memory) S[c].pop_front(), Y[c].pop_front();
+      }
+      const double change = std::fabs(ft[c] - f[c]);
+      std::copy(trial.begin() + c * D, trial.begin() + (c + 1) * D, x.begin() + c * D);
+      std::copy(gt.begin() + c * D, gt.begin() + (c + 1) * D, g.begin() + c * D);
+      f[c] = ft[c];
+      ++r.iterations[c];
+      if (change < s.tolerance || sup_norm(g, c) < gtol) {
+        active[c] = 0;
+        r.convergence[c] = 0;
+      } else if (r.iterations[c] >= s.max_iterations) {
+        active[c] = 0;
+      } else {
+        new_direction(c);
+      }
+    }
+  }
+  r.par = x;
+  r.value = f;
+  return r;
+}
+
+}  // namespace
+
+OptimiserResult optimise(Target& target, const OptimiserSettings& settings,
+                         const std::vector<double>& init, bool (*interrupted)()) {
+  const long C = target.chains(), D = target.dim();
+  if (static_cast<long>(init.size()) != C * D)
+    throw std::invalid_argument("opt: initial values must have starts x dim elements");
+  if (settings.max_iterations < 1) throw std::invalid_argument("opt: max_iterations must be >= 1");
+  if (!(settings.tolerance >= 0)) throw std::invalid_argument("opt: tolerance must be >= 0");
+  static const char* known[] = {"bfgs", "gradient_descent", "adam", "adamax", "nadam",
+                                "adagrad", "adadelta", "rms_prop"};
+  if (std::none_of(std::begin(known), std::end(known),
+                   [&](const char* k) { return settings.method == k; }))
+    throw std::invalid_argument("opt: unknown optimiser '" + settings.method + "'");
+  Objective obj{target, C, D, {}, {}};
+  if (settings.method == "bfgs") return lbfgs(obj, settings, init, interrupted);
+  return first_order(obj, settings, init, interrupted);
+}
+
+}  // namespace lockstep

@@ -1,0 +1,84 @@
+# opt(): maximum likelihood and MAP estimates with known answers, every
+# optimiser, the Hessian, several starts, and bad arguments.
+
+test_that("opt() finds the maximum likelihood estimates of a normal model", {
+  set.seed(601)
+  x <- rnorm(50, -2, 1.2)
+  mu <- variable()
+  sd <- variable(lower = 0)
+  distribution(x) <- normal(mu, sd)
+  m <- model(mu, sd)
+  mle_sd <- sqrt(mean((x - mean(x))^2))
+  o <- opt(m, adjust = FALSE)
+  expect_equal(names(o), c("par", "value", "iterations", "convergence"))
+  expect_equal(o$par$mu, mean(x), tolerance = 1e-5)
+  expect_equal(o$par$sd, mle_sd, tolerance = 1e-5)
+  expect_equal(o$convergence, 0L)
+  expect_equal(o$value, -sum(dnorm(x, mean(x), mle_sd, log = TRUE)), tolerance = 1e-8)
+  for (optimiser in list(adam(), rms_prop(learning_rate = 0.05), nelder_mead(),
+                         gradient_descent(learning_rate = 0.005, momentum = 0.5),
+                         adagrad(), adamax(learning_rate = 0.05), nadam(learning_rate = 0.05))) {
+    o2 <- opt(m, optimiser = optimiser, adjust = FALSE, max_iterations = 3000, tolerance = 1e-10)
+    label <- class(optimiser)[1]
+    expect_equal(o2$par$mu, mean(x), tolerance = 1e-3, label = label)
+    expect_equal(o2$par$sd, mle_sd, tolerance = 1e-3, label = label)
+  }
+})
+
+test_that("opt() with adjust = TRUE maximises the density of the free state (MAP)", {
+  set.seed(602)
+  y <- rnorm(10, 1, 1)
+  mu <- normal(0, 1)
+  distribution(y) <- normal(mu, 1)
+  m <- model(mu)
+  o <- opt(m)
+  # a conjugate normal: the posterior mode is sum(y) / (n + 1)
+  expect_equal(o$par$mu, sum(y) / 11, tolerance = 1e-6)
+  # the Hessian of -log density in mu is n + 1
+  h <- opt(m, hessian = TRUE)$hessian
+  expect_equal(names(h), "mu")
+  expect_equal(h$mu[1, 1], 11, tolerance = 1e-5)
+  # a positive variable: adjust changes the answer by the log Jacobian
+  z <- rexp(30, 2)
+  rate <- variable(lower = 0)
+  distribution(z) <- exponential(rate)
+  m2 <- model(rate)
+  expect_equal(opt(m2, adjust = FALSE)$par$rate, 1 / mean(z), tolerance = 1e-5)
+  # with the Jacobian, the free log rate has density rate^(n + 1) exp(-rate sum(z))
+  expect_equal(opt(m2, adjust = TRUE)$par$rate, (length(z) + 1) / sum(z), tolerance = 1e-5)
+  # the Hessian of -log likelihood of an exponential rate is n / rate^2
+  hr <- opt(m2, adjust = FALSE, hessian = TRUE)
+  expect_equal(hr$hessian$rate[1, 1], length(z) / hr$par$rate^2, tolerance = 1e-4)
+})
+
+test_that("opt() runs several starts together and reports the iteration limit", {
+  set.seed(603)
+  x <- rnorm(20)
+  mu <- variable()
+  distribution(x) <- normal(mu, 1)
+  m <- model(mu)
+  o <- opt(m, optimiser = adam(learning_rate = 0.01), starts = 3, max_iterations = 5,
+           adjust = FALSE)
+  expect_length(o$all_starts, 3)
+  expect_true(all(vapply(o$all_starts, `[[`, 0L, "convergence") == 1L))
+  expect_true(all(vapply(o$all_starts, `[[`, 0L, "iterations") == 5L))
+  o3 <- opt(m, starts = 3, adjust = FALSE)
+  for (s in o3$all_starts) expect_equal(s$par$mu, mean(x), tolerance = 1e-6)
+})
+
+test_that("opt() and the optimisers check their arguments", {
+  x <- rnorm(5)
+  mu <- variable()
+  distribution(x) <- normal(mu, 1)
+  m <- model(mu)
+  expect_error(opt(list()), "greta_model")
+  expect_error(opt(m, optimiser = hmc()), "`optimiser`")
+  expect_error(opt(m, max_iterations = 0), "`max_iterations`")
+  expect_error(opt(m, tolerance = -1), "`tolerance`")
+  expect_error(opt(m, adjust = NA), "`adjust`")
+  expect_error(opt(m, starts = 0), "`starts`")
+  expect_error(adam(learning_rate = -1), "`learning_rate`")
+  expect_error(bfgs(tolerance = "a"), "`tolerance`")
+  expect_output(print(adam()), "learning_rate = 0.1")
+  expect_s3_class(rms_prop(), "optimiser")
+})
