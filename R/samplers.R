@@ -28,10 +28,21 @@
 #'   chains. Warmup (both samplers) tunes the step size by dual averaging on
 #'   the mean acceptance statistic of all chains, and `diag_sd` from the pooled
 #'   draws of all chains in Stan's windows.
+#'
+#'   `rwmh()` is random-walk Metropolis: each chain proposes a step of
+#'   `epsilon * diag_sd` times normal (or uniform) noise and accepts it with
+#'   the Metropolis probability; warmup tunes `epsilon` towards an acceptance
+#'   rate of 0.234 and `diag_sd` from the draws. `slice()` slice-samples each
+#'   chain along a random direction scaled by `diag_sd` (tuned in warmup),
+#'   stepping its interval out and shrinking it (Neal 2003); it needs no
+#'   gradients and always moves. Both evaluate all chains' proposals in one
+#'   engine call.
 #' @return a `sampler` object that can be passed to [mcmc()]
 #' @examples
 #' nuts()
 #' nuts(adapt_delta = 0.95)
+#' rwmh(proposal = "uniform")
+#' slice(max_doublings = 3)
 #' hmc()
 #' hmc(Lmin = 10, Lmax = 20)
 #' @name samplers
@@ -51,6 +62,33 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
                                 adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd),
               name = "nuts")
   class(obj) <- c("nuts sampler", "sampler")
+  obj
+}
+
+#' @rdname samplers
+#' @param proposal the distribution of `rwmh()`'s proposal steps: `"normal"`
+#'   or `"uniform"` (on `(-1, 1)`), scaled by `epsilon * diag_sd`
+#' @export
+rwmh <- function(proposal = c("normal", "uniform"), epsilon = 1, diag_sd = 1) {
+  proposal <- match.arg(proposal)
+  check_step_size(epsilon, diag_sd)
+  obj <- list(parameters = list(proposal = proposal, epsilon = epsilon, diag_sd = diag_sd),
+              name = "rwmh")
+  class(obj) <- c("rwmh sampler", "sampler")
+  obj
+}
+
+#' @rdname samplers
+#' @param max_doublings `slice()` steps its interval out by at most
+#'   `2^max_doublings` widths
+#' @export
+slice <- function(max_doublings = 5) {
+  check_count(max_doublings, "max_doublings", minimum = 0)
+  if (max_doublings > 30) stop("`max_doublings` must be at most 30", call. = FALSE)
+  obj <- list(parameters = list(max_doublings = as.integer(max_doublings), epsilon = 1,
+                                diag_sd = 1),
+              name = "slice")
+  class(obj) <- c("slice sampler", "sampler")
   obj
 }
 

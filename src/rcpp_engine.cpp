@@ -20,6 +20,8 @@
 #include "lockstep/planner.hpp"
 #include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
+#include "lockstep/sampler/rwmh.hpp"
+#include "lockstep/sampler/slice.hpp"
 #include "mpi_world.h"
 
 using namespace Rcpp;
@@ -245,7 +247,7 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   return out;
 }
 
-// A sampler of the given kind ("hmc" or "nuts") over the engine's program,
+// A sampler of the given kind ("hmc", "nuts", "rwmh" or "slice") over the engine's program,
 // with its settings in `parameters` (R/samplers.R).
 // [[Rcpp::export]]
 SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List parameters,
@@ -271,6 +273,18 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     h->sampler = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
+  } else if (kind == "rwmh") {
+    lockstep::RwmhSettings s;
+    s.uniform = as<std::string>(parameters["proposal"]) == "uniform";
+    s.epsilon = epsilon;
+    s.diag_sd = diag_sd;
+    h->sampler = std::make_unique<lockstep::Rwmh>(*h->executor, s, chain_major(init), k0, k1);
+  } else if (kind == "slice") {
+    lockstep::SliceSettings s;
+    s.max_doublings = as<int>(parameters["max_doublings"]);
+    s.epsilon = epsilon;
+    s.diag_sd = diag_sd;
+    h->sampler = std::make_unique<lockstep::Slice>(*h->executor, s, chain_major(init), k0, k1);
   } else {
     stop("unknown sampler '" + kind + "'");
   }

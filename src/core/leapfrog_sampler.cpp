@@ -168,7 +168,7 @@ void LeapfrogSampler::adapt() {
   for (long c = 0; c < C_; ++c) mean_accept += stats_.accept_stat[c];
   mean_accept /= C_;
   ++warmup_done_;
-  epsilon_ = dual_.update(mean_accept);
+  if (adapt_step_size_) epsilon_ = dual_.update(mean_accept);
 
   // Pool every chain's state into the current variance window (Welford).
   const bool in_window = next_window_ < schedule_.window_ends.size() &&
@@ -203,7 +203,8 @@ void LeapfrogSampler::adapt() {
     // explore around 10x the restart value (mu = log(10 epsilon)): after
     // fewer than 10 updates since the last restart (a very short warmup), the
     // restart value itself, which is about right, is the better choice.
-    epsilon_ = dual_.count() >= 10 ? dual_.final_epsilon() : restart_epsilon_;
+    if (adapt_step_size_)
+      epsilon_ = dual_.count() >= 10 ? dual_.final_epsilon() : restart_epsilon_;
   }
 }
 

@@ -494,3 +494,34 @@ test_that("window() keeps a greta_mcmc_list and its diagnostics aligned", {
   expect_equal(coda::niter(attr(w, "model_info")$raw_draws), 30)
   expect_error(extra_samples(w, verbose = FALSE), "greta_mcmc_list returned by mcmc")
 })
+
+# -- greta's other samplers -------------------------------------------------------
+
+test_that("rwmh() and slice() sample a conjugate normal posterior", {
+  set.seed(540)
+  sigma <- 2
+  y <- rnorm(20, 2.5, sigma)
+  mu <- normal(1, 3)
+  tau <- exponential(1)  # a second, bounded parameter (its posterior is its prior)
+  distribution(y) <- normal(mu, sigma)
+  m <- model(mu, tau)
+  precision <- 1 / 9 + length(y) / sigma^2
+  post_mean <- (1 / 9 + sum(y) / sigma^2) / precision
+  post_sd <- sqrt(1 / precision)
+  for (sampler in list(rwmh(), rwmh(proposal = "uniform"), slice())) {
+    label <- class(sampler)[1]
+    draws <- mcmc(m, sampler = sampler, n_samples = 2000, warmup = 1000, chains = 4,
+                  verbose = FALSE)
+    x <- as.numeric(as.matrix(draws[, "mu"]))
+    ess <- coda::effectiveSize(draws[, "mu"])
+    expect_gt(ess, 200, label = label)
+    expect_lt(abs(mean(x) - post_mean) / (sd(x) / sqrt(ess)), 4, label = label)
+    expect_equal(sd(x), post_sd, tolerance = 0.1, label = label)
+    t <- as.numeric(as.matrix(draws[, "tau"]))
+    ess_t <- coda::effectiveSize(draws[, "tau"])
+    expect_lt(abs(mean(t) - 1) / (sd(t) / sqrt(ess_t)), 4, label = label)
+  }
+  expect_error(rwmh(proposal = "cauchy"), "should be one of")
+  expect_error(slice(max_doublings = -1), "`max_doublings`")
+  expect_output(print(slice()), "max_doublings = 5")
+})

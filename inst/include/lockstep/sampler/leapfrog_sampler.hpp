@@ -1,4 +1,5 @@
-// What every leapfrog sampler of lockstep shares (hmc.hpp, nuts.hpp): the
+// What every sampler of lockstep shares (hmc.hpp, nuts.hpp; rwmh.hpp and
+// slice.hpp use its state, metric and warmup without the leapfrog): the
 // [chains, dim] state with its log density and gradient, a diagonal metric
 // (diag_sd, the inverse mass matrix diag_sd^2), momenta drawn from each
 // chain's own Philox stream, and warmup.
@@ -74,7 +75,13 @@ class LeapfrogSampler {
   // L leapfrog steps of size eps from (x_, grad_) with momenta p (updated in
   // place); the end point goes to xn_, lpn_, gn_.
   void trajectory(int L, double eps, std::vector<double>& p);
-  double find_reasonable_epsilon();
+  // The step size warmup starts from and restarts at after each metric
+  // window (leapfrog samplers: Hoffman & Gelman's heuristic; others may keep
+  // the current one).
+  virtual double find_reasonable_epsilon();
+  // Whether warmup tunes the step size by dual averaging on the mean
+  // acceptance statistic (a sampler that always moves, such as slice, does not).
+  bool adapt_step_size_ = true;
 
   Target& target_;
   long C_, D_;

@@ -1,0 +1,55 @@
+// Random-walk Metropolis-Hastings with lockstep chains (sampler/rwmh.hpp).
+#include "lockstep/sampler/rwmh.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace lockstep {
+
+Rwmh::Rwmh(Target& target, RwmhSettings settings, const std::vector<double>& init, uint32_t key0,
+           uint32_t key1)
+    : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
+                      key0, key1, "rwmh"),
+      settings_(settings) {}
+
+void Rwmh::transition() {
+  for_chains([&](long c) {
+    Stream& s = chain_streams_[c];
+    s.purpose = purpose_momentum;
+    const double* x = x_.data() + c * D_;
+    double* xn = xn_.data() + c * D_;
+    for (long i = 0; i < D_; i += 2) {
+      double a, b;
+      if (settings_.uniform) {
+        a = 2 * s.uniform() - 1;
+        b = 2 * s.uniform() - 1;
+      } else {
+        s.normal2(&a, &b);
+      }
+      xn[i] = x[i] + epsilon_ * sd_[i] * a;
+      if (i + 1 < D_) xn[i + 1] = x[i + 1] + epsilon_ * sd_[i + 1] * b;
+    }
+  });
+  target_.log_density(xn_.data(), lpn_.data(), nullptr);
+  for_chains([&](long c) {
+    double log_a = lpn_[c] - lp_[c];
+    const bool ok = !std::isnan(lpn_[c]);
+    if (!ok) {
+      ++bad_[c];
+      log_a = -HUGE_VAL;
+    }
+    stats_.accept_stat[c] = std::exp(std::fmin(0.0, log_a));
+    stats_.n_leapfrog[c] = 0;
+    stats_.divergent[c] = ok ? 0 : 1;
+    Stream& s = chain_streams_[c];
+    s.purpose = purpose_accept;
+    if (std::log(s.uniform()) < log_a) {
+      ++accepted_[c];
+      lp_[c] = lpn_[c];
+      std::copy(xn_.begin() + c * D_, xn_.begin() + (c + 1) * D_, x_.begin() + c * D_);
+    }
+    stats_.energy[c] = -lp_[c];
+  });
+}
+
+}  // namespace lockstep
