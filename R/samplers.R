@@ -29,6 +29,14 @@
 #'   the mean acceptance statistic of all chains, and `diag_sd` from the pooled
 #'   draws of all chains in Stan's windows.
 #'
+#'   `chees()` is ChEES-HMC (Hoffman, Radul and Sountsov 2021), made for
+#'   many chains in lockstep: every chain takes the same, jittered number of
+#'   leapfrog steps, so none waits for another. Warmup learns the trajectory
+#'   length from all chains by maximising the ChEES criterion (the expected
+#'   change in the chains' squared distance from their mean) with Adam, and
+#'   the step size by dual averaging on the harmonic mean of the chains'
+#'   acceptance probabilities (target 0.651).
+#'
 #'   `rwmh()` is random-walk Metropolis: each chain proposes a step of
 #'   `epsilon * diag_sd` times normal (or uniform) noise and accepts it with
 #'   the Metropolis probability; warmup tunes `epsilon` towards an acceptance
@@ -41,6 +49,7 @@
 #' @examples
 #' nuts()
 #' nuts(adapt_delta = 0.95)
+#' chees()
 #' rwmh(proposal = "uniform")
 #' slice(max_doublings = 3)
 #' hmc()
@@ -62,6 +71,19 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
                                 adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd),
               name = "nuts")
   class(obj) <- c("nuts sampler", "sampler")
+  obj
+}
+
+#' @rdname samplers
+#' @param max_leapfrog the most leapfrog steps `chees()` takes in one iteration
+#' @export
+chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000) {
+  check_step_size(epsilon, diag_sd)
+  check_count(max_leapfrog, "max_leapfrog", minimum = 1)
+  obj <- list(parameters = list(epsilon = epsilon, diag_sd = diag_sd,
+                                max_leapfrog = as.integer(max_leapfrog)),
+              name = "chees")
+  class(obj) <- c("chees sampler", "sampler")
   obj
 }
 

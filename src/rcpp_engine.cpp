@@ -18,6 +18,7 @@
 #include "lockstep/ir.hpp"
 #include "lockstep/optimiser.hpp"
 #include "lockstep/planner.hpp"
+#include "lockstep/sampler/chees.hpp"
 #include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
 #include "lockstep/sampler/rwmh.hpp"
@@ -247,7 +248,8 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   return out;
 }
 
-// A sampler of the given kind ("hmc", "nuts", "rwmh" or "slice") over the engine's program,
+// A sampler of the given kind ("hmc", "nuts", "chees", "rwmh" or "slice") over
+// the engine's program,
 // with its settings in `parameters` (R/samplers.R).
 // [[Rcpp::export]]
 SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List parameters,
@@ -273,6 +275,12 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     h->sampler = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
+  } else if (kind == "chees") {
+    lockstep::CheesSettings s;
+    s.epsilon = epsilon;
+    s.diag_sd = diag_sd;
+    s.max_leapfrog = as<int>(parameters["max_leapfrog"]);
+    h->sampler = std::make_unique<lockstep::Chees>(*h->executor, s, chain_major(init), k0, k1);
   } else if (kind == "rwmh") {
     lockstep::RwmhSettings s;
     s.uniform = as<std::string>(parameters["proposal"]) == "uniform";

@@ -159,14 +159,19 @@ void LeapfrogSampler::begin_warmup(long n) {
 }
 
 void LeapfrogSampler::iterate(bool warmup) {
+  adapting_ = warmup && warmup_done_ < warmup_total_;
   transition();
-  if (warmup && warmup_done_ < warmup_total_) adapt();
+  if (adapting_) adapt();
+}
+
+double LeapfrogSampler::pooled_accept() const {
+  double mean_accept = 0;
+  for (long c = 0; c < C_; ++c) mean_accept += stats_.accept_stat[c];
+  return mean_accept / C_;
 }
 
 void LeapfrogSampler::adapt() {
-  double mean_accept = 0;
-  for (long c = 0; c < C_; ++c) mean_accept += stats_.accept_stat[c];
-  mean_accept /= C_;
+  const double mean_accept = pooled_accept();
   ++warmup_done_;
   if (adapt_step_size_) epsilon_ = dual_.update(mean_accept);
 

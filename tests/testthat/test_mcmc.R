@@ -497,7 +497,7 @@ test_that("window() keeps a greta_mcmc_list and its diagnostics aligned", {
 
 # -- greta's other samplers -------------------------------------------------------
 
-test_that("rwmh() and slice() sample a conjugate normal posterior", {
+test_that("rwmh(), slice() and chees() sample a conjugate normal posterior", {
   set.seed(540)
   sigma <- 2
   y <- rnorm(20, 2.5, sigma)
@@ -508,7 +508,7 @@ test_that("rwmh() and slice() sample a conjugate normal posterior", {
   precision <- 1 / 9 + length(y) / sigma^2
   post_mean <- (1 / 9 + sum(y) / sigma^2) / precision
   post_sd <- sqrt(1 / precision)
-  for (sampler in list(rwmh(), rwmh(proposal = "uniform"), slice())) {
+  for (sampler in list(rwmh(), rwmh(proposal = "uniform"), slice(), chees())) {
     label <- class(sampler)[1]
     draws <- mcmc(m, sampler = sampler, n_samples = 2000, warmup = 1000, chains = 4,
                   verbose = FALSE)
@@ -524,4 +524,5 @@ test_that("rwmh() and slice() sample a conjugate normal posterior", {
   expect_error(rwmh(proposal = "cauchy"), "should be one of")
   expect_error(slice(max_doublings = -1), "`max_doublings`")
   expect_output(print(slice()), "max_doublings = 5")
+  expect_error(chees(max_leapfrog = 0), "`max_leapfrog`")
 })

@@ -82,6 +82,11 @@ class LeapfrogSampler {
   // Whether warmup tunes the step size by dual averaging on the mean
   // acceptance statistic (a sampler that always moves, such as slice, does not).
   bool adapt_step_size_ = true;
+  // The acceptance statistic of all chains that dual averaging drives
+  // towards its target: their mean (ChEES: their harmonic mean).
+  virtual double pooled_accept() const;
+  // Whether the current transition is a warmup iteration that adapts.
+  bool adapting_ = false;
 
   Target& target_;
   long C_, D_;

@@ -1,0 +1,54 @@
+// ChEES-HMC (Hoffman, Radul & Sountsov 2021, "An adaptive MCMC scheme for
+// setting trajectory lengths in Hamiltonian Monte Carlo", AISTATS): HMC in
+// which every chain takes the same number of leapfrog steps, a jittered
+// trajectory length T u (u uniform on (0, 1)) divided by the step size, so it
+// is made for many chains in lockstep: no chain waits for another.
+//
+// Warmup adapts, from all chains together:
+//   - T, to maximise the ChEES criterion (the change in the chains' squared
+//     distance from their mean, E[(|x' - m'|^2 - |x - m|^2)^2] / 4), by Adam
+//     on log T with the paper's gradient estimate
+//       g = mean_c a_c (|x'_c - m'|^2 - |x_c - m|^2) (x'_c - m') . M^-1 p'_c u
+//     (a_c the chain's acceptance probability, distances in the metric);
+//   - the step size, by dual averaging on the harmonic mean of the chains'
+//     acceptance probabilities (target 0.651, as the paper recommends), which
+//     keeps any one chain from getting stuck;
+//   - diag_sd from the pooled draws in Stan's windows, as the other samplers.
+#ifndef LOCKSTEP_SAMPLER_CHEES_HPP
+#define LOCKSTEP_SAMPLER_CHEES_HPP
+
+#include <vector>
+
+#include "leapfrog_sampler.hpp"
+
+namespace lockstep {
+
+struct CheesSettings {
+  double epsilon = 0.1;
+  std::vector<double> diag_sd;
+  double target_accept = 0.651;
+  double learning_rate = 0.025;  // Adam's, on log T
+  int max_leapfrog = 1000;       // most leapfrog steps in one iteration
+};
+
+class Chees : public LeapfrogSampler {
+ public:
+  Chees(Target& target, CheesSettings settings, const std::vector<double>& init, uint32_t key0,
+        uint32_t key1);
+  double trajectory_length() const { return T_; }
+
+ protected:
+  void transition() override;
+  double pooled_accept() const override;
+
+ private:
+  CheesSettings settings_;
+  std::vector<double> p_;
+  double T_;                         // trajectory length
+  double adam_m_ = 0, adam_v_ = 0;   // Adam's moments of d ChEES / d log T
+  long adam_t_ = 0;
+};
+
+}  // namespace lockstep
+
+#endif
