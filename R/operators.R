@@ -4,17 +4,36 @@
 
 #' Arithmetic operators for greta arrays
 #'
-#' `+`, `-`, `*` and `/` work elementwise on greta arrays and R numbers, with
-#' a scalar broadcast against an array of any dimension; unary minus negates.
-#' `%*%` is the matrix product.
+#' `+`, `-`, `*`, `/`, `^`, `%%` and `%/%` work elementwise on greta arrays
+#' and R numbers, with a scalar broadcast against an array of any dimension;
+#' unary minus negates. `%*%` is the matrix product. `atan2(y, x)` is the
+#' elementwise angle of the points `(x, y)`, as [base::atan2()].
+#'
+#' Values follow R: `x ^ y` is `NaN` for a negative `x` and a non-integer `y`,
+#' `x %% y` has the sign of `y` (`NaN` for `y = 0`) and `x %/% y` is
+#' `floor(x / y)`, so that `x == y * (x %/% y) + x %% y`.
+#'
+#' @section Gradients: As greta's. `x ^ y` has gradient `y * x ^ (y - 1)` with
+#'   respect to `x` and `x ^ y * log(x)` with respect to `y` for `x > 0`, and 0
+#'   with respect to `y` where `x <= 0` (where a power of a negative base is
+#'   defined at all, it is only so at integer `y`). `x %% y` has gradient 1
+#'   with respect to `x` and `-(x %/% y)` with respect to `y` (the derivatives
+#'   of `x - y * floor(x / y)` between its steps). `x %/% y` is a step function
+#'   and has gradient 0 with respect to both.
+#'
+#' lockstep masks [base::atan2()] with a function that calls base R for R
+#' values.
 #'
 #' @param e1,e2,x,y greta arrays or numbers
-#' @return a greta array
+#' @return a greta array (for `atan2()` of R values, what base R returns)
 #' @examples
 #' a <- variable(dim = 3)
 #' b <- as_data(c(1, 2, 3))
 #' a * b + 1
 #' -a / 2
+#' a ^ 2 + b ^ a
+#' b %% 2
+#' atan2(a, b)
 #' X <- as_data(matrix(1:6, 3, 2))
 #' beta <- variable(dim = 2)
 #' X %*% beta
@@ -24,9 +43,11 @@ NULL
 #' @rdname operators
 #' @export
 Ops.greta_array <- function(e1, e2) {
-  ops <- c("+" = "add", "-" = "sub", "*" = "mul", "/" = "div")
+  ops <- c("+" = "add", "-" = "sub", "*" = "mul", "/" = "div", "^" = "pow", "%%" = "mod",
+           "%/%" = "idiv")
   if (!.Generic %in% names(ops)) {
-    stop("the operator `", .Generic, "` is not supported for greta arrays yet", call. = FALSE)
+    stop("the operator `", .Generic, "` is not supported for greta arrays yet (supported: ",
+         paste(names(ops), collapse = ", "), ")", call. = FALSE)
   }
   if (missing(e2)) {
     if (.Generic == "+") return(e1)
@@ -55,6 +76,13 @@ broadcast_dim <- function(a, b, what) {
   stop("cannot ", what, " greta arrays of incompatible dimensions: ",
        paste(a, collapse = " x "), " and ", paste(b, collapse = " x "),
        " (dimensions must match, or one must be a scalar)", call. = FALSE)
+}
+
+#' @rdname operators
+#' @export
+atan2 <- function(y, x) {
+  if (!is.greta_array(y) && !is.greta_array(x)) return(base::atan2(y, x))
+  elementwise_binary("atan2", y, x, "atan2")
 }
 
 #' @rdname operators

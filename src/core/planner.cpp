@@ -80,10 +80,45 @@ class StageAssigner {
       case Op::log1p:
       case Op::sqrt:
       case Op::ilogit:
+      case Op::abs:
+      case Op::sign:
+      case Op::ceiling:
+      case Op::floor:
+      case Op::round:
+      case Op::trunc:
+      case Op::expm1:
+      case Op::log10:
+      case Op::log2:
+      case Op::cos:
+      case Op::sin:
+      case Op::tan:
+      case Op::acos:
+      case Op::asin:
+      case Op::atan:
+      case Op::cosh:
+      case Op::sinh:
+      case Op::tanh:
+      case Op::acosh:
+      case Op::asinh:
+      case Op::atanh:
+      case Op::cospi:
+      case Op::sinpi:
+      case Op::tanpi:
+      case Op::lgamma:
+      case Op::digamma:
+      case Op::trigamma:
+      case Op::iprobit:
+      case Op::icloglog:
+      case Op::icauchit:
+      case Op::log1pe:
       case Op::add:
       case Op::sub:
       case Op::mul:
       case Op::div:
+      case Op::pow:
+      case Op::mod:
+      case Op::idiv:
+      case Op::atan2:
       case Op::matmul:
       case Op::gather:
       case Op::gather_rows:

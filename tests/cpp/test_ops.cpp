@@ -18,6 +18,7 @@
 #include "helpers.hpp"
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
+#include "lockstep/math/unary.hpp"
 
 using namespace lstest;
 using lockstep::OpFamily;
@@ -38,13 +39,39 @@ std::vector<OpInfo> all_ops() {
   };
 }
 
-// Reference math of the unary ops, the domain inputs are drawn from, and the
-// relative tolerance of the gradient check.
+// Reference math of the unary ops, the domain inputs are drawn from, the
+// relative tolerance of the gradient check, and that of the values (relative,
+// plus an absolute part for functions with a root inside their domain, or
+// computed differently from their reference).
 struct UnaryRef {
   double (*value)(double);
   double lo, hi;
   double grad_tol;
+  double value_tol = 1e-14;
+  double value_abs = 1e-300;
 };
+
+// References for the polygamma functions, independent of math/special.hpp: in
+// long double, the recurrence up to x >= 30 and more terms of the asymptotic
+// series.
+double ref_digamma(double x0) {
+  long double x = x0, r = 0;
+  while (x < 30) r -= 1 / x++;
+  const long double f = 1 / (x * x);
+  return static_cast<double>(
+      r + std::log(x) - 0.5L / x -
+      f * (1.0L / 12 - f * (1.0L / 120 - f * (1.0L / 252 - f * (1.0L / 240 - f * (1.0L / 132))))));
+}
+double ref_trigamma(double x0) {
+  long double x = x0, r = 0;
+  while (x < 30) {
+    r += 1 / (x * x);
+    x += 1;
+  }
+  const long double f = 1 / (x * x);
+  return static_cast<double>(r + 1 / x + f / 2 +
+                             f / x * (1.0L / 6 - f * (1.0L / 30 - f * (1.0L / 42 - f / 30))));
+}
 
 const std::map<std::string, UnaryRef>& unary_refs() {
   static const std::map<std::string, UnaryRef> m = {
@@ -54,14 +81,82 @@ const std::map<std::string, UnaryRef>& unary_refs() {
       {"log1p", {[](double x) { return std::log1p(x); }, -0.6, 3, 1e-7}},
       {"sqrt", {[](double x) { return std::pow(x, 0.5); }, 0.3, 3, 1e-7}},
       {"ilogit", {[](double x) { return 1 / (1 + std::exp(-x)); }, -5, 5, 1e-7}},
+      // steps: gradient 0 away from the steps (random inputs never sit on one)
+      {"abs", {[](double x) { return std::fabs(x); }, -3, 3, 1e-8}},
+      {"sign", {[](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }, -3, 3, 1e-8}},
+      {"ceiling", {[](double x) { return std::ceil(x); }, -3, 3, 1e-8}},
+      {"floor", {[](double x) { return std::floor(x); }, -3, 3, 1e-8}},
+      {"round", {[](double x) { return std::nearbyint(x); }, -3, 3, 1e-8}},
+      {"trunc", {[](double x) { return std::trunc(x); }, -3, 3, 1e-8}},
+      {"expm1", {[](double x) { return std::expm1(x); }, -2, 2, 1e-8}},
+      {"log10", {[](double x) { return std::log(x) / std::log(10.0); }, 0.3, 3, 1e-7, 1e-15, 1e-16}},
+      {"log2", {[](double x) { return std::log(x) / std::log(2.0); }, 0.3, 3, 1e-7, 1e-15, 1e-16}},
+      {"cos", {[](double x) { return std::cos(x); }, -3, 3, 1e-7}},
+      {"sin", {[](double x) { return std::sin(x); }, -3, 3, 1e-7}},
+      {"tan", {[](double x) { return std::tan(x); }, -1.2, 1.2, 1e-7}},
+      {"acos", {[](double x) { return std::acos(x); }, -0.9, 0.9, 1e-7}},
+      {"asin", {[](double x) { return std::asin(x); }, -0.9, 0.9, 1e-7}},
+      {"atan", {[](double x) { return std::atan(x); }, -3, 3, 1e-7}},
+      {"cosh", {[](double x) { return std::cosh(x); }, -2, 2, 1e-7}},
+      {"sinh", {[](double x) { return std::sinh(x); }, -2, 2, 1e-7}},
+      {"tanh", {[](double x) { return std::tanh(x); }, -2, 2, 1e-7}},
+      {"acosh", {[](double x) { return std::acosh(x); }, 1.2, 4, 1e-7}},
+      {"asinh", {[](double x) { return std::asinh(x); }, -3, 3, 1e-7}},
+      {"atanh", {[](double x) { return std::atanh(x); }, -0.9, 0.9, 1e-7}},
+      // reduced by the period before cos(pi x): within a few ulps of the plain form
+      {"cospi", {[](double x) { return std::cos(M_PI * x); }, -3, 3, 1e-7, 1e-13, 1e-15}},
+      {"sinpi", {[](double x) { return std::sin(M_PI * x); }, -3, 3, 1e-7, 1e-13, 1e-15}},
+      {"tanpi", {[](double x) { return std::tan(M_PI * x); }, -0.4, 0.4, 1e-7, 1e-13, 1e-15}},
+      {"lgamma", {[](double x) { return std::lgamma(x); }, 0.2, 6, 1e-7, 1e-14, 1e-15}},
+      // digamma has a root at 1.46...: an absolute part
+      {"digamma", {ref_digamma, 0.2, 6, 1e-7, 1e-13, 1e-13}},
+      {"trigamma", {ref_trigamma, 0.2, 6, 1e-7, 1e-13}},
+      {"iprobit", {[](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }, -4, 4, 1e-7}},
+      {"icloglog", {[](double x) { return 1 - std::exp(-std::exp(x)); }, -3, 1.5, 1e-7, 1e-13}},
+      {"icauchit", {[](double x) { return 0.5 + std::atan(x) / M_PI; }, -5, 5, 1e-7, 1e-13}},
+      {"log1pe", {[](double x) { return std::log1p(std::exp(x)); }, -5, 5, 1e-7, 1e-14}},
   };
   return m;
 }
 
+// Where a binary op's operands are drawn from: uniform on [lo, hi], or with
+// `away_from_zero` uniform on [lo, hi] with a random sign.
+struct Domain {
+  double lo, hi;
+  bool away_from_zero;
+  std::vector<double> draw(std::mt19937& rng, long n) const {
+    return away_from_zero ? signed_vector(rng, n, lo, hi) : uniform_vector(rng, n, lo, hi);
+  }
+};
+
+const Domain any_value{-2, 2, false};
+const Domain nonzero{0.5, 2, true};
+
+// Reference math of the binary ops, the gradient's relative tolerance, the
+// operands' domains (a, b, and both when one node is both operands) and the
+// values' tolerance (relative, absolute).
 struct BinaryRef {
   double (*value)(double, double);
   double grad_tol;
+  Domain a = any_value, b = nonzero, same = nonzero;
+  double value_tol = 1e-15, value_abs = 1e-300;
 };
+
+// R's %% and %/% (arithmetic.c: myfmod, myfloor) in long double, as R computes
+// them, for finite operands.
+double ref_mod(double x1, double x2) {
+  if (x2 == 0) return std::nan("");
+  const double q = x1 / x2;
+  const long double tmp = static_cast<long double>(x1) - std::floor(q) * static_cast<long double>(x2);
+  return static_cast<double>(tmp - std::floor(tmp / x2) * x2);
+}
+double ref_idiv(double x1, double x2) {
+  const double q = x1 / x2;
+  if (x2 == 0 || !std::isfinite(q)) return q;
+  if (std::fabs(q) < 1) return q < 0 ? -1 : ((x1 < 0 && x2 > 0) || (x1 > 0 && x2 < 0)) ? -1 : 0;
+  const long double tmp = static_cast<long double>(x1) - std::floor(q) * static_cast<long double>(x2);
+  return static_cast<double>(std::floor(q) + std::floor(tmp / x2));
+}
 
 const std::map<std::string, BinaryRef>& binary_refs() {
   static const std::map<std::string, BinaryRef> m = {
@@ -69,6 +164,14 @@ const std::map<std::string, BinaryRef>& binary_refs() {
       {"sub", {[](double a, double b) { return a - b; }, 1e-8}},
       {"mul", {[](double a, double b) { return a * b; }, 1e-8}},
       {"div", {[](double a, double b) { return a / b; }, 1e-7}},
+      // a positive base, any exponent (a negative base is tested on its own)
+      {"pow", {[](double a, double b) { return std::pow(a, b); }, 1e-7, {0.3, 2, false},
+               any_value, {0.3, 2, false}, 1e-15}},
+      // steps where a / b is an integer: random operands never sit on one
+      {"mod", {ref_mod, 1e-7, any_value, nonzero, nonzero, 1e-15, 1e-15}},
+      {"idiv", {ref_idiv, 1e-7}},
+      {"atan2", {[](double a, double b) { return std::atan2(a, b); }, 1e-7, any_value, any_value,
+                 any_value}},
   };
   return m;
 }
@@ -123,8 +226,10 @@ TEST_CASE("unary ops: values and gradients on parameters", "[ops][unary]") {
     if (o.family != OpFamily::unary) continue;
     REQUIRE(unary_refs().count(o.name));
     const UnaryRef& ref = unary_refs().at(o.name);
+    for (Backend backend : {Backend::cpu, Backend::emulated})
     for (long chains : {1L, 3L}) {
-      INFO("op " << o.name << ", chains " << chains);
+      INFO("op " << o.name << ", chains " << chains << ", "
+                 << (backend == Backend::cpu ? "cpu" : "emulated"));
       Program p;
       const int x = p.add(param_node(n, 0));
       const int y = p.add(unary_node(o.op, x, p));
@@ -134,14 +239,15 @@ TEST_CASE("unary ops: values and gradients on parameters", "[ops][unary]") {
       REQUIRE(p.nodes[y].chain);
       const std::vector<double> state = uniform_vector(rng, chains * n, ref.lo, ref.hi);
 
-      Executor<double> ex(p, chains);
+      Executor<double> ex(p, chains, backend);
       std::vector<double> lp(chains), grad(chains * n);
       ex.log_density(state.data(), lp.data(), grad.data());
       REQUIRE(ex.value(y).size() == static_cast<size_t>(chains * n));
       for (long c = 0; c < chains; ++c)
         for (long i = 0; i < n; ++i)
-          CHECK(close(ex.value(y)[c * n + i], ref.value(state[c * n + i]), 1e-14, 1e-300));
-      check_gradient(p, chains, state, ref.grad_tol, 1e-9);
+          CHECK(close(ex.value(y)[c * n + i], ref.value(state[c * n + i]), ref.value_tol,
+                      ref.value_abs));
+      check_gradient(p, chains, state, ref.grad_tol, 1e-9, 1e-4, backend);
     }
   }
 }
@@ -155,8 +261,10 @@ TEST_CASE("unary ops on data have no chain dimension and mix with parameters",
     REQUIRE(unary_refs().count(o.name));
     const UnaryRef& ref = unary_refs().at(o.name);
     const std::vector<double> dv = uniform_vector(rng, n, ref.lo, ref.hi);
+    for (Backend backend : {Backend::cpu, Backend::emulated})
     for (long chains : {1L, 3L}) {
-      INFO("op " << o.name << ", chains " << chains);
+      INFO("op " << o.name << ", chains " << chains << ", "
+                 << (backend == Backend::cpu ? "cpu" : "emulated"));
       Program p;
       const int d = p.add(data_node(dv));
       const int yd = p.add(unary_node(o.op, d, p));  // data only
@@ -169,18 +277,90 @@ TEST_CASE("unary ops on data have no chain dimension and mix with parameters",
       CHECK_FALSE(p.nodes[yd].chain);
       CHECK(p.nodes[z].chain);
       const std::vector<double> state = uniform_vector(rng, chains, ref.lo, ref.hi);
-      Executor<double> ex(p, chains);
+      Executor<double> ex(p, chains, backend);
       std::vector<double> lp(chains), grad(chains);
       ex.log_density(state.data(), lp.data(), grad.data());
       REQUIRE(ex.value(yd).size() == static_cast<size_t>(n));
-      for (long i = 0; i < n; ++i) CHECK(close(ex.value(yd)[i], ref.value(dv[i]), 1e-14, 1e-300));
+      for (long i = 0; i < n; ++i)
+        CHECK(close(ex.value(yd)[i], ref.value(dv[i]), ref.value_tol, ref.value_abs));
       for (long c = 0; c < chains; ++c)
         for (long i = 0; i < n; ++i)
-          CHECK(close(node_value(ex, p, z, c, i), ref.value(dv[i]) * ref.value(state[c]), 1e-14,
-                      1e-300));
-      check_gradient(p, chains, state, ref.grad_tol, 1e-9);
+          CHECK(close(node_value(ex, p, z, c, i), ref.value(dv[i]) * ref.value(state[c]),
+                      2 * ref.value_tol, ref.value_abs));
+      check_gradient(p, chains, state, ref.grad_tol, 1e-9, 1e-4, backend);
     }
   }
+}
+
+TEST_CASE("unary ops: R's values at the steps, poles and special points", "[ops][unary][special]") {
+  using lockstep::Unary;
+  // round half to even, as R's round(); sign(0) is 0; steps and abs have
+  // derivative 0 at 0 (and everywhere for the steps)
+  const double halves[] = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5};
+  const double evens[] = {-2, -2, -0.0, 0, 2, 2};
+  for (int k = 0; k < 6; ++k) CHECK(Unary<Op::round>::value(halves[k]) == evens[k]);
+  CHECK(Unary<Op::round>::value(2.4999999) == 2);
+  CHECK(Unary<Op::sign>::value(0.0) == 0);
+  CHECK(Unary<Op::sign>::value(-3.0) == -1);
+  CHECK(std::isnan(Unary<Op::sign>::value(std::nan(""))));
+  CHECK(Unary<Op::abs>::deriv(0.0, 0.0) == 0);
+  CHECK(Unary<Op::abs>::deriv(-2.0, 2.0) == -1);
+  CHECK(Unary<Op::floor>::deriv(1.0, 1.0) == 0);
+  CHECK(Unary<Op::trunc>::value(-1.7) == -1);
+  CHECK(Unary<Op::ceiling>::value(-1.7) == -1);
+  // cospi, sinpi, tanpi exact at integers and halves (R's values)
+  CHECK(Unary<Op::sinpi>::value(1.0) == 0);
+  CHECK(Unary<Op::sinpi>::value(-0.5) == -1);
+  CHECK(Unary<Op::sinpi>::value(2.5) == 1);
+  CHECK(Unary<Op::cospi>::value(0.5) == 0);
+  CHECK(Unary<Op::cospi>::value(-3.0) == -1);
+  CHECK(Unary<Op::tanpi>::value(0.25) == 1);
+  CHECK(Unary<Op::tanpi>::value(-1.25) == -1);
+  CHECK(std::isnan(Unary<Op::tanpi>::value(0.5)));
+  CHECK(std::isnan(Unary<Op::tanpi>::value(1.5)));
+  // the polygamma functions below 0, against R (digamma, trigamma, psigamma(x, 2))
+  const double x[] = {-0.5, -1.3, -2.7, 0.25};
+  const double dig[] = {3.6489973978577089e-02, 2.8825405488661691e+00, -1.1153471291406851e+00,
+                        -4.2274535333762655e+00};
+  const double tri[] = {8.9348022005446790, 14.5368762441370851, 14.7693758451322914,
+                        17.1973291545071092};
+  const double tetra[] = {-0.82879664423431620, 68.54941347116219674, -68.93293902326355749,
+                          -129.32773993753693276};
+  const double lgam[] = {1.265512123484645368, 1.202475786390111212, -0.071407085315645769,
+                         1.288022524698077431};
+  for (int k = 0; k < 4; ++k) {
+    INFO("x = " << x[k]);
+    CHECK(close(Unary<Op::lgamma>::value(x[k]), lgam[k], 1e-14));
+    CHECK(close(Unary<Op::lgamma>::deriv(x[k], 0.0), dig[k], 1e-13));
+    CHECK(close(Unary<Op::digamma>::value(x[k]), dig[k], 1e-13));
+    CHECK(close(Unary<Op::digamma>::deriv(x[k], 0.0), tri[k], 1e-13));
+    CHECK(close(Unary<Op::trigamma>::value(x[k]), tri[k], 1e-13));
+    CHECK(close(Unary<Op::trigamma>::deriv(x[k], 0.0), tetra[k], 1e-12));
+  }
+  // at the root of digamma, and far out where the series alone is used
+  CHECK(std::fabs(Unary<Op::digamma>::value(1.4616321449683622)) < 1e-14);
+  CHECK(close(Unary<Op::digamma>::value(1e6), ref_digamma(1e6), 1e-15));
+  CHECK(close(Unary<Op::trigamma>::value(1e6), ref_trigamma(1e6), 1e-15));
+  // poles, as R: lgamma Inf, digamma NaN, trigamma Inf
+  for (double pole : {0.0, -1.0, -4.0}) {
+    CHECK(Unary<Op::lgamma>::value(pole) == HUGE_VAL);
+    CHECK(std::isnan(Unary<Op::digamma>::value(pole)));
+    CHECK(Unary<Op::trigamma>::value(pole) == HUGE_VAL);
+  }
+  // the links in their tails: no overflow, no loss of the small tail
+  CHECK(close(Unary<Op::iprobit>::value(-30.0), 4.906713927148187e-198, 1e-13));
+  CHECK(Unary<Op::iprobit>::value(40.0) == 1);
+  CHECK(close(Unary<Op::icloglog>::value(-40.0), std::exp(-40.0), 1e-14));
+  CHECK(Unary<Op::icloglog>::deriv(800.0, 1.0) == 0);
+  CHECK(close(Unary<Op::icauchit>::value(-1e10), 1 / (M_PI * 1e10), 1e-14));
+  CHECK(close(Unary<Op::icauchit>::value(3.0), 0.8975836176504333, 1e-15));
+  CHECK(Unary<Op::log1pe>::value(800.0) == 800.0);
+  CHECK(close(Unary<Op::log1pe>::value(-40.0), std::exp(-40.0), 1e-14));
+  CHECK(close(Unary<Op::log1pe>::deriv(-800.0, 0.0), 0.0, 0, 1e-300));
+  // outside a domain: NaN, as in R
+  CHECK(std::isnan(Unary<Op::acos>::value(2.0)));
+  CHECK(std::isnan(Unary<Op::acosh>::value(0.5)));
+  CHECK(std::isnan(Unary<Op::log10>::value(-1.0)));
 }
 
 namespace {
@@ -223,30 +403,31 @@ TEST_CASE("binary ops: values and gradients with broadcasting and mixed chain di
     REQUIRE(binary_refs().count(o.name));
     const BinaryRef& ref = binary_refs().at(o.name);
     for (const BinaryCase& bc : binary_cases) {
+      for (Backend backend : {Backend::cpu, Backend::emulated})
       for (long chains : {1L, 3L}) {
-        INFO("op " << o.name << ", " << bc.label << ", chains " << chains);
+        INFO("op " << o.name << ", " << bc.label << ", chains " << chains << ", "
+                   << (backend == Backend::cpu ? "cpu" : "emulated"));
         Program p;
         long n_free = 0;
         std::vector<double> state_a, state_b;  // per operand, [chains, size]
         std::vector<double> data_a, data_b;
-        // a in [-2, 2], b away from zero (a denominator)
-        auto make = [&](const OperandSpec& s, bool is_b, std::vector<double>& st,
+        // each operand from its domain (e.g. b away from zero, a denominator)
+        auto make = [&](const OperandSpec& s, const Domain& domain, std::vector<double>& st,
                         std::vector<double>& dv) {
           if (s.param) {
             const int id = p.add(param_node(s.size, n_free));
             n_free += s.size;
-            st = is_b ? signed_vector(rng, chains * s.size, 0.5, 2)
-                      : uniform_vector(rng, chains * s.size, -2, 2);
+            st = domain.draw(rng, chains * s.size);
             return id;
           }
-          dv = is_b ? signed_vector(rng, s.size, 0.5, 2) : uniform_vector(rng, s.size, -2, 2);
+          dv = domain.draw(rng, s.size);
           return p.add(data_node(dv));
         };
-        const int a = make(bc.a, false, state_a, data_a);
-        const int b = bc.same_node ? a : make(bc.b, true, state_b, data_b);
+        const int a = make(bc.a, ref.a, state_a, data_a);
+        const int b = bc.same_node ? a : make(bc.b, ref.b, state_b, data_b);
         if (bc.same_node) {
-          // away from zero for div(x, x)
-          state_a = signed_vector(rng, chains * bc.a.size, 0.5, 2);
+          // within both domains, e.g. away from zero for div(x, x)
+          state_a = ref.same.draw(rng, chains * bc.a.size);
         }
         const int y = p.add(binary_node(o.op, a, b, p));
         const long n = p.nodes[y].size;
@@ -288,7 +469,7 @@ TEST_CASE("binary ops: values and gradients with broadcasting and mixed chain di
           return s.param ? st[c * s.size + j] : dv[j];
         };
 
-        Executor<double> ex(p, chains);
+        Executor<double> ex(p, chains, backend);
         std::vector<double> lp(chains), grad(chains * n_free);
         ex.log_density(state.data(), lp.data(), grad.data());
         REQUIRE(ex.value(y).size() == static_cast<size_t>((p.nodes[y].chain ? chains : 1) * n));
@@ -296,13 +477,100 @@ TEST_CASE("binary ops: values and gradients with broadcasting and mixed chain di
           for (long i = 0; i < n; ++i) {
             const double av = operand_value(bc.a, state_a, data_a, c, i);
             const double bv = bc.same_node ? av : operand_value(bc.b, state_b, data_b, c, i);
-            CHECK(close(node_value(ex, p, y, c, i), ref.value(av, bv), 1e-15, 1e-300));
+            CHECK(close(node_value(ex, p, y, c, i), ref.value(av, bv), ref.value_tol,
+                        ref.value_abs));
           }
         }
-        check_gradient(p, chains, state, ref.grad_tol, 1e-9);
+        check_gradient(p, chains, state, ref.grad_tol, 1e-9, 1e-4, backend);
       }
     }
   }
+}
+
+TEST_CASE("binary ops: R's values of ^, %% and %/% at special points", "[ops][binary][special]") {
+  using lockstep::Binary;
+  auto pow_ = [](double a, double b) { return Binary<Op::pow>::value(a, b); };
+  auto mod = [](double a, double b) { return Binary<Op::mod>::value(a, b); };
+  auto idiv = [](double a, double b) { return Binary<Op::idiv>::value(a, b); };
+  const double inf = HUGE_VAL;
+  // R: (-8)^3, (-8)^(1/3), 0^-1, 0^0, NaN^0, 1^NaN, (-2)^-2, 2^0.5
+  CHECK(pow_(-8, 3) == -512);
+  CHECK(std::isnan(pow_(-8, 1.0 / 3)));
+  CHECK(pow_(0, -1) == inf);
+  CHECK(pow_(0, 0) == 1);
+  CHECK(pow_(std::nan(""), 0) == 1);
+  CHECK(pow_(1, std::nan("")) == 1);
+  CHECK(pow_(-2, -2) == 0.25);
+  CHECK(pow_(2, 0.5) == 1.414213562373095145);
+  // R: 5 %% -3, -5 %% 3, 5.5 %% 0, 5 %% Inf, -5 %% Inf, 0.3 %% 0.1, 1 %% 0.1, 1e20 %% 7
+  CHECK(mod(5, -3) == -1);
+  CHECK(mod(-5, 3) == 1);
+  CHECK(std::isnan(mod(5.5, 0)));
+  CHECK(mod(5, inf) == 5);
+  CHECK(mod(-5, inf) == inf);
+  CHECK(mod(0.3, 0.1) == 0.099999999999999978);
+  CHECK(mod(1, 0.1) == 0.09999999999999995);
+  CHECK(mod(1e20, 7) == 2);
+  // R: -5 %/% 3, 5 %/% 0, -5 %/% 0, 0 %/% 0, 5 %/% Inf, -5 %/% Inf, 0.3 %/% 0.1, 1 %/% 0.1
+  CHECK(idiv(-5, 3) == -2);
+  CHECK(idiv(5, 0) == inf);
+  CHECK(idiv(-5, 0) == -inf);
+  CHECK(std::isnan(idiv(0, 0)));
+  CHECK(idiv(5, inf) == 0);
+  CHECK(idiv(-5, inf) == -1);
+  CHECK(idiv(0.3, 0.1) == 2);
+  CHECK(idiv(1, 0.1) == 9);
+  // a == b * (a %/% b) + a %% b
+  std::mt19937 rng(120);
+  const std::vector<double> xs = uniform_vector(rng, 200, -50, 50);
+  const std::vector<double> ds = signed_vector(rng, 200, 0.01, 7);
+  for (int k = 0; k < 200; ++k) {
+    INFO(xs[k] << " %% " << ds[k]);
+    CHECK(mod(xs[k], ds[k]) == ref_mod(xs[k], ds[k]));
+    CHECK(idiv(xs[k], ds[k]) == ref_idiv(xs[k], ds[k]));
+    CHECK(close(ds[k] * idiv(xs[k], ds[k]) + mod(xs[k], ds[k]), xs[k], 1e-14, 1e-13));
+  }
+  // partials: ^ with respect to the exponent is 0 where the base is <= 0;
+  // %% is 1 and -(a %/% b); %/% has none
+  double da = 0, db = 0;
+  Binary<Op::pow>::partials(-2.0, 3.0, -8.0, &da, &db);
+  CHECK(da == 12);
+  CHECK(db == 0);
+  Binary<Op::pow>::partials(0.0, 2.0, 0.0, &da, &db);
+  CHECK(da == 0);
+  CHECK(db == 0);
+  Binary<Op::pow>::partials(0.0, 1.0, 0.0, &da, &db);
+  CHECK(da == 1);
+  Binary<Op::mod>::partials(-5.0, 3.0, 1.0, &da, &db);
+  CHECK(da == 1);
+  CHECK(db == 2);
+  Binary<Op::idiv>::partials(-5.0, 3.0, -2.0, &da, &db);
+  CHECK(da == 0);
+  CHECK(db == 0);
+}
+
+TEST_CASE("pow: a negative base to integer powers, value and gradient", "[ops][binary][pow]") {
+  std::mt19937 rng(121);
+  for (Backend backend : {Backend::cpu, Backend::emulated})
+    for (long chains : {1L, 3L}) {
+      INFO("chains " << chains << ", " << (backend == Backend::cpu ? "cpu" : "emulated"));
+      Program p;
+      const long n = 4;
+      const int x = p.add(param_node(n, 0));
+      const std::vector<double> k = {2, 3, -1, -2};
+      const int e = p.add(data_node(k));
+      const int y = p.add(binary_node(Op::pow, x, e, p));
+      p.n_free = n;
+      add_normal_objective(p, y, rng);
+      lockstep::plan(p);
+      const std::vector<double> state = uniform_vector(rng, chains * n, -2, -0.5);
+      Executor<double> ex(p, chains, backend);
+      ex.forward(state.data());
+      for (long c = 0; c < chains; ++c)
+        for (long i = 0; i < n; ++i)
+          CHECK(close(ex.value(y)[c * n + i], std::pow(state[c * n + i], k[i]), 1e-15));
+      check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, backend);
+    }
 }
 
 TEST_CASE("param: a slice of the free state, per chain", "[ops][param]") {

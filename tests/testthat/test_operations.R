@@ -123,6 +123,132 @@ test_that("exp, log, log1p, sqrt and ilogit match R", {
                   list(a = vec(3), b = vec(3, lower = 0)))
 })
 
+test_that("R's Math functions match R on greta arrays, with gradients", {
+  set.seed(314)
+  # steps: gradient 0 (random values never sit on a step)
+  check_operation(function(a) abs(a), list(a = vec(4)))
+  check_operation(function(a) sign(a) * a, list(a = vec(4)))
+  check_operation(function(a) ceiling(a * 3) + a, list(a = vec(4)))
+  check_operation(function(a) floor(a * 3) + a, list(a = mat(2, 3)))
+  check_operation(function(a) round(a * 3) * a, list(a = vec(5)))
+  check_operation(function(a) trunc(a * 3) - a, list(a = vec(4)))
+  check_operation(function(a) expm1(a), list(a = vec(4)))
+  check_operation(function(a) log10(a), list(a = vec(3, lower = 0)))
+  check_operation(function(a) log2(a), list(a = vec(3, lower = 0)))
+  check_operation(function(a) cos(a), list(a = vec(4)))
+  check_operation(function(a) sin(a), list(a = mat(2, 2)))
+  check_operation(function(a) tan(a), list(a = vec(4, lower = -1.2, upper = 1.2)))
+  check_operation(function(a) acos(a), list(a = vec(4, lower = -1, upper = 1)))
+  check_operation(function(a) asin(a), list(a = vec(4, lower = -1, upper = 1)))
+  check_operation(function(a) atan(a), list(a = vec(4)))
+  check_operation(function(a) cosh(a), list(a = vec(4)))
+  check_operation(function(a) sinh(a), list(a = vec(4)))
+  check_operation(function(a) tanh(a), list(a = vec(4)))
+  check_operation(function(a) acosh(a), list(a = vec(4, lower = 1)))
+  check_operation(function(a) asinh(a), list(a = vec(4)))
+  check_operation(function(a) atanh(a), list(a = vec(4, lower = -1, upper = 1)))
+  check_operation(function(a) cospi(a), list(a = vec(4)))
+  check_operation(function(a) sinpi(a), list(a = vec(4)))
+  check_operation(function(a) tanpi(a), list(a = vec(4, lower = -0.45, upper = 0.45)))
+  check_operation(function(a) lgamma(a), list(a = vec(4, lower = 0)))
+  check_operation(function(a) digamma(a), list(a = vec(4, lower = 0)))
+  check_operation(function(a) trigamma(a), list(a = vec(4, lower = 0)))
+  # negative non-integer arguments of the gamma family (between the poles)
+  check_operation(function(a) lgamma(a) + digamma(a) + trigamma(a),
+                  list(a = vec(4, lower = -2.9, upper = -2.1)))
+  # log with a base, and mixed in a longer expression
+  check_operation(function(a) log(a, base = 10) + log(a, 2), list(a = vec(3, lower = 0)))
+  check_operation(function(a, b) sin(a) * cosh(b) + atan(a / b) - abs(b),
+                  list(a = vec(3), b = vec(3, lower = 0.5)))
+})
+
+# The engine's values of a greta array computed from data alone (a model needs
+# a density, so one on an unrelated variable).
+engine_values <- function(out) {
+  z <- normal(0, 1)
+  m <- model(out, z)
+  as.numeric(traced_values(m, matrix(0, 1, 1))[1, seq_len(length(out))])
+}
+
+test_that("Math functions keep R's values at steps, halves and poles", {
+  x <- c(-2.5, -1.5, -0.5, 0, 0.5, 1.5, 2.5, -1.7, 1.2)
+  for (f in list(round, sign, abs, ceiling, floor, trunc, sinpi, cospi)) {
+    expect_identical(engine_values(f(as_data(x))), f(x))
+  }
+  expect_identical(engine_values(tanpi(as_data(c(0, 0.25, -0.25, 1)))), tanpi(c(0, 0.25, -0.25, 1)))
+  expect_identical(engine_values(lgamma(as_data(c(0, -1, 3)))), lgamma(c(0, -1, 3)))
+  expect_identical(engine_values(trigamma(as_data(c(0, -1)))), c(Inf, Inf))
+  expect_true(all(is.nan(engine_values(log(as_data(-1)))), is.nan(engine_values(acos(as_data(2)))),
+                  is.nan(engine_values(digamma(as_data(-1)))),
+                  is.nan(engine_values(tanpi(as_data(0.5))))))
+  # round() takes no digits for greta arrays
+  expect_error(round(variable(), 2), "only `digits = 0`")
+  expect_s3_class(round(variable(), 0), "greta_array")
+})
+
+test_that("iprobit, icloglog, icauchit and log1pe match R, with gradients", {
+  set.seed(315)
+  check_operation(function(a) iprobit(a), list(a = vec(4)))
+  check_operation(function(a) icloglog(a), list(a = vec(4)))
+  check_operation(function(a) icauchit(a), list(a = vec(4)))
+  check_operation(function(a) log1pe(a), list(a = vec(4)))
+  check_operation(function(a) log1pe(a * 50), list(a = vec(4)))
+  check_operation(function(a, b) iprobit(a) * icloglog(b) + icauchit(a - b),
+                  list(a = vec(3), b = vec(3)))
+  # on R numbers, R's own functions
+  x <- c(-40, -3, 0, 2.5, 40)
+  expect_identical(iprobit(x), pnorm(x))
+  expect_identical(icauchit(x), pcauchy(x))
+  expect_equal(icloglog(x), 1 - exp(-exp(x)))
+  expect_equal(icloglog(-40), exp(-40))
+  expect_equal(log1pe(x), log1p(exp(x)))
+  expect_equal(log1pe(800), 800)
+  # and through the engine, in the tails
+  expect_equal(engine_values(iprobit(as_data(x))), pnorm(x), tolerance = 1e-13)
+  expect_equal(engine_values(icauchit(as_data(x))), pcauchy(x), tolerance = 1e-13)
+  expect_equal(engine_values(icloglog(as_data(x))), icloglog(x), tolerance = 1e-13)
+  expect_equal(engine_values(log1pe(as_data(c(x, 800)))), log1pe(c(x, 800)), tolerance = 1e-13)
+  expect_equal(engine_values(iprobit(as_data(-30))) / pnorm(-30), 1, tolerance = 1e-12)
+  expect_equal(engine_values(icauchit(as_data(-1e10))) / pcauchy(-1e10), 1, tolerance = 1e-12)
+})
+
+test_that("^, %% and %/% match R, with gradients", {
+  set.seed(316)
+  check_operation(function(a, b) a ^ b, list(a = vec(3, lower = 0), b = vec(3)))
+  # a negative base to integer powers (R's x * x for ^ 2)
+  check_operation(function(a) a ^ 2, list(a = vec(4)))
+  check_operation(function(a) a ^ 3 - a ^ -1, list(a = vec(4, lower = 0.3)))
+  check_operation(function(a) a ^ 3 + a ^ -2, list(a = vec(4, upper = -0.3)))
+  check_operation(function(a) 2 ^ a + a ^ 0.5, list(a = mat(2, 2, lower = 0)))
+  check_operation(function(s, a) s ^ a, list(s = scalar(lower = 0), a = vec(3)))
+  check_operation(function(s, a) a ^ s, list(s = scalar(), a = vec(3, lower = 0)))
+  check_operation(function(a) a ^ a, list(a = vec(3, lower = 0)))
+  # %% and %/%: steps where a / b is an integer, never met by random values
+  check_operation(function(a, b) a %% b, list(a = vec(4), b = vec(4, lower = 0.3)))
+  check_operation(function(a, b) a %% b, list(a = vec(4), b = vec(4, upper = -0.3)))
+  check_operation(function(a, b) (a * 3) %/% b + a, list(a = vec(4), b = vec(4, lower = 0.3)))
+  check_operation(function(a) (a * 5) %% 2 + (a * 5) %/% 2, list(a = vec(4)))
+  check_operation(function(b) 7 %% b, list(b = vec(3, lower = 0.2)))
+  x <- c(5, -5, 5, 0.3, 1, 1e10 + 0.5, 2, -7.5)
+  y <- c(-3, 3, 0, 0.1, 0.1, 7, -4, 2)  # (data cannot be infinite)
+  # x == y * (x %/% y) + x %% y
+  check_operation(function(a, b) b * (a %/% b) + a %% b - a, list(a = vec(3), b = vec(3)))
+  expect_identical(engine_values(as_data(x) %% as_data(y)), x %% y)
+  expect_identical(engine_values(as_data(x) %/% as_data(y)), x %/% y)
+  base <- c(-8, -8, 0, 0, 1, -2, 2)
+  expo <- c(3, 1 / 3, -1, 0, 0.5, -2, 0.5)
+  expect_identical(engine_values(as_data(base) ^ expo), base ^ expo)
+})
+
+test_that("atan2 matches R on greta arrays and calls R on R values", {
+  set.seed(317)
+  check_operation(function(a, b) atan2(a, b), list(a = vec(4), b = vec(4)))
+  check_operation(function(a) atan2(a, 1.5) + atan2(-2, a), list(a = vec(3)))
+  check_operation(function(s, a) atan2(s, a), list(s = scalar(), a = mat(2, 2)))
+  expect_identical(atan2(c(1, -1), c(-1, 0)), base::atan2(c(1, -1), c(-1, 0)))
+  expect_error(atan2(variable(dim = 2), variable(dim = 3)), "incompatible dimensions")
+})
+
 test_that("sum matches R, for one or several arguments", {
   set.seed(306)
   check_operation(function(a) sum(a), list(a = mat(3, 2)))
@@ -220,9 +346,10 @@ test_that("elementwise operations of incompatible dimensions are refused", {
 
 test_that("unsupported operations say so", {
   a <- variable(dim = 2)
-  expect_error(a^2, "not supported")
   expect_error(a > 1, "not supported")
-  expect_error(cos(a), "not supported")
+  expect_error(a == 1, "`==` is not supported for greta arrays yet \\(supported: \\+, -, \\*, /, \\^, %%, %/%\\)")
+  expect_error(signif(a), "`signif\\(\\)` is not supported for greta arrays \\(supported: abs, sign")
+  expect_error(cummax(a), "not supported.*trigamma.*log1pe")
   expect_error(max(a), "not supported")
   expect_error(a[1] <- 3, "not supported")
   expect_error(dim(a) <- c(1, 2), "not supported")
@@ -249,6 +376,24 @@ test_that("rowSums and colSums match R, and return column vectors as greta does"
   expect_equal(colSums(X), base::colSums(X))
   expect_equal(rowSums(array(1:24, c(2, 3, 4)), dims = 2), base::rowSums(array(1:24, c(2, 3, 4)), dims = 2))
   expect_error(rowSums(a, dims = 2), "only `dims = 1`")
+})
+
+test_that("mean, rowMeans and colMeans match R", {
+  set.seed(318)
+  check_operation(function(a) mean(a), list(a = mat(3, 4)))
+  check_operation(function(a) mean(exp(a)) * a, list(a = vec(3)))
+  check_operation(function(a) rowMeans(a), list(a = mat(3, 4)))
+  check_operation(function(a) colMeans(a), list(a = mat(3, 4)))
+  check_operation(function(a) rowMeans(a) + colMeans(t(a)), list(a = mat(2, 5)))
+  a <- variable(dim = c(3, 4))
+  expect_equal(dim(rowMeans(a)), c(3L, 1L))
+  expect_equal(dim(colMeans(a)), c(4L, 1L))
+  expect_equal(dim(mean(a)), c(1L, 1L))
+  # R values still get base R's functions
+  X <- matrix(rnorm(12), 4, 3)
+  expect_identical(rowMeans(X), base::rowMeans(X))
+  expect_identical(colMeans(X), base::colMeans(X))
+  expect_error(colMeans(a, dims = 2), "only `dims = 1`")
 })
 
 test_that("t() matches R, alone and inside a matrix product", {

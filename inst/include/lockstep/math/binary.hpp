@@ -3,6 +3,8 @@
 #ifndef LOCKSTEP_MATH_BINARY_HPP
 #define LOCKSTEP_MATH_BINARY_HPP
 
+#include <cmath>
+
 #include "../hd.hpp"
 #include "../ir.hpp"
 
@@ -28,6 +30,74 @@ template <> struct Binary<Op::div> {
   template <class T> LS_HD static void partials(T, T b, T y, T* da, T* db) {
     *da = T(1) / b;
     *db = -y / b;
+  }
+};
+
+// a ^ b as R's R_pow: 1 when a is 1 or b is 0 (even NaN ^ 0), a * a for b = 2,
+// pow() otherwise (a negative base with a non-integer exponent is NaN).
+// d/da = b a^(b - 1); d/db = a^b log(a) for a > 0, and 0 where a <= 0 (as
+// greta's, from TensorFlow: where a^b is defined for a < 0 it is only so at
+// integer b, and at a = 0 the limit from a > 0 is 0 for b > 0).
+template <> struct Binary<Op::pow> {
+  template <class T> LS_HD static T value(T a, T b) {
+    if (a == T(1) || b == T(0)) return T(1);
+    if (b == T(2)) return a * a;
+    return pow(a, b);
+  }
+  template <class T> LS_HD static void partials(T a, T b, T y, T* da, T* db) {
+    *da = b == T(0) ? T(0) : a != T(0) ? b * (y / a) : b * pow(a, b - T(1));
+    *db = a > T(0) ? y * log(a) : T(0);
+  }
+};
+
+// R's %/% (myfloor in R's arithmetic.c): floor(a / b), with the remainder of
+// the quotient's floor corrected so that a == b * (a %/% b) + a %% b; a / b
+// itself when b is 0 or the quotient is not finite or beyond 2^52. The
+// remainder a - floor(q) b is computed with one rounding (fma), where R uses
+// long double. Its gradient is 0 with respect to both operands (a step; greta
+// has none either).
+template <> struct Binary<Op::idiv> {
+  template <class T> LS_HD static T value(T a, T b) {
+    const double x = double(a), d = double(b), q = x / d;
+    if (d == 0 || fabs(q) * 2.220446049250313e-16 > 1 || !(fabs(q) <= 1.7976931348623157e308))
+      return T(q);
+    if (fabs(q) < 1) return T(q < 0 ? -1 : ((x < 0 && d > 0) || (x > 0 && d < 0)) ? -1 : 0);
+    const double fq = floor(q);
+    const double r = fma(-fq, d, x);
+    return T(fq + floor(r / d));
+  }
+  template <class T> LS_HD static void partials(T, T, T, T* da, T* db) { *da = T(0); *db = T(0); }
+};
+
+// R's %% (myfmod in R's arithmetic.c): a - floor(a / b) b, with the sign of b;
+// NaN for b = 0; a (or a + b, when the signs differ) when |b| > 2^52 and
+// |a| <= |b|. The remainder is computed with one rounding (fma), where R uses
+// long double. d/da = 1 and d/db = -(a %/% b) (as greta's, from TensorFlow's
+// floormod), the derivative of a - b floor(a / b) away from its steps.
+template <> struct Binary<Op::mod> {
+  template <class T> LS_HD static T value(T a, T b) {
+    const double x = double(a), d = double(b);
+    if (d == 0) return T(NAN);
+    if (fabs(d) * 2.220446049250313e-16 > 1 && fabs(x) <= 1.7976931348623157e308 &&
+        fabs(x) <= fabs(d))
+      return T(fabs(x) == fabs(d) ? 0 : ((x < 0 && d > 0) || (d < 0 && x > 0)) ? x + d : x);
+    const double r = fma(-floor(x / d), d, x);
+    return T(r - floor(r / d) * d);
+  }
+  template <class T> LS_HD static void partials(T a, T b, T, T* da, T* db) {
+    *da = T(1);
+    *db = -Binary<Op::idiv>::value(a, b);
+  }
+};
+
+// atan2(a, b), the angle of the point (b, a) as R's atan2(y, x): d/da =
+// b / (a^2 + b^2), d/db = -a / (a^2 + b^2), through hypot against overflow.
+template <> struct Binary<Op::atan2> {
+  template <class T> LS_HD static T value(T a, T b) { return atan2(a, b); }
+  template <class T> LS_HD static void partials(T a, T b, T, T* da, T* db) {
+    const T h = hypot(a, b);
+    *da = (b / h) / h;
+    *db = -(a / h) / h;
   }
 };
 

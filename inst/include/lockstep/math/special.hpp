@@ -92,6 +92,129 @@ LS_HD double student_t_cdf(double t, double df) {
   return t > 0 ? 1 - tail : tail;
 }
 
+// cos(pi x), sin(pi x) and tan(pi x) as R computes them (nmath/cospi.c): the
+// argument reduced by its period first, so that they are exact at the integers
+// and half-integers (sinpi(1) is 0, not 1.2e-16); tanpi(1/2) is NaN as in R.
+LS_HD double ls_cospi(double x) {
+  if (x != x) return x;
+  x = fmod(fabs(x), 2.0);  // NaN for infinite x
+  if (fmod(x, 1.0) == 0.5) return 0;
+  if (x == 1) return -1;
+  if (x == 0) return 1;
+  return cos(ls_pi * x);
+}
+LS_HD double ls_sinpi(double x) {
+  if (x != x) return x;
+  x = fmod(x, 2.0);
+  if (x <= -1) x += 2;
+  else if (x > 1) x -= 2;
+  if (x == 0 || x == 1) return 0;
+  if (x == 0.5) return 1;
+  if (x == -0.5) return -1;
+  return sin(ls_pi * x);
+}
+LS_HD double ls_tanpi(double x) {
+  if (x != x) return x;
+  x = fmod(x, 1.0);
+  if (x <= -0.5) x += 1;
+  else if (x > 0.5) x -= 1;
+  if (x == 0) return 0;
+  if (x == 0.5) return ls_nan();
+  if (x == 0.25) return 1;
+  if (x == -0.25) return -1;
+  return tan(ls_pi * x);
+}
+
+// digamma(x) for x > 0 as digamma() with two more terms of the series
+// (-691 / (32760 x^12) + 1 / (12 x^14)): absolute error near 1e-16, not 2e-14.
+LS_HD double digamma_pos(double x) {
+  double r = 0;
+  while (x < 10) {
+    r -= 1 / x;
+    x += 1;
+  }
+  const double f = 1 / (x * x);
+  return r + log(x) - 0.5 / x -
+         f * (1.0 / 12 -
+              f * (1.0 / 120 -
+                   f * (1.0 / 252 -
+                        f * (1.0 / 240 - f * (1.0 / 132 - f * (691.0 / 32760 - f / 12))))));
+}
+
+// digamma(x) on the whole real line, as R's digamma: NaN at 0 and the negative
+// integers, the reflection psi(x) = psi(1 - x) - pi cot(pi x) below 0.
+LS_HD double digamma_real(double x) {
+  if (x <= 0) {
+    if (x == floor(x)) return ls_nan();  // poles; also -Inf
+    return digamma_pos(1 - x) - ls_pi * ls_cospi(x) / ls_sinpi(x);
+  }
+  return digamma_pos(x);
+}
+
+// trigamma(x) = psi'(x): the recurrence psi'(x) = psi'(x + 1) + 1/x^2 up to
+// x >= 10, then the asymptotic series 1/x + 1/(2x^2) + sum B_2k / x^(2k+1);
+// below 0 the reflection psi'(x) = pi^2 / sin(pi x)^2 - psi'(1 - x). Inf at 0
+// and the negative integers (the poles), as in R.
+LS_HD double trigamma_pos(double x) {
+  double r = 0;
+  while (x < 10) {
+    r += 1 / (x * x);
+    x += 1;
+  }
+  const double f = 1 / (x * x);
+  return r + 1 / x + f / 2 +
+         f / x *
+             (1.0 / 6 -
+              f * (1.0 / 30 -
+                   f * (1.0 / 42 -
+                        f * (1.0 / 30 - f * (5.0 / 66 - f * (691.0 / 2730 - f * (7.0 / 6)))))));
+}
+LS_HD double trigamma(double x) {
+  if (x <= 0) {
+    if (x == floor(x)) return ls_inf();
+    const double s = ls_sinpi(x);
+    return ls_pi * ls_pi / (s * s) - trigamma_pos(1 - x);
+  }
+  return trigamma_pos(x);
+}
+
+// tetragamma(x) = psi''(x) (R's psigamma(x, 2)), the derivative of trigamma:
+// psi''(x) = psi''(x + 1) - 2/x^3 up to x >= 10, then the asymptotic series
+// -1/x^2 - 1/x^3 - sum (2k + 1) B_2k / x^(2k+2); below 0 the derivative of the
+// reflection, psi''(x) = psi''(1 - x) - 2 pi^3 cos(pi x) / sin(pi x)^3.
+LS_HD double tetragamma_pos(double x) {
+  double r = 0;
+  while (x < 10) {
+    r -= 2 / (x * x * x);
+    x += 1;
+  }
+  const double f = 1 / (x * x);
+  return r - f - f / x -
+         f * f *
+             (0.5 -
+              f * (1.0 / 6 -
+                   f * (1.0 / 6 -
+                        f * (3.0 / 10 - f * (5.0 / 6 - f * (691.0 / 210 - f * (35.0 / 2)))))));
+}
+LS_HD double tetragamma(double x) {
+  if (x <= 0) {
+    if (x == floor(x)) return ls_nan();
+    const double s = ls_sinpi(x);
+    return tetragamma_pos(1 - x) - 2 * ls_pi * ls_pi * ls_pi * ls_cospi(x) / (s * s * s);
+  }
+  return tetragamma_pos(x);
+}
+
+// The standard Cauchy CDF (R's pcauchy): 0.5 + atan(x) / pi, with the tails
+// through atan(1 / x) so that the lower tail keeps its relative precision.
+LS_HD double cauchy_cdf(double x) {
+  if (fabs(x) > 1) {
+    const double y = atan(1 / x) / ls_pi;
+    return x > 0 ? 1 - y : -y;
+  }
+  return 0.5 + atan(x) / ls_pi;
+}
+
 }  // namespace lockstep
 
 #endif
