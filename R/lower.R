@@ -74,7 +74,9 @@ transform_of <- function(lower, upper) {
 
 # Returns list(ir, ids, variables): ids maps node id (character) to its 0-based
 # IR index; variables describes each variable's slice of the free state.
-lower_dag <- function(nodes) {
+# `fixed` (calculate()) maps node ids to values: those nodes are lowered as
+# data holding them, whatever they are.
+lower_dag <- function(nodes, fixed = list()) {
   ordered <- topological_order(nodes)
   ids <- list()
   ir_nodes <- vector("list", length(ordered))
@@ -85,8 +87,14 @@ lower_dag <- function(nodes) {
     node <- ordered[[k]]
     key <- as.character(node$id)
     ids[[key]] <- k - 1L
-    inputs <- vapply(node_inputs(node), function(n) ids[[as.character(n$id)]], integer(1))
-    ir <- switch(node$type,
+    type <- if (is.null(fixed[[key]])) node$type else "fixed"
+    inputs <- if (type == "fixed") {
+      integer()
+    } else {
+      vapply(node_inputs(node), function(n) ids[[as.character(n$id)]], integer(1))
+    }
+    ir <- switch(type,
+      fixed = list(op = "data", dim = node$dim, values = as.numeric(fixed[[key]])),
       data = list(op = "data", dim = node$dim, values = node$value),
       variable = {
         size <- prod(node$dim)
@@ -105,7 +113,7 @@ lower_dag <- function(nodes) {
              trunc_lower = node$truncation[1], trunc_upper = node$truncation[2])
       }
     )
-    if (node$type != "distribution") ir$inputs <- inputs
+    if (type != "distribution") ir$inputs <- inputs
     ir_nodes[[k]] <- ir
   }
   list(ir = list(nodes = ir_nodes, terms = terms, n_free = offset), ids = ids,

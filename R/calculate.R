@@ -1,0 +1,191 @@
+# calculate(): values of greta arrays without sampling, from fixed values of
+# the greta arrays they depend on, or from every draw of a greta_mcmc_list
+# (computed in batches, the draws on the engine's chain dimension).
+
+#' Calculate the values of greta arrays
+#'
+#' `calculate()` computes greta arrays from values of the greta arrays they
+#' depend on, through lockstep's engine, as greta's `calculate()` does:
+#' * with `values` a named list (names are greta arrays in the calling
+#'   environment: variables, or any other greta array whose value is to be
+#'   taken as given), it returns the targets' values;
+#' * with `values` a `greta_mcmc_list` from [mcmc()], it returns the targets'
+#'   values at every draw, as a `greta_mcmc_list` with the same chains,
+#'   iterations and thinning.
+#'
+#' @param ... greta arrays to calculate (named as they are written)
+#' @param values a named list of values, or a `greta_mcmc_list`
+#' @param nsim,seed draws from the prior (greta's `nsim`) are not available
+#'   yet in lockstep: `nsim` must be `NULL`
+#' @param precision `"double"` (the default) or `"single"`
+#' @param trace_batch_size how many draws to compute in one engine call
+#' @param compute_options where the engine runs: [cpu_only()]
+#' @return a named list of arrays, or a `greta_mcmc_list`
+#' @examples
+#' x <- variable(dim = 3)
+#' y <- exp(x) * 2
+#' calculate(y, values = list(x = c(0, 1, 2)))
+#'
+#' mu <- normal(0, 1)
+#' sigma <- exponential(1)
+#' y <- c(0.3, -0.2, 0.5)
+#' distribution(y) <- normal(mu, sigma)
+#' draws <- mcmc(model(mu, sigma), n_samples = 100, warmup = 100, chains = 2,
+#'               verbose = FALSE)
+#' cv <- sigma / abs(mu)
+#' head(calculate(cv, values = draws)[[1]])
+#' @export
+calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
+                      precision = c("double", "single"), trace_batch_size = 100,
+                      compute_options = cpu_only()) {
+  targets <- list(...)
+  exprs <- as.list(substitute(list(...)))[-1]
+  if (length(targets) == 0) stop("give calculate() at least one greta array", call. = FALSE)
+  names <- names(targets)
+  if (is.null(names)) names <- rep("", length(targets))
+  for (k in seq_along(targets)) {
+    if (!is.greta_array(targets[[k]])) {
+      stop("calculate() takes greta arrays, but argument ", k, " is a ",
+           class(targets[[k]])[1], call. = FALSE)
+    }
+    if (names[k] == "") names[k] <- paste(deparse(exprs[[k]]), collapse = "")
+  }
+  if (!is.null(nsim)) {
+    stop("calculate(nsim =): simulating from the prior is not available yet in lockstep; ",
+         "give `values`", call. = FALSE)
+  }
+  precision <- match.arg(precision)
+  trace_batch_size <- check_count(trace_batch_size, "trace_batch_size", minimum = 1)
+  options <- check_compute_options(compute_options)
+  roots <- lapply(targets, get_node)
+  if (inherits(values, "greta_mcmc_list")) {
+    return(calculate_draws(roots, names, values, precision, trace_batch_size, options))
+  }
+  if (!is.list(values) || (length(values) > 0 && is.null(names(values)))) {
+    stop("`values` must be a named list of values, or a greta_mcmc_list from mcmc()",
+         call. = FALSE)
+  }
+  fixed <- fixed_values(values, parent.frame())
+  calculation <- lower_calculation(roots, fixed, precision)
+  needed <- calculation$needed
+  if (length(needed)) {
+    stop("calculate() needs values for the variable", if (length(needed) > 1) "s", " that ",
+         paste(names, collapse = ", "), " depend", if (length(names) == 1) "s", " on; give ",
+         "them in `values`, or pass the draws of a model", call. = FALSE)
+  }
+  free <- matrix(0, 1, calculation$n_free)
+  out <- ls_engine_values(calculation$engine, free, calculation$ids, options)
+  split_values(out[1, ], roots, names)
+}
+
+# The values given by name in `values`, by node id, checked against the
+# greta arrays' shapes.
+fixed_values <- function(values, env) {
+  fixed <- list()
+  for (name in names(values)) {
+    ga <- get0(name, envir = env)
+    if (!is.greta_array(ga)) {
+      stop("a value was given for `", name, "`, which is not a greta array", call. = FALSE)
+    }
+    node <- get_node(ga)
+    v <- values[[name]]
+    if (!is.numeric(v) && !is.logical(v)) {
+      stop("the value given for `", name, "` must be numeric", call. = FALSE)
+    }
+    if (length(v) == 1) v <- rep(v, prod(node$dim))
+    if (length(v) != prod(node$dim)) {
+      stop("the value given for `", name, "` has ", length(v), " elements, but `", name,
+           "` has ", prod(node$dim), call. = FALSE)
+    }
+    if (node$type == "variable" && any(v < node$lower | v > node$upper)) {
+      stop("the value given for `", name, "` is outside the range of values it can take",
+           call. = FALSE)
+    }
+    fixed[[as.character(node$id)]] <- as.numeric(v)
+  }
+  fixed
+}
+
+# Lowers what the targets are computed from (stopping at fixed nodes) into an
+# engine; `needed` lists the variables it still depends on.
+lower_calculation <- function(roots, fixed, precision) {
+  nodes <- list()
+  needed <- list()
+  seen <- new.env(parent = emptyenv())
+  stack <- roots
+  while (length(stack) > 0) {
+    node <- stack[[length(stack)]]
+    stack[[length(stack)]] <- NULL
+    key <- as.character(node$id)
+    if (!is.null(seen[[key]])) next
+    seen[[key]] <- TRUE
+    nodes[[key]] <- node
+    if (!is.null(fixed[[key]])) next
+    if (node$type == "variable") needed[[key]] <- node
+    for (input in node_inputs(node)) stack[[length(stack) + 1L]] <- input
+  }
+  lowered <- lower_dag(nodes, fixed)
+  lowered$ir$precision <- precision
+  list(engine = ls_engine_new(lowered$ir), ir = lowered$ir,
+       ids = vapply(roots, function(r) lowered$ids[[as.character(r$id)]], integer(1)),
+       n_free = lowered$ir$n_free, variables = lowered$variables, needed = needed)
+}
+
+# One row of ls_engine_values' output as a named list of arrays.
+split_values <- function(row, roots, names) {
+  out <- list()
+  col <- 0
+  for (k in seq_along(roots)) {
+    n <- prod(roots[[k]]$dim)
+    out[[names[k]]] <- array(row[col + seq_len(n)], dim = roots[[k]]$dim)
+    col <- col + n
+  }
+  out
+}
+
+# The targets at every draw of a greta_mcmc_list: each target variable's free
+# values are taken from the model's raw draws.
+calculate_draws <- function(roots, names, draws, precision, batch, options) {
+  info <- attr(draws, "model_info")
+  if (is.null(info$model) || is.null(info$raw_draws)) {
+    stop("`values` is a greta_mcmc_list without its model's draws", call. = FALSE)
+  }
+  model <- info$model
+  calculation <- lower_calculation(roots, list(), precision)
+  raw <- info$raw_draws
+  chains <- length(raw)
+  iterations <- nrow(raw[[1]])
+  free_model <- do.call(rbind, lapply(seq_len(iterations), function(i) {
+    do.call(rbind, lapply(raw, function(chain) chain[i, , drop = FALSE]))
+  }))
+  free <- matrix(0, nrow(free_model), calculation$n_free)
+  for (key in names(calculation$variables)) {
+    mine <- calculation$variables[[key]]
+    theirs <- model$variables[[key]]
+    if (is.null(theirs)) {
+      if (!is.null(calculation$needed[[key]])) {
+        stop("the greta arrays to calculate depend on a variable that is not in the model ",
+             "these draws came from", call. = FALSE)
+      }
+      next
+    }
+    free[, mine$offset + seq_len(mine$size)] <- free_model[, theirs$offset + seq_len(theirs$size)]
+  }
+  columns <- unlist(lapply(seq_along(roots), function(k) trace_names(names[k], roots[[k]]$dim)))
+  values <- matrix(0, nrow(free), length(columns))
+  for (start in seq(1, nrow(free), by = batch * chains)) {
+    idx <- start:min(nrow(free), start + batch * chains - 1)
+    values[idx, ] <- ls_engine_values(calculation$engine, free[idx, , drop = FALSE],
+                                      calculation$ids, options)
+  }
+  colnames(values) <- columns
+  chain_of_row <- rep_len(seq_len(chains), nrow(values))
+  per_chain <- lapply(seq_len(chains), function(chain) {
+    coda::mcmc(values[chain_of_row == chain, , drop = FALSE], start = stats::start(draws),
+               thin = coda::thin(draws))
+  })
+  out <- coda::mcmc.list(per_chain)
+  attr(out, "model_info") <- list(raw_draws = raw, model = model)
+  class(out) <- c("greta_mcmc_list", class(out))
+  out
+}

@@ -1,0 +1,63 @@
+# calculate(): values of greta arrays from fixed values and from draws.
+
+test_that("calculate() computes greta arrays from given values", {
+  x <- variable(dim = 3)
+  a <- variable(lower = 0)
+  y <- exp(x) * a + 1
+  out <- calculate(y, values = list(x = c(0, 1, 2), a = 2))
+  expect_equal(names(out), "y")
+  expect_equal(as.numeric(out$y), exp(c(0, 1, 2)) * 2 + 1)
+  expect_equal(dim(out$y), c(3L, 1L))
+  # several targets, named as written; a value for an intermediate array
+  z <- sum(y)
+  both <- calculate(y, z, values = list(x = c(0, 0, 0), a = 1))
+  expect_equal(names(both), c("y", "z"))
+  expect_equal(as.numeric(both$z), 6)
+  mid <- exp(x)
+  w <- mid * 3
+  expect_equal(as.numeric(calculate(w, values = list(mid = c(1, 2, 3)))$w), c(3, 6, 9))
+  # data-only arrays need no values
+  d <- as_data(matrix(1:4, 2)) * 2
+  expect_equal(calculate(d)$d, matrix(c(2, 4, 6, 8), 2))
+})
+
+test_that("calculate() explains what is missing or wrong", {
+  x <- variable(dim = 2)
+  b <- normal(0, 1)
+  y <- x * b
+  expect_error(calculate(y, values = list(x = c(1, 2))), "needs values for the variable")
+  expect_error(calculate(y, values = list(x = 1:3, b = 1)), "has 3 elements")
+  expect_error(calculate(y, values = list(q = 1)), "not a greta array")
+  pos <- variable(lower = 0)
+  expect_error(calculate(pos * 2, values = list(pos = -1)), "outside the range")
+  expect_error(calculate(y, values = list(x = 1, b = 1), nsim = 10), "not available yet")
+  expect_error(calculate(1), "greta arrays")
+  expect_error(calculate(y, values = c(1, 2)), "named list")
+})
+
+test_that("calculate() computes greta arrays at every draw of a greta_mcmc_list", {
+  set.seed(801)
+  mu <- normal(0, 1)
+  sigma <- exponential(1)
+  y <- c(0.3, -0.2, 0.5)
+  distribution(y) <- normal(mu, sigma)
+  draws <- suppressWarnings(mcmc(model(mu, sigma), n_samples = 50, warmup = 50, chains = 3,
+                                 thin = 2, verbose = FALSE))
+  cv <- sigma / abs(mu)
+  shifted <- mu + c(1, 2)
+  out <- calculate(cv, shifted, values = draws, trace_batch_size = 7)
+  expect_s3_class(out, "greta_mcmc_list")
+  expect_equal(coda::nchain(out), 3)
+  expect_equal(coda::niter(out), coda::niter(draws))
+  expect_equal(start(out), start(draws))
+  expect_equal(coda::thin(out), 2)
+  expect_equal(coda::varnames(out), c("cv", "shifted[1,1]", "shifted[2,1]"))
+  for (k in 1:3) {
+    d <- as.matrix(draws[[k]])
+    o <- as.matrix(out[[k]])
+    expect_equal(unname(o[, "cv"]), unname(d[, "sigma"] / abs(d[, "mu"])))
+    expect_equal(unname(o[, "shifted[2,1]"]), unname(d[, "mu"] + 2))
+  }
+  other <- normal(0, 1)
+  expect_error(calculate(other * 2, values = draws), "not in the model")
+})
