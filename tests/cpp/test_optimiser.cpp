@@ -110,7 +110,7 @@ TEST_CASE("opt: bfgs solves Rosenbrock's banana and reports convergence", "[opt]
   }
 }
 
-TEST_CASE("opt: a start with a non-finite density fails alone; bad settings are refused",
+TEST_CASE("opt: a start with a non-finite density fails alone, and bad settings are refused",
           "[opt][errors]") {
   BadStart t(-HUGE_VAL);  // chain 2 of 4 is -Inf
   OptimiserSettings s;
