@@ -50,18 +50,10 @@ void Chees::transition() {
   std::vector<double> grad_term(C_, 0.0);
   for_chains([&](long c) {
     const double h1 = -lpn_[c] + kinetic(p_.data() + c * D_);
-    double log_a = h0[c] - h1;
-    const bool ok = std::isfinite(log_a) && std::fabs(log_a) < divergence_threshold;
-    if (!ok) {
-      ++bad_[c];
-      log_a = -HUGE_VAL;
-    }
-    const double a = std::exp(std::fmin(0.0, log_a));
-    stats_.accept_stat[c] = a;
-    stats_.n_leapfrog[c] = L;
-    stats_.divergent[c] = ok ? 0 : 1;
-    if (adapting_ && ok) {
-      double d_old = 0, d_new = 0, dot = 0;
+    // ChEES's gradient term is the proposal's (accepted or not), from the
+    // state before the Metropolis step replaces it
+    double d_old = 0, d_new = 0, dot = 0;
+    if (adapting_)
       for (long i = 0; i < D_; ++i) {
         const double zo = (x_[c * D_ + i] - mean_x[i]) / sd_[i];
         const double zn = (xn_[c * D_ + i] - mean_xn[i]) / sd_[i];
@@ -70,19 +62,8 @@ void Chees::transition() {
         // (x' - m') . M^-1 p' with M^-1 = diag(sd^2)
         dot += (xn_[c * D_ + i] - mean_xn[i]) * sd2_[i] * p_[c * D_ + i];
       }
-      grad_term[c] = a * (d_new - d_old) * dot * u;
-    }
-    Stream& s = chain_streams_[c];
-    s.purpose = purpose_accept;
-    if (ok && std::log(s.uniform()) < log_a) {
-      ++accepted_[c];
-      lp_[c] = lpn_[c];
-      std::copy(xn_.begin() + c * D_, xn_.begin() + (c + 1) * D_, x_.begin() + c * D_);
-      std::copy(gn_.begin() + c * D_, gn_.begin() + (c + 1) * D_, grad_.begin() + c * D_);
-      stats_.energy[c] = h1;
-    } else {
-      stats_.energy[c] = h0[c];
-    }
+    const double a = metropolis_step(c, h0[c], h1, L);
+    if (adapting_ && stats_.divergent[c] == 0) grad_term[c] = a * (d_new - d_old) * dot * u;
   });
   if (!adapting_) return;
   // Adam ascent on log T, on the gradient normalised by its chains' mean

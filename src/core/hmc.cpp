@@ -31,27 +31,7 @@ void Hmc::transition() {
   trajectory(L, epsilon_, p_);
 
   for_chains([&](long c) {
-    const double h1 = -lpn_[c] + kinetic(p_.data() + c * D_);
-    double log_a = h0[c] - h1;
-    const bool ok = std::isfinite(log_a) && std::fabs(log_a) < divergence_threshold;
-    if (!ok) {
-      ++bad_[c];
-      log_a = -HUGE_VAL;
-    }
-    stats_.accept_stat[c] = std::exp(std::fmin(0.0, log_a));
-    stats_.n_leapfrog[c] = L;
-    stats_.divergent[c] = ok ? 0 : 1;
-    Stream& s = chain_streams_[c];
-    s.purpose = purpose_accept;
-    if (ok && std::log(s.uniform()) < log_a) {
-      ++accepted_[c];
-      lp_[c] = lpn_[c];
-      std::copy(xn_.begin() + c * D_, xn_.begin() + (c + 1) * D_, x_.begin() + c * D_);
-      std::copy(gn_.begin() + c * D_, gn_.begin() + (c + 1) * D_, grad_.begin() + c * D_);
-      stats_.energy[c] = h1;
-    } else {
-      stats_.energy[c] = h0[c];
-    }
+    metropolis_step(c, h0[c], -lpn_[c] + kinetic(p_.data() + c * D_), L);
   });
 }
 

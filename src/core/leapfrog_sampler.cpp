@@ -107,6 +107,31 @@ void LeapfrogSampler::trajectory(int L, double eps, std::vector<double>& p_all) 
   });
 }
 
+double LeapfrogSampler::metropolis_step(long c, double h0, double h1, int L) {
+  double log_a = h0 - h1;
+  const bool ok = std::isfinite(log_a) && std::fabs(log_a) < divergence_threshold;
+  if (!ok) {
+    ++bad_[c];
+    log_a = -HUGE_VAL;
+  }
+  const double a = std::exp(std::fmin(0.0, log_a));
+  stats_.accept_stat[c] = a;
+  stats_.n_leapfrog[c] = L;
+  stats_.divergent[c] = ok ? 0 : 1;
+  Stream& s = chain_streams_[c];
+  s.purpose = purpose_accept;
+  if (ok && std::log(s.uniform()) < log_a) {
+    ++accepted_[c];
+    lp_[c] = lpn_[c];
+    std::copy(xn_.begin() + c * D_, xn_.begin() + (c + 1) * D_, x_.begin() + c * D_);
+    std::copy(gn_.begin() + c * D_, gn_.begin() + (c + 1) * D_, grad_.begin() + c * D_);
+    stats_.energy[c] = h1;
+  } else {
+    stats_.energy[c] = h0;
+  }
+  return a;
+}
+
 double LeapfrogSampler::find_reasonable_epsilon() {
   // Hoffman & Gelman (2014), algorithm 4, on the mean acceptance of all chains,
   // with Stan's threshold (its init_stepsize): double or halve epsilon until

@@ -75,6 +75,11 @@ class LeapfrogSampler {
   // L leapfrog steps of size eps from (x_, grad_) with momenta p (updated in
   // place); the end point goes to xn_, lpn_, gn_.
   void trajectory(int L, double eps, std::vector<double>& p);
+  // The Metropolis step of a fixed-length trajectory for chain c, from energy
+  // h0 to h1 at the scratch point (xn_, lpn_, gn_): a divergence (energy error
+  // above 1000 or not finite) is rejected and counted as bad; fills the
+  // chain's stats and returns its acceptance probability.
+  double metropolis_step(long c, double h0, double h1, int L);
   // The step size warmup starts from and restarts at after each metric
   // window (leapfrog samplers: Hoffman & Gelman's heuristic; others may keep
   // the current one).
