@@ -7,7 +7,13 @@
 #' `atan()`, `cosh()`, `sinh()`, `tanh()`, `acosh()`, `asinh()`, `atanh()`,
 #' `cospi()`, `sinpi()`, `tanpi()`, `lgamma()`, `digamma()` and `trigamma()`.
 #' `sum()` adds up every element of its arguments, and `mean()` averages the
-#' elements of a greta array (its sum over its length).
+#' elements of a greta array (its sum over its length). `max()`, `min()` and
+#' `prod()` are the largest, the smallest and the product of every element of
+#' their arguments (greta arrays and numbers, as R's; the first argument must
+#' be a greta array, as R dispatches these on their first argument), and
+#' `range()` is `c(min(...), max(...))`. `cumsum()` and `cumprod()` are the cumulative sums
+#' and products of a greta array's elements in R's (column-major) order, and
+#' return a column vector, as greta does.
 #'
 #' greta's inverse link functions are `ilogit()`, the inverse logit
 #' `1 / (1 + exp(-x))` (R's [stats::plogis()]); `iprobit()`, the standard
@@ -25,10 +31,16 @@
 #'   does, and takes only `digits = 0`. Outside a function's domain (e.g.
 #'   `log(-1)`, `acos(2)`) value and gradient are `NaN`, as R's value is;
 #'   `lgamma()`, `digamma()` and `trigamma()` take negative non-integer
-#'   arguments too.
+#'   arguments too. `max()` and `min()` pass their gradient to the first
+#'   largest (smallest) element only. `prod()` has gradient `prod(x) / x[i]`,
+#'   computed without dividing by zero: with exactly one zero element, that
+#'   element's gradient is the product of the others (and every other one's is
+#'   0); with two or more zeros every gradient is 0. `cumprod()` is
+#'   differentiated the same way, exactly at zeros.
 #'
 #' @param x a greta array (or, for the link functions, R numbers)
-#' @param ... greta arrays or numbers (for `sum()`); `base` for `log()`,
+#' @param ... greta arrays or numbers (for `sum()`, `max()`, `min()`,
+#'   `prod()` and `range()`); `base` for `log()`,
 #'   `digits` (0 only) for `round()`
 #' @param na.rm ignored: greta arrays have no missing values
 #' @return a greta array (for the link functions on R numbers, R numbers)
@@ -36,6 +48,9 @@
 #' x <- variable(dim = 3)
 #' exp(x)
 #' sum(log1p(exp(x)))
+#' max(x, 0)
+#' prod(exp(x))
+#' cumsum(x)
 #' ilogit(x)
 #' iprobit(x)
 #' abs(cos(x)) + lgamma(exp(x))
@@ -51,8 +66,12 @@ math_functions <- c(
   "abs", "sign", "ceiling", "floor", "round", "trunc", "sqrt", "exp", "expm1", "log",
   "log1p", "log10", "log2", "cos", "sin", "tan", "acos", "asin", "atan", "cosh", "sinh",
   "tanh", "acosh", "asinh", "atanh", "cospi", "sinpi", "tanpi", "lgamma", "digamma",
-  "trigamma"
+  "trigamma", "cumsum", "cumprod"
 )
+
+# The Math functions that are not elementwise: ops of the engine that return a
+# column vector of every element, in R's order.
+cumulative_functions <- c("cumsum", "cumprod")
 
 #' @rdname functions
 #' @export
@@ -74,21 +93,35 @@ Math.greta_array <- function(x, ...) {
     # log(x, base) = log(x) / log(base); base may be a greta array too
     return(elementwise_unary("log", x) / log(args[[1]]))
   }
+  if (.Generic %in% cumulative_functions) {
+    node <- get_node(x)
+    return(new_operation(.Generic, list(node), c(prod(node$dim), 1L)))
+  }
   elementwise_unary(.Generic, x)
 }
 
 #' @rdname functions
 #' @export
 Summary.greta_array <- function(..., na.rm = FALSE) {
-  if (.Generic != "sum") {
-    stop("`", .Generic, "()` is not supported for greta arrays yet (supported: sum; and mean())",
-         call. = FALSE)
+  supported <- c("sum", "max", "min", "prod", "range")
+  if (!.Generic %in% supported) {
+    stop("`", .Generic, "()` is not supported for greta arrays yet (supported: ",
+         paste(supported, collapse = ", "), "; and mean())", call. = FALSE)
   }
-  parts <- lapply(list(...), function(x) {
-    node <- get_node(as.greta_array(x))
-    new_operation("sum", list(node), c(1L, 1L))
-  })
-  Reduce(`+`, parts)
+  args <- list(...)
+  if (.Generic == "range") {
+    return(c(do.call(min, args), do.call(max, args)))
+  }
+  if (.Generic == "sum") {
+    parts <- lapply(args, function(x) {
+      node <- get_node(as.greta_array(x))
+      new_operation("sum", list(node), c(1L, 1L))
+    })
+    return(Reduce(`+`, parts))
+  }
+  # max, min, prod: one op over every element of the arguments, concatenated
+  x <- if (length(args) == 1L) as.greta_array(args[[1]]) else do.call(c.greta_array, args)
+  new_operation(.Generic, list(get_node(x)), c(1L, 1L))
 }
 
 #' @rdname functions
@@ -241,4 +274,106 @@ t.greta_array <- function(x) {
          paste(node$dim, collapse = " x "), call. = FALSE)
   }
   new_operation("transpose", list(node), rev(node$dim))
+}
+
+#' Combine greta arrays
+#'
+#' `c()` concatenates greta arrays and numbers into a column vector, taking the
+#' elements of each in R's (column-major) order, as greta does (R returns a
+#' vector without dimensions). `cbind()` and `rbind()` put two-dimensional
+#' greta arrays and numbers side by side or one above the other: R numbers
+#' become a column (`cbind()`) or a row (`rbind()`), and a single number is
+#' repeated along it, as in R.
+#'
+#' The engine copies each argument's block into the result and passes each
+#' block of the gradient back to its argument.
+#'
+#' @param ... greta arrays and numbers (for `c()`, the first argument must be a
+#'   greta array, as R dispatches `c()` on its first argument)
+#' @param recursive,use.names ignored (greta arrays have no names)
+#' @param deparse.level ignored (greta arrays have no dimnames)
+#' @return a greta array: a column vector for `c()`, a matrix for `cbind()` and
+#'   `rbind()`
+#' @examples
+#' a <- variable(dim = 2)
+#' b <- variable(dim = c(2, 3))
+#' c(a, 1, b)
+#' cbind(a, b, 0)
+#' rbind(t(a), 1:2)
+#' @name combine
+NULL
+
+#' @rdname combine
+#' @export
+c.greta_array <- function(..., recursive = FALSE, use.names = TRUE) {
+  args <- Filter(Negate(is.null), list(...))
+  parts <- lapply(seq_along(args), function(k) {
+    x <- as.greta_array(args[[k]], paste0("argument ", k, " of c()"))
+    n <- length(x)
+    if (identical(as.integer(dim(x)), c(n, 1L))) x else x[seq_len(n)]
+  })
+  if (length(parts) == 1L) return(parts[[1]])
+  concat_all(parts, c(sum(vapply(parts, length, numeric(1))), 1L))
+}
+
+#' @rdname combine
+#' @export
+cbind.greta_array <- function(..., deparse.level = 1) {
+  args <- Filter(Negate(is.null), list(...))
+  rows <- NULL
+  for (x in args) {
+    if (is.greta_array(x)) {
+      if (length(dim(x)) != 2L) {
+        stop("cbind() and rbind() need two-dimensional greta arrays, but one has dimension ",
+             paste(dim(x), collapse = " x "), call. = FALSE)
+      }
+      rows <- c(rows, dim(x)[1])
+    } else if (is.matrix(x)) {
+      rows <- c(rows, nrow(x))
+    } else if (length(x) > 1L) {
+      rows <- c(rows, length(x))
+    }
+  }
+  rows <- unique(rows)
+  if (length(rows) > 1L) {
+    stop("cbind() and rbind() need arguments with as many rows (columns for rbind()), not ",
+         paste(rows, collapse = " and "), call. = FALSE)
+  }
+  if (is.null(rows)) rows <- 1L
+  parts <- lapply(seq_along(args), function(k) {
+    x <- args[[k]]
+    if (is.greta_array(x)) return(x)
+    if (!is.matrix(x)) x <- matrix(rep(as.numeric(x), length.out = rows), rows, 1L)
+    as.greta_array(x, paste0("argument ", k))
+  })
+  if (length(parts) == 1L) return(parts[[1]])
+  cols <- sum(vapply(parts, length, numeric(1))) %/% rows
+  concat_all(parts, c(rows, cols))
+}
+
+#' @rdname combine
+#' @export
+rbind.greta_array <- function(..., deparse.level = 1) {
+  args <- Filter(Negate(is.null), list(...))
+  flipped <- lapply(args, function(x) {
+    if (is.greta_array(x)) return(t(x))
+    if (is.matrix(x)) return(t(x))
+    x
+  })
+  t(do.call(cbind.greta_array, flipped))
+}
+
+# The elements of greta arrays `parts` (two or more) one after the other, as a
+# greta array of dimension `dim`: a chain of the engine's two-operand concat
+# op, each intermediate a column vector.
+concat_all <- function(parts, dim) {
+  nodes <- lapply(parts, get_node)
+  acc <- nodes[[1]]
+  for (k in seq_along(nodes)[-1]) {
+    last <- k == length(nodes)
+    out_dim <- if (last) dim else c(prod(acc$dim) + prod(nodes[[k]]$dim), 1L)
+    result <- new_operation("concat", list(acc, nodes[[k]]), out_dim)
+    acc <- get_node(result)
+  }
+  result
 }

@@ -199,6 +199,17 @@ void validate(const Program& p) {
         for (long i : n.index)
           if (i < 0 || i >= in_size(0)) fail(id, n, "index out of range");
         break;
+      case OpFamily::fold:
+        if (n.size != 1) fail(id, n, std::string("a ") + op_name(n.op) + " has one element");
+        break;
+      case OpFamily::cumulative:
+        if (n.size != in_size(0)) fail(id, n, "output size differs from input size");
+        break;
+      case OpFamily::concat:
+        if (n.size != in_size(0) + in_size(1))
+          fail(id, n, "output has " + std::to_string(n.size) + " elements, the operands " +
+                          std::to_string(in_size(0)) + " and " + std::to_string(in_size(1)));
+        break;
       case OpFamily::density: {
         const int k = family_n_params(n.family);
         if (static_cast<int>(n.inputs.size()) != k + 1)

@@ -6,8 +6,11 @@
 // failing on the first GPU it meets.
 #include "lockstep/backends/cuda_launch.cuh"
 #include "lockstep/kernels/axis_sum.hpp"
+#include "lockstep/kernels/concat.hpp"
+#include "lockstep/kernels/cumulative.hpp"
 #include "lockstep/kernels/density.hpp"
 #include "lockstep/kernels/elementwise.hpp"
+#include "lockstep/kernels/fold.hpp"
 #include "lockstep/kernels/gather.hpp"
 #include "lockstep/kernels/matmul.hpp"
 #include "lockstep/kernels/param.hpp"
@@ -48,6 +51,12 @@ LS_DEVICE_BODY(ParamBackward<double>)
 #undef LS_DIST
 LS_DEVICE_BODY(RowDotForward<double>)
 LS_DEVICE_BODY(RowDotBackward<double>)
+LS_DEVICE_BODY(FoldForward<double>)
+LS_DEVICE_BODY(FoldBackward<double>)
+LS_DEVICE_BODY(CumulativeForward<double>)
+LS_DEVICE_BODY(CumulativeBackward<double>)
+LS_DEVICE_BODY(ConcatForward<double>)
+LS_DEVICE_BODY(ConcatBackward<double>)
 
 #undef LS_DEVICE_BODY
 

@@ -179,9 +179,10 @@ const std::map<std::string, BinaryRef>& binary_refs() {
 // Ops with a TEST_CASE of their own: below, and the shape ops in
 // test_ops_shapes.cpp (which also covers the binary ops' row and column
 // vector broadcasting).
-const std::set<std::string> dedicated_ops = {"data",   "param",  "sum",       "matmul",
-                                             "gather", "density", "rowsum",   "colsum",
-                                             "transpose", "gather_rows", "rowdot_rows"};
+const std::set<std::string> dedicated_ops = {
+    "data",   "param",       "sum",         "matmul", "gather", "density", "rowsum",
+    "colsum", "transpose",   "gather_rows", "rowdot_rows",      "max",     "min",
+    "prod",   "cumsum",      "cumprod",     "concat"};
 
 // The value of node `id` for chain c, element i, whatever its chain layout.
 double node_value(const Executor<double>& ex, const Program& p, int id, long c, long i) {
@@ -1026,4 +1027,244 @@ TEST_CASE("rowdot_rows: the wrong number or shape of inputs is refused", "[ops][
   CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, v3})), std::invalid_argument);     // v: 3 != 2 columns
   CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, q2, q2})), std::invalid_argument); // p: 2 rows != 3
   CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, q2, q2, q2})), std::invalid_argument);
+}
+
+// ------------------------------------------------ fold, cumulative, concat
+
+namespace {
+
+Node fold_node(Op op, int in) {
+  Node n;
+  n.op = op;
+  n.inputs = {in};
+  n.dim = {1, 1};
+  n.size = 1;
+  return n;
+}
+
+// cumsum / cumprod: a column vector of the input's size (greta's shape).
+Node cumulative_node(Op op, int in, const Program& p) {
+  Node n;
+  n.op = op;
+  n.inputs = {in};
+  n.size = p.nodes[in].size;
+  n.dim = column(n.size);
+  return n;
+}
+
+Node concat_node(int a, int b, const Program& p, std::vector<long> dim = {}) {
+  Node n;
+  n.op = Op::concat;
+  n.inputs = {a, b};
+  n.size = p.nodes[a].size + p.nodes[b].size;
+  n.dim = dim.empty() ? column(n.size) : dim;
+  return n;
+}
+
+const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "emulated"; }
+
+// Node id's elements for chain c (whatever its chain layout).
+std::vector<double> chain_values(const Executor<double>& ex, const Program& p, int id, long c) {
+  std::vector<double> v(p.nodes[id].size);
+  for (long i = 0; i < p.nodes[id].size; ++i) v[i] = node_value(ex, p, id, c, i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("max, min, prod: values, first arg-max gradients, zeros in prod",
+          "[ops][fold][max][min][prod]") {
+  std::mt19937 rng(211);
+  const long n = 6;
+  const long D = 2 * n + 1;
+  for (long chains : {1L, 3L})
+    for (Backend backend : {Backend::cpu, Backend::emulated}) {
+      INFO("chains " << chains << ", " << backend_name(backend));
+      Program p;
+      const int x = p.add(param_node(n, 0, Transform::none, 0, 0, {2, 3}));
+      const int z = p.add(param_node(n, n, Transform::none, 0, 0, {3, 2}));  // zeros set below
+      const int s = p.add(param_node(1, 2 * n));                            // a scalar
+      const std::vector<double> dv = {0.5, -3, 2, 2, -3, 1};  // ties: the first one counts
+      const int d = p.add(data_node(dv));
+      const int mx = p.add(fold_node(Op::max, x));
+      const int mn = p.add(fold_node(Op::min, x));
+      const int pr = p.add(fold_node(Op::prod, x));
+      const int pz = p.add(fold_node(Op::prod, z));
+      const int ms = p.add(fold_node(Op::max, s));
+      const int md = p.add(fold_node(Op::max, d));
+      const int nd = p.add(fold_node(Op::min, d));
+      const int pd = p.add(fold_node(Op::prod, d));
+      // a fold of data mixed with parameters
+      const int mix = p.add(binary_node(Op::mul, mx, md, p));
+      p.n_free = D;
+      for (int t : {mn, pr, pz, ms, mix}) add_normal_objective(p, t, rng);
+      lockstep::plan(p);
+      CHECK(p.nodes[mx].chain);
+      CHECK_FALSE(p.nodes[md].chain);
+      std::vector<double> state = uniform_vector(rng, chains * D, 0.5, 1.5);
+      for (long c = 0; c < chains; ++c) {
+        for (long i = 0; i < n; ++i)
+          if (i % 2) state[c * D + i] = -state[c * D + i];
+        // z: chain 0 has no zero, chain 1 one zero, chain 2 two zeros
+        if (c >= 1) state[c * D + n + 2] = 0;
+        if (c >= 2) state[c * D + n + 4] = 0;
+      }
+      Executor<double> ex(p, chains, backend);
+      ex.forward(state.data());
+      CHECK(ex.value(md)[0] == 2);
+      CHECK(ex.value(nd)[0] == -3);
+      CHECK(close(ex.value(pd)[0], 0.5 * -3 * 2 * 2 * -3 * 1, 1e-15));
+      for (long c = 0; c < chains; ++c) {
+        const double* xc = state.data() + c * D;
+        const double* zc = xc + n;
+        double hi = xc[0], lo = xc[0], prod = 1, zprod = 1;
+        for (long i = 0; i < n; ++i) {
+          hi = std::max(hi, xc[i]);
+          lo = std::min(lo, xc[i]);
+          prod *= xc[i];
+          zprod *= zc[i];
+        }
+        CHECK(ex.value(mx)[c] == hi);
+        CHECK(ex.value(mn)[c] == lo);
+        CHECK(close(ex.value(pr)[c], prod, 1e-14));
+        CHECK(close(ex.value(pz)[c], zprod, 1e-14));
+        CHECK(ex.value(ms)[c] == xc[2 * n]);
+      }
+      check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, backend);
+
+      // max of three equal values x: the adjoint reaches x once (the first
+      // maximum's); prod of them is x^3, with 3 x^2 from one adjoint per element
+      for (Op op : {Op::max, Op::prod}) {
+        Program q;
+        const int qx = q.add(param_node(1, 0));
+        const int qd = q.add(data_node({0, 0, 0}));
+        const int qv = q.add(binary_node(Op::add, qd, qx, q));
+        const int qm = q.add(fold_node(op, qv));
+        const int mean = q.add(data_node({0.2}));
+        const int sd = q.add(data_node({1.3}));
+        add_term(q, density_node(Family::normal, {qm, mean, sd}));
+        q.n_free = 1;
+        lockstep::plan(q);
+        const std::vector<double> qs(chains, 0.7);
+        const Eval e = evaluate(q, chains, qs, backend);
+        const double y = op == Op::max ? 0.7 : 0.343, dy = op == Op::max ? 1 : 3 * 0.49;
+        for (long c = 0; c < chains; ++c)
+          CHECK(close(e.grad[c], -(y - 0.2) / (1.3 * 1.3) * dy, 1e-13, 1e-15));
+      }
+    }
+}
+
+TEST_CASE("cumsum, cumprod: values as a column-major vector, reverse-scan gradients",
+          "[ops][cumulative][cumsum][cumprod]") {
+  std::mt19937 rng(212);
+  const long n = 6;
+  const long D = 2 * n;
+  for (long chains : {1L, 3L})
+    for (Backend backend : {Backend::cpu, Backend::emulated}) {
+      INFO("chains " << chains << ", " << backend_name(backend));
+      Program p;
+      const int x = p.add(param_node(n, 0, Transform::none, 0, 0, {2, 3}));
+      const int z = p.add(param_node(n, n, Transform::none, 0, 0, {3, 2}));
+      const std::vector<double> dv = {1, 2, 3, 4};
+      const int d = p.add(data_node(dv, {2, 2}));
+      const int cs = p.add(cumulative_node(Op::cumsum, x, p));
+      const int cp = p.add(cumulative_node(Op::cumprod, x, p));
+      const int cz = p.add(cumulative_node(Op::cumprod, z, p));
+      const int cd = p.add(cumulative_node(Op::cumsum, d, p));
+      const int pd = p.add(cumulative_node(Op::cumprod, d, p));
+      p.n_free = D;
+      for (int t : {cs, cp, cz}) add_normal_objective(p, t, rng);
+      lockstep::plan(p);
+      CHECK(p.nodes[cs].dim == std::vector<long>({n, 1}));
+      CHECK_FALSE(p.nodes[cd].chain);
+      std::vector<double> state = uniform_vector(rng, chains * D, -1.5, 1.5);
+      for (long c = 0; c < chains; ++c) {
+        // z: chain 1 has a zero, chain 2 two zeros
+        if (c >= 1) state[c * D + n + 1] = 0;
+        if (c >= 2) state[c * D + n + 4] = 0;
+      }
+      Executor<double> ex(p, chains, backend);
+      ex.forward(state.data());
+      CHECK(chain_values(ex, p, cd, 0) == std::vector<double>({1, 3, 6, 10}));
+      CHECK(chain_values(ex, p, pd, 0) == std::vector<double>({1, 2, 6, 24}));
+      for (long c = 0; c < chains; ++c) {
+        const double* xc = state.data() + c * D;
+        double s = 0, pr = 1, zp = 1;
+        for (long i = 0; i < n; ++i) {
+          s += xc[i];
+          pr *= xc[i];
+          zp *= xc[n + i];
+          CHECK(close(ex.value(cs)[c * n + i], s, 1e-14, 1e-15));
+          CHECK(close(ex.value(cp)[c * n + i], pr, 1e-14, 1e-300));
+          CHECK(close(ex.value(cz)[c * n + i], zp, 1e-14, 1e-300));
+        }
+      }
+      check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, backend);
+    }
+}
+
+TEST_CASE("concat: blocks copied in order, gradients scattered back to each operand",
+          "[ops][concat]") {
+  std::mt19937 rng(213);
+  const long D = 4 + 3 + 1;
+  for (long chains : {1L, 3L})
+    for (Backend backend : {Backend::cpu, Backend::emulated}) {
+      INFO("chains " << chains << ", " << backend_name(backend));
+      Program p;
+      const int a = p.add(param_node(4, 0, Transform::none, 0, 0, {2, 2}));
+      const int b = p.add(param_node(3, 4));
+      const int s = p.add(param_node(1, 7));
+      const int d = p.add(data_node({10, 20, 30}));
+      const int ab = p.add(concat_node(a, b, p));              // 7 x 1
+      const int ad = p.add(concat_node(d, a, p, {7, 1}));      // data first
+      const int abs_ = p.add(concat_node(ab, s, p, {2, 4}));   // a 2 x 4 result
+      const int ss = p.add(concat_node(s, s, p));               // one node twice
+      const int dd = p.add(concat_node(d, d, p, {3, 2}));       // data only
+      p.n_free = D;
+      for (int t : {ad, abs_, ss}) add_normal_objective(p, t, rng);
+      lockstep::plan(p);
+      CHECK(p.nodes[ab].chain);
+      CHECK_FALSE(p.nodes[dd].chain);
+      const std::vector<double> state = uniform_vector(rng, chains * D, -2, 2);
+      Executor<double> ex(p, chains, backend);
+      ex.forward(state.data());
+      CHECK(chain_values(ex, p, dd, 0) == std::vector<double>({10, 20, 30, 10, 20, 30}));
+      for (long c = 0; c < chains; ++c) {
+        const double* v = state.data() + c * D;
+        const std::vector<double> want_ab(v, v + 7);
+        CHECK(chain_values(ex, p, ab, c) == want_ab);
+        CHECK(chain_values(ex, p, ad, c) ==
+              std::vector<double>({10, 20, 30, v[0], v[1], v[2], v[3]}));
+        std::vector<double> want_abs = want_ab;
+        want_abs.push_back(v[7]);
+        CHECK(chain_values(ex, p, abs_, c) == want_abs);
+        CHECK(chain_values(ex, p, ss, c) == std::vector<double>({v[7], v[7]}));
+      }
+      check_gradient(p, chains, state, 1e-8, 1e-9, 1e-4, backend);
+    }
+}
+
+TEST_CASE("fold, cumulative, concat: wrong shapes are refused", "[ops][fold][concat][ir]") {
+  Program p;
+  const int x = p.add(data_node({1, 2, 3}));
+  Node m = fold_node(Op::max, x);
+  m.dim = {3, 1};
+  m.size = 3;
+  p.add(m);
+  CHECK_THROWS_WITH(lockstep::validate(p), Catch::Contains("a max has one element"));
+  p.nodes.pop_back();
+  Node c = cumulative_node(Op::cumsum, x, p);
+  c.dim = {2, 1};
+  c.size = 2;
+  p.add(c);
+  CHECK_THROWS_WITH(lockstep::validate(p), Catch::Contains("output size differs"));
+  p.nodes.pop_back();
+  Node k = concat_node(x, x, p);
+  k.dim = {5, 1};
+  k.size = 5;
+  p.add(k);
+  CHECK_THROWS_WITH(lockstep::validate(p), Catch::Contains("the operands 3 and 3"));
+  p.nodes.pop_back();
+  p.add(concat_node(x, x, p, {2, 3}));
+  CHECK_NOTHROW(lockstep::validate(p));
 }

@@ -10,8 +10,11 @@
 
 #include "ir.hpp"
 #include "kernels/axis_sum.hpp"
+#include "kernels/concat.hpp"
+#include "kernels/cumulative.hpp"
 #include "kernels/density.hpp"
 #include "kernels/elementwise.hpp"
+#include "kernels/fold.hpp"
 #include "kernels/gather.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/param.hpp"
@@ -203,6 +206,17 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       }
       break;
     }
+    case OpFamily::fold:
+      launch(FoldForward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), y, C,
+                            call.in[0].size()});
+      break;
+    case OpFamily::cumulative:
+      launch(CumulativeForward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), y, C, n});
+      break;
+    case OpFamily::concat:
+      launch(ConcatForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].size(),
+                              call.in[1].value, call.in[1].chain_stride(), y, C, n});
+      break;
   }
 }
 
@@ -281,6 +295,23 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
       break;
     }
     case OpFamily::density:
+      break;
+    case OpFamily::fold:
+      if (call.in[0].adjoint)
+        launch(FoldBackward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), dy,
+                               sink(call.in[0], call.in[0]), C, call.in[0].size()});
+      break;
+    case OpFamily::cumulative:
+      if (call.in[0].adjoint)
+        launch(CumulativeBackward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), y,
+                                     call.out.chain_stride(), dy, call.in[0].adjoint,
+                                     call.in[0].chain_stride(), C, n});
+      break;
+    case OpFamily::concat:
+      if (call.in[0].adjoint || call.in[1].adjoint)
+        launch(ConcatBackward<T>{dy, call.in[0].adjoint, call.in[0].chain_stride(),
+                                 call.in[0].size(), call.in[1].adjoint, call.in[1].chain_stride(),
+                                 C, n});
       break;
   }
 }
