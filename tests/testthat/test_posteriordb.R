@@ -1,0 +1,378 @@
+# Acceptance tests of lockstep's NUTS sampler against the reference posteriors of
+# posteriordb (../shared/posteriordb, see its README.md): each posterior is written
+# with lockstep's R API exactly as posteriordb's Stan program defines it, sampled
+# with mcmc()'s default sampler (nuts()), and its posterior mean and second moment of
+# every reported quantity compared with the reference by posteriordb_z() (in
+# helper-lockstep.R): z = (lockstep - reference) / sqrt(mcse_lockstep^2 +
+# mcse_reference^2).
+#
+# bench/posteriordb.R times the same models (it evaluates the definitions at the
+# top of this file, everything but the test_that() blocks), so keep them free of
+# testthat calls.
+
+# -- models --------------------------------------------------------------------
+
+# The data of a posterior, as posteriordb stores it (matrices come back as
+# matrices).
+posteriordb_data <- function(posterior) {
+  jsonlite::fromJSON(file.path(posteriordb_dir(posterior), "data.json"))
+}
+
+# posteriordb names vector elements beta[1]; lockstep names them beta[1,1].
+posteriordb_vector_names <- function(x) sub("^([A-Za-z_]+)\\[([0-9]+)\\]$", "\\1[\\2,1]", x)
+
+# A linear regression `y ~ normal(X beta, sigma)`, r = list(X, y) from
+# posteriordb_design, with beta flat (a variable() with no distribution) and
+# sigma flat on (0, Inf): earnings, mesquite and nes2000.
+flat_regression <- function(r) {
+  beta <- variable(dim = ncol(r$X))
+  sigma <- variable(lower = 0)
+  y <- r$y
+  distribution(y) <- normal(as_data(r$X) %*% beta, sigma)
+  model(beta, sigma)
+}
+
+# Its log density at free state z = (beta, log sigma): flat priors add nothing
+# but the Jacobian of sigma = exp(z).
+flat_regression_log_density <- function(z, r) {
+  k <- ncol(r$X)
+  sigma <- exp(z[k + 1])
+  z[k + 1] + sum(stats::dnorm(r$y, r$X %*% z[seq_len(k)], sigma, log = TRUE))
+}
+
+# L z for the lower Cholesky factor L of an n x n greta array K (symmetric
+# positive definite) and a greta vector z, with the operations lockstep has
+# (there is no chol() or element assignment yet): the columns of L are built one
+# at a time as full-length vectors, the Cholesky-Crout recurrence
+#   v_j = K[, j] - sum_{k < j} L[, k] L[j, k],  L[, j] = v_j / sqrt(v_j[j]),
+# with the entries above the diagonal masked to exact zeros, and L z summed as
+# sum_j L[, j] z[j]. A K that is not positive definite in floating point gives
+# the sqrt of a negative number, hence a non-finite log density, which the
+# sampler rejects (Stan's cholesky_decompose rejects it too).
+gp_lower_cholesky_times <- function(K, z, n) {
+  columns <- vector("list", n)
+  result <- NULL
+  for (j in seq_len(n)) {
+    v <- K[, j]
+    for (k in seq_len(j - 1)) v <- v - columns[[k]] * columns[[k]][j]
+    below <- as.numeric(seq_len(n) >= j)
+    columns[[j]] <- below * v / sqrt(v[j])
+    term <- columns[[j]] * z[j]
+    result <- if (is.null(result)) term else result + term
+  }
+  result
+}
+
+# The design matrices, shared by the lockstep models, their R log densities and
+# bench/posteriordb.R's Stan data. Each returns list(X, y), X with an intercept
+# column except for diamonds (whose intercept is a separate parameter).
+posteriordb_design <- list(
+  "kidiq-kidscore_interaction" = function(d) {
+    list(X = cbind(1, d$mom_hs, d$mom_iq, d$mom_hs * d$mom_iq), y = d$kid_score)
+  },
+  "earnings-logearn_interaction_z" = function(d) {
+    z <- (d$height - mean(d$height)) / stats::sd(d$height)
+    list(X = cbind(1, z, d$male, z * d$male), y = log(d$earn))
+  },
+  "mesquite-logmesquite_logvas" = function(d) {
+    list(X = cbind(1, log(d$diam1 * d$diam2 * d$canopy_height), log(d$diam1 * d$diam2),
+                   log(d$diam1 / d$diam2), log(d$total_height), log(d$density), d$group),
+         y = log(d$weight))
+  },
+  "nes2000-nes" = function(d) {
+    age <- d$age_discrete
+    list(X = cbind(1, d$real_ideo, d$race_adj, age == 2, age == 3, age == 4, d$educ1,
+                   d$gender, d$income),
+         y = d$partyid7)
+  },
+  # the K lags of y[t] for t = K + 1, ..., T: X[, k] = y[t - k]
+  "arK-arK" = function(d) {
+    steps <- (d$K + 1):d$T
+    list(X = sapply(seq_len(d$K), function(k) d$y[steps - k]), y = d$y[steps])
+  },
+  # X without its intercept column, each column centred on its mean
+  "diamonds-diamonds" = function(d) {
+    Xc <- base::sweep(d$X[, -1, drop = FALSE], 2, colMeans(d$X[, -1, drop = FALSE]))
+    list(X = Xc, y = d$Y)
+  }
+)
+
+
+# The posteriors: for each, `build(d)` writes the model with lockstep's API from
+# the data d and returns model(...) of the reported quantities, and
+# `log_density(z, d)` is the same log density written by hand in R, on the free
+# scale (variables in the order they are created; a positive variable is
+# exp(z), adding z for the Jacobian), with every constant lockstep keeps (the
+# normalisers, and log 2 for a half-distribution), so that a model written
+# wrongly fails before it is sampled.
+posteriordb_posteriors <- list(
+  # kid_score ~ normal(b1 + b2 mom_hs + b3 mom_iq + b4 mom_hs * mom_iq, sigma),
+  # beta flat, sigma ~ half-cauchy(0, 2.5)
+  "kidiq-kidscore_interaction" = list(
+    build = function(d) {
+      r <- posteriordb_design[["kidiq-kidscore_interaction"]](d)
+      beta <- variable(dim = ncol(r$X))
+      sigma <- cauchy(0, 2.5, truncation = c(0, Inf))
+      y <- r$y
+      distribution(y) <- normal(as_data(r$X) %*% beta, sigma)
+      model(beta, sigma)
+    },
+    log_density = function(z, d) {
+      r <- posteriordb_design[["kidiq-kidscore_interaction"]](d)
+      sigma <- exp(z[5])
+      stats::dcauchy(sigma, 0, 2.5, log = TRUE) + log(2) + z[5] +
+        sum(stats::dnorm(r$y, r$X %*% z[1:4], sigma, log = TRUE))
+    }
+  ),
+  # log(earn) ~ normal(b1 + b2 z + b3 male + b4 z * male, sigma), z the
+  # standardised height; beta flat, sigma flat on (0, Inf)
+  "earnings-logearn_interaction_z" = list(
+    build = function(d) flat_regression(posteriordb_design[["earnings-logearn_interaction_z"]](d)),
+    log_density = function(z, d) {
+      flat_regression_log_density(z, posteriordb_design[["earnings-logearn_interaction_z"]](d))
+    }
+  ),
+  # log(weight) ~ normal(b1 + b2 log(diam1 diam2 canopy_height)
+  # + b3 log(diam1 diam2) + b4 log(diam1 / diam2) + b5 log(total_height)
+  # + b6 log(density) + b7 group, sigma); beta flat, sigma flat on (0, Inf)
+  "mesquite-logmesquite_logvas" = list(
+    build = function(d) flat_regression(posteriordb_design[["mesquite-logmesquite_logvas"]](d)),
+    log_density = function(z, d) {
+      flat_regression_log_density(z, posteriordb_design[["mesquite-logmesquite_logvas"]](d))
+    }
+  ),
+  # partyid7 ~ normal(b1 + b2 real_ideo + b3 race_adj + b4 [age == 2]
+  # + b5 [age == 3] + b6 [age == 4] + b7 educ1 + b8 gender + b9 income, sigma);
+  # beta flat, sigma flat on (0, Inf)
+  "nes2000-nes" = list(
+    build = function(d) flat_regression(posteriordb_design[["nes2000-nes"]](d)),
+    log_density = function(z, d) {
+      flat_regression_log_density(z, posteriordb_design[["nes2000-nes"]](d))
+    }
+  ),
+  # y[t] ~ normal(alpha + sum_k beta[k] y[t - k], sigma) for t > K;
+  # alpha, beta ~ normal(0, 10), sigma ~ half-cauchy(0, 2.5)
+  "arK-arK" = list(
+    build = function(d) {
+      r <- posteriordb_design[["arK-arK"]](d)
+      alpha <- normal(0, 10)
+      beta <- normal(0, 10, dim = d$K)
+      sigma <- cauchy(0, 2.5, truncation = c(0, Inf))
+      y <- r$y
+      distribution(y) <- normal(alpha + as_data(r$X) %*% beta, sigma)
+      model(alpha, beta, sigma)
+    },
+    log_density = function(z, d) {
+      r <- posteriordb_design[["arK-arK"]](d)
+      K <- d$K
+      alpha <- z[1]
+      beta <- z[1 + seq_len(K)]
+      sigma <- exp(z[K + 2])
+      stats::dnorm(alpha, 0, 10, log = TRUE) + sum(stats::dnorm(beta, 0, 10, log = TRUE)) +
+        stats::dcauchy(sigma, 0, 2.5, log = TRUE) + log(2) + z[K + 2] +
+        sum(stats::dnorm(r$y, alpha + r$X %*% beta, sigma, log = TRUE))
+    }
+  ),
+  # y ~ normal(alpha + beta x, sigma), alpha ~ normal(pmualpha, psalpha),
+  # beta ~ normal(pmubeta, psbeta), sigma flat on (0, Inf)
+  "kilpisjarvi_mod-kilpisjarvi" = list(
+    build = function(d) {
+      alpha <- normal(d$pmualpha, d$psalpha)
+      beta <- normal(d$pmubeta, d$psbeta)
+      sigma <- variable(lower = 0)
+      y <- d$y
+      distribution(y) <- normal(alpha + beta * d$x, sigma)
+      model(alpha, beta, sigma)
+    },
+    log_density = function(z, d) {
+      sigma <- exp(z[3])
+      stats::dnorm(z[1], d$pmualpha, d$psalpha, log = TRUE) +
+        stats::dnorm(z[2], d$pmubeta, d$psbeta, log = TRUE) + z[3] +
+        sum(stats::dnorm(d$y, z[1] + z[2] * d$x, sigma, log = TRUE))
+    }
+  ),
+  # y ~ normal(X beta, sigma), beta ~ normal(0, 10), sigma ~ half-normal(0, 10)
+  "sblrc-blr" = list(
+    build = function(d) {
+      beta <- normal(0, 10, dim = d$D)
+      sigma <- normal(0, 10, truncation = c(0, Inf))
+      y <- d$y
+      distribution(y) <- normal(as_data(d$X) %*% beta, sigma)
+      model(beta, sigma)
+    },
+    log_density = function(z, d) {
+      beta <- z[seq_len(d$D)]
+      sigma <- exp(z[d$D + 1])
+      sum(stats::dnorm(beta, 0, 10, log = TRUE)) +
+        stats::dnorm(sigma, 0, 10, log = TRUE) + log(2) + z[d$D + 1] +
+        sum(stats::dnorm(d$y, d$X %*% beta, sigma, log = TRUE))
+    }
+  ),
+  # rho ~ gamma(25, 4), alpha ~ half-normal(0, 2), f_tilde ~ normal(0, 1),
+  # K[i, j] = alpha^2 exp(-(x_i - x_j)^2 / (2 rho^2)) + 1e-10 [i == j],
+  # f = chol(K)' f_tilde (the lower Cholesky factor), k ~ poisson(exp(f)).
+  # lockstep has no chol() yet, so the factor is written out column by column
+  # by gp_lower_cholesky_times().
+  "gp_pois_regr-gp_pois_regr" = list(
+    build = function(d) {
+      n <- d$N
+      rho <- gamma(25, 4)
+      alpha <- normal(0, 2, truncation = c(0, Inf))
+      f_tilde <- normal(0, 1, dim = n)
+      squared_distance <- outer(d$x, d$x, "-")^2
+      K <- exp(-squared_distance * (1 / (2 * rho * rho))) * (alpha * alpha) + diag(1e-10, n)
+      f <- gp_lower_cholesky_times(K, f_tilde, n)
+      k <- d$k
+      distribution(k) <- poisson(exp(f))
+      model(rho, alpha, f)
+    },
+    log_density = function(z, d) {
+      n <- d$N
+      rho <- exp(z[1])
+      alpha <- exp(z[2])
+      f_tilde <- z[2 + seq_len(n)]
+      K <- alpha^2 * exp(-outer(d$x, d$x, "-")^2 / (2 * rho^2)) + diag(1e-10, n)
+      f <- t(chol(K)) %*% f_tilde
+      stats::dgamma(rho, 25, 4, log = TRUE) + z[1] +
+        stats::dnorm(alpha, 0, 2, log = TRUE) + log(2) + z[2] +
+        sum(stats::dnorm(f_tilde, log = TRUE)) + sum(stats::dpois(d$k, exp(f), log = TRUE))
+    }
+  ),
+  # Y ~ normal(Intercept + Xc b, sigma), Xc = X without its intercept column,
+  # each column centred; b ~ normal(0, 1), Intercept ~ student_t(3, 8, 10),
+  # sigma ~ half-student_t(3, 0, 10)
+  "diamonds-diamonds" = list(
+    build = function(d) {
+      r <- posteriordb_design[["diamonds-diamonds"]](d)
+      b <- normal(0, 1, dim = ncol(r$X))
+      Intercept <- student(3, 8, 10)
+      sigma <- student(3, 0, 10, truncation = c(0, Inf))
+      Y <- r$y
+      distribution(Y) <- normal(Intercept + as_data(r$X) %*% b, sigma)
+      model(b, Intercept, sigma)
+    },
+    log_density = function(z, d) {
+      r <- posteriordb_design[["diamonds-diamonds"]](d)
+      k <- ncol(r$X)
+      b <- z[seq_len(k)]
+      intercept <- z[k + 1]
+      sigma <- exp(z[k + 2])
+      sum(stats::dnorm(b, 0, 1, log = TRUE)) +
+        stats::dt((intercept - 8) / 10, 3, log = TRUE) - log(10) +
+        stats::dt(sigma / 10, 3, log = TRUE) - log(10) + log(2) + z[k + 2] +
+        sum(stats::dnorm(r$y, intercept + r$X %*% b, sigma, log = TRUE))
+    }
+  )
+)
+
+# Samples a posterior with mcmc()'s default sampler, nuts(), 4 chains, and
+# compares the mean and second moment of each reported quantity with the
+# reference. The model's log density is first checked against the hand-written
+# one at two random free states. Returns the z-scores, invisibly.
+#
+# The engine runs on one thread: the draws then depend on the seed alone (the
+# engine's sums are ordered by its threads, so the default, one thread per core,
+# gives other draws on a machine with another number of cores), and for models
+# this small one thread is also the faster.
+#
+# The |z| bound: 4 for a handful of quantities (posteriordb's README), raised
+# for many by a Bonferroni correction, so that the whole posterior fails by
+# chance with probability about 0.001: each of the 2 * n_quantities z-scores
+# (mean and second moment) must lie within qnorm(1 - 0.001 / (2 * 2 *
+# n_quantities)) (two-sided); 4 is the larger up to 7 quantities, 4.27 for
+# diamonds' 26. (The z-scores of a quantity's two moments are correlated, so
+# this is conservative.)
+#
+# Hitting the maximum tree depth costs efficiency, not correctness (kilpisjarvi's
+# and diamonds' correlations need long trajectories). Divergences would be
+# suspicious in the regressions, whose posteriors are smooth and nearly Gaussian:
+# none are allowed unless `max_divergent` (a fraction of the kept draws) says
+# otherwise.
+expect_posteriordb_match <- function(posterior, seed, n_samples = 1000, warmup = 1000,
+                                     max_divergent = 0) {
+  spec <- posteriordb_posteriors[[posterior]]
+  d <- posteriordb_data(posterior)
+  m <- spec$build(d)
+  set.seed(seed)
+  expect_density_matches(m, function(z) spec$log_density(z, d), chains = 2, sd = 0.5)
+
+  set.seed(seed)
+  draws <- suppressWarnings(  # of divergences and tree depth: counted below
+    mcmc(m, n_samples = n_samples, warmup = warmup, chains = 4, verbose = FALSE,
+         compute_options = cpu_only(threads = 1))
+  )
+  divergent <- sum(vapply(get_sampler_params(draws), function(p) sum(p$divergent__), numeric(1)))
+  expect_lte(divergent, max_divergent * 4 * n_samples,
+             label = sprintf("%s: the number of divergent draws (of %d)", posterior, 4 * n_samples))
+
+  # the mcse in z is only trustworthy with enough effective draws
+  expect_gte(min(coda::effectiveSize(draws)), 100,
+             label = sprintf("%s: the smallest effective sample size", posterior))
+
+  z <- posteriordb_z(draws, posterior, name_map = posteriordb_vector_names)
+  reference <- read_json_file(file.path(posteriordb_dir(posterior), "reference_mean.json"))
+  expect_setequal(z$name, posteriordb_vector_names(reference$names))
+  expect_true(all(is.finite(z$z_mean)))
+  expect_true(all(is.finite(z$z_mean_squared)))
+  bound <- max(4, stats::qnorm(1 - 0.001 / (2 * 2 * nrow(z))))
+  for (k in seq_len(nrow(z))) {
+    expect_lt(abs(z$z_mean[k]), bound,
+              label = sprintf("%s: |z| of the mean of %s", posterior, z$name[k]))
+    expect_lt(abs(z$z_mean_squared[k]), bound,
+              label = sprintf("%s: |z| of the second moment of %s", posterior, z$name[k]))
+  }
+  invisible(z)
+}
+
+# -- the tests -----------------------------------------------------------------
+
+test_that("kidiq-kidscore_interaction (badly scaled predictors) matches the posteriordb reference", {
+  expect_posteriordb_match("kidiq-kidscore_interaction", seed = 601)
+})
+
+test_that("earnings-logearn_interaction_z matches the posteriordb reference", {
+  expect_posteriordb_match("earnings-logearn_interaction_z", seed = 602)
+})
+
+test_that("mesquite-logmesquite_logvas matches the posteriordb reference", {
+  expect_posteriordb_match("mesquite-logmesquite_logvas", seed = 603)
+})
+
+test_that("nes2000-nes matches the posteriordb reference", {
+  expect_posteriordb_match("nes2000-nes", seed = 604)
+})
+
+test_that("arK-arK matches the posteriordb reference", {
+  expect_posteriordb_match("arK-arK", seed = 605)
+})
+
+# kilpisjarvi_mod-kilpisjarvi (an extremely correlated linear trend) does not pass
+# yet: with 1000 warmup iterations and a diagonal metric, NUTS's draws of alpha
+# and beta were 15 and more standard errors from the reference at the time of
+# writing (see the issue notes); it is the case a dense metric is for.
+
+test_that("sblrc-blr matches the posteriordb reference", {
+  expect_posteriordb_match("sblrc-blr", seed = 607)
+})
+
+test_that("gp_pois_regr-gp_pois_regr (latent GP, Poisson counts) matches the posteriordb reference", {
+  # Divergences happen here, in the tail of large alpha: rstan 2.21 on the same
+  # program (bench/posteriordb.R) had 3 to 23 of 4000 draws divergent (1000 +
+  # 1000 iterations, 8 seeds), lockstep (1000 + 500, 8 seeds) 7 to 53 of 2000,
+  # 0.35% to 2.65%: more than Stan. A chain stuck in that tail shows as many more
+  # divergences (with 500 warmup iterations one seed gave 175 of a chain's 500).
+  # 500 kept draws per chain (about 550 effective): each gradient goes through
+  # the ~290 small operations of the unrolled Cholesky factor.
+  expect_posteriordb_match("gp_pois_regr-gp_pois_regr", seed = 608, n_samples = 500,
+                           max_divergent = 0.03)
+})
+
+test_that("diamonds-diamonds (26 correlated quantities) matches the posteriordb reference", {
+  # Most iterations reach the maximum tree depth (1023 leapfrog steps through a
+  # 5000 x 24 design): about 25 minutes on the 2-core development machine.
+  skip_if_not(identical(Sys.getenv("LOCKSTEP_SLOW_TESTS"), "true"),
+              paste("diamonds-diamonds takes about 25 minutes (long trajectories):",
+                    "opt in with LOCKSTEP_SLOW_TESTS=true"))
+  # 500 kept draws per chain (about 900 effective)
+  expect_posteriordb_match("diamonds-diamonds", seed = 609, n_samples = 500)
+})
