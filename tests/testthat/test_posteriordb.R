@@ -378,10 +378,10 @@ test_that("gp_pois_regr-gp_pois_regr (latent GP, Poisson counts) matches the pos
 
 test_that("diamonds-diamonds (26 correlated quantities) matches the posteriordb reference", {
   # Most iterations reach the maximum tree depth (1023 leapfrog steps through a
-  # 5000 x 24 design): about 25 minutes on the 2-core development machine.
+  # 5000 x 24 design): 16-20 minutes on the 2-core development machine.
   skip_if_not(identical(Sys.getenv("LOCKSTEP_SLOW_TESTS"), "true"),
-              paste("diamonds-diamonds takes about 25 minutes (long trajectories):",
+              paste("diamonds-diamonds takes about 20 minutes (long trajectories):",
                     "opt in with LOCKSTEP_SLOW_TESTS=true"))
-  # 500 kept draws per chain (about 900 effective)
+  # 500 kept draws per chain (about 850 effective)
   expect_posteriordb_match("diamonds-diamonds", seed = 609, n_samples = 500)
 })
