@@ -39,14 +39,11 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
     stop("`draws` must be a greta_mcmc_list returned by mcmc(), extra_samples() or ",
          "stashed_samples()", call. = FALSE)
   }
-  n_samples <- check_count(n_samples, "n_samples", 0)
-  thin <- check_count(thin, "thin", 1)
-  pb_update <- check_count(pb_update, "pb_update", 1)
-  trace_batch_size <- check_count(trace_batch_size, "trace_batch_size", 1)
-  if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
-    stop("`verbose` must be TRUE or FALSE", call. = FALSE)
-  }
-  if (!is.null(n_cores)) check_count(n_cores, "n_cores", minimum = 1)
+  checked <- check_run_arguments(n_samples, thin, pb_update, trace_batch_size, verbose, n_cores)
+  n_samples <- checked$n_samples
+  thin <- checked$thin
+  pb_update <- checked$pb_update
+  trace_batch_size <- checked$trace_batch_size
   run <- info$run
   if (thin != run$thin) {
     stop("`draws` were thinned by ", run$thin, ": use extra_samples(draws, thin = ", run$thin,

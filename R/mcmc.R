@@ -56,16 +56,13 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   if (!inherits(sampler, "sampler")) {
     stop("`sampler` must be a sampler such as nuts() or hmc()", call. = FALSE)
   }
-  n_samples <- check_count(n_samples, "n_samples", 0)
-  thin <- check_count(thin, "thin", 1)
+  checked <- check_run_arguments(n_samples, thin, pb_update, trace_batch_size, verbose, n_cores)
+  n_samples <- checked$n_samples
+  thin <- checked$thin
+  pb_update <- checked$pb_update
+  trace_batch_size <- checked$trace_batch_size
   warmup <- check_count(warmup, "warmup", 0)
   chains <- check_count(chains, "chains", 1)
-  pb_update <- check_count(pb_update, "pb_update", 1)
-  trace_batch_size <- check_count(trace_batch_size, "trace_batch_size", 1)
-  if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
-    stop("`verbose` must be TRUE or FALSE", call. = FALSE)
-  }
-  if (!is.null(n_cores)) check_count(n_cores, "n_cores", minimum = 1)
   options <- check_compute_options(compute_options)
   engine <- model_engine(model)
   init <- initial_free_state(model, initial_values, chains, options, parent.frame())
@@ -77,6 +74,20 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   run <- list(model = model, handle = handle, sampler = sampler, chains = chains, thin = thin,
               warmup = warmup, trace_batch_size = trace_batch_size, options = options)
   finish_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
+}
+
+# The arguments mcmc() and extra_samples() share, checked, as integers.
+check_run_arguments <- function(n_samples, thin, pb_update, trace_batch_size, verbose,
+                                n_cores) {
+  out <- list(n_samples = check_count(n_samples, "n_samples", 0),
+              thin = check_count(thin, "thin", 1),
+              pb_update = check_count(pb_update, "pb_update", 1),
+              trace_batch_size = check_count(trace_batch_size, "trace_batch_size", 1))
+  if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
+    stop("`verbose` must be TRUE or FALSE", call. = FALSE)
+  }
+  if (!is.null(n_cores)) check_count(n_cores, "n_cores", minimum = 1)
+  out
 }
 
 # Runs a sampler's phases, keeping what it draws in an environment that is
