@@ -76,20 +76,37 @@ print.lockstep_backend_info <- function(x, ...) {
 #' GPUs and hosts will be. Results differ between settings only by the order
 #' in which floating-point sums are taken.
 #'
-#' `gpu_only()` will run the model on CUDA GPUs; the CUDA executor is not
-#' available yet in this version of lockstep (see [backend_info()]).
+#' `gpu_only()` runs the model on a CUDA GPU: every parameter-dependent value,
+#' for all chains, lives in the GPU's memory, and each op of the model runs as
+#' one kernel over all chains and all rows (the same kernel bodies as the CPU
+#' backend's, so results agree up to the order of floating-point sums). Data
+#' and what is computed from data alone are computed once, on the CPU, and
+#' copied to the GPU when the model is first run. The sampler itself still runs
+#' on the CPU, exchanging the state and gradient with the GPU at each step, so
+#' the GPU pays off for models with many rows of data (10^5 and more) and
+#' costs more than it saves for small ones. GPUs compute in single precision
+#' many times faster than in double: `model(..., precision = "single")` is
+#' recommended there. Needs lockstep built with CUDA (see [backend_info()]).
 #'
 #' @param threads the number of worker threads; by default the option
 #'   `lockstep.threads`, else the number of cores
-#' @param devices the number of virtual devices (shards of the observation rows)
 #' @param tile_rows rows per tile; `NULL` sizes tiles to the cache
 #' @param mpi `TRUE` to run across the processes of an MPI job (`mpirun -np P
 #'   Rscript fit.R`), each holding its own rows of the data: see [mpi_rows()].
 #'   Starts MPI when it is not running yet.
-#' @return a `lockstep_compute_options` object for [mcmc()]
+#' @param devices for `cpu_only()`, the number of virtual devices (shards of
+#'   the observation rows); for `gpu_only()`, the CUDA device to run on,
+#'   numbered from 0 as in `backend_info()$devices$id` (one GPU per process for
+#'   now)
+#' @return a `lockstep_compute_options` object for [mcmc()], [opt()] and
+#'   [calculate()]
 #' @examples
 #' cpu_only()
 #' cpu_only(threads = 2)
+#' # a GPU, where this build of lockstep has CUDA and one is visible
+#' if (isTRUE(backend_info()$cuda_built) && nrow(backend_info()$devices) > 0) {
+#'   gpu_only()
+#' }
 #' @export
 cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE) {
   if (is.null(threads)) threads <- default_threads()
@@ -110,13 +127,45 @@ cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE)
 
 #' @rdname cpu_only
 #' @export
-gpu_only <- function(devices = NULL) {
-  stop("gpu_only(): lockstep's CUDA executor is not available yet; use cpu_only() ",
-       "(backend_info() shows what this build has)", call. = FALSE)
+gpu_only <- function(devices = 0L) {
+  if (!is.numeric(devices) || length(devices) < 1 || anyNA(devices) || any(devices < 0) ||
+      any(devices != round(devices))) {
+    stop("`devices` must be a device number (0, 1, ...), as in backend_info()$devices$id",
+         call. = FALSE)
+  }
+  if (length(devices) > 1) {
+    stop("gpu_only(): one GPU per process for now (several GPUs in one process, through ",
+         "NCCL, are not available yet); got devices = c(", paste(devices, collapse = ", "), ")",
+         call. = FALSE)
+  }
+  info <- backend_info()
+  if (!isTRUE(info$cuda_built)) {
+    stop("gpu_only(): this build of lockstep has no CUDA backend; reinstall it where ",
+         "configure finds the CUDA toolkit's nvcc (see ?backend_info), or use cpu_only()",
+         call. = FALSE)
+  }
+  if (nrow(info$devices) == 0L) {
+    stop("gpu_only(): lockstep was built with CUDA, but no CUDA device is visible ",
+         "(no GPU, or no driver); use cpu_only()", call. = FALSE)
+  }
+  if (!devices %in% info$devices$id) {
+    stop(sprintf("gpu_only(): there is no GPU %d; the visible ones are %s", as.integer(devices),
+                 paste(info$devices$id, collapse = ", ")), call. = FALSE)
+  }
+  structure(
+    list(backend = "cuda", threads = 1L, devices = 1L, tile_rows = 0,
+         observation_stage = FALSE, mpi = FALSE, gpu = as.integer(devices),
+         gpu_name = info$devices$name[match(devices, info$devices$id)]),
+    class = "lockstep_compute_options"
+  )
 }
 
 #' @export
 print.lockstep_compute_options <- function(x, ...) {
+  if (identical(x$backend, "cuda")) {
+    cat(sprintf("lockstep compute options: cuda backend on GPU %d (%s)\n", x$gpu, x$gpu_name))
+    return(invisible(x))
+  }
   cat(sprintf("lockstep compute options: %s backend, %d thread%s, %d device%s, tiles of %s\n",
               x$backend, x$threads, if (x$threads == 1) "" else "s", x$devices,
               if (x$devices == 1) "" else "s",
@@ -134,7 +183,7 @@ default_threads <- function() {
 
 check_compute_options <- function(x) {
   if (!inherits(x, "lockstep_compute_options")) {
-    stop("`compute_options` must be created by cpu_only()", call. = FALSE)
+    stop("`compute_options` must be created by cpu_only() or gpu_only()", call. = FALSE)
   }
   x
 }

@@ -24,6 +24,9 @@
 #include "lockstep/sampler/rwmh.hpp"
 #include "lockstep/sampler/slice.hpp"
 #include "mpi_world.h"
+#ifdef LOCKSTEP_HAS_CUDA
+#include "lockstep/backends/cuda_executor.hpp"
+#endif
 
 using namespace Rcpp;
 
@@ -34,7 +37,7 @@ namespace {
 struct Engine {
   std::shared_ptr<lockstep::Program> program;
   bool single = false;
-  std::map<std::tuple<long, int, int, int, bool, long, bool, bool>,
+  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int>,
            std::unique_ptr<lockstep::Target>>
       executors;
   // Tracing reads node values, in double whatever the precision, from the
@@ -52,6 +55,8 @@ struct Engine {
     // what depends on them are the same on every rank.
     o.observation_stage = false;
     o.world = nullptr;
+    // and on the CPU: traced values are few and small, and come back to R.
+    if (o.backend == lockstep::Backend::cuda) o.backend = lockstep::Backend::cpu;
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), nodes);
     auto it = tracers.find(key);
     if (it == tracers.end()) {
@@ -67,7 +72,8 @@ struct Engine {
 
   lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
-                               o.observation_stage, o.tile_rows, o.world != nullptr, o.jacobian);
+                               o.observation_stage, o.tile_rows, o.world != nullptr, o.jacobian,
+                               o.gpu);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
@@ -80,6 +86,14 @@ struct Engine {
   static std::unique_ptr<lockstep::Target> make_executor(const lockstep::Program& p, long chains,
                                                          const lockstep::ExecOptions& o,
                                                          bool single) {
+    if (o.backend == lockstep::Backend::cuda) {
+#ifdef LOCKSTEP_HAS_CUDA
+      return lockstep::cuda::make_executor(p, chains, o, single);
+#else
+      throw std::invalid_argument(
+          "lockstep was built without CUDA: reinstall it where configure finds nvcc");
+#endif
+    }
     if (single) return std::make_unique<lockstep::Executor<float>>(p, chains, o);
     return std::make_unique<lockstep::Executor<double>>(p, chains, o);
   }
@@ -172,6 +186,7 @@ lockstep::ExecOptions exec_options(const List& o) {
   e.observation_stage = as<bool>(o["observation_stage"]);
   if (o.containsElementNamed("mpi") && as<bool>(o["mpi"])) e.world = mpi_world();
   if (o.containsElementNamed("jacobian")) e.jacobian = as<bool>(o["jacobian"]);
+  if (o.containsElementNamed("gpu")) e.gpu = as<int>(o["gpu"]);
   return e;
 }
 

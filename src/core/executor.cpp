@@ -10,7 +10,9 @@ namespace lockstep {
 Backend backend_from_name(const std::string& name) {
   if (name == "cpu") return Backend::cpu;
   if (name == "emulated") return Backend::emulated;
-  throw std::invalid_argument("unknown backend '" + name + "' (expected 'cpu' or 'emulated')");
+  if (name == "cuda") return Backend::cuda;
+  throw std::invalid_argument("unknown backend '" + name +
+                              "' (expected 'cpu', 'emulated' or 'cuda')");
 }
 
 namespace {
@@ -35,6 +37,9 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
       launch_{options.backend, options.geometry},
       tiled_(options.observation_stage && !program.extents.empty()) {
   if (chains < 1) throw std::invalid_argument("chains must be at least 1");
+  if (options.backend == Backend::cuda)
+    throw std::invalid_argument(
+        "lockstep: the cuda backend has its own executor (cuda::make_executor)");
   if (options.threads < 1) throw std::invalid_argument("threads must be at least 1");
   if (options.devices < 1) throw std::invalid_argument("devices must be at least 1");
   const size_t n = program.nodes.size();

@@ -125,7 +125,16 @@ const EmulatedGeometry geometries[] = {{1, 1}, {1, 5}, {3, 5}, {2, 32}, {7, 3}, 
 TEST_CASE("backend_from_name", "[backends]") {
   CHECK(lockstep::backend_from_name("cpu") == Backend::cpu);
   CHECK(lockstep::backend_from_name("emulated") == Backend::emulated);
+  CHECK(lockstep::backend_from_name("cuda") == Backend::cuda);
   CHECK_THROWS_AS(lockstep::backend_from_name("cuda9"), std::invalid_argument);
+}
+
+TEST_CASE("the host executor refuses the cuda backend, which has its own executor",
+          "[backends]") {
+  const Program p = eight_schools();
+  lockstep::ExecOptions o;
+  o.backend = Backend::cuda;
+  CHECK_THROWS_AS(Executor<double>(p, 2, o), std::invalid_argument);
 }
 
 TEST_CASE("the test programs' cpu gradients match finite differences", "[backends][gradient]") {

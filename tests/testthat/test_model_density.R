@@ -287,12 +287,23 @@ test_that("threads, virtual devices and tile sizes give the same log density and
   }
 })
 
-test_that("cpu_only() checks its arguments and gpu_only() says it is not available", {
+test_that("cpu_only() and gpu_only() check their arguments", {
   expect_s3_class(cpu_only(threads = 2), "lockstep_compute_options")
   expect_output(print(cpu_only(threads = 2, devices = 3)), "2 threads, 3 devices")
   expect_error(cpu_only(threads = 0), "`threads` must be a whole number of at least 1")
   expect_error(cpu_only(devices = 1.5), "`devices`")
-  expect_error(gpu_only(), "not available yet")
+  expect_error(gpu_only(-1), "`devices` must be a device number")
+  expect_error(gpu_only("0"), "`devices` must be a device number")
+  expect_error(gpu_only(0:1), "one GPU per process")
+  info <- backend_info()
+  if (!isTRUE(info$cuda_built)) {
+    expect_error(gpu_only(), "no CUDA backend")
+  } else if (nrow(info$devices) == 0L) {
+    expect_error(gpu_only(), "no CUDA device is visible")
+  } else {
+    expect_error(gpu_only(max(info$devices$id) + 1), "there is no GPU")
+    expect_output(print(gpu_only()), "cuda backend on GPU 0")
+  }
   m <- eight_schools_model()
   expect_error(mcmc(m, compute_options = "cpu", verbose = FALSE),
                "`compute_options` must be created by cpu_only()")
@@ -322,4 +333,15 @@ test_that("precision = 'single' agrees with double within float32 tolerance, and
   draws <- mcmc(ms, n_samples = 300, warmup = 300, chains = 2, verbose = FALSE)
   fit <- glm(y ~ x, family = binomial)
   expect_equal(unname(colMeans(as.matrix(draws))), unname(coef(fit)), tolerance = 0.1)
+})
+
+test_that("the cuda backend without a GPU (or without CUDA) is an R error, not a crash", {
+  info <- backend_info()
+  skip_if(isTRUE(info$cuda_built) && nrow(info$devices) > 0, "a GPU is visible here")
+  m <- eight_schools_model()
+  options <- cpu_only(threads = 1)
+  options$backend <- "cuda"
+  free <- matrix(0.1, 2, m$n_free)
+  expect_error(model_log_density(m, free, compute_options = options),
+               if (isTRUE(info$cuda_built)) "no CUDA device is visible" else "built without CUDA")
 })

@@ -42,6 +42,8 @@ struct ExecOptions {
   // the density of the free state (sampling, and MAP estimates), or, false,
   // the model's own density at the constrained values (maximum likelihood).
   bool jacobian = true;
+  // The CUDA device the cuda backend runs on (backends/cuda_executor.hpp).
+  int gpu = 0;
 };
 
 // Something with a log density and gradient over a [chains, dim] state: what

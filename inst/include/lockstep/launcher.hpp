@@ -1,5 +1,7 @@
 // Where kernel bodies run on the host: the CPU backend (one lane, plain loops)
-// or the emulated backend (the CUDA execution model, lane by lane).
+// or the emulated backend (the CUDA execution model, lane by lane). The cuda
+// backend runs the same bodies on a GPU, through its own executor
+// (backends/cuda_executor.hpp), never through this launcher.
 #ifndef LOCKSTEP_LAUNCHER_HPP
 #define LOCKSTEP_LAUNCHER_HPP
 
@@ -9,7 +11,7 @@
 
 namespace lockstep {
 
-enum class Backend : int { cpu, emulated };
+enum class Backend : int { cpu, emulated, cuda };
 
 Backend backend_from_name(const std::string& name);
 

@@ -143,10 +143,10 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       break;
     }
     case OpFamily::reduce: {
-      for (long c = 0; c < C; ++c) call.scratch[c] = 0;
+      launch(ZeroChains{call.scratch, C});
       launch(ChainSum<SumTerm<T>>(SumTerm<T>{operand(call.in[0], call.in[0])}, call.scratch, C,
                                   call.in[0].size()));
-      for (long c = 0; c < C; ++c) y[c] = static_cast<T>(call.scratch[c]);
+      launch(StoreChains<T>{call.scratch, y, nullptr, false, C});
       break;
     }
     case OpFamily::rowsum:
@@ -184,7 +184,7 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       // A density always carries the chain dimension: its value, per chain, is
       // added to the term's own value (which a tiled pass accumulates over its
       // tiles) and to the log density.
-      for (long c = 0; c < call.chains; ++c) call.scratch[c] = 0;
+      launch(ZeroChains{call.scratch, call.chains});
       with_family(node.family, [&](auto tag) {
         using Term = DensityTerm<T, decltype(tag)::value>;
         Term term{};
@@ -200,10 +200,7 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
         }
         launch(ChainSum<Term>(term, call.scratch, call.chains, target.size()));
       });
-      for (long c = 0; c < call.chains; ++c) {
-        y[c] += static_cast<T>(call.scratch[c]);
-        call.lp[c] += call.scratch[c];
-      }
+      launch(StoreChains<T>{call.scratch, y, call.lp, true, call.chains});
       break;
     }
     case OpFamily::fold:
@@ -247,7 +244,7 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
                              operand(call.in[1], call.out), y, dy, sink(call.in[0], call.out),
                              sink(call.in[1], call.out), C, n};
       body.rows = call.out.rows;
-      launch(body);
+      launch(body.with_block_sums());
       break;
     }
     case OpFamily::reduce:
@@ -291,7 +288,8 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
       if (call.in[0].adjoint || call.in[1].adjoint || dv || dp.data)
         launch(RowDotBackward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
                                  v ? v->value : nullptr, dy, call.in[0].adjoint,
-                                 call.in[1].adjoint, dv, dp, C});
+                                 call.in[1].adjoint, dv, dp, C}
+                   .with_dv_phases());
       break;
     }
     case OpFamily::density:

@@ -54,6 +54,40 @@ template <class Term> struct ChainSum {
   }
 };
 
+// The per-chain bookkeeping around a ChainSum, as kernels rather than host
+// loops, so that it runs where the buffers are (a GPU's memory included).
+// out[c] = 0 for every chain.
+struct ZeroChains {
+  double* out;
+  long chains;
+  int phases = 1;
+  int shared_per_lane = 0;
+
+  LS_HD void operator()(int, const Lane& lane) const {
+    for (long c = lane.index; c < chains; c += lane.count) out[c] = 0;
+  }
+};
+
+// Moves per-chain totals s[c] on: y[c] = s[c] (a sum's value) or, with `add`,
+// y[c] += s[c] (a density term's value, which a tiled pass accumulates over its
+// tiles); and lp[c] += s[c] unless lp is null.
+template <class T> struct StoreChains {
+  const double* s;
+  T* y;
+  double* lp;
+  bool add;
+  long chains;
+  int phases = 1;
+  int shared_per_lane = 0;
+
+  LS_HD void operator()(int, const Lane& lane) const {
+    for (long c = lane.index; c < chains; c += lane.count) {
+      y[c] = add ? static_cast<T>(y[c] + static_cast<T>(s[c])) : static_cast<T>(s[c]);
+      if (lp) lp[c] += s[c];
+    }
+  }
+};
+
 }  // namespace lockstep
 
 #endif

@@ -128,7 +128,35 @@ template <class T> struct BinaryBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   long rows = 1;  // as in BinaryForward
-  LS_HD void operator()(int, const Lane& lane) const {
+  // Operand adjoints that sum over many elements (a scalar; a row vector of
+  // at most 32 columns broadcast down the rows) take, with several lanes,
+  // block sums: the lanes go through the chains one by one, two phases each;
+  // in phase 2c they add chain c's partials into block-shared slots (one per
+  // summed value), in phase 2c + 1 each slot's block total is added with one
+  // atomic. One atomic per element instead would queue every lane of a GPU on
+  // the same few addresses. slots_a / slots_b: that operand's slots (0: its
+  // adjoint is added element by element). Set by with_block_sums().
+  long slots_a = 0, slots_b = 0;
+
+  BinaryBackward& with_block_sums() {
+    slots_a = summed_slots(da);
+    slots_b = summed_slots(db);
+    if (slots_a + slots_b > 0) {
+      phases = static_cast<int>(2 * chains);
+      shared_per_lane = static_cast<int>(slots_a + slots_b);
+    }
+    return *this;
+  }
+  long summed_slots(const AdjointSink<T>& s) const {
+    if (!s.data) return 0;
+    if (s.scalar) return 1;
+    const long cols = size / rows;
+    return s.axis && s.row_stride == 0 && cols <= 32 ? cols : 0;
+  }
+
+  LS_HD void operator()(int phase, const Lane& lane) const {
+    if (phases > 1 && lane.count > 1) return block_sums(phase, lane);
+    if (phase > 0) return;  // one lane: everything in phase 0
     if (a.axis || b.axis) return along_axis(lane);
     with_binary_rule(op, [&](auto rule) {
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
@@ -175,6 +203,34 @@ template <class T> struct BinaryBackward {
         if (db.data) db.add(c, r, j, dy[k] * pb);
       });
     });
+  }
+  // Operands address by (r, j) whatever their broadcast: a scalar has zero
+  // strides, a whole operand strides 1 and rows.
+  LS_HD void block_sums(int phase, const Lane& lane) const {
+    const long c = phase / 2;
+    double* mine = lane.shared + static_cast<long>(lane.in_block) * shared_per_lane;
+    if (phase % 2 == 0) {
+      for (int k = 0; k < shared_per_lane; ++k) mine[k] = 0;
+      with_binary_rule(op, [&](auto rule) {
+        for_each_cell(lane, 1, rows, size / rows, [&](long i, long, long r, long j) {
+          const long k = c * size + i;
+          T pa = T(0), pb = T(0);
+          decltype(rule)::partials(a.at(c, r, j), b.at(c, r, j), y[k], &pa, &pb);
+          if (slots_a) mine[slots_a == 1 ? 0 : j] += static_cast<double>(dy[k] * pa);
+          else if (da.data) da.add(c, r, j, dy[k] * pa);
+          if (slots_b) mine[slots_a + (slots_b == 1 ? 0 : j)] += static_cast<double>(dy[k] * pb);
+          else if (db.data) db.add(c, r, j, dy[k] * pb);
+        });
+      });
+    } else {
+      for (long k = lane.in_block; k < shared_per_lane; k += lane.lanes_in_block) {
+        double total = 0;
+        for (int t = 0; t < lane.lanes_in_block; ++t) total += lane.shared[t * shared_per_lane + k];
+        // a scalar's strides are zero, a row vector's column stride is one
+        if (k < slots_a) da.add(c, 0, k, static_cast<T>(total));
+        else db.add(c, 0, k - slots_a, static_cast<T>(total));
+      }
+    }
   }
 };
 

@@ -103,7 +103,21 @@ template <class T> struct RowDotBackward {
   T* dv;           // [chains, cols] or nullptr
   AdjointSink<T> dp;  // dp.data == nullptr: none
   long chains;
+  // With dv, the lanes go through the chains one by one, two phases each:
+  // phase 2c adds chain c's terms, its dv partials into the lane's block-shared
+  // slots (cols doubles per lane); phase 2c + 1 sums each column's slots over
+  // the block and adds the total to dv with one atomic per block and column.
+  // (One atomic per row and column instead, as for db, would make every lane
+  // of the GPU queue on the same cols addresses.) Set by with_dv_phases().
   int phases = 1, shared_per_lane = 0;
+
+  RowDotBackward& with_dv_phases() {
+    if (dv) {
+      phases = static_cast<int>(2 * chains);
+      shared_per_lane = static_cast<int>(s.cols);
+    }
+    return *this;
+  }
 
   LS_HD double w(long c, long g, long j) const {
     double x = static_cast<double>(b[c * s.b_stride + g + j * s.b_rows]);
@@ -111,9 +125,10 @@ template <class T> struct RowDotBackward {
     return x;
   }
 
-  LS_HD void operator()(int, const Lane& lane) const {
+  LS_HD void operator()(int phase, const Lane& lane) const {
 #if !defined(__CUDA_ARCH__)
     if (lane.count == 1) {
+      if (phase > 0) return;  // one lane: everything in phase 0
       std::vector<double> dv_acc(s.cols);
       for (long c = 0; c < chains; ++c) {
         const T* ac = a + c * s.a_stride;
@@ -145,17 +160,35 @@ template <class T> struct RowDotBackward {
       return;
     }
 #endif
-    for_each_element(lane, chains, s.rows, [&](long k, long c, long r) {
-      const T g = dy[k];
-      const long ao = c * s.a_stride + r;
-      for (long j = 0; j < s.cols; ++j) {
-        if (da) da[c * s.rows * s.cols + r + j * s.rows] += static_cast<T>(g * w(c, index[r], j));
-        const T ga = g * a[ao + j * s.rows];
-        if (db) lane_add(db + c * s.b_rows * s.cols + index[r] + j * s.b_rows, ga);
-        if (dv) lane_add(dv + c * s.v_stride + j, ga);
+    if (!dv) {
+      for_each_element(lane, chains, s.rows, [&](long k, long c, long r) { row(c, r, dy[k], nullptr); });
+      return;
+    }
+    const long c = phase / 2;
+    double* mine = lane.shared + static_cast<long>(lane.in_block) * s.cols;
+    if (phase % 2 == 0) {
+      for (long j = 0; j < s.cols; ++j) mine[j] = 0;
+      for (long r = lane.index; r < s.rows; r += lane.count) row(c, r, dy[c * s.rows + r], mine);
+    } else {
+      for (long j = lane.in_block; j < s.cols; j += lane.lanes_in_block) {
+        double total = 0;
+        for (int t = 0; t < lane.lanes_in_block; ++t) total += lane.shared[t * s.cols + j];
+        lane_add(dv + c * s.v_stride + j, static_cast<T>(total));
       }
-      if (dp.data) dp.add(c, r, g);
-    });
+    }
+  }
+
+  // Row r of chain c, whose adjoint is g: da and dp directly, db by atomics
+  // (rows of one group meet there), dv's terms into dv_part[cols].
+  LS_HD void row(long c, long r, T g, double* dv_part) const {
+    const long ao = c * s.a_stride + r;
+    for (long j = 0; j < s.cols; ++j) {
+      if (da) da[c * s.rows * s.cols + r + j * s.rows] += static_cast<T>(g * w(c, index[r], j));
+      const T ga = g * a[ao + j * s.rows];
+      if (db) lane_add(db + c * s.b_rows * s.cols + index[r] + j * s.b_rows, ga);
+      if (dv_part) dv_part[j] += static_cast<double>(ga);
+    }
+    if (dp.data) dp.add(c, r, g);
   }
 };
 

@@ -1,0 +1,67 @@
+// The executor on a CUDA GPU: the log density and gradient of a planned
+// Program for C chains in one call, every node's value and adjoint in device
+// memory, every node run by the same lanes-policy kernel bodies (through
+// node_kernels.hpp) that the CPU and emulated backends run. Plain C++ (no CUDA
+// types), so that g++-compiled code can hold one; the definitions are in
+// src/cuda/cuda_executor*.cu and exist only where configure found nvcc
+// (LOCKSTEP_HAS_CUDA).
+//
+// What runs where:
+// * Nodes without the chain dimension (data and what is computed from data
+//   alone) are evaluated once on the host when the executor is built and
+//   copied to the device.
+// * Every other live node runs op by op, one kernel per op (plus the small
+//   per-chain bookkeeping kernels of a sum or a density), in program order on
+//   one stream; the backward pass in reverse order. Row-aligned values are
+//   whole [chains, rows] buffers here: the tiled observation stage of the CPU
+//   is not used on the GPU yet.
+//
+// Sums are not bit-reproducible between runs: per-chain sums (densities,
+// Jacobians, sum()) add each block's partial with an atomic, and gathers'
+// backward passes scatter-add with atomics, so the order of the additions,
+// and hence the last bits, may change from run to run; nothing else does.
+#ifndef LOCKSTEP_BACKENDS_CUDA_EXECUTOR_HPP
+#define LOCKSTEP_BACKENDS_CUDA_EXECUTOR_HPP
+
+#include <memory>
+
+#include "../executor.hpp"
+#include "../ir.hpp"
+
+namespace lockstep {
+namespace cuda {
+
+class DeviceExecutor : public Target {
+ public:
+  // The Target interface: host arrays in and out (copied to and from the
+  // device in each call). Synchronous.
+  // state: [chains, dim]; lp: [chains]; grad: [chains, dim] or nullptr.
+  // log_density_device: the same with state, lp and grad in device memory
+  // (device_alloc), asynchronous on the executor's stream: call synchronize()
+  // before reading them.
+  virtual void log_density_device(const double* state, double* lp, double* grad) = 0;
+  virtual void synchronize() = 0;
+  // Bytes of device memory the executor holds.
+  virtual double device_bytes() const = 0;
+};
+
+// The program must be planned and outlive the executor; options.gpu picks the
+// device; `single` computes in float32 with sums in double. Throws
+// std::runtime_error when no CUDA device is visible, when options.gpu is not
+// one of them, or when the device has too little free memory for the model
+// (the message says how much was needed and how much is free), and
+// std::invalid_argument for options the GPU does not support (a run across
+// MPI processes).
+std::unique_ptr<DeviceExecutor> make_executor(const Program& program, long chains,
+                                              const ExecOptions& options, bool single);
+
+// Device memory for tests and benchmarks: n doubles on options' device.
+double* device_alloc(long n);
+void device_free(double* p);
+void copy_to_device(double* dst, const double* src, long n);
+void copy_to_host(double* dst, const double* src, long n);
+
+}  // namespace cuda
+}  // namespace lockstep
+
+#endif

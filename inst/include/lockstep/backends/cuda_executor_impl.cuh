@@ -1,0 +1,339 @@
+// The CUDA executor's implementation (cuda_executor.hpp), a template over the
+// value type, instantiated once per precision in src/cuda/cuda_executor_*.cu
+// (two files, so that nvcc compiles them in parallel). Include only from .cu
+// files.
+#ifndef LOCKSTEP_BACKENDS_CUDA_EXECUTOR_IMPL_CUH
+#define LOCKSTEP_BACKENDS_CUDA_EXECUTOR_IMPL_CUH
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../launcher.hpp"
+#include "../node_kernels.hpp"
+#include "cuda_executor.hpp"
+#include "cuda_launch.cuh"
+
+namespace lockstep {
+namespace cuda {
+
+// Makes `gpu` the calling thread's current device, checking that it exists.
+void select_device(int gpu);
+
+// Launches a body on the executor's stream with a grid sized to `work` (the
+// elements the node touches, over all chains). Bodies loop with a grid
+// stride, so the grid only needs to be large enough to fill the GPU; lanes per
+// block are halved while a body's block-shared scratch (per lane: the chains,
+// for a per-chain sum) would pass the 48 KiB that needs no opt-in.
+struct StreamLaunch {
+  cudaStream_t stream = 0;
+  long work = 1;
+
+  template <class Body> void operator()(const Body& body) const {
+    const long per_lane = body.shared_per_lane > 0 ? body.shared_per_lane : 0;
+    int threads = 256;
+    while (threads > 32 && threads * per_lane * static_cast<long>(sizeof(double)) > 48 * 1024)
+      threads /= 2;
+    const long wanted = (std::max<long>(work, 1) + threads - 1) / threads;
+    const int blocks = static_cast<int>(std::min<long>(wanted, 4096));
+    launch_cuda(body, blocks, threads, stream);
+  }
+};
+
+template <class T> class CudaExecutor final : public DeviceExecutor {
+ public:
+  CudaExecutor(const Program& program, long chains, const ExecOptions& options);
+  ~CudaExecutor() override;
+  CudaExecutor(const CudaExecutor&) = delete;
+  CudaExecutor& operator=(const CudaExecutor&) = delete;
+
+  long dim() const override { return program_.n_free; }
+  long chains() const override { return chains_; }
+  void log_density(const double* state, double* lp, double* grad) override;
+  void log_density_device(const double* state, double* lp, double* grad) override;
+  void synchronize() override;
+  double device_bytes() const override { return bytes_; }
+
+ private:
+  bool runs(int id) const {
+    const Node& n = program_.nodes[id];
+    return n.chain && n.live;
+  }
+  template <class U> U* allocate(long n);
+  NodeCall<T> call(int id, const double* state, double* lp, double* grad);
+  long work(int id) const;
+  // With LOCKSTEP_CUDA_PROFILE set in the environment, each node's forward and
+  // backward kernels are timed (synchronising after each node, so the totals
+  // are slower than unprofiled calls) and the table printed to stderr when
+  // the executor is destroyed: where a model's time goes, op by op.
+  template <class F> void timed(int id, bool backward, F&& f);
+  void print_profile() const;
+  bool profile_ = std::getenv("LOCKSTEP_CUDA_PROFILE") != nullptr;
+  std::vector<double> forward_s_, backward_s_;
+  long profiled_calls_ = 0;
+
+  const Program& program_;
+  long chains_;
+  ExecOptions options_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<void*> owned_;  // every device allocation, freed by the destructor
+  double bytes_ = 0;
+  std::vector<T*> values_, adjoints_;  // per node; nullptr where not held
+  std::vector<long*> index_;           // per node: its gather index on the device
+  double* scratch_ = nullptr;          // [chains]
+  double *state_ = nullptr, *lp_ = nullptr, *grad_ = nullptr;  // for log_density
+};
+
+template <class T> template <class U> U* CudaExecutor<T>::allocate(long n) {
+  void* p = nullptr;
+  const size_t bytes = static_cast<size_t>(std::max<long>(n, 1)) * sizeof(U);
+  check(cudaMalloc(&p, bytes), "cudaMalloc");
+  owned_.push_back(p);
+  bytes_ += static_cast<double>(bytes);
+  return static_cast<U*>(p);
+}
+
+template <class T>
+CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOptions& options)
+    : program_(program), chains_(chains), options_(options) {
+  if (chains < 1) throw std::invalid_argument("chains must be at least 1");
+  if (options.world)
+    throw std::invalid_argument(
+        "lockstep: the cuda backend does not run across MPI processes yet; use cpu_only(mpi = TRUE)");
+  select_device(options.gpu);
+  const size_t n = program.nodes.size();
+  const long D = program.n_free;
+
+  // What the device must hold, counted before anything is allocated so that a
+  // model too large for the GPU is refused with the figures.
+  std::vector<bool> needed(n, false);  // constant nodes read by a node that runs
+  for (size_t id = 0; id < n; ++id)
+    if (runs(static_cast<int>(id)))
+      for (int in : program.nodes[id].inputs)
+        if (!program.nodes[in].chain) needed[in] = true;
+  double total = 3.0 * chains * D * sizeof(double) + 2.0 * chains * sizeof(double);
+  for (size_t id = 0; id < n; ++id) {
+    const Node& node = program.nodes[id];
+    if (runs(static_cast<int>(id)))
+      total += (node.op == Op::density ? 1.0 : 2.0) * chains * node.size * sizeof(T) +
+               node.index.size() * sizeof(long);
+    else if (needed[id])
+      total += node.size * sizeof(T);
+  }
+  size_t free_bytes = 0, total_bytes = 0;
+  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  if (total > 0.95 * static_cast<double>(free_bytes)) {
+    char msg[256];
+    std::snprintf(msg, sizeof msg,
+                  "lockstep CUDA: the model needs %.2f GiB of GPU memory for %ld chains; GPU %d "
+                  "has %.2f GiB free (of %.2f GiB)",
+                  total / 1073741824.0, chains, options.gpu, free_bytes / 1073741824.0,
+                  total_bytes / 1073741824.0);
+    throw std::runtime_error(msg);
+  }
+
+  try {
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+    values_.assign(n, nullptr);
+    adjoints_.assign(n, nullptr);
+    index_.assign(n, nullptr);
+    // Constant nodes on the host, once, by the CPU backend's kernels.
+    std::vector<std::vector<T>> host(n);
+    std::vector<double> host_scratch(1, 0.0);
+    const Launcher cpu{Backend::cpu, EmulatedGeometry()};
+    for (size_t id = 0; id < n; ++id) {
+      const Node& node = program.nodes[id];
+      if (node.chain) continue;
+      host[id].assign(node.size, T(0));
+      NodeCall<T> c;
+      c.node = &node;
+      auto slot = [&](int k) {
+        const Node& m = program.nodes[k];
+        Slot<T> s;
+        s.value = host[k].data();
+        s.rows = m.dim[0];
+        s.cols = m.size / m.dim[0];
+        return s;
+      };
+      c.out = slot(static_cast<int>(id));
+      for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
+      c.index = node.index.data();
+      c.chains = 1;
+      c.scratch = host_scratch.data();
+      forward_call(c, cpu);
+    }
+    for (size_t id = 0; id < n; ++id) {
+      const Node& node = program.nodes[id];
+      if (runs(static_cast<int>(id))) {
+        const long len = node.op == Op::density ? chains : chains * node.size;
+        values_[id] = allocate<T>(len);
+        if (node.op != Op::density) adjoints_[id] = allocate<T>(len);
+        if (!node.index.empty()) {
+          index_[id] = allocate<long>(static_cast<long>(node.index.size()));
+          check(cudaMemcpy(index_[id], node.index.data(), node.index.size() * sizeof(long),
+                           cudaMemcpyHostToDevice),
+                "copying an index to the device");
+        }
+      } else if (needed[id]) {
+        values_[id] = allocate<T>(node.size);
+        check(cudaMemcpy(values_[id], host[id].data(), node.size * sizeof(T),
+                         cudaMemcpyHostToDevice),
+              "copying data to the device");
+      }
+    }
+    scratch_ = allocate<double>(chains);
+    state_ = allocate<double>(chains * D);
+    grad_ = allocate<double>(chains * D);
+    lp_ = allocate<double>(chains);
+  } catch (...) {
+    for (void* p : owned_) cudaFree(p);
+    if (stream_) cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+template <class T> template <class F> void CudaExecutor<T>::timed(int id, bool backward, F&& f) {
+  if (!profile_) {
+    f();
+    return;
+  }
+  if (forward_s_.empty()) {
+    forward_s_.assign(program_.nodes.size(), 0.0);
+    backward_s_.assign(program_.nodes.size(), 0.0);
+  }
+  check(cudaStreamSynchronize(stream_), "profiling");
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  check(cudaStreamSynchronize(stream_), "profiling");
+  (backward ? backward_s_ : forward_s_)[id] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template <class T> void CudaExecutor<T>::print_profile() const {
+  if (!profile_ || profiled_calls_ == 0 || forward_s_.empty()) return;
+  std::vector<int> ids;
+  for (size_t id = 0; id < forward_s_.size(); ++id)
+    if (forward_s_[id] + backward_s_[id] > 0) ids.push_back(static_cast<int>(id));
+  std::sort(ids.begin(), ids.end(), [&](int a, int b) {
+    return forward_s_[a] + backward_s_[a] > forward_s_[b] + backward_s_[b];
+  });
+  std::fprintf(stderr, "lockstep CUDA profile: %ld calls, %ld chains, %s; ms per call\n",
+               profiled_calls_, chains_, sizeof(T) == 4 ? "single" : "double");
+  std::fprintf(stderr, "%6s %-14s %12s %10s %10s\n", "node", "op", "size", "forward", "backward");
+  for (size_t k = 0; k < ids.size() && k < 20; ++k) {
+    const int id = ids[k];
+    const Node& n = program_.nodes[id];
+    std::fprintf(stderr, "%6d %-14s %12ld %10.4f %10.4f\n", id, op_name(n.op), n.size,
+                 1e3 * forward_s_[id] / profiled_calls_, 1e3 * backward_s_[id] / profiled_calls_);
+  }
+}
+
+template <class T> CudaExecutor<T>::~CudaExecutor() {
+  print_profile();
+  // Errors are not reported from a destructor; a failed free leaves nothing to do.
+  cudaSetDevice(options_.gpu);
+  if (stream_) cudaStreamSynchronize(stream_);
+  for (void* p : owned_) cudaFree(p);
+  if (stream_) cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+template <class T>
+NodeCall<T> CudaExecutor<T>::call(int id, const double* state, double* lp, double* grad) {
+  const Node& node = program_.nodes[id];
+  NodeCall<T> c;
+  c.node = &node;
+  auto slot = [&](int k) {
+    const Node& m = program_.nodes[k];
+    Slot<T> s;
+    s.value = values_[k];
+    s.adjoint = adjoints_[k];
+    s.rows = m.dim[0];
+    s.cols = m.size / m.dim[0];
+    s.chain = m.chain;
+    return s;
+  };
+  c.out = slot(id);
+  for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
+  c.index = index_[id];
+  c.chains = chains_;
+  c.state = state;
+  c.grad = grad;
+  c.gradient = grad != nullptr;
+  c.n_free = program_.n_free;
+  c.lp = lp;
+  c.scratch = scratch_;
+  c.jacobian = options_.jacobian;
+  return c;
+}
+
+template <class T> long CudaExecutor<T>::work(int id) const {
+  const Node& node = program_.nodes[id];
+  long most = node.size;
+  for (int in : node.inputs) most = std::max(most, program_.nodes[in].size);
+  return chains_ * most;
+}
+
+template <class T>
+void CudaExecutor<T>::log_density_device(const double* state, double* lp, double* grad) {
+  select_device(options_.gpu);
+  const int n = static_cast<int>(program_.nodes.size());
+  const long D = program_.n_free;
+  check(cudaMemsetAsync(lp, 0, chains_ * sizeof(double), stream_), "clearing lp");
+  for (int t : program_.terms)
+    check(cudaMemsetAsync(values_[t], 0, chains_ * sizeof(T), stream_), "clearing a term");
+  if (grad) {
+    check(cudaMemsetAsync(grad, 0, chains_ * D * sizeof(double), stream_), "clearing grad");
+    for (int id = 0; id < n; ++id)
+      if (adjoints_[id])
+        check(cudaMemsetAsync(adjoints_[id], 0, chains_ * program_.nodes[id].size * sizeof(T),
+                              stream_),
+              "clearing adjoints");
+  }
+  StreamLaunch launch{stream_, 1};
+  profiled_calls_ += profile_;
+  for (int id = 0; id < n; ++id)
+    if (runs(id)) {
+      launch.work = work(id);
+      timed(id, false, [&] { forward_call(call(id, state, lp, grad), launch); });
+    }
+  if (!grad) return;
+  for (int id = n - 1; id >= 0; --id)
+    if (runs(id)) {
+      launch.work = work(id);
+      timed(id, true, [&] { backward_call(call(id, state, nullptr, grad), launch); });
+    }
+}
+
+template <class T> void CudaExecutor<T>::synchronize() {
+  select_device(options_.gpu);
+  check(cudaStreamSynchronize(stream_), "running the model's kernels");
+}
+
+template <class T>
+void CudaExecutor<T>::log_density(const double* state, double* lp, double* grad) {
+  select_device(options_.gpu);
+  const long D = program_.n_free;
+  check(cudaMemcpyAsync(state_, state, chains_ * D * sizeof(double), cudaMemcpyHostToDevice,
+                        stream_),
+        "copying the state to the device");
+  log_density_device(state_, lp_, grad ? grad_ : nullptr);
+  check(cudaMemcpyAsync(lp, lp_, chains_ * sizeof(double), cudaMemcpyDeviceToHost, stream_),
+        "copying the log density to the host");
+  if (grad)
+    check(cudaMemcpyAsync(grad, grad_, chains_ * D * sizeof(double), cudaMemcpyDeviceToHost,
+                          stream_),
+          "copying the gradient to the host");
+  synchronize();
+}
+
+}  // namespace cuda
+}  // namespace lockstep
+
+#endif

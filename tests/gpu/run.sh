@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs lockstep's GPU tests and the GPU benchmark, on a machine with an NVIDIA
+# GPU, from the repository root:
+#   bash tests/gpu/run.sh            # builds build/gpu/ first if need be
+# 1. build/gpu/test_cuda_executor: the CUDA executor against the CPU executor
+#    (every op, every distribution, the seed model; double and single).
+# 2. build/gpu/gpu_hlogit: the seed model's gradient on the GPU and the CPU,
+#    and a NUTS run on the GPU (bench/gpu_hlogit.cpp); its table goes in
+#    bench/RESULTS.md with the device named.
+# 3. tests/gpu/test_cuda.R, where R and an installed lockstep with CUDA exist.
+# Logs go to $OUT when set (the device tool), else build/gpu/. Exits non-zero
+# when a test fails.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+LOG=${OUT:-build/gpu}
+mkdir -p "$LOG"
+status=0
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$LOG/device.txt"
+if [ ! -x build/gpu/test_cuda_executor ] || [ ! -x build/gpu/gpu_hlogit ]; then
+  bash tests/gpu/build.sh || exit 1
+fi
+echo "== test_cuda_executor"
+build/gpu/test_cuda_executor 2>&1 | tee "$LOG/test_cuda_executor.log" | tail -n 40
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+echo "== gpu_hlogit ${GPU_HLOGIT_ARGS:-}"
+# shellcheck disable=SC2086
+build/gpu/gpu_hlogit ${GPU_HLOGIT_ARGS:-} 2>&1 | tee "$LOG/gpu_hlogit.log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+if command -v Rscript >/dev/null 2>&1 && Rscript -e 'library(lockstep)' >/dev/null 2>&1; then
+  echo "== test_cuda.R"
+  Rscript tests/gpu/test_cuda.R 2>&1 | tee "$LOG/test_cuda_R.log" | tail -n 5
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+else
+  echo "== test_cuda.R skipped: no R with lockstep installed here"
+fi
+exit $status

@@ -1,0 +1,1325 @@
+// The CUDA executor (backends/cuda_executor.hpp) against the CPU executor:
+// log density and gradient of programs that cover every op of ops.def, every
+// family of distributions.def (truncated too), every parameter transform, and
+// two regressions on 100003 rows (many GPU blocks), for 1, 3 and 8 chains, in
+// double precision (within 1e-11 of the CPU) and in single precision (float32
+// values with double sums, within a few 1e-4 of the CPU's double).
+//
+// Each program is run through:
+//   * log_density with a gradient, twice (the executor must reset its buffers
+//     between calls), without a gradient (the same lp), and at a second state;
+//   * log_density_device with state, lp and grad in device memory (device_alloc),
+//     whose results must equal those of log_density.
+//
+// Only for machines with an NVIDIA GPU (tests/gpu/README.md): every test that
+// needs the device FAILS when none is visible. Build and run:
+//   bash tests/gpu/build.sh && ./build/gpu/test_cuda_executor
+//
+// Built with -DLOCKSTEP_GPU_TEST_STANDIN (no CUDA objects needed) the same
+// comparisons run on a machine without a GPU, with the emulated backend standing
+// in for the double executor and the CPU's Executor<float> for the single one:
+// a check of the programs and of the tolerances, not of the GPU.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "helpers.hpp"
+#include "lockstep/backends/cuda.hpp"
+#include "lockstep/backends/cuda_executor.hpp"
+#include "lockstep/communicator.hpp"
+#include "lockstep/executor.hpp"
+#include "lockstep/ir.hpp"
+#include "lockstep/planner.hpp"
+
+using namespace lstest;
+using lockstep::ExecOptions;
+using lockstep::OpFamily;
+using lockstep::Target;
+
+namespace {
+
+const long chain_counts[] = {1, 3, 8};
+
+// ------------------------------------------------------------ the device
+
+#ifdef LOCKSTEP_GPU_TEST_STANDIN
+void require_gpu() {}
+#else
+void require_gpu() {
+  static const bool visible = !lockstep::cuda::devices().empty();
+  if (!visible) {
+    const int v = lockstep::cuda::runtime_version();
+    FAIL("no CUDA device is visible (lockstep::cuda::devices() is empty): this binary tests "
+         "the CUDA executor and must be run on a machine with an NVIDIA GPU and a driver that "
+         "supports the CUDA runtime it was built with ("
+         << v / 1000 << "." << (v % 1000) / 10 << ", linked statically)");
+  }
+}
+#endif
+
+// The executor under test.
+std::unique_ptr<Target> make_gpu(const Program& p, long chains, const ExecOptions& options,
+                                 bool single) {
+#ifdef LOCKSTEP_GPU_TEST_STANDIN
+  ExecOptions o = options;
+  o.observation_stage = false;
+  if (single) {
+    o.backend = Backend::cpu;
+    return std::unique_ptr<Target>(new Executor<float>(p, chains, o));
+  }
+  o.backend = Backend::emulated;
+  o.geometry = EmulatedGeometry{5, 32};
+  return std::unique_ptr<Target>(new Executor<double>(p, chains, o));
+#else
+  return lockstep::cuda::make_executor(p, chains, options, single);
+#endif
+}
+
+#ifndef LOCKSTEP_GPU_TEST_STANDIN
+// n doubles of device memory, freed on scope exit (a failed REQUIRE included).
+struct DeviceBuffer {
+  double* p;
+  long n;
+  explicit DeviceBuffer(long size) : p(lockstep::cuda::device_alloc(size)), n(size) {}
+  ~DeviceBuffer() { lockstep::cuda::device_free(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+#endif
+
+// log_density_device on device copies of the state, with lp and grad buffers
+// filled with junk first (the executor must overwrite them); grad may be null.
+void device_path(Target& ex, const std::vector<double>& state, std::vector<double>& lp,
+                 std::vector<double>* grad) {
+#ifdef LOCKSTEP_GPU_TEST_STANDIN
+  ex.log_density(state.data(), lp.data(), grad ? grad->data() : nullptr);
+#else
+  auto* dev = dynamic_cast<lockstep::cuda::DeviceExecutor*>(&ex);
+  REQUIRE(dev != nullptr);
+  const long n_state = static_cast<long>(state.size());
+  const long n_lp = static_cast<long>(lp.size());
+  const long n_grad = grad ? static_cast<long>(grad->size()) : 0;
+  DeviceBuffer s(n_state), l(n_lp), g(std::max(n_grad, 1L));
+  lockstep::cuda::copy_to_device(s.p, state.data(), n_state);
+  const std::vector<double> junk(std::max(n_lp, n_grad), 123.25);
+  lockstep::cuda::copy_to_device(l.p, junk.data(), n_lp);
+  if (grad) lockstep::cuda::copy_to_device(g.p, junk.data(), n_grad);
+  dev->log_density_device(s.p, l.p, grad ? g.p : nullptr);
+  dev->synchronize();
+  lockstep::cuda::copy_to_host(lp.data(), l.p, n_lp);
+  if (grad) lockstep::cuda::copy_to_host(grad->data(), g.p, n_grad);
+#endif
+}
+
+// ------------------------------------------------------------ programs
+
+// Where a coordinate of the free state is drawn from: uniform on [lo, hi], or
+// with away_from_zero uniform on [lo, hi] with a random sign.
+struct Domain {
+  double lo, hi;
+  bool away_from_zero = false;
+};
+
+const Domain any_value{-2, 2};
+const Domain nonzero{0.5, 2, true};
+
+double draw(std::mt19937& rng, const Domain& d) {
+  double v = std::uniform_real_distribution<double>(d.lo, d.hi)(rng);
+  if (d.away_from_zero && std::bernoulli_distribution(0.5)(rng)) v = -v;
+  return v;
+}
+
+std::vector<double> draw_vector(std::mt19937& rng, long n, const Domain& d) {
+  std::vector<double> v(n);
+  for (double& x : v) x = draw(rng, d);
+  return v;
+}
+
+// Tolerances of the double-precision executor against the CPU's.
+struct Tol {
+  double lp_rel = 1e-11, lp_abs = 1e-12;
+  double grad_rel = 1e-11, grad_abs = 1e-12;
+  double grad_scale = 1e-13;  // added to grad_abs: times the chain's largest |gradient|
+};
+
+// A program, where each coordinate of its state is drawn from, and how it is run.
+struct Case {
+  std::string label;
+  Program p;
+  std::vector<Domain> domains;                // one per coordinate of the free state
+  std::function<void(long, double*)> fix;     // edits chain c's drawn state (may be empty)
+  Tol tol;
+  ExecOptions options;
+};
+
+// Builds a program node by node; parameters take the next coordinates of the
+// state, each with the domain its values are drawn from.
+struct Builder {
+  Program p;
+  std::vector<Domain> domains;
+  std::mt19937 rng;
+
+  explicit Builder(unsigned seed) : rng(seed) {}
+
+  long next() const { return static_cast<long>(domains.size()); }
+  int param(long size, Domain d, Transform t = Transform::none, double lower = 0,
+            double upper = 0, std::vector<long> dim = {}) {
+    const int id = p.add(param_node(size, next(), t, lower, upper, std::move(dim)));
+    domains.insert(domains.end(), size, d);
+    return id;
+  }
+  int matrix(long rows, long cols, Domain d = any_value) {
+    return param(rows * cols, d, Transform::none, 0, 0, {rows, cols});
+  }
+  int data(std::vector<double> v, std::vector<long> dim = {}) {
+    return p.add(data_node(std::move(v), std::move(dim)));
+  }
+  int node(Node n) { return p.add(std::move(n)); }
+  void term(Node n) { add_term(p, std::move(n)); }
+  // normal(target, mean = random data of its shape, sd = 1.3): a scalar
+  // objective whose gradient reaches every element of the target.
+  void objective(int target) {
+    const Node& t = p.nodes[target];
+    const int mean = data(draw_vector(rng, t.size, Domain{-1, 1}), t.dim);
+    const int sd = data({1.3}, {1, 1});
+    term(density_node(Family::normal, {target, mean, sd}));
+  }
+  Case finish(std::string label, Tol tol = Tol()) {
+    Case c;
+    c.label = std::move(label);
+    p.n_free = next();
+    lockstep::plan(p);
+    c.p = std::move(p);
+    c.domains = std::move(domains);
+    c.tol = tol;
+    return c;
+  }
+};
+
+Node fold_node(Op op, int in) {
+  Node n;
+  n.op = op;
+  n.inputs = {in};
+  n.dim = {1, 1};
+  n.size = 1;
+  return n;
+}
+
+Node cumulative_node(Op op, int in, const Program& p) {
+  Node n;
+  n.op = op;
+  n.inputs = {in};
+  n.size = p.nodes[in].size;
+  n.dim = column(n.size);
+  return n;
+}
+
+Node concat_node(int a, int b, const Program& p, std::vector<long> dim = {}) {
+  Node n;
+  n.op = Op::concat;
+  n.inputs = {a, b};
+  n.size = p.nodes[a].size + p.nodes[b].size;
+  n.dim = dim.empty() ? column(n.size) : dim;
+  return n;
+}
+
+// rowdot_rows over inputs {a, b}, {a, b, v} or {a, b, v, p}: a column of a's rows.
+Node rowdot_node(std::vector<int> inputs, std::vector<long> index, const Program& p) {
+  Node n;
+  n.op = Op::rowdot_rows;
+  n.dim = {p.nodes[inputs[0]].dim[0], 1};
+  n.size = n.dim[0];
+  n.inputs = std::move(inputs);
+  n.index = std::move(index);
+  return n;
+}
+
+std::vector<long> random_index(std::mt19937& rng, long n, long range) {
+  std::vector<long> v(n);
+  for (long& i : v) i = static_cast<long>(rng() % static_cast<unsigned long>(range));
+  return v;
+}
+
+// ---- unary ops: the domains of test_ops.cpp
+
+struct UnaryDomain {
+  const char* name;
+  double lo, hi;
+};
+
+const UnaryDomain unary_domains[] = {
+    {"neg", -3, 3},       {"exp", -2, 2},      {"log", 0.3, 3},      {"log1p", -0.6, 3},
+    {"sqrt", 0.3, 3},     {"ilogit", -5, 5},   {"abs", -3, 3},       {"sign", -3, 3},
+    {"ceiling", -3, 3},   {"floor", -3, 3},    {"round", -3, 3},     {"trunc", -3, 3},
+    {"expm1", -2, 2},     {"log10", 0.3, 3},   {"log2", 0.3, 3},     {"cos", -3, 3},
+    {"sin", -3, 3},       {"tan", -1.2, 1.2},  {"acos", -0.9, 0.9},  {"asin", -0.9, 0.9},
+    {"atan", -3, 3},      {"cosh", -2, 2},     {"sinh", -2, 2},      {"tanh", -2, 2},
+    {"acosh", 1.2, 4},    {"asinh", -3, 3},    {"atanh", -0.9, 0.9}, {"cospi", -3, 3},
+    {"sinpi", -3, 3},     {"tanpi", -0.4, 0.4}, {"lgamma", 0.2, 6},  {"digamma", 0.2, 6},
+    {"trigamma", 0.2, 6}, {"iprobit", -4, 4},  {"icloglog", -3, 1.5}, {"icauchit", -5, 5},
+    {"log1pe", -5, 5},
+};
+
+struct OpInfo {
+  std::string name;
+  Op op;
+  OpFamily family;
+};
+
+std::vector<OpInfo> all_ops() {
+  return {
+#define LS_OP(name, arity, family) {#name, Op::name, OpFamily::family},
+#include "lockstep/ops.def"
+#undef LS_OP
+  };
+}
+
+const UnaryDomain* unary_domain(const std::string& name) {
+  for (const UnaryDomain& d : unary_domains)
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+// One program per unary op: op(a 2 x 3 parameter), and op(data) (computed once,
+// on the host) times op(a scalar parameter).
+std::vector<Case> unary_cases() {
+  std::vector<Case> out;
+  unsigned seed = 1100;
+  for (const OpInfo& o : all_ops()) {
+    if (o.family != OpFamily::unary) continue;
+    const UnaryDomain* d = unary_domain(o.name);
+    if (!d) throw std::logic_error("no domain for unary op " + o.name);
+    const Domain dom{d->lo, d->hi};
+    Builder b(++seed);
+    const int x = b.matrix(2, 3, dom);
+    const int y = b.node(unary_node(o.op, x, b.p));
+    b.objective(y);
+    const int dd = b.data(draw_vector(b.rng, 4, dom));
+    const int yd = b.node(unary_node(o.op, dd, b.p));
+    const int s = b.param(1, dom);
+    const int ys = b.node(unary_node(o.op, s, b.p));
+    const int z = b.node(binary_node(Op::mul, yd, ys, b.p));
+    b.objective(z);
+    out.push_back(b.finish("unary op " + o.name));
+  }
+  return out;
+}
+
+// ---- binary ops: the domains of test_ops.cpp
+
+struct BinaryDomain {
+  const char* name;
+  Domain a, b, same;  // the operands, and both when one node is both operands
+};
+
+const BinaryDomain binary_domains[] = {
+    {"add", any_value, nonzero, nonzero},
+    {"sub", any_value, nonzero, nonzero},
+    {"mul", any_value, nonzero, nonzero},
+    {"div", any_value, nonzero, nonzero},
+    {"pow", Domain{0.3, 2}, any_value, Domain{0.3, 2}},
+    {"mod", any_value, nonzero, nonzero},
+    {"idiv", any_value, nonzero, nonzero},
+    {"atan2", any_value, any_value, any_value},
+};
+
+const BinaryDomain* binary_domain(const std::string& name) {
+  for (const BinaryDomain& d : binary_domains)
+    if (name == d.name) return &d;
+  return nullptr;
+}
+
+// An operand: F the 3 x 4 output's shape, S a scalar, R a 1 x 4 row vector, C a
+// 3 x 1 column vector; a parameter or data.
+struct Operand {
+  char kind;
+  bool param;
+};
+
+struct Instance {
+  Operand a, b;
+};
+
+const Instance binary_instances[] = {
+    {{'F', true}, {'F', true}},   {{'S', true}, {'F', true}},   {{'F', true}, {'S', true}},
+    {{'S', true}, {'S', true}},   {{'F', true}, {'R', true}},   {{'R', true}, {'F', true}},
+    {{'F', true}, {'C', true}},   {{'C', true}, {'F', true}},   {{'R', true}, {'C', true}},
+    {{'C', true}, {'R', true}},   {{'F', false}, {'F', true}},  {{'F', true}, {'F', false}},
+    {{'S', false}, {'F', true}},  {{'F', true}, {'S', false}},  {{'R', false}, {'F', true}},
+    {{'F', true}, {'C', false}},  {{'C', false}, {'R', true}},  {{'S', true}, {'R', false}},
+    {{'F', false}, {'R', false}},  // data only: reaches a parameter through an add
+};
+
+// One program per binary op holding every instance above, x op x, and for pow
+// a negative base to integer powers.
+std::vector<Case> binary_cases() {
+  std::vector<Case> out;
+  unsigned seed = 1200;
+  const long rows = 3, cols = 4;
+  for (const OpInfo& o : all_ops()) {
+    if (o.family != OpFamily::binary) continue;
+    const BinaryDomain* bd = binary_domain(o.name);
+    if (!bd) throw std::logic_error("no domain for binary op " + o.name);
+    Builder b(++seed);
+    auto make = [&](const Operand& x, const Domain& d) {
+      const long r = x.kind == 'F' || x.kind == 'C' ? rows : 1;
+      const long c = x.kind == 'F' || x.kind == 'R' ? cols : 1;
+      if (x.param) return b.param(r * c, d, Transform::none, 0, 0, {r, c});
+      return b.data(draw_vector(b.rng, r * c, d), {r, c});
+    };
+    for (const Instance& in : binary_instances) {
+      const int x = make(in.a, bd->a);
+      const int y = make(in.b, bd->b);
+      const int z = b.node(broadcast_node(o.op, x, y, b.p));
+      if (in.a.param || in.b.param) {
+        b.objective(z);
+      } else {
+        const int q = b.param(b.p.nodes[z].size, any_value, Transform::none, 0, 0, b.p.nodes[z].dim);
+        b.objective(b.node(binary_node(Op::add, z, q, b.p)));
+      }
+    }
+    const int same = b.matrix(rows, cols, bd->same);
+    b.objective(b.node(binary_node(o.op, same, same, b.p)));
+    if (o.op == Op::pow) {
+      const int base = b.matrix(rows, cols, Domain{-2, -0.5});
+      const int k = b.data({2, 3, -1, -2, 1, 0, 3, -3, 2, 4, -1, 1}, {rows, cols});
+      b.objective(b.node(binary_node(Op::pow, base, k, b.p)));
+    }
+    out.push_back(b.finish("binary op " + o.name));
+  }
+  return out;
+}
+
+// ---- the other ops, as in test_ops.cpp and test_ops_shapes.cpp
+
+Case sum_case() {
+  Builder b(1301);
+  const int x = b.matrix(2, 3);
+  const int s = b.node(sum_node(x));
+  const int xs = b.param(1, any_value);
+  const int ss = b.node(sum_node(xs));  // a scalar's sum
+  const int d = b.data(draw_vector(b.rng, 5, Domain{-1, 1}));
+  const int sd = b.node(sum_node(d));  // data only
+  const int centred = b.node(binary_node(Op::sub, x, s, b.p));  // the sum broadcast back
+  const int scaled = b.node(binary_node(Op::mul, centred, sd, b.p));
+  const int shifted = b.node(binary_node(Op::add, ss, scaled, b.p));
+  b.objective(s);
+  b.objective(shifted);
+  return b.finish("sum");
+}
+
+Case rowsum_colsum_case() {
+  Builder b(1302);
+  const long R = 3, K = 4;
+  const int x = b.matrix(R, K, Domain{-1.5, 1.5});
+  const int row = b.matrix(1, K, Domain{-1.5, 1.5});
+  const int d = b.data(draw_vector(b.rng, 10, Domain{-1, 1}), {5, 2});
+  const int s = b.param(1, Domain{-1.5, 1.5});
+  const int ex = b.node(unary_node(Op::exp, x, b.p));
+  for (int t : {b.node(rowsum_node(x, b.p)), b.node(colsum_node(x, b.p)),
+                b.node(rowsum_node(row, b.p)), b.node(colsum_node(row, b.p)),
+                b.node(binary_node(Op::mul, b.node(rowsum_node(d, b.p)), s, b.p)),
+                b.node(binary_node(Op::mul, s, b.node(colsum_node(d, b.p)), b.p)),
+                b.node(rowsum_node(ex, b.p))})
+    b.objective(t);
+  return b.finish("rowsum and colsum");
+}
+
+Case matmul_case() {
+  Builder b(1303);
+  auto data_matrix = [&](long r, long c) {
+    return b.data(draw_vector(b.rng, r * c, any_value), {r, c});
+  };
+  const int A = b.matrix(3, 4), B = b.matrix(4, 2);
+  b.objective(b.node(matmul_node(A, B, b.p)));  // param %*% param
+  const int D1 = data_matrix(3, 4), B1 = b.matrix(4, 2);
+  b.objective(b.node(matmul_node(D1, B1, b.p)));  // data %*% param (param on the right)
+  const int A2 = b.matrix(3, 4), D2 = data_matrix(4, 2);
+  b.objective(b.node(matmul_node(A2, D2, b.p)));  // param %*% data (param on the left)
+  const int D3 = data_matrix(5, 3), v = b.matrix(3, 1);
+  b.objective(b.node(matmul_node(D3, v, b.p)));  // data %*% param vector
+  const int r = b.matrix(1, 3), M = b.matrix(3, 2);
+  b.objective(b.node(matmul_node(r, M, b.p)));  // param row %*% param
+  const int sc = b.matrix(1, 1), r2 = b.matrix(1, 3);
+  b.objective(b.node(matmul_node(sc, r2, b.p)));  // param scalar %*% param row
+  const int D4 = data_matrix(2, 3), D5 = data_matrix(3, 2);
+  const int dd = b.node(matmul_node(D4, D5, b.p));  // data %*% data: no chain
+  const int q = b.matrix(2, 2);
+  b.objective(b.node(binary_node(Op::mul, dd, q, b.p)));
+  return b.finish("matmul");
+}
+
+Case transpose_case() {
+  Builder b(1304);
+  const long R = 3, K = 4;
+  const Domain dom{-1.5, 1.5};
+  const int x = b.matrix(R, K, dom);
+  const int tx = b.node(transpose_node(x, b.p));
+  const int ttx = b.node(transpose_node(tx, b.p));
+  const int v = b.param(5, dom);
+  const int tv = b.node(transpose_node(v, b.p));
+  const int d = b.data(draw_vector(b.rng, 6, Domain{-1, 1}), {2, 3});
+  const int td = b.node(transpose_node(d, b.p));
+  const int s = b.param(1, dom);
+  const int tds = b.node(binary_node(Op::mul, td, s, b.p));
+  const int gram = b.node(matmul_node(tx, x, b.p));
+  for (int t : {tx, ttx, tv, tds, gram}) b.objective(t);
+  return b.finish("transpose");
+}
+
+Case gather_case() {
+  Builder b(1305);
+  const int x = b.param(5, any_value);
+  const int g = b.node(gather_node(x, {4, 0, 0, 2, 4, 4, 1}));  // repeats 0 and 4, skips 3
+  const int m = b.matrix(2, 3);
+  const int gm = b.node(gather_node(m, {5, 1, 3, 3}));  // flat column-major indices
+  const int s = b.param(1, any_value);
+  const int gs = b.node(gather_node(s, {0, 0, 0}));
+  const int d = b.data({10, 20, 30});
+  const int gd = b.node(gather_node(d, {2, 2, 0, 1, 2, 0, 1}));  // data: no chain
+  b.objective(b.node(binary_node(Op::mul, g, gd, b.p)));
+  b.objective(gm);
+  b.objective(gs);
+  return b.finish("gather with repeated indices");
+}
+
+Case gather_rows_case() {
+  Builder b(1306);
+  const long G = 4, K = 3;
+  const int x = b.matrix(G, K);
+  const int g = b.node(gather_rows_node(x, {3, 0, 0, 2, 3, 3}, b.p));
+  const int v = b.param(G, any_value);
+  const int gv = b.node(gather_rows_node(v, {1, 1, 0, 3}, b.p));
+  const int one_row = b.matrix(1, K);
+  const int g1 = b.node(gather_rows_node(one_row, {0, 0, 0}, b.p));
+  const int dm = b.data(draw_vector(b.rng, 6, Domain{-1, 1}), {3, 2});
+  const int gd = b.node(gather_rows_node(dm, {2, 2, 0, 1, 2}, b.p));
+  const int s = b.param(1, any_value);
+  const int gds = b.node(binary_node(Op::mul, gd, s, b.p));
+  for (int t : {g, gv, g1, gds}) b.objective(t);
+  return b.finish("gather_rows with repeated rows");
+}
+
+// rowdot_rows with inputs {a, b}, {a, b, v} and {a, b, v, p} (p per row or a
+// scalar, v a parameter or data), a a parameter or data; and one fused by the
+// planner from rowsum(a * b[index, ]).
+Case rowdot_case() {
+  Builder b(1307);
+  const long K = 3, G = 4;
+  const std::vector<long> index = {2, 0, 0, 2, 3, 3, 3, 1, 2};  // runs, repeats, all groups
+  const long N = static_cast<long>(index.size());
+  const Domain dom{-1, 1};
+  for (bool a_param : {false, true})
+    for (int extras = 0; extras <= 4; ++extras) {
+      const int a = a_param ? b.matrix(N, K, dom) : b.data(draw_vector(b.rng, N * K, dom), {N, K});
+      const int bb = b.matrix(G, K, dom);
+      std::vector<int> inputs = {a, bb};
+      if (extras >= 1)
+        inputs.push_back(extras == 4 ? b.data(draw_vector(b.rng, K, dom), {K, 1})
+                                     : b.matrix(K, 1, dom));
+      if (extras == 2) inputs.push_back(b.matrix(N, 1, dom));
+      if (extras >= 3) inputs.push_back(b.matrix(1, 1, dom));
+      b.objective(b.node(rowdot_node(inputs, index, b.p)));
+    }
+  const int a = b.data(draw_vector(b.rng, N * K, dom), {N, K});
+  const int bb = b.matrix(G, K, dom);
+  const int gathered = b.node(gather_rows_node(bb, index, b.p));
+  const int prod = b.node(binary_node(Op::mul, a, gathered, b.p));
+  b.objective(b.node(rowsum_node(prod, b.p)));  // fused into rowdot_rows(a, b)
+  return b.finish("rowdot_rows, every input form");
+}
+
+// prod and cumprod over zeros: chain c has (c % 3) zeros in z.
+void zeros_in(double* z, long c, long first, long second) {
+  if (c % 3 >= 1) z[first] = 0;
+  if (c % 3 >= 2) z[second] = 0;
+}
+
+Case fold_case() {
+  Builder b(1308);
+  const long n = 6;
+  const int x = b.matrix(2, 3, Domain{0.5, 1.5, true});
+  const int z = b.matrix(3, 2, Domain{0.5, 1.5, true});
+  const int s = b.param(1, Domain{0.5, 1.5});
+  const int d = b.data({0.5, -3, 2, 2, -3, 1});  // ties: the first one counts
+  const int mx = b.node(fold_node(Op::max, x));
+  const int mn = b.node(fold_node(Op::min, x));
+  const int pr = b.node(fold_node(Op::prod, x));
+  const int pz = b.node(fold_node(Op::prod, z));
+  const int ms = b.node(fold_node(Op::max, s));
+  const int md = b.node(fold_node(Op::max, d));
+  const int nd = b.node(fold_node(Op::min, d));
+  const int pd = b.node(fold_node(Op::prod, d));
+  const int mix = b.node(binary_node(Op::mul, mx, md, b.p));
+  const int mix2 = b.node(binary_node(Op::add, nd, b.node(binary_node(Op::mul, pd, mn, b.p)), b.p));
+  for (int t : {mn, pr, pz, ms, mix, mix2}) b.objective(t);
+  Case c = b.finish("max, min and prod");
+  c.fix = [n](long ch, double* st) { zeros_in(st, ch, n + 2, n + 4); };
+  return c;
+}
+
+Case cumulative_case() {
+  Builder b(1309);
+  const long n = 6;
+  const int x = b.matrix(2, 3, Domain{-1.5, 1.5});
+  const int z = b.matrix(3, 2, Domain{-1.5, 1.5});
+  const int d = b.data({1, 2, 3, 4}, {2, 2});
+  const int cs = b.node(cumulative_node(Op::cumsum, x, b.p));
+  const int cp = b.node(cumulative_node(Op::cumprod, x, b.p));
+  const int cz = b.node(cumulative_node(Op::cumprod, z, b.p));
+  const int cd = b.node(cumulative_node(Op::cumsum, d, b.p));  // data only
+  const int s = b.param(1, Domain{-1.5, 1.5});
+  const int cds = b.node(binary_node(Op::mul, cd, s, b.p));
+  for (int t : {cs, cp, cz, cds}) b.objective(t);
+  Case c = b.finish("cumsum and cumprod");
+  c.fix = [n](long ch, double* st) { zeros_in(st, ch, n + 1, n + 4); };
+  return c;
+}
+
+Case concat_case() {
+  Builder b(1310);
+  const int a = b.matrix(2, 2);
+  const int v = b.param(3, any_value);
+  const int s = b.param(1, any_value);
+  const int d = b.data({10, 20, 30});
+  const int ab = b.node(concat_node(a, v, b.p));            // 7 x 1
+  const int ad = b.node(concat_node(d, a, b.p, {7, 1}));    // data first
+  const int abs_ = b.node(concat_node(ab, s, b.p, {2, 4}));  // a 2 x 4 result
+  const int ss = b.node(concat_node(s, s, b.p));             // one node twice
+  for (int t : {ad, abs_, ss}) b.objective(t);
+  return b.finish("concat");
+}
+
+std::vector<Case> shape_cases() {
+  std::vector<Case> out;
+  out.push_back(sum_case());
+  out.push_back(rowsum_colsum_case());
+  out.push_back(matmul_case());
+  out.push_back(transpose_case());
+  return out;
+}
+
+std::vector<Case> index_cases() {
+  std::vector<Case> out;
+  out.push_back(gather_case());
+  out.push_back(gather_rows_case());
+  out.push_back(rowdot_case());
+  return out;
+}
+
+std::vector<Case> fold_cumulative_concat_cases() {
+  std::vector<Case> out;
+  out.push_back(fold_case());
+  out.push_back(cumulative_case());
+  out.push_back(concat_case());
+  return out;
+}
+
+// The ops on values of thousands of elements: every kernel spans many blocks
+// (grid-stride loops, cross-block sums, scans and scatter-adds).
+Case many_blocks_case() {
+  Builder b(1320);
+  const long R = 257, K = 33;
+  const int M = b.matrix(R, K);
+  const int row = b.matrix(1, K);
+  const int col = b.param(R, nonzero, Transform::none, 0, 0, {R, 1});
+  b.objective(b.node(broadcast_node(Op::mul, M, row, b.p)));
+  b.objective(b.node(broadcast_node(Op::div, M, col, b.p)));
+  b.objective(b.node(broadcast_node(Op::sub, row, col, b.p)));  // outer, R x K
+  b.objective(b.node(rowsum_node(M, b.p)));
+  b.objective(b.node(colsum_node(M, b.p)));
+  const int tM = b.node(transpose_node(M, b.p));
+  b.objective(tM);
+  const int W = b.matrix(K, 5);
+  b.objective(b.node(matmul_node(M, W, b.p)));
+  const int u = b.matrix(R, 1);
+  b.objective(b.node(matmul_node(tM, u, b.p)));
+  b.objective(b.node(gather_node(M, random_index(b.rng, 20000, R * K))));
+  b.objective(b.node(gather_rows_node(M, random_index(b.rng, 1000, R), b.p)));
+  const int x = b.param(3000, Domain{-1, 1});
+  b.objective(b.node(cumulative_node(Op::cumsum, x, b.p)));
+  const int q = b.param(1500, Domain{0.95, 1.05});
+  b.objective(b.node(cumulative_node(Op::cumprod, q, b.p)));
+  b.objective(b.node(fold_node(Op::prod, q)));
+  b.objective(b.node(fold_node(Op::max, M)));
+  b.objective(b.node(fold_node(Op::min, M)));
+  b.objective(b.node(sum_node(M)));
+  b.objective(b.node(concat_node(M, x, b.p)));
+  const long Nr = 2000, Kr = 6, Gr = 37;
+  const int A = b.data(draw_vector(b.rng, Nr * Kr, Domain{-1, 1}), {Nr, Kr});
+  const int B = b.matrix(Gr, Kr);
+  const int v = b.matrix(Kr, 1);
+  const int off = b.matrix(Nr, 1);
+  b.objective(b.node(rowdot_node({A, B, v, off}, random_index(b.rng, Nr, Gr), b.p)));
+  Tol tol;
+  tol.lp_abs = 1e-9;
+  tol.grad_scale = 1e-12;
+  return b.finish("every shape op on values spanning many blocks", tol);
+}
+
+// ---- every family: the programs of test_distributions.cpp
+
+Case family_case(Family f, double lo, double hi) {
+  Program p;
+  const long n = 5;
+  long off = 0;
+  auto par = [&](long size, Transform t = Transform::none, double a = 0, double b = 0) {
+    const int id = p.add(param_node(size, off, t, a, b));
+    off += size;
+    return id;
+  };
+  const bool truncated = !(std::isinf(lo) && std::isinf(hi));
+  auto positive_data = [&] { return p.add(data_node({0.6, 1.2, 1.9, 0.7, 1.0})); };
+  std::vector<int> inputs;
+  switch (f) {
+    case Family::normal:
+      inputs = {par(n, lo == 0 ? Transform::lower : Transform::none), par(1),
+                par(n, Transform::lower)};
+      break;
+    case Family::cauchy:
+      inputs = {p.add(data_node({-1.5, 0.2, 0.9, 3, -0.4})), par(n), par(1, Transform::lower)};
+      break;
+    case Family::student:
+      inputs = {p.add(data_node({1.5, 1.2, 2.9, 2.0, 1.05})), par(1, Transform::lower),
+                p.add(data_node({1.7})), par(n, Transform::lower)};
+      break;
+    case Family::exponential:
+      inputs = {lo > 0 ? positive_data() : par(n, Transform::lower), par(1, Transform::lower)};
+      break;
+    case Family::bernoulli:
+      inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n, Transform::interval, 0, 1)};
+      break;
+    case Family::bernoulli_logit:
+      inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
+      break;
+    case Family::uniform:
+      inputs = {p.add(data_node({0.1, 0.5, 0.9, 1.2, -0.3})), p.add(data_node({-0.5})),
+                par(1, Transform::lower, 1.5)};
+      break;
+    case Family::lognormal:
+      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1),
+                par(n, Transform::lower)};
+      break;
+    case Family::gamma:
+      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1, Transform::lower),
+                par(n, Transform::lower)};
+      break;
+    case Family::inverse_gamma:
+      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(n, Transform::lower),
+                par(1, Transform::lower)};
+      break;
+    case Family::weibull:
+      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1, Transform::lower),
+                par(n, Transform::lower)};
+      break;
+    case Family::pareto:
+      inputs = {p.add(data_node({1.6, 2.2, truncated ? 2.9 : 3.5, 1.9, truncated ? 2.5 : 5.0})),
+                par(1, Transform::lower), par(1, Transform::interval, 0, 1)};
+      break;
+    case Family::laplace:
+      inputs = {truncated ? p.add(data_node({-0.5, 0.3, 1.1, 1.9, 0})) : par(n), par(1),
+                par(n, Transform::lower)};
+      break;
+    case Family::beta:
+      inputs = {truncated ? p.add(data_node({0.2, 0.35, 0.5, 0.25, 0.4}))
+                          : par(n, Transform::interval, 0, 1),
+                par(1, Transform::lower), par(n, Transform::lower)};
+      break;
+    case Family::chi_squared:
+      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1, Transform::lower)};
+      break;
+    case Family::logistic:
+      inputs = {truncated ? p.add(data_node({-0.5, 0.3, 1.1, 1.9, 0})) : par(n), par(n),
+                par(1, Transform::lower)};
+      break;
+    case Family::f:
+      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1, Transform::lower),
+                par(n, Transform::lower)};
+      break;
+    case Family::poisson:
+      inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(n, Transform::lower)};
+      break;
+    case Family::binomial:
+      inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})),
+                par(n, Transform::interval, 0, 1)};
+      break;
+    case Family::negative_binomial:
+      inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(1, Transform::lower),
+                par(n, Transform::interval, 0, 1)};
+      break;
+  }
+  p.n_free = off;
+  add_term(p, density_node(f, inputs, lo, hi));
+  lockstep::plan(p);
+  Case c;
+  std::ostringstream label;
+  label << "family " << lockstep::family_name(f);
+  if (truncated) label << " truncated to (" << lo << ", " << hi << ")";
+  c.label = label.str();
+  c.p = std::move(p);
+  c.domains.assign(off, Domain{-0.8, 0.8});
+  // The partials of a truncation's CDF in these families' shape parameters are
+  // central differences (step 1e-5 relative): the ulp-level differences
+  // between the GPU's and the host's exp, log and lgamma are divided by the
+  // step, so those gradients agree to about 1e-10, not 1e-15.
+  const bool by_differences =
+      truncated && (f == Family::student || f == Family::gamma || f == Family::inverse_gamma ||
+                    f == Family::beta || f == Family::chi_squared || f == Family::f);
+  if (by_differences) {
+    c.tol.grad_rel = 1e-8;
+    c.tol.grad_abs = 1e-9;
+    c.tol.grad_scale = 1e-9;
+  }
+  return c;
+}
+
+std::vector<Case> family_cases() {
+  struct Spec {
+    Family f;
+    double lo, hi;
+  };
+  // test_distributions.cpp's "every family in a program" cases
+  const Spec specs[] = {
+      {Family::normal, -inf, inf},        {Family::cauchy, -inf, inf},
+      {Family::student, -inf, inf},       {Family::exponential, -inf, inf},
+      {Family::bernoulli, -inf, inf},     {Family::bernoulli_logit, -inf, inf},
+      {Family::normal, 0, inf},           {Family::cauchy, -2, 3.5},
+      {Family::student, 1, 3},            {Family::exponential, 0.5, 2},
+      {Family::uniform, -inf, inf},       {Family::lognormal, -inf, inf},
+      {Family::gamma, -inf, inf},         {Family::inverse_gamma, -inf, inf},
+      {Family::weibull, -inf, inf},       {Family::pareto, -inf, inf},
+      {Family::laplace, -inf, inf},       {Family::beta, -inf, inf},
+      {Family::chi_squared, -inf, inf},   {Family::logistic, -inf, inf},
+      {Family::f, -inf, inf},             {Family::poisson, -inf, inf},
+      {Family::binomial, -inf, inf},      {Family::negative_binomial, -inf, inf},
+      {Family::lognormal, 0.5, 3},        {Family::gamma, 0.5, 3},
+      {Family::inverse_gamma, 0.5, 3},    {Family::weibull, 0.5, 3},
+      {Family::pareto, 0.5, 3},           {Family::laplace, -1, 2},
+      {Family::beta, 0.1, 0.6},           {Family::chi_squared, 0.5, 3},
+      {Family::logistic, -1, 2},          {Family::f, 0.5, 3},
+  };
+  std::vector<Case> out;
+  for (const Spec& s : specs) out.push_back(family_case(s.f, s.lo, s.hi));
+  return out;
+}
+
+// ---- parameter transforms, with and without the Jacobian
+
+std::vector<Case> transform_cases() {
+  std::vector<Case> out;
+  for (bool jacobian : {true, false}) {
+    Builder b(1400);
+    const Domain dom{-1, 1};
+    const int a = b.param(3, dom);                                           // none
+    const int lo = b.param(2, dom, Transform::lower, 1.5);                   // > 1.5
+    const int up = b.param(2, dom, Transform::upper, 0, -0.5);               // < -0.5
+    const int iv = b.param(3, dom, Transform::interval, -2, 3);              // (-2, 3)
+    const int pr = b.param(1, dom, Transform::interval, 0, 1);               // a probability
+    const int mu = b.param(1, dom);
+    const int sd = b.param(1, dom, Transform::lower, 0);
+    const int zero = b.data({0});
+    const int one = b.data({1});
+    const int two = b.data({2});
+    b.term(density_node(Family::normal, {a, zero, two}));
+    b.term(density_node(Family::normal, {lo, two, one}));
+    b.term(density_node(Family::normal, {up, b.data({-1}), one}));
+    b.term(density_node(Family::normal, {iv, b.data({0.5}), two}));
+    b.term(density_node(Family::bernoulli, {b.data({1, 0, 0, 1, 1, 1}), pr}));
+    // scalar parameters for every element: the CPU's prepared loop
+    b.term(density_node(Family::normal, {b.data(draw_vector(b.rng, 9, Domain{-2, 2})), mu, sd}));
+    b.term(density_node(Family::exponential, {sd, one}));
+    // the constrained values inside the program too
+    b.objective(b.node(binary_node(Op::mul, lo, up, b.p)));
+    b.objective(b.node(binary_node(Op::add, iv, pr, b.p)));
+    Case c = b.finish(std::string("parameter transforms none, lower, upper, interval, ") +
+                      (jacobian ? "with" : "without") + " the Jacobian");
+    c.options.jacobian = jacobian;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// ---- two regressions on N = 100003 rows
+
+const long big_rows = 100003;
+
+// eta = X beta + alpha[group]; y ~ bernoulli_logit(eta) and y ~ bernoulli(ilogit(eta));
+// beta ~ normal(0, 2), alpha ~ normal(0, sigma_a), sigma_a ~ exponential(1).
+Case logistic_regression_case() {
+  const long N = big_rows, K = 4, G = 50;
+  Builder b(1500);
+  const Domain dom{-1, 1};
+  const int beta = b.param(K, dom);
+  const int alpha = b.param(G, dom);
+  const int sigma_a = b.param(1, dom, Transform::lower, 0);
+  const std::vector<double> X = draw_vector(b.rng, N * K, Domain{-1, 1});
+  const std::vector<long> group = random_index(b.rng, N, G);
+  // y from a "true" model, so that the gradient at a random state is not noise
+  const std::vector<double> beta0 = {0.8, -0.5, 0.3, 1.1};
+  const std::vector<double> alpha0 = draw_vector(b.rng, G, Domain{-1, 1});
+  std::vector<double> y(N);
+  for (long i = 0; i < N; ++i) {
+    double eta = alpha0[group[i]];
+    for (long k = 0; k < K; ++k) eta += X[i + k * N] * beta0[k];
+    y[i] = std::uniform_real_distribution<double>(0, 1)(b.rng) < 1 / (1 + std::exp(-eta)) ? 1 : 0;
+  }
+  const int Xd = b.data(X, {N, K});
+  const int eta0 = b.node(matmul_node(Xd, beta, b.p));
+  const int a = b.node(gather_node(alpha, group));
+  const int eta = b.node(binary_node(Op::add, eta0, a, b.p));
+  const int yd = b.data(y);
+  b.term(density_node(Family::bernoulli_logit, {yd, eta}));
+  const int prob = b.node(unary_node(Op::ilogit, eta, b.p));
+  b.term(density_node(Family::bernoulli, {yd, prob}));
+  b.term(density_node(Family::normal, {beta, b.data({0}), b.data({2})}));
+  b.term(density_node(Family::normal, {alpha, b.data({0}), sigma_a}));
+  b.term(density_node(Family::exponential, {sigma_a, b.data({1})}));
+  Tol tol;
+  tol.lp_abs = 1e-9;
+  tol.grad_abs = 1e-9;
+  tol.grad_scale = 1e-12;
+  return b.finish("hierarchical logistic regression on 100003 rows", tol);
+}
+
+// mu = rowSums(X * B[group, ]) + (intercept + X %*% v), which the planner fuses
+// into one rowdot_rows(X, B, v, intercept); y ~ normal(mu, sigma).
+Case varying_slopes_case() {
+  const long N = big_rows, K = 3, G = 40;
+  Builder b(1501);
+  const Domain dom{-1, 1};
+  const int B = b.matrix(G, K, dom);
+  const int v = b.matrix(K, 1, dom);
+  const int intercept = b.param(1, dom);
+  const int sigma = b.param(1, dom, Transform::lower, 0);
+  const std::vector<double> X = draw_vector(b.rng, N * K, Domain{-1, 1});
+  const std::vector<long> group = random_index(b.rng, N, G);
+  const std::vector<double> B0 = draw_vector(b.rng, G * K, Domain{-1, 1});
+  std::vector<double> y(N);
+  std::normal_distribution<double> noise(0, 0.7);
+  for (long i = 0; i < N; ++i) {
+    double m = 0.4;
+    for (long k = 0; k < K; ++k) m += X[i + k * N] * (B0[group[i] + k * G] + 0.5);
+    y[i] = m + noise(b.rng);
+  }
+  const int Xd = b.data(X, {N, K});
+  const int gathered = b.node(gather_rows_node(B, group, b.p));
+  const int prod = b.node(binary_node(Op::mul, Xd, gathered, b.p));
+  const int rs = b.node(rowsum_node(prod, b.p));
+  const int lin = b.node(matmul_node(Xd, v, b.p));
+  const int shifted = b.node(binary_node(Op::add, intercept, lin, b.p));
+  const int mu = b.node(binary_node(Op::add, rs, shifted, b.p));
+  b.term(density_node(Family::normal, {b.data(y), mu, sigma}));
+  b.term(density_node(Family::normal, {B, b.data({0}), b.data({1})}));
+  b.term(density_node(Family::normal, {v, b.data({0}), b.data({1})}));
+  b.term(density_node(Family::normal, {intercept, b.data({0}), b.data({5})}));
+  b.term(density_node(Family::exponential, {sigma, b.data({1})}));
+  Tol tol;
+  tol.lp_abs = 1e-9;
+  tol.grad_abs = 1e-9;
+  tol.grad_scale = 1e-12;
+  return b.finish("varying slopes regression on 100003 rows, fused rowdot_rows", tol);
+}
+
+// ------------------------------------------------------------ checks
+
+std::vector<double> draw_state(const Case& k, long chains, std::mt19937& rng) {
+  const long D = k.p.n_free;
+  std::vector<double> s(chains * D);
+  for (long c = 0; c < chains; ++c) {
+    for (long j = 0; j < D; ++j) s[c * D + j] = draw(rng, k.domains[j]);
+    if (k.fix) k.fix(c, s.data() + c * D);
+  }
+  return s;
+}
+
+struct Reference {
+  std::vector<double> lp, grad;
+  std::vector<double> scale;  // per chain: |lp| + the sum of |term|, what float rounding scales with
+  std::vector<double> gmax;   // per chain: the largest |gradient element|
+};
+
+Reference reference(const Program& p, long chains, const std::vector<double>& state,
+                    const ExecOptions& options) {
+  const long D = p.n_free;
+  ExecOptions o = options;
+  o.backend = Backend::cpu;
+  Reference r;
+  r.lp.assign(chains, 0);
+  r.grad.assign(chains * D, 0);
+  Executor<double> cpu(p, chains, o);
+  cpu.log_density(state.data(), r.lp.data(), r.grad.data());
+  // the terms' values, from the plain (untiled) executor
+  o.observation_stage = false;
+  Executor<double> plain(p, chains, o);
+  plain.forward(state.data());
+  r.scale.assign(chains, 0);
+  r.gmax.assign(chains, 0);
+  for (long c = 0; c < chains; ++c) {
+    r.scale[c] = std::fabs(r.lp[c]);
+    for (int t : p.terms) r.scale[c] += std::fabs(plain.value(t)[c]);
+    for (long j = 0; j < D; ++j) r.gmax[c] = std::max(r.gmax[c], std::fabs(r.grad[c * D + j]));
+  }
+  return r;
+}
+
+// Mismatches of one comparison, the first few spelled out.
+struct Mismatches {
+  long count = 0;
+  std::ostringstream text;
+  Mismatches() { text.precision(17); }
+  void add(const char* what, long c, long j, double got, double want) {
+    if (count++ < 8) {
+      text << "\n  " << what << ", chain " << c;
+      if (j >= 0) text << ", coordinate " << j;
+      text << ": got " << got << ", want " << want;
+    }
+  }
+  std::string report() const {
+    std::ostringstream s;
+    s << count << " mismatch(es):" << text.str();
+    return s.str();
+  }
+};
+
+// The double executor's lp and gradient (grad may be null) against the CPU's.
+void expect_double(const char* what, const Reference& ref, const std::vector<double>& lp,
+                   const std::vector<double>* grad, long chains, long D, const Tol& tol) {
+  Mismatches m;
+  for (long c = 0; c < chains; ++c) {
+    if (!close(lp[c], ref.lp[c], tol.lp_rel, tol.lp_abs)) m.add("lp", c, -1, lp[c], ref.lp[c]);
+    if (!grad) continue;
+    const double slack = tol.grad_abs + tol.grad_scale * ref.gmax[c];
+    for (long j = 0; j < D; ++j) {
+      const long k = c * D + j;
+      if (!close((*grad)[k], ref.grad[k], tol.grad_rel, slack))
+        m.add("gradient", c, j, (*grad)[k], ref.grad[k]);
+    }
+  }
+  INFO(what << " against the cpu executor (double): " << m.report());
+  CHECK(m.count == 0);
+}
+
+// The single-precision executor against the CPU's double: lp within 2e-4 of
+// the sum of the magnitudes it is made of, gradients within 1e-3 relative plus
+// 1e-4 of the chain's largest gradient element.
+void expect_single(const char* what, const Reference& ref, const std::vector<double>& lp,
+                   const std::vector<double>* grad, long chains, long D) {
+  Mismatches m;
+  for (long c = 0; c < chains; ++c) {
+    if (!close(lp[c], ref.lp[c], 0, 1e-6 + 2e-4 * ref.scale[c])) m.add("lp", c, -1, lp[c], ref.lp[c]);
+    if (!grad) continue;
+    const double slack = 1e-6 + 1e-4 * ref.gmax[c];
+    for (long j = 0; j < D; ++j) {
+      const long k = c * D + j;
+      if (!close((*grad)[k], ref.grad[k], 1e-3, slack))
+        m.add("gradient", c, j, (*grad)[k], ref.grad[k]);
+    }
+  }
+  INFO(what << " against the cpu executor (double): " << m.report());
+  CHECK(m.count == 0);
+}
+
+// Two runs of the same executor: equal up to the order of atomic additions
+// (and, in single precision, the float roundings that order can flip).
+void expect_same(const char* what, const std::vector<double>& a, const std::vector<double>& b,
+                 double rel_tol, double abs_tol) {
+  Mismatches m;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!close(a[i], b[i], rel_tol, abs_tol)) m.add(what, static_cast<long>(i), -1, a[i], b[i]);
+  INFO(what << ": " << m.report());
+  CHECK(m.count == 0);
+}
+
+void run_case(const Case& k, std::mt19937& rng) {
+  const Program& p = k.p;
+  const long D = p.n_free;
+  for (long chains : chain_counts) {
+    INFO(k.label << ", " << chains << " chain(s), " << D << " free coordinates");
+    const std::vector<double> state = draw_state(k, chains, rng);
+    const std::vector<double> state2 = draw_state(k, chains, rng);
+    const Reference ref = reference(p, chains, state, k.options);
+    const Reference ref2 = reference(p, chains, state2, k.options);
+    for (long c = 0; c < chains; ++c) {
+      INFO("the cpu executor's lp of chain " << c << ": " << ref.lp[c] << ", " << ref2.lp[c]);
+      REQUIRE(std::isfinite(ref.lp[c]));
+      REQUIRE(std::isfinite(ref2.lp[c]));
+    }
+
+    {  // double precision
+      std::unique_ptr<Target> gpu = make_gpu(p, chains, k.options, false);
+      REQUIRE(gpu->dim() == D);
+      REQUIRE(gpu->chains() == chains);
+      std::vector<double> lp(chains, 99), grad(chains * D, 99);
+      gpu->log_density(state.data(), lp.data(), grad.data());
+      expect_double("double, first call", ref, lp, &grad, chains, D, k.tol);
+      std::vector<double> lp2(chains, 99), grad2(chains * D, 99);
+      gpu->log_density(state.data(), lp2.data(), grad2.data());
+      expect_double("double, second call at the same state", ref, lp2, &grad2, chains, D, k.tol);
+      std::vector<double> lp_only(chains, 99);
+      gpu->log_density(state.data(), lp_only.data(), nullptr);
+      expect_double("double, without a gradient", ref, lp_only, nullptr, chains, D, k.tol);
+      expect_same("double: lp without a gradient vs with one", lp_only, lp, 1e-13, k.tol.lp_abs);
+      std::vector<double> lp3(chains, 99), grad3(chains * D, 99);
+      gpu->log_density(state2.data(), lp3.data(), grad3.data());
+      expect_double("double, at a second state", ref2, lp3, &grad3, chains, D, k.tol);
+      // device memory: the same as log_density
+      std::vector<double> lp_dev(chains, 99), grad_dev(chains * D, 99);
+      device_path(*gpu, state, lp_dev, &grad_dev);
+      expect_double("double, log_density_device", ref, lp_dev, &grad_dev, chains, D, k.tol);
+      expect_same("double: log_density_device lp vs log_density", lp_dev, lp, 1e-13, k.tol.lp_abs);
+      std::vector<double> lp_dev2(chains, 99);
+      device_path(*gpu, state2, lp_dev2, nullptr);
+      expect_same("double: log_density_device lp without a gradient vs log_density", lp_dev2, lp3,
+                  1e-13, k.tol.lp_abs);
+    }
+
+    {  // single precision
+      std::unique_ptr<Target> gpu = make_gpu(p, chains, k.options, true);
+      REQUIRE(gpu->dim() == D);
+      REQUIRE(gpu->chains() == chains);
+      std::vector<double> lp(chains, 99), grad(chains * D, 99);
+      gpu->log_density(state.data(), lp.data(), grad.data());
+      expect_single("single, first call", ref, lp, &grad, chains, D);
+      std::vector<double> lp2(chains, 99), grad2(chains * D, 99);
+      gpu->log_density(state.data(), lp2.data(), grad2.data());
+      expect_single("single, second call at the same state", ref, lp2, &grad2, chains, D);
+      std::vector<double> lp_only(chains, 99);
+      gpu->log_density(state.data(), lp_only.data(), nullptr);
+      expect_same("single: lp without a gradient vs with one", lp_only, lp, 1e-6, 1e-9);
+      std::vector<double> lp3(chains, 99), grad3(chains * D, 99);
+      gpu->log_density(state2.data(), lp3.data(), grad3.data());
+      expect_single("single, at a second state", ref2, lp3, &grad3, chains, D);
+      std::vector<double> lp_dev(chains, 99), grad_dev(chains * D, 99);
+      device_path(*gpu, state2, lp_dev, &grad_dev);
+      expect_single("single, log_density_device", ref2, lp_dev, &grad_dev, chains, D);
+      expect_same("single: log_density_device lp vs log_density", lp_dev, lp3, 1e-6, 1e-9);
+    }
+  }
+}
+
+void run_cases(const std::vector<Case>& cases, unsigned seed) {
+  require_gpu();
+  std::mt19937 rng(seed);
+  for (const Case& k : cases) run_case(k, rng);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ tests
+
+TEST_CASE("cuda executor: a CUDA device is visible", "[cuda]") {
+#ifndef LOCKSTEP_GPU_TEST_STANDIN
+  const std::vector<lockstep::cuda::DeviceInfo> devs = lockstep::cuda::devices();
+  const int v = lockstep::cuda::runtime_version();
+  std::printf("CUDA runtime %d.%d, %zu device(s)\n", v / 1000, (v % 1000) / 10, devs.size());
+  for (const lockstep::cuda::DeviceInfo& d : devs)
+    std::printf("  %d: %s (sm_%d%d, %.1f GiB, %d SMs)\n", d.id, d.name.c_str(), d.major, d.minor,
+                d.memory_gb, d.multiprocessors);
+#endif
+  require_gpu();
+  SUCCEED();
+}
+
+TEST_CASE("cuda executor: the programs cover every op and family and transform", "[cuda][coverage]") {
+  // No device needed: what the programs below hold, once planned. An op counts
+  // when a node of it carries the chain dimension and is live (runs on the GPU).
+  std::vector<Case> all;
+  for (auto make : {unary_cases, binary_cases, shape_cases, index_cases,
+                    fold_cumulative_concat_cases, family_cases, transform_cases})
+    for (Case& c : make()) all.push_back(std::move(c));
+  all.push_back(many_blocks_case());
+  all.push_back(logistic_regression_case());
+  all.push_back(varying_slopes_case());
+  std::set<std::string> ops, families, truncated;
+  std::set<int> transforms;
+  std::set<size_t> rowdot_forms;
+  bool big_fused = false;
+  for (const Case& k : all) {
+    INFO(k.label);
+    CHECK(static_cast<long>(k.domains.size()) == k.p.n_free);
+    CHECK_NOTHROW(lockstep::validate(k.p));
+    for (const Node& n : k.p.nodes) {
+      if (n.op == Op::data) ops.insert("data");
+      if (!(n.chain && n.live)) continue;
+      ops.insert(lockstep::op_name(n.op));
+      if (n.op == Op::param) transforms.insert(static_cast<int>(n.transform));
+      if (n.op == Op::rowdot_rows) {
+        rowdot_forms.insert(n.inputs.size());
+        if (n.size == big_rows && n.inputs.size() == 4) big_fused = true;
+      }
+      if (n.op == Op::density) {
+        families.insert(lockstep::family_name(n.family));
+        if (!(std::isinf(n.trunc_lower) && std::isinf(n.trunc_upper)))
+          truncated.insert(lockstep::family_name(n.family));
+      }
+    }
+  }
+  for (const OpInfo& o : all_ops()) {
+    INFO("op " << o.name);
+    CHECK(ops.count(o.name) == 1);
+  }
+  const char* const family_names[] = {
+#define LS_DIST(name, n_params, continuous) #name,
+#include "lockstep/distributions.def"
+#undef LS_DIST
+  };
+  const bool continuous[] = {
+#define LS_DIST(name, n_params, continuous) continuous,
+#include "lockstep/distributions.def"
+#undef LS_DIST
+  };
+  for (size_t i = 0; i < sizeof continuous / sizeof continuous[0]; ++i) {
+    INFO("family " << family_names[i]);
+    CHECK(families.count(family_names[i]) == 1);
+    // truncated wherever test_distributions.cpp truncates: every continuous family but uniform
+    if (continuous[i] && std::string(family_names[i]) != "uniform")
+      CHECK(truncated.count(family_names[i]) == 1);
+  }
+  for (Transform t : {Transform::none, Transform::lower, Transform::upper, Transform::interval})
+    CHECK(transforms.count(static_cast<int>(t)) == 1);
+  CHECK(rowdot_forms == std::set<size_t>({2, 3, 4}));
+  CHECK(big_fused);
+}
+
+TEST_CASE("cuda executor: unary ops match the cpu executor in double and single precision",
+          "[cuda][ops][unary]") {
+  require_gpu();
+  run_cases(unary_cases(), 2001);
+}
+
+TEST_CASE("cuda executor: binary ops broadcasting scalars and rows and columns with and "
+          "without the chain dimension",
+          "[cuda][ops][binary]") {
+  require_gpu();
+  run_cases(binary_cases(), 2002);
+}
+
+TEST_CASE("cuda executor: sum rowsum colsum matmul transpose", "[cuda][ops][shapes]") {
+  require_gpu();
+  run_cases(shape_cases(), 2003);
+}
+
+TEST_CASE("cuda executor: gather and gather_rows and every form of rowdot_rows",
+          "[cuda][ops][gather]") {
+  require_gpu();
+  run_cases(index_cases(), 2004);
+}
+
+TEST_CASE("cuda executor: max min prod cumsum cumprod concat", "[cuda][ops][fold]") {
+  require_gpu();
+  run_cases(fold_cumulative_concat_cases(), 2005);
+}
+
+TEST_CASE("cuda executor: every shape op on values spanning many blocks", "[cuda][ops][blocks]") {
+  require_gpu();
+  run_cases({many_blocks_case()}, 2006);
+}
+
+TEST_CASE("cuda executor: every family in a program including truncated ones", "[cuda][distributions]") {
+  require_gpu();
+  run_cases(family_cases(), 2007);
+}
+
+TEST_CASE("cuda executor: parameter transforms with and without the Jacobian",
+          "[cuda][transforms]") {
+  require_gpu();
+  run_cases(transform_cases(), 2008);
+}
+
+TEST_CASE("cuda executor: hierarchical logistic regression on 100003 rows", "[cuda][large]") {
+  require_gpu();
+  run_cases({logistic_regression_case()}, 2009);
+}
+
+TEST_CASE("cuda executor: varying slopes regression on 100003 rows with fused rowdot_rows",
+          "[cuda][large]") {
+  require_gpu();
+  run_cases({varying_slopes_case()}, 2010);
+}
+
+#ifndef LOCKSTEP_GPU_TEST_STANDIN
+TEST_CASE("cuda executor: log_density_device in device memory equals log_density",
+          "[cuda][device]") {
+  // run_case compares the device path on every program; here one set of device
+  // buffers is reused across calls and states, as a sampler on the device would.
+  require_gpu();
+  namespace cuda = lockstep::cuda;
+  std::mt19937 rng(2011);
+  const Case k = logistic_regression_case();
+  const long chains = 8, D = k.p.n_free;
+  for (bool single : {false, true}) {
+    INFO((single ? "single" : "double") << " precision");
+    std::unique_ptr<cuda::DeviceExecutor> ex = cuda::make_executor(k.p, chains, k.options, single);
+    CHECK(ex->device_bytes() > 0);
+    DeviceBuffer s(chains * D), lp(chains), grad(chains * D);
+    const double same_rel = single ? 1e-6 : 1e-13;
+    for (int rep = 0; rep < 3; ++rep) {
+      INFO("state " << rep);
+      const std::vector<double> state = draw_state(k, chains, rng);
+      const Reference ref = reference(k.p, chains, state, k.options);
+      std::vector<double> lp_host(chains), grad_host(chains * D), lp_dev(chains),
+          grad_dev(chains * D), lp_nograd(chains);
+      ex->log_density(state.data(), lp_host.data(), grad_host.data());
+      cuda::copy_to_device(s.p, state.data(), chains * D);
+      ex->log_density_device(s.p, lp.p, grad.p);
+      ex->synchronize();
+      cuda::copy_to_host(lp_dev.data(), lp.p, chains);
+      cuda::copy_to_host(grad_dev.data(), grad.p, chains * D);
+      ex->log_density_device(s.p, lp.p, nullptr);
+      ex->synchronize();
+      cuda::copy_to_host(lp_nograd.data(), lp.p, chains);
+      if (single) {
+        expect_single("log_density", ref, lp_host, &grad_host, chains, D);
+        expect_single("log_density_device", ref, lp_dev, &grad_dev, chains, D);
+        expect_single("log_density_device without a gradient", ref, lp_nograd, nullptr, chains, D);
+      } else {
+        expect_double("log_density", ref, lp_host, &grad_host, chains, D, k.tol);
+        expect_double("log_density_device", ref, lp_dev, &grad_dev, chains, D, k.tol);
+        expect_double("log_density_device without a gradient", ref, lp_nograd, nullptr, chains, D,
+                      k.tol);
+      }
+      expect_same("lp of log_density_device vs log_density", lp_dev, lp_host, same_rel, 1e-9);
+      expect_same("lp without a gradient vs with one", lp_nograd, lp_dev, same_rel, 1e-9);
+    }
+  }
+}
+
+TEST_CASE("cuda executor: refuses a missing GPU and zero chains and MPI",
+          "[cuda][errors]") {
+  require_gpu();
+  const Case k = sum_case();
+  ExecOptions o;
+  o.gpu = 99;
+  CHECK_THROWS_AS(lockstep::cuda::make_executor(k.p, 2, o, false), std::runtime_error);
+  CHECK_THROWS_AS(lockstep::cuda::make_executor(k.p, 2, o, true), std::runtime_error);
+  o.gpu = -1;
+  CHECK_THROWS_AS(lockstep::cuda::make_executor(k.p, 2, o, false), std::runtime_error);
+  o.gpu = 0;
+  CHECK_THROWS_AS(lockstep::cuda::make_executor(k.p, 0, o, false), std::invalid_argument);
+  lockstep::InProcessCommunicator world(2);
+  o.world = &world;
+  CHECK_THROWS_AS(lockstep::cuda::make_executor(k.p, 2, o, false), std::invalid_argument);
+  o.world = nullptr;
+  CHECK_NOTHROW(lockstep::cuda::make_executor(k.p, 2, o, false));
+}
+#endif
+
+TEST_CASE("Executor refuses Backend::cuda which has its own executor", "[cuda][errors]") {
+  // No device needed.
+  const Case k = sum_case();
+  ExecOptions o;
+  o.backend = Backend::cuda;
+  CHECK_THROWS_AS(Executor<double>(k.p, 2, o), std::invalid_argument);
+  CHECK_THROWS_AS(Executor<float>(k.p, 2, o), std::invalid_argument);
+  CHECK_THROWS_AS(Executor<double>(k.p, 2, Backend::cuda), std::invalid_argument);
+}
