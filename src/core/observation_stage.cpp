@@ -1,6 +1,8 @@
 // The observation stage of one extent (observation_stage.hpp).
 #include "lockstep/observation_stage.hpp"
 
+#include "lockstep/row_order.hpp"
+
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -61,22 +63,7 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   // Row order: by the index of the gather from the largest global value.
   std::vector<long> perm(rows_);
   std::iota(perm.begin(), perm.end(), 0L);
-  if (options.reorder_rows) {
-    const Node* key = nullptr;
-    for (int id : nodes_) {
-      const Node& n = program.nodes[id];
-      // gather's first rows' indices and gather_rows' indices both address
-      // row r's first element
-      const bool gathers =
-          n.op == Op::gather || n.op == Op::gather_rows || n.op == Op::rowdot_rows;
-      auto source = [&](const Node& x) { return program.nodes[x.inputs.back()].size; };
-      if (gathers && (!key || source(n) > source(*key))) key = &n;
-    }
-    if (key) {
-      const std::vector<long>& index = key->index;
-      std::stable_sort(perm.begin(), perm.end(), [&](long a, long b) { return index[a] < index[b]; });
-    }
-  }
+  if (options.reorder_rows) perm = row_order(program, extent);
 
   // Tiles: as many rows as fit the cache budget, and at least one tile for
   // every worker of every shard when there are rows enough.

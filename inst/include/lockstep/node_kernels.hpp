@@ -198,7 +198,7 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
           term.p[k] = operand(call.in[k + 1], target);
           term.dp[k] = call.gradient ? sink(call.in[k + 1], target) : AdjointSink<T>{};
         }
-        launch(ChainSum<Term>(term, call.scratch, call.chains, target.size()));
+        launch(ChainSum<Term>(term.with_slots(), call.scratch, call.chains, target.size()));
       });
       launch(StoreChains<T>{call.scratch, y, call.lp, true, call.chains});
       break;

@@ -14,7 +14,9 @@
 //   per-chain bookkeeping kernels of a sum or a density), in program order on
 //   one stream; the backward pass in reverse order. Row-aligned values are
 //   whole [chains, rows] buffers here: the tiled observation stage of the CPU
-//   is not used on the GPU yet.
+//   is not used on the GPU yet. The executor runs its own copy of the
+//   program with each extent's rows in row_order (row_order.hpp), so that
+//   gathers and their scatter-adds walk memory in order.
 //
 // Sums are not bit-reproducible between runs: per-chain sums (densities,
 // Jacobians, sum()) add each block's partial with an atomic, and gathers'
@@ -45,7 +47,7 @@ class DeviceExecutor : public Target {
   virtual double device_bytes() const = 0;
 };
 
-// The program must be planned and outlive the executor; options.gpu picks the
+// The program must be planned (the executor keeps a copy); options.gpu picks the
 // device; `single` computes in float32 with sums in double. Throws
 // std::runtime_error when no CUDA device is visible, when options.gpu is not
 // one of them, or when the device has too little free memory for the model

@@ -17,6 +17,7 @@
 
 #include "../launcher.hpp"
 #include "../node_kernels.hpp"
+#include "../row_order.hpp"
 #include "cuda_executor.hpp"
 #include "cuda_launch.cuh"
 
@@ -78,7 +79,10 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   std::vector<double> forward_s_, backward_s_;
   long profiled_calls_ = 0;
 
-  const Program& program_;
+  // The program with its rows in row_order (unless options.reorder_rows is
+  // off): gathers and scatter-adds then walk memory in order. Its data values
+  // are dropped once on the device.
+  Program program_;
   long chains_;
   ExecOptions options_;
   cudaStream_t stream_ = nullptr;
@@ -101,25 +105,26 @@ template <class T> template <class U> U* CudaExecutor<T>::allocate(long n) {
 
 template <class T>
 CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOptions& options)
-    : program_(program), chains_(chains), options_(options) {
+    : chains_(chains), options_(options) {
   if (chains < 1) throw std::invalid_argument("chains must be at least 1");
   if (options.world)
     throw std::invalid_argument(
         "lockstep: the cuda backend does not run across MPI processes yet; use cpu_only(mpi = TRUE)");
   select_device(options.gpu);
-  const size_t n = program.nodes.size();
-  const long D = program.n_free;
+  program_ = options.reorder_rows ? with_rows_ordered(program) : program;
+  const size_t n = program_.nodes.size();
+  const long D = program_.n_free;
 
   // What the device must hold, counted before anything is allocated so that a
   // model too large for the GPU is refused with the figures.
   std::vector<bool> needed(n, false);  // constant nodes read by a node that runs
   for (size_t id = 0; id < n; ++id)
     if (runs(static_cast<int>(id)))
-      for (int in : program.nodes[id].inputs)
-        if (!program.nodes[in].chain) needed[in] = true;
+      for (int in : program_.nodes[id].inputs)
+        if (!program_.nodes[in].chain) needed[in] = true;
   double total = 3.0 * chains * D * sizeof(double) + 2.0 * chains * sizeof(double);
   for (size_t id = 0; id < n; ++id) {
-    const Node& node = program.nodes[id];
+    const Node& node = program_.nodes[id];
     if (runs(static_cast<int>(id)))
       total += (node.op == Op::density ? 1.0 : 2.0) * chains * node.size * sizeof(T) +
                node.index.size() * sizeof(long);
@@ -148,13 +153,13 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
     std::vector<double> host_scratch(1, 0.0);
     const Launcher cpu{Backend::cpu, EmulatedGeometry()};
     for (size_t id = 0; id < n; ++id) {
-      const Node& node = program.nodes[id];
+      const Node& node = program_.nodes[id];
       if (node.chain) continue;
       host[id].assign(node.size, T(0));
       NodeCall<T> c;
       c.node = &node;
       auto slot = [&](int k) {
-        const Node& m = program.nodes[k];
+        const Node& m = program_.nodes[k];
         Slot<T> s;
         s.value = host[k].data();
         s.rows = m.dim[0];
@@ -169,7 +174,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
       forward_call(c, cpu);
     }
     for (size_t id = 0; id < n; ++id) {
-      const Node& node = program.nodes[id];
+      const Node& node = program_.nodes[id];
       if (runs(static_cast<int>(id))) {
         const long len = node.op == Op::density ? chains : chains * node.size;
         values_[id] = allocate<T>(len);
@@ -187,6 +192,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
               "copying data to the device");
       }
     }
+    for (Node& node : program_.nodes) std::vector<double>().swap(node.values);
     scratch_ = allocate<double>(chains);
     state_ = allocate<double>(chains * D);
     grad_ = allocate<double>(chains * D);

@@ -21,35 +21,71 @@ template <class Term, class = void> struct has_sum_chain : std::false_type {};
 template <class Term>
 struct has_sum_chain<Term, std::void_t<decltype(&Term::sum_chain)>> : std::true_type {};
 
+// A term may also sum some of its partials per chain (a density's scalar
+// parameters, whose partial every element adds to): int slots() const, the
+// number of such sums; double operator()(long c, long i, double* sums), which
+// adds them to sums[0, slots) instead of to their adjoint; and
+// void add_sum(long c, int slot, double total), which adds a block's total.
+// One atomic per element on the same address would otherwise queue every lane
+// of a GPU on it.
+template <class Term, class = void> struct has_slots : std::false_type {};
+template <class Term>
+struct has_slots<Term, std::void_t<decltype(&Term::slots)>> : std::true_type {};
+
 template <class Term> struct ChainSum {
   Term term;
   double* out;  // [chains], added to
   long chains, size;
   int phases = 2;
-  int shared_per_lane;  // = chains
+  int per_chain;        // 1 + the term's slots: the value and its sums
+  int shared_per_lane;  // = chains * per_chain
 
   ChainSum(Term t, double* o, long c, long n)
-      : term(t), out(o), chains(c), size(n), shared_per_lane(static_cast<int>(c)) {}
+      : term(t), out(o), chains(c), size(n), per_chain(1 + slots_of(t)),
+        shared_per_lane(static_cast<int>(c) * per_chain) {}
+
+  static int slots_of(const Term& t) {
+    if constexpr (has_slots<Term>::value)
+      return t.slots();
+    else
+      return 0;
+  }
+
+  LS_HD double value(long c, long i, double* sums) const {
+    if constexpr (has_slots<Term>::value)
+      return per_chain > 1 ? term(c, i, sums) : term(c, i);
+    else
+      return term(c, i);
+  }
 
   LS_HD void operator()(int phase, const Lane& lane) const {
     if (phase == 0) {
-      double* mine = lane.shared + static_cast<long>(lane.in_block) * chains;
-      for (long c = 0; c < chains; ++c) mine[c] = 0;
+      double* mine = lane.shared + static_cast<long>(lane.in_block) * shared_per_lane;
+      for (long k = 0; k < shared_per_lane; ++k) mine[k] = 0;
 #if !defined(__CUDA_ARCH__)
       if constexpr (has_sum_chain<Term>::value)
         if (lane.count == 1) {  // the CPU: the term's own loop over a chain
-          for (long c = 0; c < chains; ++c) mine[c] += term.sum_chain(c, size);
+          for (long c = 0; c < chains; ++c) mine[c * per_chain] += term.sum_chain(c, size);
           return;
         }
 #endif
       // for_each_element: plain loops on one lane, no division per element
-      for_each_element(lane, chains, size, [&](long, long c, long i) { mine[c] += term(c, i); });
+      for_each_element(lane, chains, size, [&](long, long c, long i) {
+        double* m = mine + c * per_chain;
+        m[0] += value(c, i, m + 1);
+      });
     } else if (lane.in_block == 0) {
-      for (long c = 0; c < chains; ++c) {
-        double total = 0;
-        for (int t = 0; t < lane.lanes_in_block; ++t) total += lane.shared[t * chains + c];
-        lane_add(out + c, total);
-      }
+      for (long c = 0; c < chains; ++c)
+        for (int s = 0; s < per_chain; ++s) {
+          double total = 0;
+          for (int t = 0; t < lane.lanes_in_block; ++t)
+            total += lane.shared[t * shared_per_lane + c * per_chain + s];
+          if (s == 0) {
+            lane_add(out + c, total);
+          } else if constexpr (has_slots<Term>::value) {
+            term.add_sum(c, s - 1, total);
+          }
+        }
     }
   }
 };

@@ -22,7 +22,29 @@ template <class T, Family F> struct DensityTerm {
   AdjointSink<T> dx;  // data == nullptr: no gradient wanted
   AdjointSink<T> dp[max_dist_params];
 
-  LS_HD double operator()(long c, long i) const {
+  // Sums per chain (ChainSum's slots) for the adjoints of scalar parameters
+  // (and a scalar target) that the term's elements all add to, when asked
+  // for with with_slots(): slot_x, slot_p[k] their slot, or -1.
+  static_assert(max_dist_params == 3, "slot_p's initialiser lists every parameter");
+  int n_slots = 0, slot_x = -1, slot_p[max_dist_params] = {-1, -1, -1};
+
+  DensityTerm& with_slots() {
+    n_slots = 0;
+    slot_x = dx.data && dx.scalar ? n_slots++ : -1;
+    for (int k = 0; k < n_params; ++k) slot_p[k] = dp[k].data && dp[k].scalar ? n_slots++ : -1;
+    return *this;
+  }
+  int slots() const { return n_slots; }
+  LS_HD void add_sum(long c, int slot, double total) const {
+    if (slot == slot_x) dx.add(c, 0, static_cast<T>(total));
+    for (int k = 0; k < n_params; ++k)
+      if (slot == slot_p[k]) dp[k].add(c, 0, static_cast<T>(total));
+  }
+
+  LS_HD double operator()(long c, long i) const { return (*this)(c, i, nullptr); }
+
+  // sums: the chain's slots, or nullptr to add every partial to its adjoint
+  LS_HD double operator()(long c, long i, double* sums) const {
     double pv[max_dist_params] = {0}, gp[max_dist_params] = {0}, gx = 0;
     for (int k = 0; k < n_params; ++k) pv[k] = static_cast<double>(p[k].at(c, i));
     const double xv = static_cast<double>(x.at(c, i));
@@ -30,9 +52,12 @@ template <class T, Family F> struct DensityTerm {
     // its math is inlined into the element loop.
     const double lp = truncated ? truncated_lpdf_of<F>(xv, pv, lower, upper, &gx, gp)
                                 : Dist<F>::lpdf(xv, pv, &gx, gp);
-    if (dx.data) dx.add(c, i, static_cast<T>(gx));
-    for (int k = 0; k < n_params; ++k)
-      if (dp[k].data) dp[k].add(c, i, static_cast<T>(gp[k]));
+    if (sums && slot_x >= 0) sums[slot_x] += gx;
+    else if (dx.data) dx.add(c, i, static_cast<T>(gx));
+    for (int k = 0; k < n_params; ++k) {
+      if (sums && slot_p[k] >= 0) sums[slot_p[k]] += gp[k];
+      else if (dp[k].data) dp[k].add(c, i, static_cast<T>(gp[k]));
+    }
     return lp;
   }
 
