@@ -262,6 +262,7 @@ int main(int argc, char** argv) {
                       cpu_ms / gpu_ms, err, gpu->device_bytes() / 1073741824.0,
                       ok ? "" : "  MISMATCH (gradient or lp)");
           std::fflush(stdout);
+          std::fputs(gpu->profile_report().c_str(), stdout);
           cuda::device_free(d_state);
           cuda::device_free(d_lp);
           cuda::device_free(d_grad);

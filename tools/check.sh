@@ -5,7 +5,8 @@
 #
 #   a. cpp:    Catch2 tests of the core (tests/cpp, CMake + CTest, build/cpp)
 #   b. nvcc:   every src/cuda/*.cu compiled with the package's nvcc flags, and
-#              linked with tests/gpu/link_check.cpp (skipped without nvcc)
+#              linked with tests/gpu/link_check.cpp and the core, src/core/*.cpp
+#              (skipped without nvcc)
 #   c. mpi:    the MPI communicator's test (tests/mpi, CMake, build/mpi) run
 #              under `mpirun -np 2`; fails when OpenMPI is missing (tools/setup.sh
 #              installs it)
@@ -140,7 +141,7 @@ suite_nvcc() {
     echo "FAIL link (not attempted: a .cu file failed to compile)"
     failed=$((failed + 1))
   elif (cd src && "$nvcc" -std=c++17 -I../inst/include -cudart shared \
-          ../tests/gpu/link_check.cpp "${objs[@]}" -o "$dir/link_check"); then
+          ../tests/gpu/link_check.cpp core/*.cpp "${objs[@]}" -o "$dir/link_check"); then
     echo "PASS link build/nvcc/link_check"
     passed=$((passed + 1))
   else

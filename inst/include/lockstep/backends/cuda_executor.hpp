@@ -26,6 +26,7 @@
 #define LOCKSTEP_BACKENDS_CUDA_EXECUTOR_HPP
 
 #include <memory>
+#include <string>
 
 #include "../executor.hpp"
 #include "../ir.hpp"
@@ -45,6 +46,10 @@ class DeviceExecutor : public Target {
   virtual void synchronize() = 0;
   // Bytes of device memory the executor holds.
   virtual double device_bytes() const = 0;
+  // With LOCKSTEP_CUDA_PROFILE set in the environment when the executor was
+  // made: a table of each node's forward and backward milliseconds per call
+  // (each node synchronised, so slower than unprofiled calls); else "".
+  virtual std::string profile_report() const = 0;
 };
 
 // The program must be planned (the executor keeps a copy); options.gpu picks the

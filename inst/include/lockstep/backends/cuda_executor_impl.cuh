@@ -60,6 +60,7 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   void log_density_device(const double* state, double* lp, double* grad) override;
   void synchronize() override;
   double device_bytes() const override { return bytes_; }
+  std::string profile_report() const override;
 
  private:
   bool runs(int id) const {
@@ -71,10 +72,9 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   long work(int id) const;
   // With LOCKSTEP_CUDA_PROFILE set in the environment, each node's forward and
   // backward kernels are timed (synchronising after each node, so the totals
-  // are slower than unprofiled calls) and the table printed to stderr when
-  // the executor is destroyed: where a model's time goes, op by op.
+  // are slower than unprofiled calls), for profile_report(): where a model's
+  // time goes, op by op.
   template <class F> void timed(int id, bool backward, F&& f);
-  void print_profile() const;
   bool profile_ = std::getenv("LOCKSTEP_CUDA_PROFILE") != nullptr;
   std::vector<double> forward_s_, backward_s_;
   long profiled_calls_ = 0;
@@ -221,27 +221,33 @@ template <class T> template <class F> void CudaExecutor<T>::timed(int id, bool b
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-template <class T> void CudaExecutor<T>::print_profile() const {
-  if (!profile_ || profiled_calls_ == 0 || forward_s_.empty()) return;
+template <class T> std::string CudaExecutor<T>::profile_report() const {
+  if (!profile_ || profiled_calls_ == 0 || forward_s_.empty()) return "";
   std::vector<int> ids;
   for (size_t id = 0; id < forward_s_.size(); ++id)
     if (forward_s_[id] + backward_s_[id] > 0) ids.push_back(static_cast<int>(id));
   std::sort(ids.begin(), ids.end(), [&](int a, int b) {
     return forward_s_[a] + backward_s_[a] > forward_s_[b] + backward_s_[b];
   });
-  std::fprintf(stderr, "lockstep CUDA profile: %ld calls, %ld chains, %s; ms per call\n",
-               profiled_calls_, chains_, sizeof(T) == 4 ? "single" : "double");
-  std::fprintf(stderr, "%6s %-14s %12s %10s %10s\n", "node", "op", "size", "forward", "backward");
+  std::string out;
+  char line[160];
+  std::snprintf(line, sizeof line, "lockstep CUDA profile: %ld calls, %ld chains, %s; ms per call\n",
+                profiled_calls_, chains_, sizeof(T) == 4 ? "single" : "double");
+  out += line;
+  std::snprintf(line, sizeof line, "%6s %-14s %12s %10s %10s\n", "node", "op", "size", "forward",
+                "backward");
+  out += line;
   for (size_t k = 0; k < ids.size() && k < 20; ++k) {
     const int id = ids[k];
     const Node& n = program_.nodes[id];
-    std::fprintf(stderr, "%6d %-14s %12ld %10.4f %10.4f\n", id, op_name(n.op), n.size,
-                 1e3 * forward_s_[id] / profiled_calls_, 1e3 * backward_s_[id] / profiled_calls_);
+    std::snprintf(line, sizeof line, "%6d %-14s %12ld %10.4f %10.4f\n", id, op_name(n.op), n.size,
+                  1e3 * forward_s_[id] / profiled_calls_, 1e3 * backward_s_[id] / profiled_calls_);
+    out += line;
   }
+  return out;
 }
 
 template <class T> CudaExecutor<T>::~CudaExecutor() {
-  print_profile();
   // Errors are not reported from a destructor; a failed free leaves nothing to do.
   cudaSetDevice(options_.gpu);
   if (stream_) cudaStreamSynchronize(stream_);
