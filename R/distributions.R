@@ -19,6 +19,8 @@
 #' | `bernoulli(prob)` | `dbinom(x, 1, prob)` |
 #' | `binomial(size, prob)` | `dbinom(x, size, prob)` |
 #' | `negative_binomial(size, prob)` | `dnbinom(x, size, prob)` |
+#' | `beta_binomial(size, alpha, beta)` | `extraDistr::dbbinom(x, size, alpha, beta)` |
+#' | `hypergeometric(m, n, k)` | `dhyper(x, m, n, k)` |
 #' | `poisson(lambda)` | `dpois(x, lambda)` |
 #' | `gamma(shape, rate)` | `dgamma(x, shape, rate)` |
 #' | `inverse_gamma(alpha, beta)` | `extraDistr::dinvgamma(x, alpha, beta)` |
@@ -35,13 +37,17 @@
 #'
 #' @param min,max the bounds of `uniform()`: fixed finite numbers (not greta
 #'   arrays), `min < max`
-#' @param mean,sd,meanlog,sdlog,location,scale,df,mu,sigma,rate,prob,shape,alpha,beta,a,b,shape1,shape2,df1,df2,lambda,size
+#' @param mean,sd,meanlog,sdlog,location,scale,df,mu,sigma,rate,prob,shape,alpha,beta,a,b,shape1,shape2,df1,df2,lambda,size,m,n,k
 #'   parameters: greta arrays or numbers, each a scalar or of the
 #'   distribution's dimensions (see the table for their meanings). `pareto()`'s
 #'   `a` is its shape and `b` its scale (the lower end of its support);
 #'   `inverse_gamma()`'s `beta` is a rate (`1 / x` follows `gamma(alpha,
-#'   beta)`); `binomial()`'s `size` is a number of trials and
-#'   `negative_binomial()`'s a target number of successes.
+#'   beta)`); `binomial()`'s and `beta_binomial()`'s `size` is a number of
+#'   trials and `negative_binomial()`'s a target number of successes;
+#'   `beta_binomial()`'s `alpha` and `beta` are the shapes of the beta
+#'   distribution of its probability of success; `hypergeometric()` counts
+#'   the white balls among `k` drawn without replacement from an urn of `m`
+#'   white and `n` black balls.
 #' @param dim the dimensions of the variable, if not implied by the parameters
 #'   (`NULL`, a number for a column vector, or a vector of dimensions)
 #' @param truncation a length-two vector of bounds: the density is truncated to
@@ -58,18 +64,22 @@
 #'   in greta).
 #'
 #'   The continuous distributions except `uniform` can be truncated.
-#'   `bernoulli`, `binomial`, `negative_binomial` and `poisson` are discrete:
-#'   they can only be the distribution of data (counts, whole numbers), never
-#'   of a variable, and take no `truncation`.
+#'   `bernoulli`, `binomial`, `negative_binomial`, `beta_binomial`,
+#'   `hypergeometric` and `poisson` are discrete: they can only be the
+#'   distribution of data (counts, whole numbers), never of a variable, and
+#'   take no `truncation`.
 #'
 #'   `binomial` and `poisson` mask the family functions of \pkg{stats}, as
 #'   greta's do; called with no arguments, as `glm(y ~ x, family = binomial)`
 #'   calls them, they return `stats::binomial()` and `stats::poisson()`.
 #'
-#'   `binomial`'s log density uses `lgamma` for its binomial coefficient, as
-#'   greta does, so it is defined (and differentiable) for a non-integer
-#'   `size` too, where `dbinom` gives `NaN`; `size` given as numbers must be
-#'   whole.
+#'   `binomial`'s and `beta_binomial`'s log densities use `lgamma` for their
+#'   binomial coefficients, as greta does, so they are defined (and
+#'   differentiable) for a non-integer `size` too, where `dbinom` and
+#'   `dbbinom` give `NaN`; `size` given as numbers must be whole.
+#'   `hypergeometric`'s parameters are all counts: given as numbers they must
+#'   be whole, with `k <= m + n`; computed ones give `NaN` where they are not
+#'   (as `dhyper` does), and the log density has no gradient in them.
 #'
 #'   `bernoulli(ilogit(eta))` is computed on the logit scale, as greta does
 #'   with its "representations": the log density is `y * eta - log(1 +
@@ -105,6 +115,11 @@
 #' successes <- as_data(c(3, 7, 4))
 #' q <- beta(1, 1)
 #' distribution(successes) <- binomial(10, q)
+#' overdispersed <- as_data(c(1, 9, 4, 10))
+#' a <- gamma(2, 1)
+#' distribution(overdispersed) <- beta_binomial(10, a, a)
+#' white <- as_data(c(2, 3, 1))
+#' distribution(white) <- hypergeometric(m = 6, n = 4, k = 5)
 #' @name distributions
 NULL
 
@@ -260,6 +275,27 @@ negative_binomial <- function(size, prob, dim = NULL) {
   if (missing(size) && missing(prob) && is.null(dim)) return(stats::binomial())
   new_distribution("negative_binomial", list(size = size, prob = prob), dim, c(-Inf, Inf),
                    positive = "size", unit = "prob", support = c(0, Inf), discrete = TRUE)
+}
+
+#' @rdname distributions
+#' @export
+beta_binomial <- function(size, alpha, beta, dim = NULL) {
+  new_distribution("beta_binomial", list(size = size, alpha = alpha, beta = beta), dim,
+                   c(-Inf, Inf), whole = "size", positive = c("alpha", "beta"),
+                   support = c(0, Inf), discrete = TRUE)
+}
+
+#' @rdname distributions
+#' @export
+hypergeometric <- function(m, n, k, dim = NULL) {
+  dist <- new_distribution("hypergeometric", list(m = m, n = n, k = k), dim, c(-Inf, Inf),
+                           whole = c("m", "n", "k"), support = c(0, Inf), discrete = TRUE)
+  params <- get_node(dist)$distribution$parents
+  if (all(vapply(params, function(p) p$type == "data", logical(1))) &&
+      any(params[[3]]$value > params[[1]]$value + params[[2]]$value)) {
+    stop("`k` of hypergeometric() must not exceed `m + n`", call. = FALSE)
+  }
+  dist
 }
 
 #' @rdname distributions
@@ -440,14 +476,28 @@ check_data_support <- function(values, dist) {
   if (isTRUE(dist$discrete) && any(values != round(values))) {
     stop("data given a ", label, "() distribution must be whole numbers (counts)", call. = FALSE)
   }
-  if (identical(label, "binomial")) {
+  if (label %in% c("binomial", "beta_binomial")) {
     size <- dist$parents[[match("size", dist$param_names)]]
     if (size$type == "data" && any(values > as.numeric(size$value))) {
-      stop("data given a binomial() distribution must not exceed `size`", call. = FALSE)
+      stop("data given a ", label, "() distribution must not exceed `size`", call. = FALSE)
     }
   }
   if (any(values < bounds[1] | values > bounds[2])) {
     stop("data lie outside the support of ", label, "() (", bounds[1], ", ", bounds[2],
          ")", call. = FALSE)
+  }
+  if (identical(label, "hypergeometric")) {
+    # between max(0, k - n) and min(k, m), for those of m, n, k known now
+    param <- function(name) {
+      node <- dist$parents[[match(name, dist$param_names)]]
+      if (node$type == "data") as.numeric(node$value) else NA
+    }
+    m <- param("m")
+    n <- param("n")
+    k <- param("k")
+    if (isTRUE(any(values > m)) || isTRUE(any(values > k)) || isTRUE(any(values < k - n))) {
+      stop("data given a hypergeometric() distribution must lie between max(0, k - n) and ",
+           "min(k, m)", call. = FALSE)
+    }
   }
 }

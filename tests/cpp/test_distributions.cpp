@@ -5,6 +5,7 @@
 // quoted next to them (R 4.x, printed with sprintf("%.17g", ...)).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -252,9 +253,48 @@ const std::map<std::string, FamilyRef>& family_refs() {
           p[1] = u(r, 0.1, 0.9);
           *x = std::floor(u(r, 0, 16));
         }}},
+      // x below size, as for binomial
+      {"beta_binomial",
+       {[](double x, const double* p) {
+          const double n = p[0], a = p[1], b = p[2];
+          auto B = [](double s, double t) {
+            return std::tgamma(s) * std::tgamma(t) / std::tgamma(s + t);
+          };
+          const double choose = std::tgamma(n + 1) / (std::tgamma(x + 1) * std::tgamma(n - x + 1));
+          return std::log(choose * B(x + a, n - x + b) / B(a, b));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = std::floor(u(r, 1, 16));
+          p[1] = u(r, 0.5, 5);
+          p[2] = u(r, 0.5, 5);
+          *x = std::floor(u(r, 0, p[0]));
+        }}},
+      // choose(a, b) as a product; counts only (see partials_are_zero)
+      {"hypergeometric",
+       {[](double x, const double* p) {
+          auto choose = [](double a, double b) {
+            double c = 1;
+            for (int i = 1; i <= b; ++i) c *= (a - b + i) / i;
+            return c;
+          };
+          const double m = p[0], n = p[1], k = p[2];
+          return std::log(choose(m, x) * choose(n, k - x) / choose(m + n, k));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = std::floor(u(r, 0, 12));
+          p[1] = std::floor(u(r, 0, 12));
+          p[2] = std::min(std::floor(u(r, 0, p[0] + p[1] + 1)), p[0] + p[1]);
+          const double lo = std::max(0.0, p[2] - p[1]), hi = std::min(p[2], p[0]);
+          *x = std::min(lo + std::floor(u(r, 0, hi - lo + 1)), hi);
+        }}},
   };
   return m;
 }
+
+// Families whose parameters are all counts: their partials are 0 by definition
+// (and the density is NaN off the whole numbers, so there is no difference to
+// take).
+bool partials_are_zero(const std::string& f) { return f == "hypergeometric"; }
 
 // CDF partials that the library itself computes by central differences (no
 // closed form in these shape parameters): family name and parameter index.
@@ -400,6 +440,20 @@ TEST_CASE("lpdf of greta's other families matches R's d* functions", "[distribut
   CHECK(close(lpdf(Family::negative_binomial, 3, {2.5, 0.35}), -2.035532431606315, 1e-12));
   CHECK(close(lpdf(Family::negative_binomial, 0, {4, 0.7}), -1.4266997757549298, tol));
   CHECK(close(lpdf(Family::negative_binomial, 25, {0.8, 0.1}), -5.2751028757672573, 1e-12));
+  // R: extraDistr::dbbinom(3, 10, 2.5, 1.5, log = TRUE);
+  //    extraDistr::dbbinom(0, 5, 0.7, 3.2, log = TRUE);
+  //    extraDistr::dbbinom(12, 12, 4, 0.6, log = TRUE);
+  //    extraDistr::dbbinom(40, 100, 0.5, 0.5, log = TRUE)
+  CHECK(close(lpdf(Family::beta_binomial, 3, {10, 2.5, 1.5}), -2.6297320490312819, 1e-12));
+  CHECK(close(lpdf(Family::beta_binomial, 0, {5, 0.7, 3.2}), -0.67802400148460285, 1e-12));
+  CHECK(close(lpdf(Family::beta_binomial, 12, {12, 4, 0.6}), -0.85397233358079616, 1e-12));
+  CHECK(close(lpdf(Family::beta_binomial, 40, {100, 0.5, 0.5}), -5.0415501218751473, 1e-12));
+  // R: dhyper(3, 10, 7, 8, log = TRUE); dhyper(0, 5, 12, 4, log = TRUE);
+  //    dhyper(6, 6, 3, 9, log = TRUE); dhyper(40, 300, 500, 120, log = TRUE)
+  CHECK(close(lpdf(Family::hypergeometric, 3, {10, 7, 8}), -2.2666288868046998, 1e-12));
+  CHECK(close(lpdf(Family::hypergeometric, 0, {5, 12, 4}), -1.5702980040968304, 1e-12));
+  CHECK(std::fabs(lpdf(Family::hypergeometric, 6, {6, 3, 9})) < 1e-14);  // R: 0
+  CHECK(close(lpdf(Family::hypergeometric, 40, {300, 500, 120}), -3.0156550384167082, 1e-11));
 }
 
 TEST_CASE("CDFs of greta's other continuous families match R's p* functions",
@@ -529,6 +583,10 @@ TEST_CASE("lpdf partials of every family against finite differences",
         CHECK(dx == 0);
       }
       for (int k = 0; k < f.n_params; ++k) {
+        if (partials_are_zero(f.name)) {
+          CHECK(dp[k] == 0);
+          continue;
+        }
         double q[max_dist_params] = {p[0], p[1], p[2]};
         const double fd = central_difference(
             [&](double v) {
@@ -935,6 +993,17 @@ FamilyProgram family_program(Family f, double lo = -inf, double hi = inf) {
       fp.inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(1, Transform::lower),
                    par(n, Transform::interval, 0, 1)};
       break;
+    case Family::beta_binomial:
+      fp.inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})),
+                   par(1, Transform::lower), par(n, Transform::lower)};
+      break;
+    case Family::hypergeometric:
+      // every parameter a count, hence data; a flat, unused variable gives the
+      // program something to sample (as compare_distribution() does in R)
+      fp.inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({4, 6, 2, 9, 3})),
+                   p.add(data_node({5, 2, 6, 1, 4})), p.add(data_node({3, 5, 2, 8, 4}))};
+      par(1);
+      break;
   }
   p.n_free = off;
   fp.term = add_term(p, density_node(f, fp.inputs, lo, hi));
@@ -965,7 +1034,8 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
       {Family::pareto, -inf, inf},    {Family::laplace, -inf, inf},  {Family::beta, -inf, inf},
       {Family::chi_squared, -inf, inf}, {Family::logistic, -inf, inf}, {Family::f, -inf, inf},
       {Family::poisson, -inf, inf},   {Family::binomial, -inf, inf},
-      {Family::negative_binomial, -inf, inf},
+      {Family::negative_binomial, -inf, inf}, {Family::beta_binomial, -inf, inf},
+      {Family::hypergeometric, -inf, inf},
       {Family::lognormal, 0.5, 3},    {Family::gamma, 0.5, 3},       {Family::inverse_gamma, 0.5, 3},
       {Family::weibull, 0.5, 3},      {Family::pareto, 0.5, 3},      {Family::laplace, -1, 2},
       {Family::beta, 0.1, 0.6},       {Family::chi_squared, 0.5, 3}, {Family::logistic, -1, 2},
@@ -1097,6 +1167,20 @@ TEST_CASE("invalid parameters give NaN", "[distributions][nan]") {
   CHECK(std::isnan(lpdf(Family::binomial, 1, {-1, 0.5})));
   CHECK(std::isnan(lpdf(Family::negative_binomial, 1, {0, 0.5})));
   CHECK(std::isnan(lpdf(Family::negative_binomial, 1, {2, 0})));
+  CHECK(std::isnan(lpdf(Family::beta_binomial, 1, {-1, 1, 1})));
+  CHECK(std::isnan(lpdf(Family::beta_binomial, 1, {inf, 1, 1})));
+  CHECK(std::isnan(lpdf(Family::beta_binomial, 1, {3, 0, 1})));
+  CHECK(std::isnan(lpdf(Family::beta_binomial, 1, {3, 1, -1})));
+  CHECK(std::isnan(lpdf(Family::beta_binomial, 1, {3, nan, 1})));
+  CHECK(std::isnan(lpdf(Family::beta_binomial, 1, {3, 1, inf})));
+  // R: dhyper gives NaN for these (negative, non-integer, k > m + n)
+  CHECK(std::isnan(lpdf(Family::hypergeometric, 1, {-1, 2, 1})));
+  CHECK(std::isnan(lpdf(Family::hypergeometric, 1, {3, -2, 1})));
+  CHECK(std::isnan(lpdf(Family::hypergeometric, 1, {3, 2, 7})));
+  CHECK(std::isnan(lpdf(Family::hypergeometric, 1, {3.5, 2, 2})));
+  CHECK(std::isnan(lpdf(Family::hypergeometric, 1, {3, 2, 2.5})));
+  CHECK(std::isnan(lpdf(Family::hypergeometric, 1, {inf, 2, 2})));
+  CHECK(std::isnan(lpdf(Family::hypergeometric, 1, {3, nan, 2})));
   // and the partials are NaN too
   double dx = 0, dp[max_dist_params] = {0, 0, 0};
   const double bad[max_dist_params] = {0, -1, 0};
@@ -1160,4 +1244,22 @@ TEST_CASE("support: outside it the log density is -Inf", "[distributions][suppor
   CHECK(lpdf(Family::negative_binomial, -1, {2, 0.5}) == -inf);
   CHECK(lpdf(Family::negative_binomial, 0.5, {2, 0.5}) == -inf);
   CHECK(lpdf(Family::negative_binomial, 0, {2, 1}) == 0);  // R: dnbinom(0, 2, 1, log = TRUE)
+  CHECK(lpdf(Family::beta_binomial, -1, {3, 1, 2}) == -inf);
+  CHECK(lpdf(Family::beta_binomial, 4, {3, 1, 2}) == -inf);
+  CHECK(lpdf(Family::beta_binomial, 1.5, {3, 1, 2}) == -inf);
+  CHECK(lpdf(Family::beta_binomial, 0, {0, 1, 2}) == 0);  // R: dbbinom(0, 0, 1, 2, log = TRUE)
+  // R: dhyper(x, 3, 2, 4) is nonzero for x in 2..3 only
+  CHECK(lpdf(Family::hypergeometric, 1, {3, 2, 4}) == -inf);
+  CHECK(lpdf(Family::hypergeometric, 4, {3, 2, 4}) == -inf);
+  CHECK(lpdf(Family::hypergeometric, -1, {3, 2, 4}) == -inf);
+  CHECK(lpdf(Family::hypergeometric, 2.5, {3, 2, 4}) == -inf);
+  CHECK(lpdf(Family::hypergeometric, 2, {2, 0, 2}) == 0);  // R: dhyper(2, 2, 0, 2, log = TRUE)
+  // partials of a count-only family are 0, inside the support and outside it
+  double dx = -1, dp[max_dist_params] = {-1, -1, -1};
+  const double q[max_dist_params] = {3, 2, 4};
+  dist_lpdf(Family::hypergeometric, 2, q, &dx, dp);
+  CHECK((dx == 0 && dp[0] == 0 && dp[1] == 0 && dp[2] == 0));
+  dx = dp[0] = dp[1] = dp[2] = -1;
+  dist_lpdf(Family::hypergeometric, 1, q, &dx, dp);
+  CHECK((dx == 0 && dp[0] == 0 && dp[1] == 0 && dp[2] == 0));
 }

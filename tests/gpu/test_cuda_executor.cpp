@@ -757,6 +757,16 @@ Case family_case(Family f, double lo, double hi) {
       inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(1, Transform::lower),
                 par(n, Transform::interval, 0, 1)};
       break;
+    case Family::beta_binomial:
+      inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})),
+                par(1, Transform::lower), par(n, Transform::lower)};
+      break;
+    case Family::hypergeometric:
+      // every parameter a count, hence data; a flat, unused variable to sample
+      inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({4, 6, 2, 9, 3})),
+                p.add(data_node({5, 2, 6, 1, 4})), p.add(data_node({3, 5, 2, 8, 4}))};
+      par(1);
+      break;
   }
   p.n_free = off;
   add_term(p, density_node(f, inputs, lo, hi));
@@ -802,6 +812,7 @@ std::vector<Case> family_cases() {
       {Family::chi_squared, -inf, inf},   {Family::logistic, -inf, inf},
       {Family::f, -inf, inf},             {Family::poisson, -inf, inf},
       {Family::binomial, -inf, inf},      {Family::negative_binomial, -inf, inf},
+      {Family::beta_binomial, -inf, inf}, {Family::hypergeometric, -inf, inf},
       {Family::lognormal, 0.5, 3},        {Family::gamma, 0.5, 3},
       {Family::inverse_gamma, 0.5, 3},    {Family::weibull, 0.5, 3},
       {Family::pareto, 0.5, 3},           {Family::laplace, -1, 2},

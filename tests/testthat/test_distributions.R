@@ -320,7 +320,11 @@ local({
     f = function(x, df1, df2) stats::df(x, df1, df2, log = TRUE),
     poisson = function(x, lambda) stats::dpois(x, lambda, log = TRUE),
     binomial = function(x, size, prob) stats::dbinom(x, size, prob, log = TRUE),
-    negative_binomial = function(x, size, prob) stats::dnbinom(x, size, prob, log = TRUE)
+    negative_binomial = function(x, size, prob) stats::dnbinom(x, size, prob, log = TRUE),
+    beta_binomial = function(x, size, alpha, beta) {
+      extraDistr::dbbinom(x, size, alpha, beta, log = TRUE)
+    },
+    hypergeometric = function(x, m, n, k) stats::dhyper(x, m, n, k, log = TRUE)
   ))
   helpers$r_cdf <- utils::modifyList(helpers$r_cdf, list(
     uniform = function(q, min, max) stats::punif(q, min, max),
@@ -422,6 +426,44 @@ test_that("poisson, binomial and negative binomial likelihoods match dpois, dbin
                        as_variable = c("size", "prob"))
 })
 
+test_that("beta-binomial likelihood matches extraDistr's dbbinom, with gradients in alpha, beta", {
+  skip_if_not_installed("extraDistr")
+  set.seed(310)
+  x <- extraDistr::rbbinom(10, 12, 2, 3)
+  compare_distribution("beta_binomial", x, list(size = 12, alpha = 2, beta = 3))
+  compare_distribution("beta_binomial", x, list(size = 12, alpha = 2, beta = 3),
+                       as_variable = c("alpha", "beta"))
+  size <- x + rpois(10, 2)
+  compare_distribution("beta_binomial", x,
+                       list(size = size, alpha = rexp(10) + 0.5, beta = 0.7),
+                       as_variable = c("alpha", "beta"))
+  # x = size and x = 0, at the ends of the support
+  compare_distribution("beta_binomial", c(0, 5, 5, 0), list(size = 5, alpha = 0.6, beta = 1.4),
+                       as_variable = "alpha")
+})
+
+test_that("hypergeometric likelihood matches dhyper", {
+  set.seed(311)
+  x <- rhyper(10, 7, 5, 6)
+  compare_distribution("hypergeometric", x, list(m = 7, n = 5, k = 6))
+  m <- x + rpois(10, 3)
+  n <- rpois(10, 4)
+  k <- x + pmin(n, rpois(10, 2))
+  compare_distribution("hypergeometric", x, list(m = m, n = n, k = k))
+  # k - n and min(k, m): both ends of the support
+  compare_distribution("hypergeometric", c(2, 3, 3), list(m = 3, n = 2, k = 4))
+  # a parameter computed in the model: no gradient, and the density is dhyper's
+  a <- variable(lower = 0, upper = 1)
+  y <- as_data(c(1, 2, 0))
+  distribution(y) <- hypergeometric(3 + 0 * a, 4, 3)
+  m <- model(a)
+  expected <- function(z) {
+    sum(dhyper(c(1, 2, 0), 3, 4, 3, log = TRUE)) + log(plogis(z) * (1 - plogis(z)))
+  }
+  expect_density_matches(m, expected, tolerance = 1e-10)
+  expect_gradient_matches(m)
+})
+
 test_that("truncated likelihoods of greta's other families are renormalised", {
   set.seed(306)
   x <- runif(6, 0.55, 2.9)
@@ -500,6 +542,10 @@ test_that("greta's other families refuse bad arguments in greta's style", {
   expect_error(model(poisson(3)), "discrete variable")
   expect_error(model(binomial(10, 0.5)), "discrete variable")
   expect_error(model(negative_binomial(3, 0.5)), "discrete variable")
+  expect_error(model(beta_binomial(10, 1, 2)), "discrete variable")
+  expect_error(model(hypergeometric(5, 3, 4)), "discrete variable")
+  expect_error(beta_binomial(10, 1, 2, truncation = c(0, 5)), "unused argument")
+  expect_error(hypergeometric(5, 3, 4, truncation = c(0, 5)), "unused argument")
   expect_error(poisson(3, truncation = c(0, 5)), "unused argument")
   y <- as_data(c(1, 2.5, 3))
   expect_error(distribution(y) <- poisson(2), "whole numbers")
@@ -511,6 +557,23 @@ test_that("greta's other families refuse bad arguments in greta's style", {
   expect_error(binomial(10, 1.5), "`prob` of binomial\\(\\) must be between 0 and 1")
   expect_error(poisson(-1), "`lambda` of poisson\\(\\) must be non-negative")
   expect_error(negative_binomial(0, 0.5), "`size` of negative_binomial\\(\\) must be positive")
+  expect_error(beta_binomial(2.5, 1, 1), "`size` of beta_binomial\\(\\) must be a non-negative whole")
+  expect_error(beta_binomial(10, 0, 1), "`alpha` of beta_binomial\\(\\) must be positive")
+  expect_error(beta_binomial(10, 1, -1), "`beta` of beta_binomial\\(\\) must be positive")
+  y <- as_data(c(1, 12, 3))
+  expect_error(distribution(y) <- beta_binomial(10, 1, 1), "must not exceed `size`")
+  y <- as_data(c(1, 2.5))
+  expect_error(distribution(y) <- beta_binomial(10, 1, 1), "whole numbers")
+  expect_error(hypergeometric(-1, 3, 2), "`m` of hypergeometric\\(\\) must be a non-negative whole")
+  expect_error(hypergeometric(4, 3.5, 2), "`n` of hypergeometric\\(\\) must be a non-negative whole")
+  expect_error(hypergeometric(4, 3, 1.5), "`k` of hypergeometric\\(\\) must be a non-negative whole")
+  expect_error(hypergeometric(4, 3, 8), "`k` of hypergeometric\\(\\) must not exceed `m \\+ n`")
+  y <- as_data(c(1, 2))  # with m = 3, n = 2, k = 4 the support is 2..3
+  expect_error(distribution(y) <- hypergeometric(3, 2, 4), "between max\\(0, k - n\\) and min\\(k, m\\)")
+  y <- as_data(c(2, 4))
+  expect_error(distribution(y) <- hypergeometric(3, 2, 4), "between max\\(0, k - n\\) and min\\(k, m\\)")
+  y <- as_data(c(0, -1))
+  expect_error(distribution(y) <- hypergeometric(3, 2, 2), "outside the support")
   # uniform's bounds are fixed numbers
   expect_error(uniform(normal(0, 1), 2), "cannot be greta arrays")
   expect_error(uniform(c(0, 1), 2), "length 1")

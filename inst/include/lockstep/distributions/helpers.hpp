@@ -2,8 +2,8 @@
 // log B(a, b), the regularised incomplete gamma functions (the CDFs of gamma,
 // chi-squared and inverse gamma), a central difference in a shape parameter
 // (for CDF partials without a closed form, as student.hpp does for df), and
-// the CDFs of two-parameter discrete families (never called: discrete
-// families cannot be truncated).
+// the CDFs of two- and three-parameter discrete families (never called:
+// discrete families cannot be truncated).
 #ifndef LOCKSTEP_DISTRIBUTIONS_HELPERS_HPP
 #define LOCKSTEP_DISTRIBUTIONS_HELPERS_HPP
 
@@ -83,6 +83,18 @@ struct Discrete2 {
   }
   LS_HD static double ccdf(double, const double*, double* dp) {
     dp[0] = dp[1] = 0;
+    return ls_nan();
+  }
+};
+
+// ... and of a discrete family with three parameters.
+struct Discrete3 {
+  LS_HD static double cdf(double, const double*, double* dp) {
+    dp[0] = dp[1] = dp[2] = 0;
+    return ls_nan();
+  }
+  LS_HD static double ccdf(double, const double*, double* dp) {
+    dp[0] = dp[1] = dp[2] = 0;
     return ls_nan();
   }
 };

@@ -1,0 +1,45 @@
+// beta_binomial(size, alpha, beta), extraDistr's dbbinom(x, size, alpha, beta):
+// the binomial(size, prob) with prob ~ beta(alpha, beta) integrated out.
+//   log p = lchoose(size, x) + lbeta(x + alpha, size - x + beta) - lbeta(alpha, beta),
+//   x in {0, 1, ..., size};
+//   d/dalpha = digamma(x + alpha) - digamma(size + alpha + beta)
+//              - digamma(alpha) + digamma(alpha + beta),
+//   d/dbeta = digamma(size - x + beta) - digamma(size + alpha + beta)
+//             - digamma(beta) + digamma(alpha + beta),
+//   d/dsize = digamma(size + 1) - digamma(size - x + 1)
+//             + digamma(size - x + beta) - digamma(size + alpha + beta);
+// x is discrete (d/dx = 0). As binomial.hpp does, lchoose is written with
+// lgamma (as greta/TFP computes it), so that a non-integer size is the
+// continuous extension (dbbinom gives NaN there) and the partial in size
+// exists. size < 0, alpha <= 0 or beta <= 0 (or any of them infinite) gives NaN.
+#ifndef LOCKSTEP_DISTRIBUTIONS_BETA_BINOMIAL_HPP
+#define LOCKSTEP_DISTRIBUTIONS_BETA_BINOMIAL_HPP
+
+#include "helpers.hpp"
+
+namespace lockstep {
+
+template <> struct Dist<Family::beta_binomial> : Discrete3 {
+  static constexpr int n_params = 3;
+  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
+    const double n = p[0], a = p[1], b = p[2];
+    if (!(n >= 0) || ls_isinf(n) || !(a > 0) || ls_isinf(a) || !(b > 0) || ls_isinf(b))
+      return dist_nan(dx, dp, n_params);
+    *dx = 0;
+    if (x < 0 || x > n || floor(x) != x) {
+      dp[0] = dp[1] = dp[2] = 0;
+      return -ls_inf();
+    }
+    const double m = n - x;
+    const double d_nab = digamma(n + a + b), d_ab = digamma(a + b), d_mb = digamma(m + b);
+    dp[0] = digamma(n + 1) - digamma(m + 1) + d_mb - d_nab;
+    dp[1] = digamma(x + a) - d_nab - digamma(a) + d_ab;
+    dp[2] = d_mb - d_nab - digamma(b) + d_ab;
+    return lgamma(n + 1) - lgamma(x + 1) - lgamma(m + 1) + ls_lbeta(x + a, m + b) -
+           ls_lbeta(a, b);
+  }
+};
+
+}  // namespace lockstep
+
+#endif
