@@ -31,10 +31,14 @@ void select_device(int gpu);
 // elements the node touches, over all chains). Bodies loop with a grid
 // stride, so the grid only needs to be large enough to fill the GPU; lanes per
 // block are halved while a body's block-shared scratch (per lane: the chains,
-// for a per-chain sum) would pass the 48 KiB that needs no opt-in.
+// for a per-chain sum) would pass the 48 KiB that needs no opt-in. A body
+// with block-shared scratch ends each sum with a serial pass over its block's
+// lanes: those get at most two blocks per multiprocessor, so that the serial
+// passes run side by side rather than thousands of blocks queueing for them.
 struct StreamLaunch {
   cudaStream_t stream = 0;
   long work = 1;
+  int multiprocessors = 132;
 
   template <class Body> void operator()(const Body& body) const {
     const long per_lane = body.shared_per_lane > 0 ? body.shared_per_lane : 0;
@@ -42,7 +46,8 @@ struct StreamLaunch {
     while (threads > 32 && threads * per_lane * static_cast<long>(sizeof(double)) > 48 * 1024)
       threads /= 2;
     const long wanted = (std::max<long>(work, 1) + threads - 1) / threads;
-    const int blocks = static_cast<int>(std::min<long>(wanted, 4096));
+    const long most = per_lane > 0 ? 2L * multiprocessors : 4096L;
+    const int blocks = static_cast<int>(std::min<long>(wanted, most));
     launch_cuda(body, blocks, threads, stream);
   }
 };
@@ -91,6 +96,7 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   std::vector<T*> values_, adjoints_;  // per node; nullptr where not held
   std::vector<long*> index_;           // per node: its gather index on the device
   double* scratch_ = nullptr;          // [chains]
+  int multiprocessors_ = 132;          // of the device
   double *state_ = nullptr, *lp_ = nullptr, *grad_ = nullptr;  // for log_density
 };
 
@@ -112,6 +118,8 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
         "lockstep: the cuda backend does not run across MPI processes yet; use cpu_only(mpi = TRUE)");
   select_device(options.gpu);
   program_ = options.reorder_rows ? with_rows_ordered(program) : program;
+  check(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, options.gpu),
+        "reading the device's multiprocessor count");
   const size_t n = program_.nodes.size();
   const long D = program_.n_free;
 
@@ -308,7 +316,7 @@ void CudaExecutor<T>::log_density_device(const double* state, double* lp, double
                               stream_),
               "clearing adjoints");
   }
-  StreamLaunch launch{stream_, 1};
+  StreamLaunch launch{stream_, 1, multiprocessors_};
   profiled_calls_ += profile_;
   for (int id = 0; id < n; ++id)
     if (runs(id)) {
