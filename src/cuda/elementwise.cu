@@ -8,6 +8,7 @@
 #include <string>
 
 #include "lockstep/backends/cuda.hpp"
+#include "lockstep/backends/cuda_executor.hpp"
 #include "lockstep/backends/cuda_launch.cuh"
 #include "lockstep/kernels/elementwise.hpp"
 
@@ -40,16 +41,6 @@ void require_device() {
   }
 }
 
-void to_device(double* dst, const double* src, long n) {
-  check(cudaMemcpy(dst, src, static_cast<size_t>(n) * sizeof(double), cudaMemcpyHostToDevice),
-        "copy to device");
-}
-
-void to_host(double* dst, const double* src, long n) {
-  check(cudaMemcpy(dst, src, static_cast<size_t>(n) * sizeof(double), cudaMemcpyDeviceToHost),
-        "copy to host");
-}
-
 // Enough blocks to give each lane about one element, capped: the bodies loop
 // with a grid stride, so any grid covers any n.
 constexpr int kThreads = 256;
@@ -73,10 +64,10 @@ void elementwise_unary(Op op, const double* x, double* y, long n) {
   require_device();
   if (n == 0) return;
   DeviceBuffer dx(n), dy(n);
-  to_device(dx.get(), x, n);
+  copy_to_device(dx.get(), x, n);
   UnaryForward<double> body{op, Operand<double>{dx.get(), 0, false}, dy.get(), 1, n};
   launch_cuda(body, blocks_for(n), kThreads);
-  to_host(y, dy.get(), n);
+  copy_to_host(y, dy.get(), n);
 }
 
 void elementwise_binary(Op op, const double* a, const double* b, double* y, long n) {
@@ -88,12 +79,12 @@ void elementwise_binary(Op op, const double* a, const double* b, double* y, long
   require_device();
   if (n == 0) return;
   DeviceBuffer da(n), db(n), dy(n);
-  to_device(da.get(), a, n);
-  to_device(db.get(), b, n);
+  copy_to_device(da.get(), a, n);
+  copy_to_device(db.get(), b, n);
   BinaryForward<double> body{op, Operand<double>{da.get(), 0, false},
                              Operand<double>{db.get(), 0, false}, dy.get(), 1, n};
   launch_cuda(body, blocks_for(n), kThreads);
-  to_host(y, dy.get(), n);
+  copy_to_host(y, dy.get(), n);
 }
 
 }  // namespace cuda
