@@ -40,6 +40,21 @@ using lockstep::Transform;
 
 constexpr double inf = HUGE_VAL;
 
+// Every op of ops.def, with its name and family (coverage tests).
+struct OpInfo {
+  std::string name;
+  Op op;
+  lockstep::OpFamily family;
+};
+
+inline std::vector<OpInfo> all_ops() {
+  return {
+#define LS_OP(name, arity, family) {#name, Op::name, lockstep::OpFamily::family},
+#include "lockstep/ops.def"
+#undef LS_OP
+  };
+}
+
 // ---------------------------------------------------------------- builders
 
 inline std::vector<long> column(long n) { return {n, 1}; }
@@ -190,6 +205,36 @@ inline Node density_node(Family f, std::vector<int> inputs, double lower = -inf,
   n.family = f;
   n.trunc_lower = lower;
   n.trunc_upper = upper;
+  return n;
+}
+
+// max / min / prod of a whole value: one value per chain.
+inline Node fold_node(Op op, int in) {
+  Node n;
+  n.op = op;
+  n.inputs = {in};
+  n.dim = {1, 1};
+  n.size = 1;
+  return n;
+}
+
+// cumsum / cumprod: a column vector of the input's size (greta's shape).
+inline Node cumulative_node(Op op, int in, const Program& p) {
+  Node n;
+  n.op = op;
+  n.inputs = {in};
+  n.size = p.nodes[in].size;
+  n.dim = column(n.size);
+  return n;
+}
+
+// c(a, b): a column vector, unless dim is given.
+inline Node concat_node(int a, int b, const Program& p, std::vector<long> dim = {}) {
+  Node n;
+  n.op = Op::concat;
+  n.inputs = {a, b};
+  n.size = p.nodes[a].size + p.nodes[b].size;
+  n.dim = dim.empty() ? column(n.size) : dim;
   return n;
 }
 

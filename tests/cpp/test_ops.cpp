@@ -25,20 +25,6 @@ using lockstep::OpFamily;
 
 namespace {
 
-struct OpInfo {
-  std::string name;
-  Op op;
-  OpFamily family;
-};
-
-std::vector<OpInfo> all_ops() {
-  return {
-#define LS_OP(name, arity, family) {#name, Op::name, OpFamily::family},
-#include "lockstep/ops.def"
-#undef LS_OP
-  };
-}
-
 // Reference math of the unary ops, the domain inputs are drawn from, the
 // relative tolerance of the gradient check, and that of the values (relative,
 // plus an absolute part for functions with a root inside their domain, or
@@ -1032,34 +1018,6 @@ TEST_CASE("rowdot_rows: the wrong number or shape of inputs is refused", "[ops][
 // ------------------------------------------------ fold, cumulative, concat
 
 namespace {
-
-Node fold_node(Op op, int in) {
-  Node n;
-  n.op = op;
-  n.inputs = {in};
-  n.dim = {1, 1};
-  n.size = 1;
-  return n;
-}
-
-// cumsum / cumprod: a column vector of the input's size (greta's shape).
-Node cumulative_node(Op op, int in, const Program& p) {
-  Node n;
-  n.op = op;
-  n.inputs = {in};
-  n.size = p.nodes[in].size;
-  n.dim = column(n.size);
-  return n;
-}
-
-Node concat_node(int a, int b, const Program& p, std::vector<long> dim = {}) {
-  Node n;
-  n.op = Op::concat;
-  n.inputs = {a, b};
-  n.size = p.nodes[a].size + p.nodes[b].size;
-  n.dim = dim.empty() ? column(n.size) : dim;
-  return n;
-}
 
 const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "emulated"; }
 

@@ -206,33 +206,6 @@ struct Builder {
   }
 };
 
-Node fold_node(Op op, int in) {
-  Node n;
-  n.op = op;
-  n.inputs = {in};
-  n.dim = {1, 1};
-  n.size = 1;
-  return n;
-}
-
-Node cumulative_node(Op op, int in, const Program& p) {
-  Node n;
-  n.op = op;
-  n.inputs = {in};
-  n.size = p.nodes[in].size;
-  n.dim = column(n.size);
-  return n;
-}
-
-Node concat_node(int a, int b, const Program& p, std::vector<long> dim = {}) {
-  Node n;
-  n.op = Op::concat;
-  n.inputs = {a, b};
-  n.size = p.nodes[a].size + p.nodes[b].size;
-  n.dim = dim.empty() ? column(n.size) : dim;
-  return n;
-}
-
 // rowdot_rows over inputs {a, b}, {a, b, v} or {a, b, v, p}: a column of a's rows.
 Node rowdot_node(std::vector<int> inputs, std::vector<long> index, const Program& p) {
   Node n;
@@ -269,20 +242,6 @@ const UnaryDomain unary_domains[] = {
     {"trigamma", 0.2, 6}, {"iprobit", -4, 4},  {"icloglog", -3, 1.5}, {"icauchit", -5, 5},
     {"log1pe", -5, 5},
 };
-
-struct OpInfo {
-  std::string name;
-  Op op;
-  OpFamily family;
-};
-
-std::vector<OpInfo> all_ops() {
-  return {
-#define LS_OP(name, arity, family) {#name, Op::name, OpFamily::family},
-#include "lockstep/ops.def"
-#undef LS_OP
-  };
-}
 
 const UnaryDomain* unary_domain(const std::string& name) {
   for (const UnaryDomain& d : unary_domains)
