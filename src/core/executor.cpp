@@ -106,14 +106,9 @@ NodeCall<T> Executor<T>::call(int id, const double* state, double* lp, double* g
   // group's part starts c0 values in.
   auto slot = [&](int k) {
     const Node& n = program_.nodes[k];
-    Slot<T> s;
     const long offset = n.chain ? c0 * n.size : 0;
-    s.value = values_[k].data() + offset;
-    s.adjoint = adjoints_[k].empty() ? nullptr : adjoints_[k].data() + offset;
-    s.rows = n.dim[0];
-    s.cols = n.size / n.dim[0];
-    s.chain = n.chain;
-    return s;
+    return whole_slot(n, values_[k].data() + offset,
+                      adjoints_[k].empty() ? nullptr : adjoints_[k].data() + offset);
   };
   c.out = slot(id);
   for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);

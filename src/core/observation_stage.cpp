@@ -176,20 +176,18 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
   const long rows = std::min(tile_rows_, rows_ - start);
   auto slot = [&](int k) {
     const Node& n = program_.nodes[k];
+    if (n.extent != extent_)  // a global value, whole
+      return whole_slot(n, (*global.values)[k].data(),
+                        gradient && n.chain ? w.boundary[k].data() : nullptr);
     Slot<T> s;
     s.cols = cols_of(n);
     s.chain = n.chain;
-    if (n.extent == extent_ && n.chain) {  // a tile of a row-aligned value
-      s.rows = rows;
+    s.rows = rows;
+    if (n.chain) {  // a tile of a row-aligned value
       s.value = w.values[k].data();
       s.adjoint = gradient ? w.adjoints[k].data() : nullptr;
-    } else if (n.extent == extent_) {  // a tile of row data
-      s.rows = rows;
+    } else {  // a tile of row data
       s.value = row_data_[k].data() + start * s.cols;
-    } else {  // a global value, whole
-      s.rows = n.dim[0];
-      s.value = (*global.values)[k].data();
-      s.adjoint = gradient && n.chain ? w.boundary[k].data() : nullptr;
     }
     return s;
   };

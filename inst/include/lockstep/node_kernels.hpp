@@ -35,6 +35,18 @@ template <class T> struct Slot {
   long chain_stride() const { return chain ? rows * cols : 0; }
 };
 
+// A node's whole value (and adjoint) as a Slot: how the op-by-op executors
+// bind every buffer, and the tiled stage its global ones.
+template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint) {
+  Slot<T> s;
+  s.value = value;
+  s.adjoint = adjoint;
+  s.rows = n.dim[0];
+  s.cols = n.size / n.dim[0];
+  s.chain = n.chain;
+  return s;
+}
+
 constexpr int max_node_inputs = 1 + max_dist_params;
 
 // Everything one node's kernels need, for `chains` chains.

@@ -166,14 +166,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
       host[id].assign(node.size, T(0));
       NodeCall<T> c;
       c.node = &node;
-      auto slot = [&](int k) {
-        const Node& m = program_.nodes[k];
-        Slot<T> s;
-        s.value = host[k].data();
-        s.rows = m.dim[0];
-        s.cols = m.size / m.dim[0];
-        return s;
-      };
+      auto slot = [&](int k) { return whole_slot<T>(program_.nodes[k], host[k].data(), nullptr); };
       c.out = slot(static_cast<int>(id));
       for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
       c.index = node.index.data();
@@ -269,16 +262,7 @@ NodeCall<T> CudaExecutor<T>::call(int id, const double* state, double* lp, doubl
   const Node& node = program_.nodes[id];
   NodeCall<T> c;
   c.node = &node;
-  auto slot = [&](int k) {
-    const Node& m = program_.nodes[k];
-    Slot<T> s;
-    s.value = values_[k];
-    s.adjoint = adjoints_[k];
-    s.rows = m.dim[0];
-    s.cols = m.size / m.dim[0];
-    s.chain = m.chain;
-    return s;
-  };
+  auto slot = [&](int k) { return whole_slot<T>(program_.nodes[k], values_[k], adjoints_[k]); };
   c.out = slot(id);
   for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
   c.index = index_[id];
