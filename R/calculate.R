@@ -13,14 +13,48 @@
 #'   values at every draw, as a `greta_mcmc_list` with the same chains,
 #'   iterations and thinning.
 #'
+#' @section Simulation (`nsim`): With `nsim`, `calculate()` draws `nsim`
+#'   independent simulations of the targets, as greta's does. Every greta
+#'   array the targets depend on that has a distribution is drawn from it, in
+#'   topological order, its parameters computed from the earlier draws:
+#'   variables from their priors, and data with a distribution (`y` after
+#'   `distribution(y) <- ...`) from their likelihood, so `calculate(y, nsim =
+#'   100)` simulates data sets from the prior predictive distribution (`y` must
+#'   be a greta array, e.g. made with [as_data()], to be named as a target).
+#'   Truncated distributions are drawn within their truncation (by inverse-CDF
+#'   sampling).
+#'
+#'   Greta arrays given in `values` (a named list) are held at those values in
+#'   every simulation, and what they depend on is not drawn. With `values` a
+#'   `greta_mcmc_list`, each simulation takes the model's variables from a
+#'   posterior draw picked at random (with replacement, and a warning, when
+#'   `nsim` exceeds the number of draws) and draws the rest, e.g. the data:
+#'   posterior predictive simulations.
+#'
+#'   A variable without a distribution (made by [variable()]) cannot be drawn:
+#'   the targets may depend on one only through greta arrays given in
+#'   `values`.
+#'
+#'   The draws are computed as chains of the engine: the parameters of every
+#'   distribution at one level of the model are computed for all simulations
+#'   (`trace_batch_size` at a time) in one engine evaluation, and the values
+#'   are drawn with R's random number generators (`rnorm()`, `rgamma()`, ...),
+#'   so [set.seed()] before the call, or `seed`, makes a simulation repeat.
+#'   The result does not depend on `trace_batch_size`.
+#'
 #' @param ... greta arrays to calculate (named as they are written)
 #' @param values a named list of values, or a `greta_mcmc_list`
-#' @param nsim,seed draws from the prior (greta's `nsim`) are not available
-#'   yet in lockstep: `nsim` must be `NULL`
+#' @param nsim `NULL`, or the number of simulations to draw (a positive whole
+#'   number): see the section Simulation
+#' @param seed with `nsim`, an optional seed, set with [set.seed()] before
+#'   simulating; R's random number stream is restored afterwards, so the
+#'   caller's stream is untouched. Ignored without `nsim`.
 #' @param precision `"double"` (the default) or `"single"`
 #' @param trace_batch_size how many draws to compute in one engine call
 #' @param compute_options where the engine runs: [cpu_only()]
-#' @return a named list of arrays, or a `greta_mcmc_list`
+#' @return a named list of arrays, or a `greta_mcmc_list`. With `nsim`, a
+#'   named list of arrays whose first dimension is the simulation: a target
+#'   of dimension `c(3, 1)` gives an array of dimension `c(nsim, 3, 1)`.
 #' @examples
 #' x <- variable(dim = 3)
 #' y <- exp(x) * 2
@@ -34,6 +68,17 @@
 #'               verbose = FALSE)
 #' cv <- sigma / abs(mu)
 #' head(calculate(cv, values = draws)[[1]])
+#'
+#' # simulations from the prior, and with mu held fixed
+#' sims <- calculate(mu, sigma, nsim = 500, seed = 1)
+#' dim(sims$mu)
+#' y_sim <- as_data(c(0.3, -0.2, 0.5))
+#' distribution(y_sim) <- normal(mu, sigma)
+#' fixed_mu <- calculate(y_sim, values = list(mu = 10), nsim = 5)
+#' fixed_mu$y_sim[, , 1]
+#' # posterior predictive simulations
+#' post <- calculate(y_sim, values = draws, nsim = 50)
+#' dim(post$y_sim)
 #' @export
 calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
                       precision = c("double", "single"), trace_batch_size = 100,
@@ -50,20 +95,32 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
     }
     if (names[k] == "") names[k] <- paste(deparse(exprs[[k]]), collapse = "")
   }
-  if (!is.null(nsim)) {
-    stop("calculate(nsim =): simulating from the prior is not available yet in lockstep; ",
-         "give `values`", call. = FALSE)
-  }
+  if (!is.null(nsim)) nsim <- check_nsim(nsim)
+  seed <- check_seed(seed)
   precision <- match.arg(precision)
   trace_batch_size <- check_count(trace_batch_size, "trace_batch_size", minimum = 1)
   options <- check_compute_options(compute_options)
   roots <- lapply(targets, get_node)
-  if (inherits(values, "greta_mcmc_list")) {
-    return(calculate_draws(roots, names, values, precision, trace_batch_size, options))
-  }
-  if (!is.list(values) || (length(values) > 0 && is.null(names(values)))) {
+  draws <- inherits(values, "greta_mcmc_list")
+  if (!draws && (!is.list(values) || (length(values) > 0 && is.null(names(values))))) {
     stop("`values` must be a named list of values, or a greta_mcmc_list from mcmc()",
          call. = FALSE)
+  }
+  if (!is.null(nsim)) {
+    if (!is.null(seed)) {
+      restore_seed <- seed_for_simulation(seed)
+      on.exit(restore_seed(), add = TRUE)
+    }
+    if (draws) {
+      return(simulate_posterior(roots, names, values, nsim, precision, trace_batch_size,
+                                options))
+    }
+    fixed <- fixed_values(values, parent.frame())
+    return(simulate_arrays(roots, names, fixed, list(), nsim, precision, trace_batch_size,
+                           options))
+  }
+  if (draws) {
+    return(calculate_draws(roots, names, values, precision, trace_batch_size, options))
   }
   fixed <- fixed_values(values, parent.frame())
   calculation <- lower_calculation(roots, fixed, precision)

@@ -462,6 +462,9 @@ check_truncation <- function(truncation, support, family) {
   check_data_support(target$value, dist)
   dist$target <- target
   dist$dim <- target$dim
+  # the order of distribution() statements orders log_lik()'s columns
+  lockstep_state$next_declaration <- lockstep_state$next_declaration + 1L
+  dist$declared <- lockstep_state$next_declaration
   target$distribution <- dist
   variable$assigned <- TRUE  # the variable is orphaned: nothing reaches it any more
   original

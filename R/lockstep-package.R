@@ -11,6 +11,8 @@
 #' @importFrom Rcpp evalCpp
 "_PACKAGE"
 
-# Package-wide mutable state: the counter that gives every node a unique id.
+# Package-wide mutable state: the counter that gives every node a unique id,
+# and the one that numbers distribution() statements in the order they ran.
 lockstep_state <- new.env(parent = emptyenv())
 lockstep_state$next_id <- 0L
+lockstep_state$next_declaration <- 0L

@@ -49,8 +49,9 @@ node_inputs <- function(node) {
 }
 
 # Topological order (inputs before the nodes that use them); ties in creation
-# order, so that a model lowers the same way every time.
-topological_order <- function(nodes) {
+# order, so that a model lowers the same way every time. The inputs of nodes
+# named in `leaves` (by id) are not visited: those nodes are lowered as leaves.
+topological_order <- function(nodes, leaves = character()) {
   nodes <- nodes[order(vapply(nodes, function(n) n$id, integer(1)))]
   done <- new.env(parent = emptyenv())
   ordered <- list()
@@ -58,7 +59,7 @@ topological_order <- function(nodes) {
     key <- as.character(node$id)
     if (!is.null(done[[key]])) return(invisible())
     done[[key]] <- TRUE
-    for (input in node_inputs(node)) visit(input)
+    if (!key %in% leaves) for (input in node_inputs(node)) visit(input)
     ordered[[length(ordered) + 1L]] <<- node
   }
   for (node in nodes) visit(node)
@@ -75,9 +76,11 @@ transform_of <- function(lower, upper) {
 # Returns list(ir, ids, variables): ids maps node id (character) to its 0-based
 # IR index; variables describes each variable's slice of the free state.
 # `fixed` (calculate()) maps node ids to values: those nodes are lowered as
-# data holding them, whatever they are.
-lower_dag <- function(nodes, fixed = list()) {
-  ordered <- topological_order(nodes)
+# data holding them, whatever they are. Nodes whose ids are in `sampled`
+# (calculate(nsim =)) are lowered as parameters without a transform, whatever
+# they are: their values, drawn or given per draw, are the free state.
+lower_dag <- function(nodes, fixed = list(), sampled = character()) {
+  ordered <- topological_order(nodes, c(names(fixed), sampled))
   ids <- list()
   ir_nodes <- vector("list", length(ordered))
   terms <- integer()
@@ -87,8 +90,8 @@ lower_dag <- function(nodes, fixed = list()) {
     node <- ordered[[k]]
     key <- as.character(node$id)
     ids[[key]] <- k - 1L
-    type <- if (is.null(fixed[[key]])) node$type else "fixed"
-    inputs <- if (type == "fixed") {
+    type <- if (!is.null(fixed[[key]])) "fixed" else if (key %in% sampled) "sampled" else node$type
+    inputs <- if (type %in% c("fixed", "sampled")) {
       integer()
     } else {
       vapply(node_inputs(node), function(n) ids[[as.character(n$id)]], integer(1))
@@ -96,6 +99,14 @@ lower_dag <- function(nodes, fixed = list()) {
     ir <- switch(type,
       fixed = list(op = "data", dim = node$dim, values = as.numeric(fixed[[key]])),
       data = list(op = "data", dim = node$dim, values = node$value),
+      sampled = {
+        size <- prod(node$dim)
+        variables[[key]] <- list(offset = offset, size = size, dim = node$dim,
+                                 lower = -Inf, upper = Inf, ir = k - 1L)
+        offset <- offset + size
+        list(op = "param", dim = node$dim, offset = offset - size, transform = "none",
+             lower = -Inf, upper = Inf)
+      },
       variable = {
         size <- prod(node$dim)
         variables[[key]] <- list(offset = offset, size = size, dim = node$dim,

@@ -53,9 +53,23 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   engine$pointer <- ls_engine_new(lowered$ir)
   structure(
     list(ir = lowered$ir, traced = traced, variables = lowered$variables,
-         n_free = lowered$ir$n_free, precision = precision, engine = engine),
+         n_free = lowered$ir$n_free, precision = precision, engine = engine,
+         node_ids = vapply(nodes, function(n) n$id, integer(1), USE.NAMES = FALSE),
+         likelihood = likelihood_terms(nodes, lowered$ids)),
     class = "greta_model"
   )
+}
+
+# The IR ids (0-based) of the model's likelihood terms, the distributions of
+# data, in the order their `distribution(y) <-` statements ran (log_lik()'s
+# column order).
+likelihood_terms <- function(nodes, ids) {
+  terms <- Filter(function(n) n$type == "distribution" && n$target$type == "data", nodes)
+  if (length(terms) == 0) return(integer())
+  declared <- vapply(terms, function(n) if (is.null(n$declared)) NA_integer_ else n$declared,
+                     integer(1))
+  ir <- vapply(terms, function(n) ids[[as.character(n$id)]], integer(1))
+  unname(ir[order(declared, ir)])
 }
 
 check_model_nodes <- function(nodes) {

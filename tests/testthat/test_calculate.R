@@ -30,7 +30,7 @@ test_that("calculate() explains what is missing or wrong", {
   expect_error(calculate(y, values = list(q = 1)), "not a greta array")
   pos <- variable(lower = 0)
   expect_error(calculate(pos * 2, values = list(pos = -1)), "outside the range")
-  expect_error(calculate(y, values = list(x = 1, b = 1), nsim = 10), "not available yet")
+  expect_error(calculate(y, values = list(b = 1), nsim = 10), "do not have distributions")
   expect_error(calculate(1), "greta arrays")
   expect_error(calculate(y, values = c(1, 2)), "named list")
 })
