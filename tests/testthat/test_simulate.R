@@ -331,3 +331,15 @@ test_that("log_lik() matches R's densities for other families, and explains its 
   expect_error(lockstep:::r_family("wishart", "log_lik()"),
                "log_lik\\(\\) does not support the wishart\\(\\) distribution")
 })
+
+test_that("log_lik() needs a model with a likelihood, and simulation works in single precision", {
+  set.seed(73)
+  q <- normal(0, 1)
+  draws <- mcmc(model(q), n_samples = 10, warmup = 10, chains = 2, verbose = FALSE)
+  expect_error(log_lik(draws), "the model has no likelihood")
+  y <- as_data(c(1, 2))
+  distribution(y) <- normal(q, 2)
+  double <- calculate(y, q, nsim = 20, seed = 3)
+  single <- calculate(y, q, nsim = 20, seed = 3, precision = "single")
+  expect_equal(single, double, tolerance = 1e-6)
+})
