@@ -89,6 +89,9 @@ summary.greta_array <- function(object, ...) {
 #' `G x K` matrix of group effects and `N` observations keeps `N` indices, not
 #' `N * K`.
 #'
+#' To replace elements, `x[i] <- value`, see [replace]; for `head()`,
+#' `tail()` and `rep()`, see [rep.greta_array()].
+#'
 #' @param x a greta array
 #' @param i,j,... indices, as for R arrays
 #' @param drop ignored: greta arrays keep at least two dimensions

@@ -282,3 +282,18 @@ test_that("identity() and str() work on greta arrays; cummax and cummin are refu
   expect_error(cummax(x), "not supported")
   expect_error(cummin(x), "not supported")
 })
+
+test_that("calculate() sees through replacement, reshaping and diagonals to the values given", {
+  x <- as_data(c(1, 2, 3))
+  b <- variable()
+  z <- x
+  z[2] <- b
+  w <- greta_array(z, dim = c(1, 3))
+  d <- diag(z)
+  expect_equal(as.numeric(calculate(z, values = list(b = 10))$z), c(1, 10, 3))
+  # x given a new value: the result follows it (nothing was folded into constants)
+  out <- calculate(z, w, d, values = list(b = 10, x = c(4, 5, 6)))
+  expect_equal(as.numeric(out$z), c(4, 10, 6))
+  expect_equal(dim(out$w), c(1L, 3L))
+  expect_equal(out$d, diag(c(4, 10, 6)))
+})
