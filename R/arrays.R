@@ -777,6 +777,8 @@ tapply.greta_array <- function(X, INDEX, FUN = c("sum", "max", "mean", "min", "p
 tapply_groups <- function(node, group, G, fun) {
   n <- prod(node$dim)
   counts <- tabulate(group, nbins = G)
+  # the indicator matrix is G * n numbers of data: worth one matrix product
+  # while small. (The option lets the tests take the other way on small data.)
   if (fun %in% c("sum", "mean") && G * n <= getOption("lockstep.tapply_dense_limit", 1e6)) {
     # a G x n matrix of indicators times x: one matrix product
     indicators <- matrix(0, G, n)
