@@ -53,11 +53,6 @@ dim.greta_array <- function(x) get_node(x)$dim
 length.greta_array <- function(x) prod(get_node(x)$dim)
 
 #' @export
-`dim<-.greta_array` <- function(x, value) {
-  stop("changing the dimensions of a greta array is not supported yet", call. = FALSE)
-}
-
-#' @export
 as.matrix.greta_array <- function(x, ...) x
 
 #' @export
@@ -93,6 +88,9 @@ summary.greta_array <- function(object, ...) {
 #' index per selected row rather than one per element: `gamma[group, ]` for a
 #' `G x K` matrix of group effects and `N` observations keeps `N` indices, not
 #' `N * K`.
+#'
+#' To replace elements, `x[i] <- value`, see [replace]; for `head()`,
+#' `tail()` and `rep()`, see [rep.greta_array()].
 #'
 #' @param x a greta array
 #' @param i,j,... indices, as for R arrays
@@ -131,11 +129,6 @@ summary.greta_array <- function(object, ...) {
                          index = as.integer(selected[, 1L]) - 1L))
   }
   new_operation("gather", list(node), dim, index = as.integer(selected) - 1L)
-}
-
-#' @export
-`[<-.greta_array` <- function(x, ..., value) {
-  stop("replacing elements of a greta array is not supported yet", call. = FALSE)
 }
 
 # Records an operation node and returns its greta array.

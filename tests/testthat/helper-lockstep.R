@@ -120,6 +120,88 @@ expect_gradient_matches <- function(model, chains = c(1, 3), sd = 1, free = NULL
   }
 }
 
+# -- operations ----------------------------------------------------------------
+
+# Operations on greta arrays (test_operations.R, test_arrays.R): each used
+# inside a model and compared with the same computation done by R on the
+# constrained values: the engine's values of the result, the model's log
+# density (data ~ normal(f(params), 1) plus the log Jacobians of the
+# parameters) and its gradient.
+
+# `f` is applied both to greta arrays and to R matrices (lockstep's `%*%`,
+# ilogit() and indexing fall back to R's for R values). `inputs` is a named
+# list: list(dim, lower, upper) for a variable, or an R value passed to `f` as
+# is (so that R numbers mixed with greta arrays are covered too).
+check_operation <- function(f, inputs, chains = c(1, 3), sd = 0.8, tolerance = 1e-9) {
+  args <- list()
+  variables <- list()
+  for (name in names(inputs)) {
+    input <- inputs[[name]]
+    if (is.list(input)) {
+      lower <- if (is.null(input$lower)) -Inf else input$lower
+      upper <- if (is.null(input$upper)) Inf else input$upper
+      args[[name]] <- variable(lower = lower, upper = upper, dim = input$dim)
+      variables[[name]] <- list(dim = dim(args[[name]]), lower = lower, upper = upper)
+    } else {
+      args[[name]] <- input
+    }
+  }
+  out <- do.call(f, args)
+  expect_s3_class(out, "greta_array")
+  y_values <- array(stats::rnorm(length(out)), dim = dim(out))
+  y <- as_data(y_values)
+  distribution(y) <- normal(out, 1)
+  m <- model(out)
+
+  r_values <- function(z) {
+    values <- inputs
+    log_jacobian <- 0
+    start <- 0
+    for (name in names(variables)) {
+      v <- variables[[name]]
+      n <- prod(v$dim)
+      tr <- constrain(z[start + seq_len(n)], v$lower, v$upper)
+      start <- start + n
+      # R does not broadcast 1 x 1 arrays, so scalars are plain numbers
+      values[[name]] <- if (n == 1) tr$value else array(tr$value, dim = v$dim)
+      log_jacobian <- log_jacobian + sum(tr$log_jacobian)
+    }
+    list(out = do.call(f, values), log_jacobian = log_jacobian)
+  }
+  # the result has R's dimensions (greta never drops them below two, so an R
+  # result without dimensions is a column vector)
+  r_out <- r_values(rep(0, m$n_free))$out
+  expect_equal(length(out), length(r_out))
+  if (is.matrix(r_out)) expect_equal(dim(out), dim(r_out))
+
+  expected <- function(z) {
+    r <- r_values(z)
+    sum(stats::dnorm(y_values, as.numeric(r$out), 1, log = TRUE)) + r$log_jacobian
+  }
+  for (n_chains in chains) {
+    free <- random_free(m, n_chains, sd)
+    got <- traced_values(m, free)
+    want <- t(apply(free, 1, function(z) as.numeric(r_values(z)$out)))
+    if (length(out) == 1) want <- t(want)
+    expect_equal(unname(got), unname(want), tolerance = tolerance)
+    expect_density_matches(m, expected, free = free, tolerance = tolerance)
+    expect_gradient_matches(m, free = free)
+  }
+  invisible(m)
+}
+
+vec <- function(n, lower = -Inf, upper = Inf) list(dim = c(n, 1), lower = lower, upper = upper)
+mat <- function(r, c, lower = -Inf, upper = Inf) list(dim = c(r, c), lower = lower, upper = upper)
+scalar <- function(lower = -Inf, upper = Inf) list(dim = NULL, lower = lower, upper = upper)
+
+# The engine's values of a greta array computed from data alone (a model needs
+# a density, so one on an unrelated variable).
+engine_values <- function(out) {
+  z <- normal(0, 1)
+  m <- model(out, z)
+  as.numeric(traced_values(m, matrix(0, 1, 1))[1, seq_len(length(out))])
+}
+
 # -- distributions -------------------------------------------------------------
 
 # R's log densities, with lockstep's (R's) parameter names and orders.
