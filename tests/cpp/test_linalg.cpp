@@ -418,25 +418,50 @@ TEST_CASE("backsolve and forwardsolve: one triangle read, against substitution a
   });
 }
 
-TEST_CASE("linalg ops stay global when their inputs are row-aligned sized",
+TEST_CASE("linalg ops stay in the global stage and feed the observation stage",
           "[ops][linalg][planner]") {
-  // A 5 x 5 matrix computed from a likelihood's 5-row data: the solve is not
-  // row-aligned (each output row reads every row), so it stays global.
-  const long n = 5;
+  // y ~ normal(X %*% solve(A, b), 1) over N rows: the row-aligned product
+  // reads the solve's value (global, one per chain) in every tile, and its
+  // adjoint comes back from the tiles; and a 5 x 5 solve of a likelihood's
+  // 5-row data is not row-aligned either (each output row reads every row).
+  const long n = 3, N = 50;
   Program p;
   std::mt19937 rng(507);
-  const int y = p.add(data_node(uniform_vector(rng, n, -1, 1), {n, 1}));
+  const int y = p.add(data_node(uniform_vector(rng, N, -1, 1), {N, 1}));
+  const int X = p.add(data_node(uniform_vector(rng, N * n, -1, 1), {N, n}));
   const int a = p.add(param_node(n * n, 0, Transform::none, 0, 0, {n, n}));
-  const int A = p.add(binary_node(Op::add, a, p.add(data_node(identity(n, 4), {n, n})), p));
+  const int A = p.add(binary_node(Op::add, a, p.add(data_node(identity(n, 3), {n, n})), p));
   const int b = p.add(param_node(n, n * n, Transform::none, 0, 0, {n, 1}));
   const int x = p.add(linalg_node(Op::solve, A, p, b));
+  const int mu = p.add(matmul_node(X, x, p));
   const int sd = p.add(data_node({1.0}, {1, 1}));
-  add_term(p, density_node(Family::normal, {y, x, sd}));
-  p.n_free = n * n + n;
+  add_term(p, density_node(Family::normal, {y, mu, sd}));
+  const long m = 5;
+  const int y5 = p.add(data_node(uniform_vector(rng, m, -1, 1), {m, 1}));
+  const int a5 = p.add(param_node(m * m, n * n + n, Transform::none, 0, 0, {m, m}));
+  const int A5 = p.add(binary_node(Op::add, a5, p.add(data_node(identity(m, 4), {m, m})), p));
+  const int x5 = p.add(linalg_node(Op::backsolve, A5, p, p.add(data_node(identity(m), {m, m}))));
+  const int s5 = p.add(linalg_node(Op::forwardsolve, x5, p, y5));
+  add_term(p, density_node(Family::normal, {y5, s5, sd}));
+  p.n_free = n * n + n + m * m;
   lockstep::plan(p);
   CHECK(p.nodes[x].extent < 0);
+  CHECK(p.nodes[mu].extent >= 0);
+  CHECK(p.nodes[x5].extent < 0);
+  CHECK(p.nodes[s5].extent < 0);
   const std::vector<double> state = uniform_vector(rng, 3 * p.n_free, -0.5, 0.5);
   check_gradient(p, 3, state, 1e-7, 1e-9);
+  // the tiled executor (small tiles, two threads) against the op-by-op one
+  lockstep::ExecOptions tiled, plain;
+  tiled.tile_rows = 7;
+  tiled.threads = 2;
+  plain.observation_stage = false;
+  Executor<double> et(p, 3, tiled), ep(p, 3, plain);
+  std::vector<double> lt(3), lp(3), gt(3 * p.n_free), gp(3 * p.n_free);
+  et.log_density(state.data(), lt.data(), gt.data());
+  ep.log_density(state.data(), lp.data(), gp.data());
+  for (long c = 0; c < 3; ++c) CHECK(close(lt[c], lp[c], 1e-13));
+  for (size_t k = 0; k < gt.size(); ++k) CHECK(close(gt[k], gp[k], 1e-12, 1e-14));
 }
 
 TEST_CASE("linalg ops: non-square matrices and mismatched right-hand sides are refused",
