@@ -617,6 +617,34 @@ test_that("chol of a matrix that is not positive definite, and solve of a singul
   expect_true(is.nan(lp[2]))
 })
 
+test_that("NUTS rejects proposals where chol() has no factor: a truncated posterior", {
+  # rho ~ uniform(-2, 2), and the likelihood reads chol(M)[1, 2] = rho of the
+  # correlation matrix M = [1 rho; rho 1], which has a factor only for
+  # |rho| < 1: the posterior is normal(0.3, 0.5) truncated to (-1, 1).
+  set.seed(340)
+  rho <- uniform(-2, 2)
+  M <- rbind(cbind(1, rho), cbind(rho, 1))
+  y <- as_data(0.3)
+  distribution(y) <- normal(chol(M)[1, 2], 0.5)
+  m <- model(rho)
+  # proposals past |rho| = 1 are divergent transitions, which mcmc() reports
+  expect_warning(
+    draws <- mcmc(m, n_samples = 1000, warmup = 500, chains = 4, verbose = FALSE),
+    "divergent transitions"
+  )
+  x <- as.numeric(as.matrix(draws))
+  expect_true(all(abs(x) < 1))
+  a <- (-1 - 0.3) / 0.5
+  b <- (1 - 0.3) / 0.5
+  z <- stats::pnorm(b) - stats::pnorm(a)
+  mean_want <- 0.3 + 0.5 * (stats::dnorm(a) - stats::dnorm(b)) / z
+  sd_want <- 0.5 * sqrt(1 + (a * stats::dnorm(a) - b * stats::dnorm(b)) / z -
+                          ((stats::dnorm(a) - stats::dnorm(b)) / z)^2)
+  ess <- coda::effectiveSize(draws)
+  expect_gt(ess, 200)
+  expect_lt(abs(mean(x) - mean_want), 4 * sd_want / sqrt(ess))
+})
+
 test_that("linear algebra refuses non-square matrices and mismatched right-hand sides", {
   a <- variable(dim = c(2, 3))
   expect_error(chol(a), "`chol\\(\\)` needs `x` to be a square matrix, but it has dimension 2 x 3")
