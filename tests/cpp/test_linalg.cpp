@@ -2,7 +2,8 @@
 // forwardsolve. Values against references written here (textbook algorithms,
 // independent of math/linalg.hpp), gradients against central finite
 // differences, for 1, 3 and 8 chains on the CPU and the emulated backend (the
-// same values to the bit: one lane owns a chain), with operands with and
+// same values to the bit: one lane owns a chain; and 17 chains, more than the
+// emulated launch has lanes), with operands with and
 // without the chain dimension; matrices that are not positive definite or are
 // singular give NaN for their chain only; bad shapes are refused.
 //
@@ -131,9 +132,10 @@ Matrix plus(Matrix a, const Matrix& b) {
   return a;
 }
 
-// Runs f(chains, backend) for 1, 3 and 8 chains on both backends.
+// Runs f(chains, backend) for 1, 3, 8 and 17 chains on both backends: 17 is
+// more than the emulated launch's 15 lanes, so a lane strides over chains.
 template <class F> void each_setting(F f) {
-  for (long chains : {1L, 3L, 8L})
+  for (long chains : {1L, 3L, 8L, 17L})
     for (Backend backend : {Backend::cpu, Backend::emulated}) {
       INFO("chains " << chains << ", " << backend_label(backend));
       f(chains, backend);
