@@ -1,11 +1,11 @@
 // The linalg ops (kernels/linalg.hpp): chol, chol2inv, solve, backsolve and
 // forwardsolve. Values against references written here (textbook algorithms,
 // independent of math/linalg.hpp), gradients against central finite
-// differences, for 1, 3 and 8 chains on the CPU and the emulated backend (the
-// same values to the bit: one lane owns a chain; and 17 chains, more than the
-// emulated launch has lanes), with operands with and
-// without the chain dimension; matrices that are not positive definite or are
-// singular give NaN for their chain only; bad shapes are refused.
+// differences, for 1, 3, 8 and 17 chains (more than the emulated launch has
+// lanes) on the CPU and the emulated backend (the same values to the bit: one
+// lane owns a chain), with operands with and without the chain dimension;
+// matrices that are not positive definite or are singular give NaN for their
+// chain only; bad shapes are refused.
 //
 // Parameters are full n x n matrices P, made well conditioned by adding a
 // multiple of the identity (diagonally dominant). chol, chol2inv and the
