@@ -50,7 +50,8 @@
 #' @param a a square greta array
 #' @param b a greta array or R numbers: the right-hand side, with as many rows
 #'   as `a`; missing, `solve()` returns the inverse of `a`
-#' @param r,l square greta arrays (or R matrices) holding the triangular matrix
+#' @param r,l greta arrays (or R matrices) holding the triangular matrix in
+#'   their first `k` rows and columns
 #' @param k the number of rows and columns of `r` (`l`) to use, and of rows of
 #'   `x`
 #' @param upper.tri whether to use the upper triangle of `r` (`l`); else the
