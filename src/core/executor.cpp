@@ -46,6 +46,9 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   values_.resize(n);
   adjoints_.resize(n);
   scratch_.assign(chains, 0);
+  long work = 0;
+  for (const Node& node : program.nodes) work = std::max(work, workspace_per_chain(program, node));
+  work_.assign(chains * work, 0.0);
   for (size_t id = 0; id < n; ++id) {
     const Node& node = program.nodes[id];
     // Row-aligned values with the chain dimension exist only tile by tile (a
@@ -120,6 +123,7 @@ NodeCall<T> Executor<T>::call(int id, const double* state, double* lp, double* g
   c.n_free = program_.n_free;
   c.lp = lp ? lp + c0 : nullptr;
   c.scratch = scratch_.data() + c0;
+  c.work = work_.data() + c0 * workspace_per_chain(program_, node);
   c.jacobian = options_.jacobian;
   return c;
 }

@@ -210,6 +210,21 @@ void validate(const Program& p) {
           fail(id, n, "output has " + std::to_string(n.size) + " elements, the operands " +
                           std::to_string(in_size(0)) + " and " + std::to_string(in_size(1)));
         break;
+      case OpFamily::linalg: {
+        const Node& a = p.nodes[n.inputs[0]];
+        if (a.dim.size() != 2 || a.dim[0] != a.dim[1])
+          fail(id, n, "the first operand must be a square matrix");
+        if (n.dim.size() != 2) fail(id, n, "the output must be two-dimensional");
+        if (n.inputs.size() == 1) {  // chol, chol2inv
+          if (n.dim != a.dim) fail(id, n, "the output must have the input's shape");
+        } else {  // the solves: n x k right-hand side, n x k output
+          const Node& b = p.nodes[n.inputs[1]];
+          if (b.dim.size() != 2 || b.dim[0] != a.dim[0])
+            fail(id, n, "the right-hand side must have " + std::to_string(a.dim[0]) + " rows");
+          if (n.dim != b.dim) fail(id, n, "the output must have the right-hand side's shape");
+        }
+        break;
+      }
       case OpFamily::density: {
         const int k = family_n_params(n.family);
         if (static_cast<int>(n.inputs.size()) != k + 1)

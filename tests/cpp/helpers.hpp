@@ -238,6 +238,17 @@ inline Node concat_node(int a, int b, const Program& p, std::vector<long> dim = 
   return n;
 }
 
+// A linalg op of a square a: chol(a), chol2inv(a) (b < 0), or a solve of the
+// right-hand side b, whose shape the output takes.
+inline Node linalg_node(Op op, int a, const Program& p, int b = -1) {
+  Node n;
+  n.op = op;
+  n.inputs = b < 0 ? std::vector<int>{a} : std::vector<int>{a, b};
+  n.dim = p.nodes[b < 0 ? a : b].dim;
+  n.size = p.nodes[b < 0 ? a : b].size;
+  return n;
+}
+
 // Adds a density node and lists it as a term.
 inline int add_term(Program& p, Node n) {
   const int id = p.add(std::move(n));

@@ -162,13 +162,14 @@ const std::map<std::string, BinaryRef>& binary_refs() {
   return m;
 }
 
-// Ops with a TEST_CASE of their own: below, and the shape ops in
+// Ops with a TEST_CASE of their own: below, the shape ops in
 // test_ops_shapes.cpp (which also covers the binary ops' row and column
-// vector broadcasting).
+// vector broadcasting) and the linalg ops in test_linalg.cpp.
 const std::set<std::string> dedicated_ops = {
     "data",   "param",       "sum",         "matmul", "gather", "density", "rowsum",
     "colsum", "transpose",   "gather_rows", "rowdot_rows",      "max",     "min",
-    "prod",   "cumsum",      "cumprod",     "concat"};
+    "prod",   "cumsum",      "cumprod",     "concat", "chol",   "chol2inv", "solve",
+    "backsolve", "forwardsolve"};
 
 // The value of node `id` for chain c, element i, whatever its chain layout.
 double node_value(const Executor<double>& ex, const Program& p, int id, long c, long i) {

@@ -559,6 +559,35 @@ Case concat_case() {
   return b.finish("concat");
 }
 
+// chol, chol2inv, solve, backsolve and forwardsolve (one lane per chain) on
+// diagonally dominant matrices: parameter and data operands, a solve whose
+// right-hand side is the matrix itself, and chol of a Gram matrix.
+Case linalg_case() {
+  Builder b(1311);
+  const long n = 4;
+  const Domain small{-0.5, 0.5};
+  std::vector<double> eye(n * n, 0.0);
+  for (long i = 0; i < n; ++i) eye[i + i * n] = 3;
+  const int I3 = b.data(eye, {n, n});
+  const int A = b.node(binary_node(Op::add, b.matrix(n, n, small), I3, b.p));
+  const int B = b.matrix(n, 2);
+  const int D = b.node(binary_node(Op::add, b.data(draw_vector(b.rng, n * n, small), {n, n}), I3, b.p));
+  const int R = b.node(linalg_node(Op::chol, A, b.p));
+  b.objective(R);
+  b.objective(b.node(linalg_node(Op::chol2inv, R, b.p)));
+  b.objective(b.node(linalg_node(Op::solve, A, b.p, B)));
+  b.objective(b.node(linalg_node(Op::solve, D, b.p, B)));  // data matrix
+  b.objective(b.node(linalg_node(Op::solve, A, b.p, A)));  // one node as both operands
+  b.objective(b.node(linalg_node(Op::backsolve, A, b.p, B)));
+  b.objective(b.node(linalg_node(Op::forwardsolve, A, b.p, b.data(draw_vector(b.rng, n, any_value), {n, 1}))));
+  const int Z = b.matrix(n, n, small);
+  const int G = b.node(binary_node(Op::add, b.node(matmul_node(b.node(transpose_node(Z, b.p)), Z, b.p)), I3, b.p));
+  b.objective(b.node(linalg_node(Op::chol, G, b.p)));
+  Tol tol;
+  tol.grad_scale = 1e-12;
+  return b.finish("chol, chol2inv, solve, backsolve and forwardsolve", tol);
+}
+
 std::vector<Case> shape_cases() {
   std::vector<Case> out;
   out.push_back(sum_case());
@@ -576,11 +605,12 @@ std::vector<Case> index_cases() {
   return out;
 }
 
-std::vector<Case> fold_cumulative_concat_cases() {
+std::vector<Case> fold_cumulative_concat_linalg_cases() {
   std::vector<Case> out;
   out.push_back(fold_case());
   out.push_back(cumulative_case());
   out.push_back(concat_case());
+  out.push_back(linalg_case());
   return out;
 }
 
@@ -1105,7 +1135,7 @@ TEST_CASE("cuda executor: the programs cover every op and family and transform",
   // when a node of it carries the chain dimension and is live (runs on the GPU).
   std::vector<Case> all;
   for (auto make : {unary_cases, binary_cases, shape_cases, index_cases,
-                    fold_cumulative_concat_cases, family_cases, transform_cases})
+                    fold_cumulative_concat_linalg_cases, family_cases, transform_cases})
     for (Case& c : make()) all.push_back(std::move(c));
   all.push_back(many_blocks_case());
   all.push_back(logistic_regression_case());
@@ -1185,9 +1215,10 @@ TEST_CASE("cuda executor: gather and gather_rows and every form of rowdot_rows",
   run_cases(index_cases(), 2004);
 }
 
-TEST_CASE("cuda executor: max min prod cumsum cumprod concat", "[cuda][ops][fold]") {
+TEST_CASE("cuda executor: max min prod cumsum cumprod concat and the linalg ops",
+          "[cuda][ops][fold][linalg]") {
   require_gpu();
-  run_cases(fold_cumulative_concat_cases(), 2005);
+  run_cases(fold_cumulative_concat_linalg_cases(), 2005);
 }
 
 TEST_CASE("cuda executor: every shape op on values spanning many blocks", "[cuda][ops][blocks]") {

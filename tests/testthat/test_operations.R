@@ -449,3 +449,142 @@ test_that("c(), cbind() and rbind() match R, with numbers, with gradients", {
   expect_error(cbind(variable(dim = 2), variable(dim = 3)), "as many rows")
   expect_error(rbind(variable(dim = c(2, 2)), variable(dim = c(1, 3))), "as many rows")
 })
+
+# -- linear algebra (R/linalg.R) ----------------------------------------------
+# Matrices from variables bounded to [-0.5, 0.5] (or [-1, 1]) plus a multiple
+# of the identity are diagonally dominant: positive definite (as the symmetric
+# matrix of their upper triangle) and well conditioned, whatever the draws.
+# The lower triangles that chol(), chol2inv() and backsolve() do not read are
+# variables too: their gradient must be 0, as R's finite differences are.
+
+test_that("chol, chol2inv and chol2symm match R, with gradients", {
+  set.seed(330)
+  check_operation(function(p) chol(p + 3 * diag(3)), list(p = mat(3, 3, -0.5, 0.5)))
+  check_operation(function(z) chol(t(z) %*% z + diag(3)), list(z = mat(3, 3)))
+  check_operation(function(p) chol2inv(p + 3 * diag(3)), list(p = mat(3, 3, -0.5, 0.5)))
+  check_operation(function(z) chol2inv(chol(t(z) %*% z + diag(2))), list(z = mat(2, 2)))
+  check_operation(function(p) chol2symm(chol(p + 3 * diag(3))), list(p = mat(3, 3, -0.5, 0.5)))
+  # chol of data mixed with a variable
+  S <- crossprod(matrix(rnorm(9), 3)) + diag(3)
+  check_operation(function(s, S) chol(S) * s, list(s = scalar(), S = S))
+  # chol2symm on R values is t(x) %*% x
+  R <- chol(S)
+  expect_equal(chol2symm(R), S)
+})
+
+test_that("solve matches R for a right-hand side, a vector, R numbers and the inverse", {
+  set.seed(331)
+  check_operation(function(a, b) solve(a + 3 * diag(3), b),
+                  list(a = mat(3, 3, -1, 1), b = mat(3, 2)))
+  check_operation(function(a, b) solve(a + 3 * diag(4), b),
+                  list(a = mat(4, 4, -1, 1), b = vec(4)))
+  check_operation(function(a) solve(a + 3 * diag(3)), list(a = mat(3, 3, -1, 1)))
+  B <- matrix(rnorm(6), 3, 2)
+  check_operation(function(a, B) solve(a + 3 * diag(3), B), list(a = mat(3, 3, -1, 1), B = B))
+  # a fixed matrix (data), a variable right-hand side
+  A <- matrix(rnorm(9), 3) + 3 * diag(3)
+  check_operation(function(A, b) solve(if (is.greta_array(b)) as_data(A) else A, b),
+                  list(A = A, b = vec(3)))
+})
+
+test_that("backsolve and forwardsolve match R for every upper.tri, transpose and k", {
+  set.seed(332)
+  for (upper in c(TRUE, FALSE)) {
+    for (trans in c(FALSE, TRUE)) {
+      check_operation(function(r, x) backsolve(r + 3 * diag(3), x, upper.tri = upper,
+                                               transpose = trans),
+                      list(r = mat(3, 3, -1, 1), x = mat(3, 2)), chains = 3)
+      check_operation(function(l, x) forwardsolve(l + 3 * diag(3), x, upper.tri = upper,
+                                                  transpose = trans),
+                      list(l = mat(3, 3, -1, 1), x = vec(3)), chains = 3)
+    }
+  }
+  # the first k rows and columns, and R numbers on either side
+  check_operation(function(r, x) backsolve(r + 3 * diag(4), x, k = 3),
+                  list(r = mat(4, 4, -1, 1), x = mat(4, 2)))
+  check_operation(function(r, x) forwardsolve(r + 3 * diag(4), x, k = 2),
+                  list(r = mat(4, 4, -1, 1), x = vec(4)))
+  R <- chol(crossprod(matrix(rnorm(9), 3)) + diag(3))
+  check_operation(function(R, x) backsolve(R, x), list(R = R, x = vec(3)))
+  x <- rnorm(3)
+  check_operation(function(r, x) forwardsolve(r + 3 * diag(3), x),
+                  list(r = mat(3, 3, -1, 1), x = x))
+  # on R values, R's functions
+  expect_identical(backsolve(R, x), base::backsolve(R, x))
+  expect_identical(forwardsolve(t(R), x, k = 2), base::forwardsolve(t(R), x, k = 2))
+})
+
+test_that("cov2cor matches R, with a diagonal of exactly 1", {
+  set.seed(333)
+  check_operation(function(z) cov2cor(t(z) %*% z + diag(3)), list(z = mat(3, 3)))
+  sigma <- variable(lower = 0, dim = 3)
+  V <- (sigma %*% t(sigma)) * (diag(3) + 0.3)
+  got <- calculate(cov2cor(V), values = list(sigma = c(1, 2, 3)))[[1]]
+  expect_equal(got, stats::cov2cor(outer(1:3, 1:3) * (diag(3) + 0.3)))
+  expect_identical(diag(got), rep(1, 3))
+  V0 <- crossprod(matrix(rnorm(9), 3))
+  expect_identical(cov2cor(V0), stats::cov2cor(V0))
+})
+
+test_that("chol of a matrix that is not positive definite, and solve of a singular one, are NaN", {
+  x <- variable(dim = c(2, 2))
+  got <- calculate(chol(x), values = list(x = matrix(c(1, 2, 2, 1), 2)))[[1]]
+  expect_true(all(is.nan(got)))
+  got <- calculate(solve(x, c(1, 1)), values = list(x = matrix(c(1, 2, 2, 4), 2)))[[1]]
+  expect_true(all(is.nan(got)))
+  # one chain's NaN leaves the other chains' log densities alone
+  a <- variable(dim = c(2, 2))
+  y <- as_data(c(0.1, -0.2))
+  distribution(y) <- normal(chol(a)[c(1, 3)], 1)  # R[1, 1] and R[1, 2]
+  m <- model(a)
+  free <- rbind(c(2, 0, 0, 2), c(1, 0, 2, 1))  # the second: upper triangle 1, 2, 1
+  lp <- engine_density(m, free, gradient = FALSE)$log_density
+  expect_true(is.finite(lp[1]))
+  expect_true(is.nan(lp[2]))
+})
+
+test_that("NUTS rejects proposals where chol() has no factor: a truncated posterior", {
+  # rho ~ uniform(-2, 2), and the likelihood reads chol(M)[1, 2] = rho of the
+  # correlation matrix M = [1 rho; rho 1], which has a factor only for
+  # |rho| < 1: the posterior is normal(0.3, 0.5) truncated to (-1, 1).
+  set.seed(340)
+  rho <- uniform(-2, 2)
+  M <- rbind(cbind(1, rho), cbind(rho, 1))
+  y <- as_data(0.3)
+  distribution(y) <- normal(chol(M)[1, 2], 0.5)
+  m <- model(rho)
+  # proposals past |rho| = 1 are divergent transitions, which mcmc() reports
+  expect_warning(
+    draws <- mcmc(m, n_samples = 1000, warmup = 500, chains = 4, verbose = FALSE),
+    "divergent transitions"
+  )
+  x <- as.numeric(as.matrix(draws))
+  expect_true(all(abs(x) < 1))
+  a <- (-1 - 0.3) / 0.5
+  b <- (1 - 0.3) / 0.5
+  z <- stats::pnorm(b) - stats::pnorm(a)
+  mean_want <- 0.3 + 0.5 * (stats::dnorm(a) - stats::dnorm(b)) / z
+  sd_want <- 0.5 * sqrt(1 + (a * stats::dnorm(a) - b * stats::dnorm(b)) / z -
+                          ((stats::dnorm(a) - stats::dnorm(b)) / z)^2)
+  ess <- coda::effectiveSize(draws)
+  expect_gt(ess, 200)
+  expect_lt(abs(mean(x) - mean_want), 4 * sd_want / sqrt(ess))
+})
+
+test_that("linear algebra refuses non-square matrices and mismatched right-hand sides", {
+  a <- variable(dim = c(2, 3))
+  expect_error(chol(a), "`chol\\(\\)` needs `x` to be a square matrix, but it has dimension 2 x 3")
+  expect_error(chol2inv(a), "`chol2inv\\(\\)` needs `x` to be a square")
+  expect_error(solve(a), "`solve\\(\\)` needs `a` to be a square")
+  s <- variable(dim = c(3, 3))
+  expect_error(solve(s, variable(dim = c(2, 1))), "needs `b` to have 3 rows")
+  expect_error(solve(s, 1:4), "needs `b` to have 3 rows")
+  expect_error(backsolve(a, variable(dim = 2)), "`k` to be a whole number from 1 to 2")
+  expect_error(backsolve(s, variable(dim = 2)), "needs `x` to have 3 rows")
+  expect_error(forwardsolve(s, variable(dim = 3), k = 4), "`forwardsolve\\(\\)` needs `k`")
+  expect_error(backsolve(s, variable(dim = 3), upper.tri = NA), "TRUE or FALSE")
+  expect_error(cov2cor(a), "`cov2cor\\(\\)` needs `V` to be a square")
+  expect_error(chol2symm(a), "`chol2symm\\(\\)` needs `x` to be a square")
+  expect_error(chol2inv(s, size = 2), "only `size = ncol\\(x\\)`")
+  expect_warning(chol(s, pivot = TRUE), "ignored")
+})

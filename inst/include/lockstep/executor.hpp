@@ -98,6 +98,7 @@ template <class T> class Executor : public Target {
   bool tiled_;
   std::vector<std::vector<T>> values_, adjoints_;
   std::vector<double> scratch_;  // [chains]
+  std::vector<double> work_;     // [chains, the largest workspace_per_chain]
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<InProcessCommunicator> comm_;
   std::vector<std::unique_ptr<ObservationStage<T>>> stages_;

@@ -20,7 +20,7 @@ enum class Op : int {
 // The family column of ops.def, so that dispatch code can select one family.
 enum class OpFamily : int {
   leaf, unary, binary, reduce, rowsum, colsum, matmul, transpose, gather, gather_rows,
-  rowdot_rows, density, fold, cumulative, concat
+  rowdot_rows, density, fold, cumulative, concat, linalg
 };
 
 constexpr OpFamily op_family(Op op) {

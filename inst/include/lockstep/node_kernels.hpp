@@ -16,6 +16,7 @@
 #include "kernels/elementwise.hpp"
 #include "kernels/fold.hpp"
 #include "kernels/gather.hpp"
+#include "kernels/linalg.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/param.hpp"
 #include "kernels/reduce.hpp"
@@ -49,6 +50,14 @@ template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint)
 
 constexpr int max_node_inputs = 1 + max_dist_params;
 
+// Doubles of workspace per chain that a node's kernels need (NodeCall::work):
+// the linalg ops' factors and columns; 0 for every other op. Executors
+// allocate chains times the largest over the nodes they run.
+inline long workspace_per_chain(const Program& p, const Node& n) {
+  if (op_family(n.op) != OpFamily::linalg) return 0;
+  return linalg_workspace(n.op, p.nodes[n.inputs[0]].dim[0]);
+}
+
 // Everything one node's kernels need, for `chains` chains.
 template <class T> struct NodeCall {
   const Node* node = nullptr;
@@ -64,6 +73,9 @@ template <class T> struct NodeCall {
   long n_free = 0;
   double* lp = nullptr;       // [chains]: densities and Jacobians add to it
   double* scratch = nullptr;  // [chains] doubles of scratch
+  // [chains, workspace_per_chain(node)] doubles of workspace (linalg ops; null
+  // for the others), the same chain group as the values
+  double* work = nullptr;
   bool jacobian = true;       // parameters add their log |Jacobian| (false: opt(adjust = FALSE))
 
   T* y() const { return const_cast<T*>(out.value); }
@@ -107,6 +119,13 @@ template <class T> AdjointSink<T> sink(const Slot<T>& in, const Slot<T>& out) {
 template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
   return MatmulShape{call.in[0].rows, call.in[0].cols, call.in[1].cols,
                      call.in[0].chain_stride(), call.in[1].chain_stride()};
+}
+
+template <class T> LinalgShape linalg_shape(const NodeCall<T>& call) {
+  const long n = call.in[0].rows;
+  return LinalgShape{n, call.out.size() / n, call.in[0].chain_stride(),
+                     call.node->inputs.size() > 1 ? call.in[1].chain_stride() : 0,
+                     linalg_workspace(call.node->op, n)};
 }
 
 template <class T> RowDotShape rowdot_shape(const NodeCall<T>& call) {
@@ -222,6 +241,12 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
     case OpFamily::cumulative:
       launch(CumulativeForward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), y, C, n});
       break;
+    case OpFamily::linalg: {
+      const bool rhs = node.inputs.size() > 1;
+      launch(LinalgForward<T>{node.op, linalg_shape(call), call.in[0].value,
+                              rhs ? call.in[1].value : nullptr, y, call.work, C});
+      break;
+    }
     case OpFamily::concat:
       launch(ConcatForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].size(),
                               call.in[1].value, call.in[1].chain_stride(), y, C, n});
@@ -317,6 +342,13 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
                                      call.out.chain_stride(), dy, call.in[0].adjoint,
                                      call.in[0].chain_stride(), C, n});
       break;
+    case OpFamily::linalg: {
+      T* db = node.inputs.size() > 1 ? call.in[1].adjoint : nullptr;
+      if (call.in[0].adjoint || db)
+        launch(LinalgBackward<T>{node.op, linalg_shape(call), call.in[0].value, y, dy,
+                                 call.in[0].adjoint, db, call.work, C});
+      break;
+    }
     case OpFamily::concat:
       if (call.in[0].adjoint || call.in[1].adjoint)
         launch(ConcatBackward<T>{dy, call.in[0].adjoint, call.in[0].chain_stride(),

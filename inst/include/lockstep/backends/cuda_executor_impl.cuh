@@ -96,6 +96,7 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   std::vector<T*> values_, adjoints_;  // per node; nullptr where not held
   std::vector<long*> index_;           // per node: its gather index on the device
   double* scratch_ = nullptr;          // [chains]
+  double* work_ = nullptr;             // [chains, the largest workspace_per_chain]
   int multiprocessors_ = 132;          // of the device
   double *state_ = nullptr, *lp_ = nullptr, *grad_ = nullptr;  // for log_density
 };
@@ -130,7 +131,10 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
     if (runs(static_cast<int>(id)))
       for (int in : program_.nodes[id].inputs)
         if (!program_.nodes[in].chain) needed[in] = true;
-  double total = 3.0 * chains * D * sizeof(double) + 2.0 * chains * sizeof(double);
+  long work = 0;  // workspace doubles per chain (linalg ops), the largest of any node
+  for (const Node& node : program_.nodes) work = std::max(work, workspace_per_chain(program_, node));
+  double total = 3.0 * chains * D * sizeof(double) + 2.0 * chains * sizeof(double) +
+                 static_cast<double>(chains) * work * sizeof(double);
   for (size_t id = 0; id < n; ++id) {
     const Node& node = program_.nodes[id];
     if (runs(static_cast<int>(id)))
@@ -158,7 +162,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
     index_.assign(n, nullptr);
     // Constant nodes on the host, once, by the CPU backend's kernels.
     std::vector<std::vector<T>> host(n);
-    std::vector<double> host_scratch(1, 0.0);
+    std::vector<double> host_scratch(1, 0.0), host_work(std::max<long>(work, 1), 0.0);
     const Launcher cpu{Backend::cpu, EmulatedGeometry()};
     for (size_t id = 0; id < n; ++id) {
       const Node& node = program_.nodes[id];
@@ -172,6 +176,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
       c.index = node.index.data();
       c.chains = 1;
       c.scratch = host_scratch.data();
+      c.work = host_work.data();
       forward_call(c, cpu);
     }
     for (size_t id = 0; id < n; ++id) {
@@ -195,6 +200,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
     }
     for (Node& node : program_.nodes) std::vector<double>().swap(node.values);
     scratch_ = allocate<double>(chains);
+    work_ = allocate<double>(chains * work);
     state_ = allocate<double>(chains * D);
     grad_ = allocate<double>(chains * D);
     lp_ = allocate<double>(chains);
@@ -273,6 +279,7 @@ NodeCall<T> CudaExecutor<T>::call(int id, const double* state, double* lp, doubl
   c.n_free = program_.n_free;
   c.lp = lp;
   c.scratch = scratch_;
+  c.work = work_;
   c.jacobian = options_.jacobian;
   return c;
 }

@@ -1,0 +1,253 @@
+// Dense linear algebra on one small square matrix (one chain's), written once
+// for every backend: the Cholesky factor, triangular and LU solves, and the
+// reverse-mode rules of the linalg ops (kernels/linalg.hpp).
+//
+// Matrices are n x n, column-major (element (i, j) at i + j * n), as R's. Inputs
+// are read in the value type M (the node's T, or double for a factor kept in
+// the workspace); every sum is accumulated in double, also in single precision.
+// A factor or right-hand side being worked on lives in a double workspace.
+//
+// The conventions are R's: chol() returns the upper triangular R with
+// A = R^T R and reads only the upper triangle of A (LAPACK dpotrf, uplo = "U");
+// chol2inv(R) = (R^T R)^-1 reads only the upper triangle of R; backsolve()
+// reads only the upper triangle of its matrix and forwardsolve() only the
+// lower. The gradients are those of these functions as R defines them: an
+// element that is not read gets a zero gradient.
+#ifndef LOCKSTEP_MATH_LINALG_HPP
+#define LOCKSTEP_MATH_LINALG_HPP
+
+#include <cmath>
+
+#include "../hd.hpp"
+#include "special.hpp"
+
+namespace lockstep {
+
+// Solves t x = b in place (b becomes x) for the triangle of t named by
+// `lower`, or its transpose t^T x = b with `transposed`; `unit`: the diagonal
+// is taken to be 1 (the L of an LU factorisation). The loops run down t's
+// columns, which are contiguous, or along them for the transposed system.
+template <class M>
+LS_HD void tri_solve(const M* t, double* b, long n, bool lower, bool transposed, bool unit = false) {
+  // The system's matrix is lower triangular when t is lower and not
+  // transposed, or upper and transposed: forward substitution.
+  const bool forward = lower != transposed;
+  if (!transposed) {
+    if (forward) {
+      for (long k = 0; k < n; ++k) {
+        if (!unit) b[k] /= static_cast<double>(t[k + k * n]);
+        const double bk = b[k];
+        const M* col = t + k * n;
+        for (long i = k + 1; i < n; ++i) b[i] -= static_cast<double>(col[i]) * bk;
+      }
+    } else {
+      for (long k = n - 1; k >= 0; --k) {
+        if (!unit) b[k] /= static_cast<double>(t[k + k * n]);
+        const double bk = b[k];
+        const M* col = t + k * n;
+        for (long i = 0; i < k; ++i) b[i] -= static_cast<double>(col[i]) * bk;
+      }
+    }
+    return;
+  }
+  // t^T x = b: row i of t^T is column i of t.
+  if (forward) {  // t upper: t^T lower
+    for (long i = 0; i < n; ++i) {
+      const M* col = t + i * n;
+      double s = b[i];
+      for (long k = 0; k < i; ++k) s -= static_cast<double>(col[k]) * b[k];
+      b[i] = unit ? s : s / static_cast<double>(col[i]);
+    }
+  } else {  // t lower: t^T upper
+    for (long i = n - 1; i >= 0; --i) {
+      const M* col = t + i * n;
+      double s = b[i];
+      for (long k = i + 1; k < n; ++k) s -= static_cast<double>(col[k]) * b[k];
+      b[i] = unit ? s : s / static_cast<double>(col[i]);
+    }
+  }
+}
+
+// The upper Cholesky factor r of the upper triangle of a (A = R^T R), with the
+// strict lower triangle of r set to 0, row by row of R (R[i, j] =
+// (A[i, j] - sum_{k < i} R[k, i] R[k, j]) / R[i, i]). Returns false, with r
+// all NaN, when A is not positive definite: a pivot A[j, j] - sum R[k, j]^2
+// that is not positive (or NaN). R stops with an error there; an engine
+// evaluating many chains marks that chain's value as undefined instead, so its
+// log density is NaN, which the samplers reject like -Inf.
+template <class T> LS_HD bool chol_upper(const T* a, T* r, long n) {
+  for (long j = 0; j < n; ++j) {
+    T* rj = r + j * n;
+    double diag = static_cast<double>(a[j + j * n]);
+    for (long i = 0; i < j; ++i) {
+      const T* ri = r + i * n;
+      double s = static_cast<double>(a[i + j * n]);
+      for (long k = 0; k < i; ++k) s -= static_cast<double>(ri[k]) * static_cast<double>(rj[k]);
+      const double v = s / static_cast<double>(ri[i]);
+      rj[i] = static_cast<T>(v);
+      diag -= static_cast<double>(rj[i]) * static_cast<double>(rj[i]);
+    }
+    if (!(diag > 0) || ls_isinf(diag)) {
+      for (long k = 0; k < n * n; ++k) r[k] = static_cast<T>(ls_nan());
+      return false;
+    }
+    rj[j] = static_cast<T>(sqrt(diag));
+    for (long i = j + 1; i < n; ++i) rj[i] = T(0);
+  }
+  return true;
+}
+
+// LU factorisation with partial pivoting of a (n x n) into lu (double n x n:
+// the unit lower L below the diagonal, U on and above it) and perm (n
+// doubles: row i of P A is row perm[i] of A), so that P A = L U. Returns false
+// when a pivot is exactly zero (A singular); LU of a matrix with NaN gives
+// NaN, which the solves pass on.
+template <class T> LS_HD bool lu_factor(const T* a, double* lu, double* perm, long n) {
+  for (long k = 0; k < n * n; ++k) lu[k] = static_cast<double>(a[k]);
+  for (long i = 0; i < n; ++i) perm[i] = static_cast<double>(i);
+  for (long k = 0; k < n; ++k) {
+    long p = k;
+    double best = fabs(lu[k + k * n]);
+    for (long i = k + 1; i < n; ++i)
+      if (fabs(lu[i + k * n]) > best) {
+        best = fabs(lu[i + k * n]);
+        p = i;
+      }
+    if (lu[p + k * n] == 0) return false;
+    if (p != k) {
+      for (long j = 0; j < n; ++j) {
+        const double t = lu[k + j * n];
+        lu[k + j * n] = lu[p + j * n];
+        lu[p + j * n] = t;
+      }
+      const double t = perm[k];
+      perm[k] = perm[p];
+      perm[p] = t;
+    }
+    const double pivot = lu[k + k * n];
+    for (long i = k + 1; i < n; ++i) lu[i + k * n] /= pivot;
+    for (long j = k + 1; j < n; ++j) {
+      const double ukj = lu[k + j * n];
+      double* col = lu + j * n;
+      const double* l = lu + k * n;
+      for (long i = k + 1; i < n; ++i) col[i] -= l[i] * ukj;
+    }
+  }
+  return true;
+}
+
+// x = A^-1 b from lu_factor's factors: b (n) is read, x (n) written; they
+// must not alias.
+LS_HD void lu_solve(const double* lu, const double* perm, const double* b, double* x, long n) {
+  for (long i = 0; i < n; ++i) x[i] = b[static_cast<long>(perm[i])];
+  tri_solve(lu, x, n, true, false, true);
+  tri_solve(lu, x, n, false, false);
+}
+
+// g = A^-T d: A^T = U^T L^T P, so U^T w = d, L^T v = w, g = P^T v. d (n) is
+// overwritten with v; g (n) is written.
+LS_HD void lu_solve_transposed(const double* lu, const double* perm, double* d, double* g, long n) {
+  tri_solve(lu, d, n, false, true);
+  tri_solve(lu, d, n, true, true, true);
+  for (long i = 0; i < n; ++i) g[static_cast<long>(perm[i])] = d[i];
+}
+
+// The gradient of chol() (Murray 2016, "Differentiation of the Cholesky
+// decomposition", in R's upper convention). With R the factor and Rb its
+// adjoint (only the upper triangle counts: the strict lower triangle of R is
+// the constant 0),
+//   P = Phi(R Rb^T)   (lower triangle, diagonal halved)
+//   S = R^-1 P R^-T   the gradient over symmetric perturbations of A
+// and since chol() reads only A's upper triangle, element (i, j) of it stands
+// for both (i, j) and (j, i): dA[i, j] += S[i, j] + S[j, i] for i < j,
+// dA[i, i] += S[i, i], and nothing below the diagonal. work: n * n doubles.
+template <class T>
+LS_HD void chol_backward(const T* r, const T* rb, T* da, double* work, long n) {
+  // P, column by column: P[i, j] = sum_{k >= i} R[i, k] Rb[j, k] for i >= j
+  for (long j = 0; j < n; ++j)
+    for (long i = 0; i < n; ++i) {
+      double s = 0;
+      if (i >= j)
+        for (long k = i; k < n; ++k)
+          s += static_cast<double>(r[i + k * n]) * static_cast<double>(rb[j + k * n]);
+      work[i + j * n] = i == j ? 0.5 * s : s;
+    }
+  // work = R^-1 P, then its transpose, then R^-1 (R^-1 P)^T = S^T
+  for (long j = 0; j < n; ++j) tri_solve(r, work + j * n, n, false, false);
+  for (long j = 0; j < n; ++j)
+    for (long i = j + 1; i < n; ++i) {
+      const double t = work[i + j * n];
+      work[i + j * n] = work[j + i * n];
+      work[j + i * n] = t;
+    }
+  for (long j = 0; j < n; ++j) tri_solve(r, work + j * n, n, false, false);
+  for (long j = 0; j < n; ++j)
+    for (long i = 0; i <= j; ++i) {
+      const double g = i == j ? work[i + i * n] : work[i + j * n] + work[j + i * n];
+      da[i + j * n] += static_cast<T>(g);
+    }
+}
+
+// Y = chol2inv(R) = (R^T R)^-1 = R^-1 R^-T, column by column (Y e_j = R^-1
+// (R^-T e_j)), its upper triangle copied to the lower so that Y is exactly
+// symmetric, as R's. work: n doubles.
+template <class T> LS_HD void chol2inv_forward(const T* r, T* y, double* work, long n) {
+  for (long j = 0; j < n; ++j) {
+    for (long i = 0; i < n; ++i) work[i] = i == j ? 1.0 : 0.0;
+    tri_solve(r, work, n, false, true);
+    tri_solve(r, work, n, false, false);
+    for (long i = 0; i <= j; ++i) y[i + j * n] = static_cast<T>(work[i]);
+  }
+  for (long j = 0; j < n; ++j)
+    for (long i = j + 1; i < n; ++i) y[i + j * n] = y[j + i * n];
+}
+
+// The gradient of chol2inv(): with Y = Z Z^T, Z = R^-1 and dZ = -Z dR Z,
+//   dR = -R^-T (Yb + Yb^T) Y
+// on R's upper triangle (the only part read). work: n * n doubles.
+template <class T>
+LS_HD void chol2inv_backward(const T* r, const T* y, const T* yb, T* dr, double* work, long n) {
+  for (long j = 0; j < n; ++j)
+    for (long i = 0; i < n; ++i)
+      work[i + j * n] = static_cast<double>(yb[i + j * n]) + static_cast<double>(yb[j + i * n]);
+  for (long j = 0; j < n; ++j) tri_solve(r, work + j * n, n, false, true);
+  for (long j = 0; j < n; ++j)
+    for (long i = 0; i <= j; ++i) {
+      double s = 0;
+      for (long k = 0; k < n; ++k) s += work[i + k * n] * static_cast<double>(y[k + j * n]);
+      dr[i + j * n] -= static_cast<T>(s);
+    }
+}
+
+// The adjoints of X = A^-1 B (A n x n, B and X n x cols), one column at a
+// time: g = A^-T Xb[, c] (from `solve_t`, which overwrites its first argument
+// and writes g), then
+//   Bb[, c] += g,   Ab[i, j] -= g[i] X[j, c]
+// for the (i, j) that A's op reads: every element for solve(), the upper
+// (lower) triangle for backsolve() (forwardsolve()). ab or bb may be null (no
+// gradient flows there). work: 2 n doubles.
+template <class T, class SolveT>
+LS_HD void solve_backward(const T* x, const T* xb, T* ab, T* bb, double* work, long n, long cols,
+                          int triangle, SolveT&& solve_t) {
+  double* d = work;
+  double* g = work + n;
+  for (long c = 0; c < cols; ++c) {
+    for (long i = 0; i < n; ++i) d[i] = static_cast<double>(xb[i + c * n]);
+    solve_t(d, g);
+    if (bb)
+      for (long i = 0; i < n; ++i) bb[i + c * n] += static_cast<T>(g[i]);
+    if (!ab) continue;
+    const T* xc = x + c * n;
+    for (long j = 0; j < n; ++j) {
+      const double xj = static_cast<double>(xc[j]);
+      // triangle: 0 every row, 1 rows i <= j (upper), -1 rows i >= j (lower)
+      const long first = triangle < 0 ? j : 0;
+      const long last = triangle > 0 ? j + 1 : n;
+      for (long i = first; i < last; ++i) ab[i + j * n] -= static_cast<T>(g[i] * xj);
+    }
+  }
+}
+
+}  // namespace lockstep
+
+#endif
