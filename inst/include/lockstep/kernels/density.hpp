@@ -101,7 +101,7 @@ template <class T, Family F> struct DensityTerm {
   // its parameter-only math (log sd, 1 / sd) is done once, here.
   static constexpr long chunk = 256;
 
-  double sum_chain_chunked(long c, long size) const {
+  LS_CPU_CLONES double sum_chain_chunked(long c, long size) const {
     using D = Dist<F>;
     double xb[chunk], lpb[chunk], gxb[chunk];
     double pb[max_dist_params][chunk], gpb[max_dist_params][chunk];

@@ -60,27 +60,31 @@ template <class T> struct RowDotForward {
     return x;
   }
 
+#if !defined(__CUDA_ARCH__)
+  // The CPU's one lane: column by column over each run of rows of one group,
+  // so that a's reads are contiguous and the row loop vectorises.
+  LS_CPU_CLONES void cpu() const {
+    std::vector<double> acc(s.rows), wr(s.cols);
+    for (long c = 0; c < chains; ++c) {
+      const T* ac = a + c * s.a_stride;
+      for (long r = 0; r < s.rows; ++r) acc[r] = p.data ? static_cast<double>(p.at(c, r)) : 0.0;
+      for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
+        r1 = detail::run_end(index, r0, s.rows);
+        for (long j = 0; j < s.cols; ++j) wr[j] = w(c, index[r0], j);
+        for (long j = 0; j < s.cols; ++j) {
+          const T* col = ac + j * s.rows;
+          const double wj = wr[j];
+          for (long r = r0; r < r1; ++r) acc[r] += static_cast<double>(col[r]) * wj;
+        }
+      }
+      for (long r = 0; r < s.rows; ++r) y[c * s.rows + r] = static_cast<T>(acc[r]);
+    }
+  }
+#endif
+
   LS_HD void operator()(int, const Lane& lane) const {
 #if !defined(__CUDA_ARCH__)
-    if (lane.count == 1) {
-      std::vector<double> acc(s.rows), wr(s.cols);
-      for (long c = 0; c < chains; ++c) {
-        const T* ac = a + c * s.a_stride;
-        for (long r = 0; r < s.rows; ++r) acc[r] = p.data ? static_cast<double>(p.at(c, r)) : 0.0;
-        for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
-          r1 = detail::run_end(index, r0, s.rows);
-          for (long j = 0; j < s.cols; ++j) wr[j] = w(c, index[r0], j);
-          // column by column: a's reads contiguous within the run
-          for (long j = 0; j < s.cols; ++j) {
-            const T* col = ac + j * s.rows;
-            const double wj = wr[j];
-            for (long r = r0; r < r1; ++r) acc[r] += static_cast<double>(col[r]) * wj;
-          }
-        }
-        for (long r = 0; r < s.rows; ++r) y[c * s.rows + r] = static_cast<T>(acc[r]);
-      }
-      return;
-    }
+    if (lane.count == 1) return cpu();
 #endif
     for_each_element(lane, chains, s.rows, [&](long k, long c, long r) {
       const T* ar = a + c * s.a_stride + r;
@@ -125,38 +129,51 @@ template <class T> struct RowDotBackward {
     return x;
   }
 
+#if !defined(__CUDA_ARCH__)
+  // The CPU's one lane, run by run of rows of one group: the run's sums
+  // sum_r dy[r] a[r, j] row by row with the columns inside, so that the cols
+  // sums are independent additions in flight together (column by column,
+  // each would wait on its own previous addition); added to db and dv once
+  // per run.
+  LS_CPU_CLONES void cpu() const {
+    std::vector<double> dv_acc(s.cols), run(s.cols);
+    for (long c = 0; c < chains; ++c) {
+      const T* ac = a + c * s.a_stride;
+      const T* dyc = dy + c * s.rows;
+      std::fill(dv_acc.begin(), dv_acc.end(), 0.0);
+      for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
+        r1 = detail::run_end(index, r0, s.rows);
+        const long g = index[r0];
+        if (db || dv) {
+          std::fill(run.begin(), run.end(), 0.0);
+          for (long r = r0; r < r1; ++r) {
+            const double d = static_cast<double>(dyc[r]);
+            for (long j = 0; j < s.cols; ++j) run[j] += d * static_cast<double>(ac[r + j * s.rows]);
+          }
+          for (long j = 0; j < s.cols; ++j) {
+            if (db) db[c * s.b_rows * s.cols + g + j * s.b_rows] += static_cast<T>(run[j]);
+            dv_acc[j] += run[j];
+          }
+        }
+        if (da)
+          for (long j = 0; j < s.cols; ++j) {
+            T* dcol = da + c * s.rows * s.cols + j * s.rows;
+            const double wj = w(c, g, j);
+            for (long r = r0; r < r1; ++r) dcol[r] += static_cast<T>(static_cast<double>(dyc[r]) * wj);
+          }
+      }
+      if (dv)
+        for (long j = 0; j < s.cols; ++j) dv[c * s.v_stride + j] += static_cast<T>(dv_acc[j]);
+      if (dp.data)
+        for (long r = 0; r < s.rows; ++r) dp.add(c, r, dyc[r]);
+    }
+  }
+#endif
+
   LS_HD void operator()(int phase, const Lane& lane) const {
 #if !defined(__CUDA_ARCH__)
     if (lane.count == 1) {
-      if (phase > 0) return;  // one lane: everything in phase 0
-      std::vector<double> dv_acc(s.cols);
-      for (long c = 0; c < chains; ++c) {
-        const T* ac = a + c * s.a_stride;
-        const T* dyc = dy + c * s.rows;
-        std::fill(dv_acc.begin(), dv_acc.end(), 0.0);
-        for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
-          r1 = detail::run_end(index, r0, s.rows);
-          const long g = index[r0];
-          if (db || dv)
-            for (long j = 0; j < s.cols; ++j) {
-              const T* col = ac + j * s.rows;
-              double sum = 0;
-              for (long r = r0; r < r1; ++r) sum += static_cast<double>(dyc[r]) * static_cast<double>(col[r]);
-              if (db) db[c * s.b_rows * s.cols + g + j * s.b_rows] += static_cast<T>(sum);
-              dv_acc[j] += sum;
-            }
-          if (da)
-            for (long j = 0; j < s.cols; ++j) {
-              T* dcol = da + c * s.rows * s.cols + j * s.rows;
-              const double wj = w(c, g, j);
-              for (long r = r0; r < r1; ++r) dcol[r] += static_cast<T>(static_cast<double>(dyc[r]) * wj);
-            }
-        }
-        if (dv)
-          for (long j = 0; j < s.cols; ++j) dv[c * s.v_stride + j] += static_cast<T>(dv_acc[j]);
-        if (dp.data)
-          for (long r = 0; r < s.rows; ++r) dp.add(c, r, dyc[r]);
-      }
+      if (phase == 0) cpu();  // one lane: everything in phase 0
       return;
     }
 #endif
