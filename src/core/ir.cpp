@@ -163,13 +163,19 @@ void validate(const Program& p) {
         if (n.dim[0] != a.dim[1] || n.dim[1] != a.dim[0]) fail(id, n, "wrong output shape");
         break;
       }
-      case OpFamily::rowdot_rows:
-        if (n.inputs.size() < 2 || n.inputs.size() > 4)
-          fail(id, n, "a row dot product has 2 to 4 inputs");
+      case OpFamily::rowdot_rows: {
+        const int most = n.scaled ? 5 : 4, least = n.scaled ? 3 : 2;
+        if (static_cast<int>(n.inputs.size()) < least || static_cast<int>(n.inputs.size()) > most)
+          fail(id, n, n.scaled ? "a scaled row dot product has 3 to 5 inputs"
+                               : "a row dot product has 2 to 4 inputs");
+        const RowDotParts parts = rowdot_parts(n);
         if (cols != 1) fail(id, n, "a row dot product has one column");
-        if (n.inputs.size() > 2 && in_size(2) != in_cols(0))
+        if (parts.s >= 0 && in_size(parts.s) != 1 &&
+            !(in_rows(parts.s) == 1 && in_cols(parts.s) == in_cols(0)))
+          fail(id, n, "the scale must be one value or one value per column");
+        if (parts.v >= 0 && in_size(parts.v) != in_cols(0))
           fail(id, n, "the shared coefficients need one value per column");
-        if (n.inputs.size() > 3 && in_size(3) != 1 && !(in_rows(3) == rows && in_cols(3) == 1))
+        if (parts.p >= 0 && in_size(parts.p) != 1 && !(in_rows(parts.p) == rows && in_cols(parts.p) == 1))
           fail(id, n, "the offset must be a scalar or one value per row");
         if (in_rows(0) != rows) fail(id, n, "the left operand must have the output's rows");
         if (in_cols(1) != in_cols(0)) fail(id, n, "operands must have as many columns");
@@ -177,6 +183,7 @@ void validate(const Program& p) {
         for (long i : n.index)
           if (i < 0 || i >= in_rows(1)) fail(id, n, "row index out of range");
         break;
+      }
       case OpFamily::gather_rows:
         if (cols != in_cols(0))
           fail(id, n, "output has " + std::to_string(cols) + " columns, input " +

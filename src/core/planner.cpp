@@ -177,11 +177,14 @@ class StageAssigner {
         // Row r is row index[r] of a global value.
         return global(in(0));
       case OpFamily::rowdot_rows: {
-        // a and the offset p row-aligned (or p a global scalar), b and the
-        // shared coefficients v global
+        // a and the offset p row-aligned (or p a global scalar), b, the scale
+        // s and the shared coefficients v global
+        const RowDotParts parts = rowdot_parts(n);
         if (!row_aligned(in(0), e) || !global(in(1))) return false;
-        if (n.inputs.size() > 2 && !global(in(2))) return false;
-        if (n.inputs.size() > 3 && !(row_aligned(in(3), e) || (global(in(3)) && size(3) == 1)))
+        if (parts.s >= 0 && !global(in(parts.s))) return false;
+        if (parts.v >= 0 && !global(in(parts.v))) return false;
+        if (parts.p >= 0 &&
+            !(row_aligned(in(parts.p), e) || (global(in(parts.p)) && size(parts.p) == 1)))
           return false;
         return true;
       }
@@ -230,9 +233,30 @@ std::vector<std::vector<int>> consumers_of(const Program& p) {
 
 // rowsum(mul(a, gather_rows(b, index))), either operand order, no broadcasting,
 // the product and the gather read by nothing else: becomes
-// rowdot_rows(a, b, index) in the rowsum's place.
+// rowdot_rows(a, b, index) in the rowsum's place. When b is itself
+// mul(z, s), read by nothing but the gather, with z of b's shape and s a row
+// vector of b's columns or one value (the non-centred group slopes
+// sweep(z, 2, sigma, "*")), the rowdot reads z and scales it by s instead:
+// rowdot_rows(a, z, s), scaled, so that b (G x cols for every chain) is never
+// written, read or differentiated.
 void fuse_row_dots(Program& p) {
   const auto consumers = consumers_of(p);
+  auto scale_of = [&](int b, int& z, int& s) {
+    const Node& mul = p.nodes[b];
+    if (mul.op != Op::mul || consumers[b].size() != 1) return false;
+    const long cols = mul.size / mul.dim[0];
+    for (int k = 0; k < 2; ++k) {
+      const Node& zn = p.nodes[mul.inputs[k]];
+      const Node& sn = p.nodes[mul.inputs[1 - k]];
+      const bool row_vector = sn.dim.size() == 2 && sn.dim[0] == 1 && sn.size == cols;
+      if (zn.dim == mul.dim && (sn.size == 1 || row_vector) && mul.inputs[0] != mul.inputs[1]) {
+        z = mul.inputs[k];
+        s = mul.inputs[1 - k];
+        return true;
+      }
+    }
+    return false;
+  };
   for (Node& n : p.nodes) {
     if (n.op != Op::rowsum) continue;
     const int m = n.inputs[0];
@@ -246,6 +270,11 @@ void fuse_row_dots(Program& p) {
       n.op = Op::rowdot_rows;
       n.inputs = {a, gather.inputs[0]};
       n.index = gather.index;
+      int z = -1, s = -1;
+      if (scale_of(gather.inputs[0], z, s) && z != a && s != a) {
+        n.inputs = {a, z, s};
+        n.scaled = true;
+      }
       break;
     }
   }
@@ -267,9 +296,10 @@ void fuse_linear_predictors(Program& p) {
     const Node& n = p.nodes[id];
     return n.dim.size() == 2 && n.dim[1] == 1;
   };
-  auto is_rowdot = [&](int id) {
+  auto is_rowdot = [&](int id) {  // a rowdot with no v or p yet
     const Node& n = p.nodes[id];
-    return n.op == Op::rowdot_rows && n.inputs.size() == 2 && single(id);
+    const RowDotParts parts = rowdot_parts(n);
+    return n.op == Op::rowdot_rows && parts.v < 0 && parts.p < 0 && single(id);
   };
   // a %*% v with the rowdot's a, v a vector of a's columns, y a column
   auto is_linear = [&](int id, int a) {
@@ -307,7 +337,9 @@ void fuse_linear_predictors(Program& p) {
     const Node& rd = p.nodes[R];
     A.op = Op::rowdot_rows;
     A.index = rd.index;
-    A.inputs = {rd.inputs[0], rd.inputs[1], p.nodes[M].inputs[1]};
+    A.scaled = rd.scaled;
+    A.inputs = rd.inputs;  // a, b and, scaled, s
+    A.inputs.push_back(p.nodes[M].inputs[1]);
     if (P >= 0) A.inputs.push_back(P);
   }
 }

@@ -335,7 +335,7 @@ namespace {
 //   y ~ bernoulli(ilogit(eta))                          (logit form)
 struct Seed {
   Program p;
-  int X, gamma_rows, prod, rs, eta, lik, gamma, xb, e1, e2, beta, ga;
+  int X, gamma_rows, prod, rs, eta, lik, gamma, xb, e1, e2, beta, ga, z_g, sigma_g;
 };
 
 Seed seed_model(long N, long G, long K, std::mt19937& rng) {
@@ -358,9 +358,9 @@ Seed seed_model(long N, long G, long K, std::mt19937& rng) {
   const int a = par({1, 1});
   const int beta = s.beta = par({K, 1});
   const int sigma_a = par({1, 1}, Transform::lower);
-  const int sigma_g = par({1, K}, Transform::lower);  // a row vector, as t(sigma_gamma)
+  const int sigma_g = s.sigma_g = par({1, K}, Transform::lower);  // a row vector, as t(sigma_gamma)
   const int z_a = par({G, 1});
-  const int z_g = par({G, K});
+  const int z_g = s.z_g = par({G, K});
   p.n_free = off;
   const int zero = p.add(data_node({0}));
   const int one = p.add(data_node({1}));
@@ -398,12 +398,14 @@ TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are til
   CHECK(s.p.nodes[s.rs].op == Op::rowdot_rows);
   CHECK_FALSE(s.p.nodes[s.prod].live);
   CHECK_FALSE(s.p.nodes[s.gamma_rows].live);
-  // ... and (X %*% beta + alpha_g[g]) + that row dot product into one
-  // rowdot_rows(X, gamma, beta, alpha_g[g]) in the outer add's place
+  // ... reading the non-centred gamma = z_g * sigma_g as z_g scaled by
+  // sigma_g, and (X %*% beta + alpha_g[g]) + that row dot product into one
+  // rowdot_rows(X, z_g, sigma_g, beta, alpha_g[g]) in the outer add's place
   const Node& lin = s.p.nodes[s.e2];
   CHECK(lin.op == Op::rowdot_rows);
-  CHECK(lin.inputs == std::vector<int>{s.X, s.gamma, s.beta, s.ga});
-  for (int id : {s.xb, s.e1, s.rs}) CHECK_FALSE(s.p.nodes[id].live);
+  CHECK(lin.scaled);
+  CHECK(lin.inputs == std::vector<int>{s.X, s.z_g, s.sigma_g, s.beta, s.ga});
+  for (int id : {s.xb, s.e1, s.rs, s.gamma}) CHECK_FALSE(s.p.nodes[id].live);
   for (int id : {s.X, s.e2, s.ga, s.eta, s.lik}) {
     INFO("node " << id << " (" << lockstep::op_name(s.p.nodes[id].op) << ")");
     CHECK(s.p.nodes[id].extent == 0);

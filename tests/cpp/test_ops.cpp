@@ -927,7 +927,7 @@ TEST_CASE("density op: a term listed twice counts twice in the gradient too",
   }
 }
 
-TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] + v[j]), value and gradient",
+TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] s[j] + v[j]), value and gradient",
           "[ops][rowdot_rows]") {
   std::mt19937 rng(311);
   const long K = 3, G = 4;
@@ -935,11 +935,15 @@ TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] + v[j]), val
   const long N = static_cast<long>(index.size());
   // extras: 0 none; 1 shared coefficients v; 2 v and a per-row offset p;
   // 3 v and a scalar offset; 4 v as data (no chain) and a scalar offset
+  // scale: 0 none; 1 a row vector of parameters; 2 one parameter; 3 a row
+  // vector of data
   for (long chains : {1L, 3L})
     for (bool a_param : {false, true})
+      for (int scale = 0; scale <= 3; ++scale)
       for (int extras = 0; extras <= 4; ++extras) {
-        INFO("chains " << chains << ", a is a " << (a_param ? "parameter" : "data") << ", extras "
-                       << extras);
+        if (scale > 0 && a_param && extras % 2 == 1) continue;  // enough forms, fewer runs
+        INFO("chains " << chains << ", a is a " << (a_param ? "parameter" : "data") << ", scale "
+                       << scale << ", extras " << extras);
         Program p;
         long off = 0;
         auto param = [&](long rows, long cols) {
@@ -952,6 +956,10 @@ TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] + v[j]), val
         const int a = a_param ? param(N, K) : p.add(data_node(a_values, {N, K}));
         const long a_off = 0, b_off = a_param ? N * K : 0;
         const int b = param(G, K);
+        const std::vector<double> s_values = uniform_vector(rng, K, 0.5, 2);
+        const long s_off = off;
+        const int sc = scale == 1 ? param(1, K) : scale == 2 ? param(1, 1)
+                     : scale == 3 ? p.add(data_node(s_values, {1, K})) : -1;
         const long v_off = off;
         const int v = extras == 0 ? -1 : extras == 4 ? p.add(data_node(v_values, {K, 1})) : param(K, 1);
         const long p_off = off;
@@ -960,6 +968,8 @@ TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] + v[j]), val
         Node n;
         n.op = Op::rowdot_rows;
         n.inputs = {a, b};
+        if (sc >= 0) n.inputs.push_back(sc);
+        n.scaled = sc >= 0;
         if (v >= 0) n.inputs.push_back(v);
         if (q >= 0) n.inputs.push_back(q);
         n.dim = {N, 1};
@@ -979,6 +989,9 @@ TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] + v[j]), val
             for (long j = 0; j < K; ++j) {
               const double av = a_param ? z[a_off + r + j * N] : a_values[r + j * N];
               double w = z[b_off + index[r] + j * G];
+              if (scale == 1) w *= z[s_off + j];
+              else if (scale == 2) w *= z[s_off];
+              else if (scale == 3) w *= s_values[j];
               if (extras == 4) w += v_values[j];
               else if (extras >= 1) w += z[v_off + j];
               expected += av * w;
@@ -1014,6 +1027,20 @@ TEST_CASE("rowdot_rows: the wrong number or shape of inputs is refused", "[ops][
   CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, v3})), std::invalid_argument);     // v: 3 != 2 columns
   CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, q2, q2})), std::invalid_argument); // p: 2 rows != 3
   CHECK_THROWS_AS(lockstep::validate(rowdot({a, b, q2, q2, q2})), std::invalid_argument);
+  // scaled: the scale (input 2) is one value or a row vector of a's columns
+  const int s2 = p.add(param_node(2, 0, Transform::none, 0, 0, {1, 2}));
+  const int s1 = p.add(param_node(1, 0, Transform::none, 0, 0, {1, 1}));
+  auto scaled = [&](std::vector<int> inputs) {
+    Program copy = rowdot(inputs);
+    copy.nodes.back().scaled = true;
+    return copy;
+  };
+  CHECK_NOTHROW(lockstep::validate(scaled({a, b, s2})));
+  CHECK_NOTHROW(lockstep::validate(scaled({a, b, s1, s2})));     // v: one per column
+  CHECK_THROWS_AS(lockstep::validate(scaled({a, b})), std::invalid_argument);        // no scale
+  CHECK_THROWS_AS(lockstep::validate(scaled({a, b, v3})), std::invalid_argument);    // 3 values
+  CHECK_THROWS_AS(lockstep::validate(scaled({a, b, q2})), std::invalid_argument);    // a column
+  CHECK_THROWS_AS(lockstep::validate(scaled({a, b, s2, s2, s1, s1})), std::invalid_argument);
 }
 
 // ------------------------------------------------ fold, cumulative, concat

@@ -11,4 +11,29 @@
 #define LS_HD inline
 #endif
 
+// LS_HD_INLINE: LS_HD, and inlined on the host whatever the optimiser thinks of
+// its size. For the math of the hot element loops (the common densities and
+// math/elementary.hpp): the vectoriser sees through a function only once it is
+// inlined, and one call left in a loop keeps the whole loop scalar.
+#if defined(__CUDACC__)
+#define LS_HD_INLINE __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define LS_HD_INLINE inline __attribute__((always_inline))
+#else
+#define LS_HD_INLINE inline
+#endif
+
+// LS_CPU_CLONES: the CPU's hot loops (a kernel body's one-lane path) compiled
+// twice, for the baseline x86-64 and for x86-64-v3 (AVX2 and FMA), the better
+// one picked when the library is loaded (GCC's target_clones, an ifunc): the
+// package is built with the compiler's portable flags, and still gets four
+// doubles per instruction on the processors that have them. Elsewhere (other
+// compilers and processors, nvcc) it is nothing.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__x86_64__) && \
+    defined(__linux__) && !defined(LOCKSTEP_NO_CLONES)
+#define LS_CPU_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+#else
+#define LS_CPU_CLONES
+#endif
+
 #endif

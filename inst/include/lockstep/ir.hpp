@@ -77,6 +77,9 @@ struct Node {
   // density: family, truncation bounds (-inf, inf when untruncated)
   Family family = Family::normal;
   double trunc_lower = -HUGE_VAL, trunc_upper = HUGE_VAL;
+  // rowdot_rows: input 2 scales b's columns (the planner's fusion of a
+  // non-centred b = z * s; see rowdot_parts)
+  bool scaled = false;
 
   // Filled by the planner.
   bool chain = false;  // carries the leading chain dimension
@@ -87,6 +90,22 @@ struct Node {
   // or computed only to be traced) are skipped by the sampling executor.
   bool live = true;
 };
+
+// Where rowdot_rows' optional inputs are: inputs are {a, b}, then the scale
+// s when the node is scaled, then the shared coefficients v, then the offset
+// p (p only after v). -1: absent.
+struct RowDotParts {
+  int s = -1, v = -1, p = -1;
+};
+inline RowDotParts rowdot_parts(const Node& n) {
+  RowDotParts parts;
+  const int count = static_cast<int>(n.inputs.size());
+  int k = 2;
+  if (n.scaled && k < count) parts.s = k++;
+  if (k < count) parts.v = k++;
+  if (k < count) parts.p = k++;
+  return parts;
+}
 
 struct Program {
   std::vector<Node> nodes;

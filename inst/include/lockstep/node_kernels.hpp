@@ -48,7 +48,8 @@ template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint)
   return s;
 }
 
-constexpr int max_node_inputs = 1 + max_dist_params;
+// A density's target and parameters, or rowdot_rows' a, b, s, v and p.
+constexpr int max_node_inputs = 1 + max_dist_params > 5 ? 1 + max_dist_params : 5;
 
 // Doubles of workspace per chain that a node's kernels need (NodeCall::work):
 // the linalg ops' factors and columns; 0 for every other op. Executors
@@ -129,15 +130,20 @@ template <class T> LinalgShape linalg_shape(const NodeCall<T>& call) {
 }
 
 template <class T> RowDotShape rowdot_shape(const NodeCall<T>& call) {
-  const long v_stride = call.node->inputs.size() > 2 ? call.in[2].chain_stride() : 0;
-  return RowDotShape{call.in[0].rows, call.in[0].cols, call.in[1].rows, call.in[0].chain_stride(),
-                     call.in[1].chain_stride(), v_stride};
+  const RowDotParts parts = rowdot_parts(*call.node);
+  RowDotShape s{call.in[0].rows, call.in[0].cols, call.in[1].rows, call.in[0].chain_stride(),
+                call.in[1].chain_stride(), parts.v >= 0 ? call.in[parts.v].chain_stride() : 0};
+  if (parts.s >= 0) {
+    s.s_stride = call.in[parts.s].chain_stride();
+    s.s_scalar = call.in[parts.s].size() == 1;
+  }
+  return s;
 }
 
-// rowdot_rows' optional inputs: the shared coefficients v (input 2) and the
-// offset p (input 3).
-template <class T> const Slot<T>* rowdot_input(const NodeCall<T>& call, size_t k) {
-  return call.node->inputs.size() > k ? &call.in[k] : nullptr;
+// rowdot_rows' optional inputs (ir.hpp's rowdot_parts): the scale s, the
+// shared coefficients v and the offset p, or nullptr.
+template <class T> const Slot<T>* rowdot_input(const NodeCall<T>& call, int k) {
+  return k >= 0 ? &call.in[k] : nullptr;
 }
 
 }  // namespace detail
@@ -203,11 +209,14 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
                                   call.index, y, C, call.out.rows, call.out.cols});
       break;
     case OpFamily::rowdot_rows: {
-      const Slot<T>* v = rowdot_input(call, 2);
-      const Slot<T>* p = rowdot_input(call, 3);
+      const RowDotParts parts = rowdot_parts(node);
+      const Slot<T>* sc = rowdot_input(call, parts.s);
+      const Slot<T>* v = rowdot_input(call, parts.v);
+      const Slot<T>* p = rowdot_input(call, parts.p);
       launch(RowDotForward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
                               v ? v->value : nullptr,
-                              p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C});
+                              p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C,
+                              sc ? sc->value : nullptr});
       break;
     }
     case OpFamily::density: {
@@ -318,14 +327,17 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
                                      call.out.rows, call.out.cols});
       break;
     case OpFamily::rowdot_rows: {
-      const Slot<T>* v = rowdot_input(call, 2);
-      const Slot<T>* p = rowdot_input(call, 3);
+      const RowDotParts parts = rowdot_parts(node);
+      const Slot<T>* sc = rowdot_input(call, parts.s);
+      const Slot<T>* v = rowdot_input(call, parts.v);
+      const Slot<T>* p = rowdot_input(call, parts.p);
       T* dv = v ? v->adjoint : nullptr;
+      T* ds = sc ? sc->adjoint : nullptr;
       const AdjointSink<T> dp = p ? sink(*p, call.out) : AdjointSink<T>{nullptr, 0, false};
-      if (call.in[0].adjoint || call.in[1].adjoint || dv || dp.data)
+      if (call.in[0].adjoint || call.in[1].adjoint || dv || ds || dp.data)
         launch(RowDotBackward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
                                  v ? v->value : nullptr, dy, call.in[0].adjoint,
-                                 call.in[1].adjoint, dv, dp, C}
+                                 call.in[1].adjoint, dv, dp, C, sc ? sc->value : nullptr, ds}
                    .with_dv_phases());
       break;
     }

@@ -12,6 +12,7 @@
 #ifndef LOCKSTEP_DISTRIBUTIONS_BERNOULLI_LOGIT_HPP
 #define LOCKSTEP_DISTRIBUTIONS_BERNOULLI_LOGIT_HPP
 
+#include "../math/elementary.hpp"
 #include "../math/unary.hpp"
 #include "dist.hpp"
 
@@ -19,20 +20,21 @@ namespace lockstep {
 
 template <> struct Dist<Family::bernoulli_logit> : Discrete {
   static constexpr int n_params = 1;
-  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
+  LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
     const double eta = p[0];
     *dx = 0;
-    if (!(x == 0 || x == 1)) {
-      dp[0] = 0;
-      return -ls_inf();
-    }
     // One exp serves the density and its derivative: with e = exp(-|eta|),
     // log1p_exp(+-eta) = max(+-eta, 0) + log1p(e), ilogit(|eta|) = 1 / (1 + e)
-    // and ilogit(-|eta|) = e / (1 + e).
-    const double e = exp(-fabs(eta)), l = log1p_nonneg(e), big = 1 / (1 + e), small = e * big;
-    const double s = x == 1 ? eta : -eta;  // log p = -log1p_exp(-s), d/ds = ilogit(-s)
-    dp[0] = (s >= 0 ? small : big) * (x == 1 ? 1 : -1);
-    return -((s < 0 ? -s : 0.0) + l);
+    // and ilogit(-|eta|) = e / (1 + e). Selects rather than branches, and the
+    // straight-line exp and log1p of math/elementary.hpp, so that a loop over
+    // rows vectorises.
+    const double e = ls_exp_nonpos(-fabs(eta)), l = ls_log1p_unit(e), big = 1 / (1 + e),
+                 small = e * big;
+    const bool one = x == 1, valid = one || x == 0;
+    const double s = one ? eta : -eta;  // log p = -log1p_exp(-s), d/ds = ilogit(-s)
+    const double d = (s >= 0 ? small : big) * (one ? 1.0 : -1.0);
+    dp[0] = valid ? d : 0.0;
+    return valid ? -((s < 0 ? -s : 0.0) + l) : -ls_inf();
   }
 };
 

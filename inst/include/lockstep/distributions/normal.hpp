@@ -5,31 +5,31 @@
 #ifndef LOCKSTEP_DISTRIBUTIONS_NORMAL_HPP
 #define LOCKSTEP_DISTRIBUTIONS_NORMAL_HPP
 
+#include "../math/elementary.hpp"
 #include "dist.hpp"
 
 namespace lockstep {
 
 template <> struct Dist<Family::normal> {
   static constexpr int n_params = 2;
-  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
-    const double sd = p[1];
-    if (!(sd > 0)) return dist_nan(dx, dp, n_params);
-    const double z = (x - p[0]) / sd;
-    *dx = -z / sd;
-    dp[0] = z / sd;
-    dp[1] = (z * z - 1) / sd;
-    return -ls_log_sqrt_2pi - log(sd) - 0.5 * z * z;
+  // Invalid sd (<= 0, or NaN) makes every output NaN through arithmetic, not
+  // a branch, so that element loops over this density vectorise.
+  LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
+    const double sd = p[1] > 0 ? p[1] : ls_nan();
+    const double inv_sd = 1 / sd, z = (x - p[0]) * inv_sd;
+    *dx = -z * inv_sd;
+    dp[0] = z * inv_sd;
+    dp[1] = (z * z - 1) * inv_sd;
+    return -ls_log_sqrt_2pi - ls_log(sd) - 0.5 * z * z;
   }
   struct Prepared {
-    double mean, inv_sd, log_norm;  // log_norm = -log(sqrt(2 pi)) - log(sd)
-    bool valid;
+    double mean, inv_sd, log_norm;  // log_norm = -log(sqrt(2 pi)) - log(sd); NaN if sd <= 0
   };
   LS_HD static Prepared prepare(const double* p) {
-    const bool valid = p[1] > 0;
-    return Prepared{p[0], 1 / p[1], valid ? -ls_log_sqrt_2pi - log(p[1]) : 0.0, valid};
+    const double sd = p[1] > 0 ? p[1] : ls_nan();
+    return Prepared{p[0], 1 / sd, -ls_log_sqrt_2pi - log(sd)};
   }
-  LS_HD static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    if (!q.valid) return dist_nan(dx, dp, n_params);
+  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
     const double z = (x - q.mean) * q.inv_sd;
     *dx = -z * q.inv_sd;
     dp[0] = z * q.inv_sd;

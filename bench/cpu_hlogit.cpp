@@ -1,0 +1,102 @@
+// The seed model's log density and gradient in the CPU executor alone: no R,
+// no copies of the state to and from R, so that a change to the engine can be
+// timed in a minute (the package build takes several). bench/hlogit.R times the
+// same model through R's API against rstan; this is its engine-only column.
+//
+//   g++ -std=gnu++17 -O2 -fno-trapping-math -fvect-cost-model=dynamic \
+//       -Iinst/include bench/cpu_hlogit.cpp src/core/*.cpp -o build/cpu_hlogit -lpthread
+//   build/cpu_hlogit [--n 1e5,1e6] [--chains 1,4] [--threads 1,2] [--reps R] [--single 0,1]
+//
+// Prints milliseconds per chain-gradient (the minimum over R timed calls after
+// one warm-up call), the CPU milliseconds of all threads per chain-gradient,
+// and the first chain's log density, which must not move when only the speed
+// of the engine changes.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "lockstep/executor.hpp"
+
+#include "hlogit_program.hpp"
+
+using namespace lockstep;
+
+namespace {
+
+std::vector<double> parse_list(const std::string& s) {
+  std::vector<double> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stod(item));
+  return out;
+}
+
+// CPU seconds of the whole process (every thread): on a shared machine a
+// steadier measure of work than the wall clock, which counts time spent
+// descheduled.
+double cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<double> ns{1e6}, chain_list{4}, thread_list{1, 2}, singles{0};
+  int reps = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--n") ns = parse_list(argv[i + 1]);
+    else if (a == "--chains") chain_list = parse_list(argv[i + 1]);
+    else if (a == "--threads") thread_list = parse_list(argv[i + 1]);
+    else if (a == "--reps") reps = std::atoi(argv[i + 1]);
+    else if (a == "--single") singles = parse_list(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", a.c_str());
+      return 2;
+    }
+  }
+  std::printf("%10s %6s %7s %9s %14s %14s %22s\n", "N", "chains", "threads", "precision",
+              "ms/chain-grad", "cpu-ms/c-grad", "log density (chain 1)");
+  for (double nd : ns) {
+    const long N = static_cast<long>(nd), G = std::max(1L, N / 10), K = 20;
+    const Program p = hlogit_bench::hlogit(N, G, K, 20240601u);
+    const long D = p.n_free;
+    for (double cd : chain_list) {
+      const long C = static_cast<long>(cd);
+      std::mt19937_64 rng(1);
+      std::normal_distribution<double> z(0, 0.5);
+      std::vector<double> state(C * D), lp(C), grad(C * D);
+      for (double& v : state) v = z(rng);
+      for (double td : thread_list)
+        for (double single : singles) {
+          ExecOptions o;
+          o.threads = static_cast<int>(td);
+          std::unique_ptr<Target> ex;
+          if (single != 0) ex = std::make_unique<Executor<float>>(p, C, o);
+          else ex = std::make_unique<Executor<double>>(p, C, o);
+          ex->log_density(state.data(), lp.data(), grad.data());  // warm-up
+          double best = 1e300, best_cpu = 1e300;
+          for (int r = 0; r < reps; ++r) {
+            const auto t0 = std::chrono::steady_clock::now();
+            const double c0 = cpu_seconds();
+            ex->log_density(state.data(), lp.data(), grad.data());
+            best_cpu = std::min(best_cpu, cpu_seconds() - c0);
+            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          }
+          std::printf("%10ld %6ld %7d %9s %14.2f %14.2f %22.10f\n", N, C, o.threads,
+                      single != 0 ? "single" : "double", 1e3 * best / C, 1e3 * best_cpu / C, lp[0]);
+          std::fflush(stdout);
+        }
+    }
+  }
+  return 0;
+}
