@@ -478,17 +478,26 @@ Case rowdot_case() {
   const std::vector<long> index = {2, 0, 0, 2, 3, 3, 3, 1, 2};  // runs, repeats, all groups
   const long N = static_cast<long>(index.size());
   const Domain dom{-1, 1};
+  // scale: 0 none; 1 a row vector of parameters; 2 one parameter; 3 a row
+  // vector of data (a scaled rowdot: b's columns times s, input 2)
   for (bool a_param : {false, true})
+    for (int scale = 0; scale <= 3; ++scale)
     for (int extras = 0; extras <= 4; ++extras) {
+      if (scale > 0 && (a_param || extras == 3)) continue;  // enough forms
       const int a = a_param ? b.matrix(N, K, dom) : b.data(draw_vector(b.rng, N * K, dom), {N, K});
       const int bb = b.matrix(G, K, dom);
       std::vector<int> inputs = {a, bb};
+      if (scale == 1) inputs.push_back(b.matrix(1, K, dom));
+      if (scale == 2) inputs.push_back(b.matrix(1, 1, dom));
+      if (scale == 3) inputs.push_back(b.data(draw_vector(b.rng, K, dom), {1, K}));
       if (extras >= 1)
         inputs.push_back(extras == 4 ? b.data(draw_vector(b.rng, K, dom), {K, 1})
                                      : b.matrix(K, 1, dom));
       if (extras == 2) inputs.push_back(b.matrix(N, 1, dom));
       if (extras >= 3) inputs.push_back(b.matrix(1, 1, dom));
-      b.objective(b.node(rowdot_node(inputs, index, b.p)));
+      Node n = rowdot_node(inputs, index, b.p);
+      n.scaled = scale > 0;
+      b.objective(b.node(n));
     }
   const int a = b.data(draw_vector(b.rng, N * K, dom), {N, K});
   const int bb = b.matrix(G, K, dom);
@@ -1142,7 +1151,7 @@ TEST_CASE("cuda executor: the programs cover every op and family and transform",
   all.push_back(varying_slopes_case());
   std::set<std::string> ops, families, truncated;
   std::set<int> transforms;
-  std::set<size_t> rowdot_forms;
+  std::set<std::pair<size_t, bool>> rowdot_forms;  // (inputs, scaled)
   bool big_fused = false;
   for (const Case& k : all) {
     INFO(k.label);
@@ -1154,7 +1163,7 @@ TEST_CASE("cuda executor: the programs cover every op and family and transform",
       ops.insert(lockstep::op_name(n.op));
       if (n.op == Op::param) transforms.insert(static_cast<int>(n.transform));
       if (n.op == Op::rowdot_rows) {
-        rowdot_forms.insert(n.inputs.size());
+        rowdot_forms.insert({n.inputs.size(), n.scaled});
         if (n.size == big_rows && n.inputs.size() == 4) big_fused = true;
       }
       if (n.op == Op::density) {
@@ -1187,7 +1196,8 @@ TEST_CASE("cuda executor: the programs cover every op and family and transform",
   }
   for (Transform t : {Transform::none, Transform::lower, Transform::upper, Transform::interval})
     CHECK(transforms.count(static_cast<int>(t)) == 1);
-  CHECK(rowdot_forms == std::set<size_t>({2, 3, 4}));
+  CHECK(rowdot_forms == std::set<std::pair<size_t, bool>>(
+                          {{2, false}, {3, false}, {4, false}, {3, true}, {4, true}, {5, true}}));
   CHECK(big_fused);
 }
 
