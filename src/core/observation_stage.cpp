@@ -29,14 +29,16 @@ bool reads_by_row(const Node& n, size_t k, const Node& b) {
 // Copies a column-major [rows, cols] array into tile order: tile t's rows, in
 // the order given by perm, as a column-major block starting at start[t] * cols.
 template <class In, class Out>
+// With row_major, each tile's block is stored row by row instead.
 std::vector<Out> to_tile_order(const In* x, long rows, long cols, const std::vector<long>& perm,
-                               const std::vector<long>& start) {
+                               const std::vector<long>& start, bool row_major = false) {
   std::vector<Out> out(static_cast<size_t>(rows * cols));
   for (size_t t = 0; t < start.size(); ++t) {
     const long r0 = start[t], r1 = t + 1 < start.size() ? start[t + 1] : rows, n = r1 - r0;
     Out* block = out.data() + r0 * cols;
     for (long j = 0; j < cols; ++j)
-      for (long r = 0; r < n; ++r) block[r + j * n] = static_cast<Out>(x[perm[r0 + r] + j * rows]);
+      for (long r = 0; r < n; ++r)
+        block[row_major ? r * cols + j : r + j * n] = static_cast<Out>(x[perm[r0 + r] + j * rows]);
   }
   return out;
 }
@@ -153,6 +155,23 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   long longest = 0;
   for (long t = 0; t < tiles(); ++t) longest = std::max(longest, tile_length(t));
 
+  // Row data read only as the covariates (input 0) of row dot products is
+  // stored row by row: the CPU's dot product of a row with the group's
+  // coefficients, and the backward's sums over a run of rows, then read
+  // contiguous values (kernels/rowdot.hpp).
+  row_major_.assign(n_nodes, false);
+  for (int id : nodes_) {
+    const Node& n = program.nodes[id];
+    if (n.op != Op::rowdot_rows) continue;
+    const Node& a = program.nodes[n.inputs[0]];
+    if (!a.chain && a.extent == extent) row_major_[n.inputs[0]] = true;
+  }
+  for (int id : nodes_) {
+    const Node& n = program.nodes[id];
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (!(n.op == Op::rowdot_rows && k == 0)) row_major_[n.inputs[k]] = false;
+  }
+
   row_data_.resize(n_nodes);
   row_index_.resize(n_nodes);
   for (size_t id = 0; id < n_nodes; ++id) {
@@ -160,7 +179,7 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     if (n.extent != extent) continue;
     if (!n.chain) {
       const T* full = values[id].data();
-      row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_);
+      row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_, row_major_[id]);
     } else if (n.op == Op::gather_rows || n.op == Op::rowdot_rows) {
       row_index_[id] = to_tile_order<long, long>(n.index.data(), rows_, 1, perm, tile_start_);
     } else if (n.op == Op::gather) {
@@ -276,6 +295,7 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
       s.adjoint = gradient ? w.adjoints[k].data() : nullptr;
     } else {  // a tile of row data
       s.value = row_data_[k].data() + start * s.cols;
+      s.row_major = row_major_[k];
     }
     return s;
   };

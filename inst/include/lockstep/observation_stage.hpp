@@ -113,6 +113,7 @@ template <class T> class ObservationStage {
   // Row data and gather indices in tile order: tile t's block starts at
   // tile_start_[t] * cols (cols = 1 for a per-row index).
   std::vector<std::vector<T>> row_data_;
+  std::vector<bool> row_major_;  // row data stored row by row within each tile
   std::vector<std::vector<long>> row_index_;
   std::vector<Worker> workers_;  // shards * workers
 };
