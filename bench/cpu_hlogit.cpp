@@ -6,6 +6,7 @@
 //   g++ -std=gnu++17 -O2 -fno-trapping-math -fvect-cost-model=dynamic \
 //       -Iinst/include bench/cpu_hlogit.cpp src/core/*.cpp -o build/cpu_hlogit -lpthread
 //   build/cpu_hlogit [--n 1e5,1e6] [--chains 1,4] [--threads 1,2] [--reps R] [--single 0,1]
+//                    [--tile rows]
 //
 // Prints milliseconds per chain-gradient (the minimum over R timed calls after
 // one warm-up call), the CPU milliseconds of all threads per chain-gradient,
@@ -52,6 +53,7 @@ double cpu_seconds() {
 int main(int argc, char** argv) {
   std::vector<double> ns{1e6}, chain_list{4}, thread_list{1, 2}, singles{0};
   int reps = 5;
+  long tile_rows = 0;  // 0: the stage's choice
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") ns = parse_list(argv[i + 1]);
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
     else if (a == "--threads") thread_list = parse_list(argv[i + 1]);
     else if (a == "--reps") reps = std::atoi(argv[i + 1]);
     else if (a == "--single") singles = parse_list(argv[i + 1]);
+    else if (a == "--tile") tile_rows = std::atol(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -80,6 +83,7 @@ int main(int argc, char** argv) {
         for (double single : singles) {
           ExecOptions o;
           o.threads = static_cast<int>(td);
+          o.tile_rows = tile_rows;
           std::unique_ptr<Target> ex;
           if (single != 0) ex = std::make_unique<Executor<float>>(p, C, o);
           else ex = std::make_unique<Executor<double>>(p, C, o);

@@ -17,17 +17,28 @@ constexpr long tile_bytes = 1L << 20;
 
 long cols_of(const Node& n) { return n.size / n.dim[0]; }
 
+// Whether input k of the tiled node n, a global value b, is addressed by row
+// index (row gathers, row dot products, gathers from a column vector): one
+// entry of the node's index per tile row names the only row of b that the row
+// reads, and whose adjoint its backward adds to.
+bool reads_by_row(const Node& n, size_t k, const Node& b) {
+  return (n.op == Op::gather_rows && k == 0) || (n.op == Op::rowdot_rows && k == 1) ||
+         (n.op == Op::gather && b.size == b.dim[0] && n.size == n.dim[0]);
+}
+
 // Copies a column-major [rows, cols] array into tile order: tile t's rows, in
 // the order given by perm, as a column-major block starting at start[t] * cols.
 template <class In, class Out>
+// With row_major, each tile's block is stored row by row instead.
 std::vector<Out> to_tile_order(const In* x, long rows, long cols, const std::vector<long>& perm,
-                               const std::vector<long>& start) {
+                               const std::vector<long>& start, bool row_major = false) {
   std::vector<Out> out(static_cast<size_t>(rows * cols));
   for (size_t t = 0; t < start.size(); ++t) {
     const long r0 = start[t], r1 = t + 1 < start.size() ? start[t + 1] : rows, n = r1 - r0;
     Out* block = out.data() + r0 * cols;
     for (long j = 0; j < cols; ++j)
-      for (long r = 0; r < n; ++r) block[r + j * n] = static_cast<Out>(x[perm[r0 + r] + j * rows]);
+      for (long r = 0; r < n; ++r)
+        block[row_major ? r * cols + j : r + j * n] = static_cast<Out>(x[perm[r0 + r] + j * rows]);
   }
   return out;
 }
@@ -72,7 +83,94 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
                                      : std::max(16L, tile_bytes / std::max(1L, bytes_per_row));
   if (options.tile_rows <= 0) tile_rows_ = std::min(tile_rows_, (rows_ + contexts - 1) / contexts);
   tile_rows_ = std::max(1L, std::min(tile_rows_, rows_));
-  for (long r = 0; r < rows_; r += tile_rows_) tile_start_.push_back(r);
+
+  // Workers' rows: bound[k] is worker k's first row. Nominally whole tiles of
+  // tile_rows_, shared out evenly among shards, then among each shard's
+  // workers.
+  const long S = options.shards, W = options.workers;
+  const long uniform = (rows_ + tile_rows_ - 1) / tile_rows_;
+  std::vector<long> bound(contexts + 1);
+  for (long k = 0; k <= contexts; ++k) {
+    const long s = k / W, w = k % W, a = uniform * s / S, b = uniform * (s + 1) / S;
+    bound[k] = std::min(rows_, (a + (b - a) * w / W) * tile_rows_);
+  }
+  // Then each boundary moved to the nearest row where every sorted by-row
+  // index of a global value read only by row changes value (the first row of
+  // a group), at most a tile's rows away: a group's rows then belong to one
+  // worker, and so do the rows of the global value they scatter-add to, which
+  // the workers can then add to the global adjoint directly (direct_ below).
+  // Where no such row is near (a group longer than a tile, or indices that
+  // disagree), the boundary stays, and so do the private copies.
+  std::vector<std::vector<long>> keys;
+  for (int b : boundary_) {
+    std::vector<int> readers;
+    bool by_row = true;
+    for (int id : nodes_) {
+      const Node& n = program.nodes[id];
+      for (size_t k = 0; k < n.inputs.size(); ++k)
+        if (n.inputs[k] == b) {
+          by_row = by_row && reads_by_row(n, k, program.nodes[b]);
+          readers.push_back(id);
+        }
+    }
+    if (!by_row) continue;
+    for (int id : readers) {
+      std::vector<long> key(rows_);
+      for (long r = 0; r < rows_; ++r) key[r] = program.nodes[id].index[perm[r]];
+      if (std::is_sorted(key.begin(), key.end()) &&
+          std::find(keys.begin(), keys.end(), key) == keys.end())
+        keys.push_back(std::move(key));
+    }
+  }
+  auto starts_group = [&](long r) {
+    if (r <= 0 || r >= rows_) return true;
+    for (const std::vector<long>& key : keys)
+      if (key[r - 1] == key[r]) return false;
+    return true;
+  };
+  if (!keys.empty())
+    for (long k = 1; k < contexts; ++k) {
+      const long nominal = std::max(bound[k], bound[k - 1]);  // bound[k - 1] may have moved
+      bound[k] = nominal;
+      for (long d = 0; d < tile_rows_; ++d) {
+        if (nominal - d >= bound[k - 1] && starts_group(nominal - d)) {
+          bound[k] = nominal - d;
+          break;
+        }
+        if (nominal + d <= rows_ && starts_group(nominal + d)) {
+          bound[k] = nominal + d;
+          break;
+        }
+      }
+    }
+  // Tiles: each worker's rows split evenly into tiles of at most tile_rows_.
+  worker_tiles_.resize(contexts);
+  for (long k = 0; k < contexts; ++k) {
+    const long r0 = bound[k], n = std::max(0L, bound[k + 1] - r0);
+    const long count = (n + tile_rows_ - 1) / tile_rows_;
+    worker_tiles_[k].first = tiles();
+    for (long t = 0; t < count; ++t) tile_start_.push_back(r0 + n * t / count);
+    worker_tiles_[k].second = tiles();
+  }
+  long longest = 0;
+  for (long t = 0; t < tiles(); ++t) longest = std::max(longest, tile_length(t));
+
+  // Row data read only as the covariates (input 0) of row dot products is
+  // stored row by row: the CPU's dot product of a row with the group's
+  // coefficients, and the backward's sums over a run of rows, then read
+  // contiguous values (kernels/rowdot.hpp).
+  row_major_.assign(n_nodes, false);
+  for (int id : nodes_) {
+    const Node& n = program.nodes[id];
+    if (n.op != Op::rowdot_rows) continue;
+    const Node& a = program.nodes[n.inputs[0]];
+    if (!a.chain && a.extent == extent) row_major_[n.inputs[0]] = true;
+  }
+  for (int id : nodes_) {
+    const Node& n = program.nodes[id];
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (!(n.op == Op::rowdot_rows && k == 0)) row_major_[n.inputs[k]] = false;
+  }
 
   row_data_.resize(n_nodes);
   row_index_.resize(n_nodes);
@@ -81,7 +179,7 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     if (n.extent != extent) continue;
     if (!n.chain) {
       const T* full = values[id].data();
-      row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_);
+      row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_, row_major_[id]);
     } else if (n.op == Op::gather_rows || n.op == Op::rowdot_rows) {
       row_index_[id] = to_tile_order<long, long>(n.index.data(), rows_, 1, perm, tile_start_);
     } else if (n.op == Op::gather) {
@@ -90,9 +188,8 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
       if (program.nodes[n.inputs[0]].extent == extent) {
         // A selection within rows of a row-aligned input, which exists as a
         // tile: input row r, column j is at r + j * (the tile's rows).
-        for (size_t t = 0; t < tile_start_.size(); ++t) {
-          const long r0 = tile_start_[t];
-          const long rows = (t + 1 < tile_start_.size() ? tile_start_[t + 1] : rows_) - r0;
+        for (long t = 0; t < tiles(); ++t) {
+          const long r0 = tile_start_[t], rows = tile_length(t);
           long* block = index.data() + r0 * cols_of(n);
           for (long k = 0; k < rows * cols_of(n); ++k) block[k] = k % rows + block[k] / rows_ * rows;
         }
@@ -106,16 +203,36 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     w.touched.resize(n_nodes);
     const auto tiles = tile_range(k);
     for (int id : boundary_) w.touched[id] = touched_rows(id, tiles.first, tiles.second);
+  }
+  // Direct accumulation into the global adjoints: race-free when one shard's
+  // workers touch pairwise disjoint rows (shards are all-reduced whole).
+  direct_.assign(n_nodes, 0);
+  if (S == 1)
+    for (int id : boundary_) {
+      std::vector<std::pair<long, long>> spans;
+      for (const Worker& w : workers_)
+        if (w.touched[id].first < w.touched[id].second) spans.push_back(w.touched[id]);
+      std::sort(spans.begin(), spans.end());
+      bool disjoint = true;
+      for (size_t i = 1; i < spans.size(); ++i)
+        disjoint = disjoint && spans[i - 1].second <= spans[i].first;
+      direct_[id] = disjoint;
+    }
+  for (long k = 0; k < contexts; ++k) {
+    Worker& w = workers_[k];
     w.values.resize(n_nodes);
     w.adjoints.resize(n_nodes);
     w.boundary.resize(n_nodes);
+    w.sink.assign(n_nodes, nullptr);
     for (int id : nodes_) {
       const Node& n = program.nodes[id];
       if (n.op == Op::density) continue;
-      w.values[id].assign(chains * tile_rows_ * cols_of(n), T(0));
-      w.adjoints[id].assign(chains * tile_rows_ * cols_of(n), T(0));
+      w.values[id].assign(chains * longest * cols_of(n), T(0));
+      w.adjoints[id].assign(chains * longest * cols_of(n), T(0));
     }
-    for (int id : boundary_) w.boundary[id].assign(chains * program.nodes[id].size, T(0));
+    // (a run across processes allocates the direct ones' when it needs them)
+    for (int id : boundary_)
+      if (!direct_[id]) w.boundary[id].assign(chains * program.nodes[id].size, T(0));
     w.terms.resize(n_nodes);
     for (int id : nodes_)
       if (program.nodes[id].op == Op::density) w.terms[id].assign(chains, T(0));
@@ -124,30 +241,22 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   }
 }
 
-template <class T> std::pair<long, long> ObservationStage<T>::tile_range(long k) const {
-  const long S = options_.shards, W = options_.workers, tiles = this->tiles();
-  const long s = k / W, w = k % W;
-  const long a = tiles * s / S, b = tiles * (s + 1) / S;
-  return {a + (b - a) * w / W, a + (b - a) * (w + 1) / W};
-}
-
 // Rows of a boundary node that tiles [first, end) can touch: when every tiled
 // reader addresses it by row index (row gathers, row dot products, gathers
 // from a column vector), the span of those indices over the tiles, which with
-// rows sorted by group is a narrow band; otherwise every row.
+// rows sorted by group is a narrow band; otherwise every row. No tiles touch
+// nothing.
 template <class T>
 std::pair<long, long> ObservationStage<T>::touched_rows(int b, long first, long end) const {
   const Node& bn = program_.nodes[b];
   const long all = bn.dim[0];
+  if (first >= end) return {0, 0};
   long lo = all, hi = 0;
   for (int id : nodes_) {
     const Node& n = program_.nodes[id];
     for (size_t k = 0; k < n.inputs.size(); ++k) {
       if (n.inputs[k] != b) continue;
-      const bool by_row = (n.op == Op::gather_rows && k == 0) ||
-                          (n.op == Op::rowdot_rows && k == 1) ||
-                          (n.op == Op::gather && bn.size == all && n.size == n.dim[0]);
-      if (!by_row) return {0, all};
+      if (!reads_by_row(n, k, bn)) return {0, all};
       const long r0 = first < tiles() ? tile_start_[first] : rows_;
       const long r1 = end < tiles() ? tile_start_[end] : rows_;
       for (long r = r0; r < r1; ++r) {
@@ -172,13 +281,11 @@ void ObservationStage<T>::over_rows(int id, std::pair<long, long> rows, F&& f) c
 template <class T>
 NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalBuffers<T> global,
                                            const double* state, bool gradient) {
-  const long start = tile_start_[tile];
-  const long rows = std::min(tile_rows_, rows_ - start);
+  const long start = tile_start_[tile], rows = tile_length(tile);
   auto slot = [&](int k) {
     const Node& n = program_.nodes[k];
     if (n.extent != extent_)  // a global value, whole
-      return whole_slot(n, (*global.values)[k].data(),
-                        gradient && n.chain ? w.boundary[k].data() : nullptr);
+      return whole_slot(n, (*global.values)[k].data(), gradient && n.chain ? w.sink[k] : nullptr);
     Slot<T> s;
     s.cols = cols_of(n);
     s.chain = n.chain;
@@ -188,6 +295,7 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
       s.adjoint = gradient ? w.adjoints[k].data() : nullptr;
     } else {  // a tile of row data
       s.value = row_data_[k].data() + start * s.cols;
+      s.row_major = row_major_[k];
     }
     return s;
   };
@@ -219,20 +327,32 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
   std::fill(w.lp.begin(), w.lp.end(), 0.0);
   for (int id : nodes_)
     if (program_.nodes[id].op == Op::density) std::fill(w.terms[id].begin(), w.terms[id].end(), T(0));
-  // With one shard in one process each worker's partials go straight to the
-  // global adjoints, so only the rows it can touch need zeroing; shards and
-  // processes are all-reduced whole.
+  // With one shard in one process a direct node's partials go straight to
+  // its global adjoint (zeroed by the executor, and only added to), and the
+  // other nodes' private copies are added to theirs by rows, so only the rows
+  // the worker can touch need zeroing; shards and processes are all-reduced
+  // whole.
   if (gradient)
     for (int id : boundary_) {
-      T* buf = w.boundary[id].data();
+      if (!whole && direct_[id]) {
+        w.sink[id] = (*global.adjoints)[id].data();
+        continue;
+      }
+      std::vector<T>& buf = w.boundary[id];
       if (!whole)
         over_rows(id, w.touched[id], [&](long i) { buf[i] = T(0); });
       else
-        std::fill(w.boundary[id].begin(), w.boundary[id].end(), T(0));
+        buf.assign(chains_ * program_.nodes[id].size, T(0));  // allocates a direct node's
+      w.sink[id] = buf.data();
     }
   for (long t = first_tile; t < end_tile; ++t) {
     if (gradient)
-      for (int id : nodes_) std::fill(w.adjoints[id].begin(), w.adjoints[id].end(), T(0));
+      for (int id : nodes_) {
+        // only the tile's rows of the buffer are used: [chains, length * cols]
+        const Node& n = program_.nodes[id];
+        if (n.op != Op::density)
+          std::fill_n(w.adjoints[id].begin(), chains_ * tile_length(t) * cols_of(n), T(0));
+      }
     for (int id : nodes_) forward_call(tile_call(w, id, t, global, state, gradient), launch);
     if (gradient)
       for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
@@ -281,8 +401,10 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
   }
   if (!gradient) return;
   if (!whole) {
-    // One shard: every worker adds the rows it touched to the global adjoints.
+    // One shard: every worker adds the rows it touched to the global adjoints
+    // (the direct nodes' partials are there already).
     for (int id : boundary_) {
+      if (direct_[id]) continue;
       T* adj = (*global.adjoints)[id].data();
       for (long k = 0; k < W; ++k) {
         const T* buf = workers_[k].boundary[id].data();

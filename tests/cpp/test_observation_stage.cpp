@@ -335,10 +335,19 @@ namespace {
 //   y ~ bernoulli(ilogit(eta))                          (logit form)
 struct Seed {
   Program p;
-  int X, gamma_rows, prod, rs, eta, lik, gamma, xb, e1, e2, beta, ga, z_g, sigma_g;
+  int X, gamma_rows, prod, rs, eta, lik, gamma, xb, e1, e2, beta, ga, z_g, sigma_g, alpha_g;
 };
 
-Seed seed_model(long N, long G, long K, std::mt19937& rng) {
+// groups: the rows' groups (random when empty); with extra_reader, a second
+// likelihood reads gamma by flat element index, gather(gamma, g + G (r % K)),
+// not by row.
+// The global value the row dot product reads the group slopes from: z_g when
+// the planner has fused the non-centred gamma = z_g * sigma_g into it (gamma
+// is then dead), gamma when something else reads gamma too.
+int slopes(const Seed& s) { return s.p.nodes[s.gamma].live ? s.gamma : s.z_g; }
+
+Seed seed_model(long N, long G, long K, std::mt19937& rng, std::vector<long> groups = {},
+                bool extra_reader = false) {
   Seed s;
   Program& p = s.p;
   std::normal_distribution<double> norm;
@@ -348,6 +357,7 @@ Seed seed_model(long N, long G, long K, std::mt19937& rng) {
   for (long i = 0; i < N; ++i) y[i] = (i % 3 == 0) ? 1 : 0;
   std::vector<long> g(N);
   for (long& v : g) v = group(rng);
+  if (!groups.empty()) g = groups;
   long off = 0;
   auto par = [&](std::vector<long> dim, Transform t = Transform::none) {
     const long size = dim[0] * dim[1];
@@ -366,7 +376,7 @@ Seed seed_model(long N, long G, long K, std::mt19937& rng) {
   const int one = p.add(data_node({1}));
   for (int v : {a, beta, z_a, z_g}) add_term(p, density_node(Family::normal, {v, zero, one}));
   for (int v : {sigma_a, sigma_g}) add_term(p, density_node(Family::normal, {v, zero, one}, 0, inf));
-  const int alpha_g = p.add(binary_node(Op::mul, z_a, sigma_a, p));
+  const int alpha_g = s.alpha_g = p.add(binary_node(Op::mul, z_a, sigma_a, p));
   s.gamma = p.add(broadcast_node(Op::mul, z_g, sigma_g, p));
   s.X = p.add(data_node(X, {N, K}));
   const int xb = s.xb = p.add(matmul_node(s.X, beta, p));
@@ -379,6 +389,14 @@ Seed seed_model(long N, long G, long K, std::mt19937& rng) {
   s.eta = p.add(binary_node(Op::add, e2, a, p));
   const int yd = p.add(data_node(y));
   s.lik = add_term(p, density_node(Family::bernoulli_logit, {yd, s.eta}));
+  if (extra_reader) {
+    std::vector<long> flat(N);
+    for (long r = 0; r < N; ++r) flat[r] = g[r] + G * (r % K);
+    const int picked = p.add(gather_node(s.gamma, flat));
+    std::vector<double> y2(N);
+    for (double& v : y2) v = norm(rng);
+    add_term(p, density_node(Family::normal, {p.add(data_node(y2)), picked, one}));
+  }
   return s;
 }
 
@@ -507,6 +525,156 @@ TEST_CASE("with_rows_ordered: permuted rows give the same log density and gradie
       plain.observation_stage = false;
       check_same(run(p, chains, state, plain), run(q, chains, state, plain));
       check_same(run(p, chains, state, ExecOptions{}), run(q, chains, state, plain));
+    }
+  }
+}
+
+namespace {
+
+long longest_group(const std::vector<long>& g) {
+  std::vector<long> count(*std::max_element(g.begin(), g.end()) + 1, 0);
+  for (long v : g) ++count[v];
+  return *std::max_element(count.begin(), count.end());
+}
+
+}  // namespace
+
+TEST_CASE("observation stage: with rows sorted by group the workers add to the global "
+          "adjoints directly",
+          "[stages][executor][tiles][direct]") {
+  std::mt19937 rng(72);
+  Seed s = seed_model(400, 30, 3, rng);
+  lockstep::plan(s.p);
+  REQUIRE(s.p.extents == std::vector<long>{400});
+  // every tile size below reaches the start of a group from any row
+  REQUIRE(longest_group(s.p.nodes[s.ga].index) < 40);
+  for (long chains : {1L, 4L}) {
+    const std::vector<double> state = random_state(rng, chains, s.p.n_free);
+    ExecOptions plain;
+    plain.observation_stage = false;
+    const Result reference = run(s.p, chains, state, plain);
+    for (int threads : {1, 2, 3})
+      for (long tile : {0L, 40L, 57L}) {
+        INFO("chains " << chains << " threads " << threads << " tile " << tile);
+        ExecOptions o;
+        o.threads = threads;
+        o.tile_rows = tile;
+        Executor<double> ex(s.p, chains, o);
+        const lockstep::ObservationStage<double>& stage = ex.stage(0);
+        CHECK(stage.direct(slopes(s)));
+        CHECK(stage.direct(s.alpha_g));
+        // beta is read whole by every row (X %*% beta): direct with one worker only
+        CHECK(stage.direct(s.beta) == (threads == 1));
+        check_same(run(s.p, chains, state, o), reference);
+      }
+    ExecOptions em;
+    em.backend = Backend::emulated;
+    em.threads = 2;
+    em.tile_rows = 45;
+    CHECK(Executor<double>(s.p, chains, em).stage(0).direct(slopes(s)));
+    check_same(run(s.p, chains, state, em), reference);
+  }
+}
+
+TEST_CASE("observation stage: private adjoint copies where workers may meet: a reader not "
+          "by row and shards and unsorted rows",
+          "[stages][executor][tiles][direct]") {
+  std::mt19937 rng(73);
+  // gamma is also read by flat element index: no rows can be told apart
+  Seed s = seed_model(300, 20, 3, rng, {}, true);
+  lockstep::plan(s.p);
+  REQUIRE(s.p.extents == std::vector<long>{300});
+  REQUIRE(s.p.nodes[s.p.terms.back()].extent == 0);
+  for (long chains : {1L, 3L}) {
+    const std::vector<double> state = random_state(rng, chains, s.p.n_free);
+    ExecOptions plain;
+    plain.observation_stage = false;
+    const Result reference = run(s.p, chains, state, plain);
+    for (int threads : {2, 3}) {
+      INFO("chains " << chains << " threads " << threads);
+      ExecOptions o;
+      o.threads = threads;
+      o.tile_rows = 50;
+      CHECK_FALSE(Executor<double>(s.p, chains, o).stage(0).direct(slopes(s)));
+      CHECK(Executor<double>(s.p, chains, o).stage(0).direct(s.alpha_g));
+      check_same(run(s.p, chains, state, o), reference);
+      // rows in their given (random) order: every worker meets most groups
+      o.reorder_rows = false;
+      CHECK_FALSE(Executor<double>(s.p, chains, o).stage(0).direct(slopes(s)));
+      CHECK_FALSE(Executor<double>(s.p, chains, o).stage(0).direct(s.alpha_g));
+      check_same(run(s.p, chains, state, o), reference);
+      // shards are all-reduced whole
+      o.reorder_rows = true;
+      o.devices = 2;
+      CHECK_FALSE(Executor<double>(s.p, chains, o).stage(0).direct(s.alpha_g));
+      check_same(run(s.p, chains, state, o), reference);
+    }
+  }
+}
+
+TEST_CASE("observation stage: worker boundaries move to a group's first row and N below "
+          "one tile",
+          "[stages][executor][tiles][direct]") {
+  std::mt19937 rng(74);
+  // 4 groups of 10 rows, in scrambled order
+  std::vector<long> g(40);
+  for (long r = 0; r < 40; ++r) g[r] = (r * 7 % 40) / 10;
+  Seed s = seed_model(40, 4, 3, rng, g);
+  lockstep::plan(s.p);
+  // one group of 30 rows and one of 10: no group's start near row 21
+  std::vector<long> h(40);
+  for (long r = 0; r < 40; ++r) h[r] = (r * 7 % 40) < 30 ? 1 : 0;
+  Seed big = seed_model(40, 2, 3, rng, h);
+  lockstep::plan(big.p);
+  Seed few = seed_model(5, 2, 3, rng);
+  lockstep::plan(few.p);
+  for (long chains : {1L, 3L}) {
+    const std::vector<double> state = random_state(rng, chains, s.p.n_free);
+    ExecOptions plain;
+    plain.observation_stage = false;
+    const Result reference = run(s.p, chains, state, plain);
+    for (int threads : {2, 3})
+      for (long tile : {3L, 7L, 15L}) {
+        INFO("chains " << chains << " threads " << threads << " tile " << tile);
+        ExecOptions o;
+        o.threads = threads;
+        o.tile_rows = tile;
+        Executor<double> ex(s.p, chains, o);
+        // three workers with tiles of 3 rows: the nominal boundary at row 27
+        // is 3 rows from a group's first row, out of reach: private copies
+        const bool reach = !(threads == 3 && tile == 3);
+        CHECK(ex.stage(0).direct(slopes(s)) == reach);
+        CHECK(ex.stage(0).direct(s.alpha_g) == reach);
+        // two workers, tiles of 15: the boundary at row 15 moves back to row
+        // 10, and the second worker's 30 rows are two tiles
+        if (threads == 2 && tile == 15) CHECK(ex.stage(0).tiles() == 3);
+        check_same(run(s.p, chains, state, o), reference);
+      }
+    // the boundary of two workers with tiles of 3 rows falls at row 21, in the
+    // group of rows 10 to 39 (after sorting): it stays, and so do the copies
+    const std::vector<double> big_state = random_state(rng, chains, big.p.n_free);
+    ExecOptions o;
+    o.observation_stage = false;
+    const Result big_reference = run(big.p, chains, big_state, o);
+    o.observation_stage = true;
+    o.threads = 2;
+    o.tile_rows = 3;
+    CHECK_FALSE(Executor<double>(big.p, chains, o).stage(0).direct(slopes(big)));
+    check_same(run(big.p, chains, big_state, o), big_reference);
+    // N = 5 below one tile of 8: one worker has all the rows
+    const std::vector<double> few_state = random_state(rng, chains, few.p.n_free);
+    o.observation_stage = false;
+    const Result few_reference = run(few.p, chains, few_state, o);
+    o.observation_stage = true;
+    for (int threads : {1, 2, 3}) {
+      INFO("N 5 chains " << chains << " threads " << threads);
+      o.threads = threads;
+      o.tile_rows = 8;
+      Executor<double> ex(few.p, chains, o);
+      CHECK(ex.stage(0).tiles() == 1);
+      CHECK(ex.stage(0).direct(slopes(few)));
+      CHECK(ex.stage(0).direct(few.beta));
+      check_same(run(few.p, chains, few_state, o), few_reference);
     }
   }
 }

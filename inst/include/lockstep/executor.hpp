@@ -78,6 +78,8 @@ template <class T> class Executor : public Target {
   // carries the chain dimension, [size] otherwise; empty for a node of the
   // observation stage, which exists only tile by tile.
   const std::vector<T>& value(int node) const { return values_[node]; }
+  // The observation stage of an extent (when tiled): how it runs, for tests.
+  const ObservationStage<T>& stage(int extent) const { return *stages_[extent]; }
 
  private:
   bool global(int id) const { return !tiled_ || program_.nodes[id].extent < 0; }

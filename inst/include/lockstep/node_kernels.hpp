@@ -31,6 +31,10 @@ template <class T> struct Slot {
   T* adjoint = nullptr;      // same layout; nullptr when no gradient flows here
   long rows = 1, cols = 1;   // the extent bound: a tile's rows, or the whole value
   bool chain = false;
+  // A tile of row data stored row by row (value[r * cols + j]) rather than
+  // column-major: the CPU observation stage's layout for the covariates of a
+  // row dot product, its only reader (observation_stage.cpp).
+  bool row_major = false;
 
   long size() const { return rows * cols; }
   long chain_stride() const { return chain ? rows * cols : 0; }
@@ -133,6 +137,7 @@ template <class T> RowDotShape rowdot_shape(const NodeCall<T>& call) {
   const RowDotParts parts = rowdot_parts(*call.node);
   RowDotShape s{call.in[0].rows, call.in[0].cols, call.in[1].rows, call.in[0].chain_stride(),
                 call.in[1].chain_stride(), parts.v >= 0 ? call.in[parts.v].chain_stride() : 0};
+  s.a_row_major = call.in[0].row_major;
   if (parts.s >= 0) {
     s.s_stride = call.in[parts.s].chain_stride();
     s.s_scalar = call.in[parts.s].size() == 1;

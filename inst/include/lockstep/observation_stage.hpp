@@ -11,6 +11,15 @@
 // Rows may be reordered when the stage is built (by the index of the largest
 // gather, so that gathers and scatter-adds walk memory in order): the log
 // density is a sum over rows, so only floating-point reassociation changes.
+//
+// With rows sorted by group, the boundaries between workers are moved to the
+// start of a group, so that no group's rows are split between two workers.
+// Then, with one shard in one process, the workers' scatter-adds into a global
+// value's adjoint hit disjoint rows, and they add straight into the global
+// adjoint (direct()): no private copy to zero and add up afterwards, which for
+// a G x K coefficient matrix read by row is as large as the gradient itself.
+// Tiles therefore have varying lengths (a worker's rows split evenly into
+// tiles of at most tile_rows()).
 #ifndef LOCKSTEP_OBSERVATION_STAGE_HPP
 #define LOCKSTEP_OBSERVATION_STAGE_HPP
 
@@ -57,6 +66,11 @@ template <class T> class ObservationStage {
 
   long tile_rows() const { return tile_rows_; }
   long tiles() const { return static_cast<long>(tile_start_.size()); }
+  // Whether the workers add the adjoint partials of the global value `node`
+  // (one the stage reads) straight into its global adjoint, in a run without
+  // `world`: with one shard, when no two workers' tiles touch the same row of
+  // it. Otherwise each worker has a private copy, summed afterwards.
+  bool direct(int node) const { return direct_[node]; }
 
  private:
   struct Worker {
@@ -65,6 +79,9 @@ template <class T> class ObservationStage {
     // per boundary node: the rows [first, second) of it this worker's tiles
     // can touch (all rows unless every reader addresses it by row index)
     std::vector<std::pair<long, long>> touched;
+    // per boundary node: where this run's tiles add its adjoint partials (the
+    // private copy above, or the global adjoint when direct)
+    std::vector<T*> sink;
     std::vector<std::vector<T>> terms;             // per density node: its value [chains]
     std::vector<double> lp, scratch;
   };
@@ -74,7 +91,10 @@ template <class T> class ObservationStage {
   NodeCall<T> tile_call(Worker& w, int id, long tile, GlobalBuffers<T> global,
                         const double* state, bool gradient);
   // The tiles [first, second) of worker k (shard k / workers).
-  std::pair<long, long> tile_range(long k) const;
+  std::pair<long, long> tile_range(long k) const { return worker_tiles_[k]; }
+  long tile_length(long t) const {
+    return (t + 1 < tiles() ? tile_start_[t + 1] : rows_) - tile_start_[t];
+  }
   std::pair<long, long> touched_rows(int boundary, long first_tile, long end_tile) const;
   // Calls f(i) for the offset i of every element in rows [first, second), of
   // every column and chain, of a boundary node's [chains, rows x cols] buffer.
@@ -87,10 +107,13 @@ template <class T> class ObservationStage {
   std::vector<int> nodes_;        // chain-carrying nodes of the extent, in program order
   std::vector<int> boundary_;     // global chain nodes they read
   std::vector<long> tile_start_;  // first row of each tile (in tile order)
-  long tile_rows_ = 0;
+  std::vector<std::pair<long, long>> worker_tiles_;  // per worker: its tiles [first, second)
+  long tile_rows_ = 0;            // the longest a tile may be
+  std::vector<char> direct_;      // per program node: see direct()
   // Row data and gather indices in tile order: tile t's block starts at
   // tile_start_[t] * cols (cols = 1 for a per-row index).
   std::vector<std::vector<T>> row_data_;
+  std::vector<bool> row_major_;  // row data stored row by row within each tile
   std::vector<std::vector<long>> row_index_;
   std::vector<Worker> workers_;  // shards * workers
 };
