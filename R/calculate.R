@@ -166,21 +166,12 @@ fixed_values <- function(values, env) {
 # Lowers what the targets are computed from (stopping at fixed nodes) into an
 # engine; `needed` lists the variables it still depends on.
 lower_calculation <- function(roots, fixed, precision) {
-  nodes <- list()
   needed <- list()
-  seen <- new.env(parent = emptyenv())
-  stack <- roots
-  while (length(stack) > 0) {
-    node <- stack[[length(stack)]]
-    stack[[length(stack)]] <- NULL
-    key <- as.character(node$id)
-    if (!is.null(seen[[key]])) next
-    seen[[key]] <- TRUE
-    nodes[[key]] <- node
-    if (!is.null(fixed[[key]])) next
-    if (node$type == "variable") needed[[key]] <- node
-    for (input in node_inputs(node)) stack[[length(stack) + 1L]] <- input
-  }
+  nodes <- walk_nodes(roots, function(node, key) {
+    if (!is.null(fixed[[key]])) return(list())
+    if (node$type == "variable") needed[[key]] <<- node
+    node_inputs(node)
+  })
   lowered <- lower_dag(nodes, fixed)
   lowered$ir$precision <- precision
   list(engine = ls_engine_new(lowered$ir), ir = lowered$ir,

@@ -1,10 +1,10 @@
 # Lowering: the DAG of greta array nodes becomes the IR, a plain list that the
 # Rcpp boundary turns into a lockstep::Program (src/rcpp_engine.cpp).
 
-# Every node connected to the roots, through parents, children and the links
-# between a distribution and its target, less the operations and data that
-# nothing uses (prune_unused).
-collect_dag <- function(roots) {
+# Every node reachable from `roots`, by id, each visited once (depth first):
+# next_of(node, key) gives the nodes to go on to from it (NULLs are skipped).
+# The walks of model(), calculate() and simulation differ only in next_of.
+walk_nodes <- function(roots, next_of) {
   seen <- new.env(parent = emptyenv())
   found <- list()
   stack <- roots
@@ -15,9 +15,18 @@ collect_dag <- function(roots) {
     if (!is.null(seen[[key]])) next
     seen[[key]] <- TRUE
     found[[key]] <- node
-    links <- c(node$parents, node$children, list(node$distribution, node$target))
-    for (other in links) if (!is.null(other)) stack[[length(stack) + 1L]] <- other
+    for (other in next_of(node, key)) if (!is.null(other)) stack[[length(stack) + 1L]] <- other
   }
+  found
+}
+
+# Every node connected to the roots, through parents, children and the links
+# between a distribution and its target, less the operations and data that
+# nothing uses (prune_unused).
+collect_dag <- function(roots) {
+  found <- walk_nodes(roots, function(node, key) {
+    c(node$parents, node$children, list(node$distribution, node$target))
+  })
   prune_unused(found, roots)
 }
 

@@ -75,28 +75,17 @@ simulate_arrays <- function(roots, names, fixed, given, nsim, precision, batch, 
 # on through its distribution's parameters. Variables without one cannot be
 # drawn: they are listed in `unsampleable`.
 simulation_nodes <- function(roots, fixed, given) {
-  nodes <- list()
   stochastic <- list()
   unsampleable <- list()
-  seen <- new.env(parent = emptyenv())
-  stack <- roots
-  while (length(stack) > 0) {
-    node <- stack[[length(stack)]]
-    stack[[length(stack)]] <- NULL
-    key <- as.character(node$id)
-    if (!is.null(seen[[key]])) next
-    seen[[key]] <- TRUE
-    nodes[[key]] <- node
-    if (!is.null(fixed[[key]]) || !is.null(given[[key]])) next
+  nodes <- walk_nodes(roots, function(node, key) {
+    if (!is.null(fixed[[key]]) || !is.null(given[[key]])) return(list())
     if (!is.null(node$distribution) && node$type %in% c("variable", "data")) {
-      stochastic[[key]] <- node
-      inputs <- node$distribution$parents
-    } else {
-      if (node$type == "variable") unsampleable[[key]] <- node
-      inputs <- node_inputs(node)
+      stochastic[[key]] <<- node
+      return(node$distribution$parents)
     }
-    for (input in inputs) stack[[length(stack) + 1L]] <- input
-  }
+    if (node$type == "variable") unsampleable[[key]] <<- node
+    node_inputs(node)
+  })
   ordered <- order(vapply(stochastic, function(n) n$id, integer(1)))
   list(nodes = nodes, stochastic = stochastic[ordered], unsampleable = unsampleable)
 }
