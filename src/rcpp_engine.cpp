@@ -37,7 +37,7 @@ namespace {
 struct Engine {
   std::shared_ptr<lockstep::Program> program;
   bool single = false;
-  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int>,
+  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int, bool>,
            std::unique_ptr<lockstep::Target>>
       executors;
   // Tracing reads node values, in double whatever the precision, from the
@@ -73,7 +73,7 @@ struct Engine {
   lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
                                o.observation_stage, o.tile_rows, o.world != nullptr, o.jacobian,
-                               o.gpu);
+                               o.gpu, o.threads_auto);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
@@ -187,6 +187,7 @@ lockstep::ExecOptions exec_options(const List& o) {
   if (o.containsElementNamed("mpi") && as<bool>(o["mpi"])) e.world = mpi_world();
   if (o.containsElementNamed("jacobian")) e.jacobian = as<bool>(o["jacobian"]);
   if (o.containsElementNamed("gpu")) e.gpu = as<int>(o["gpu"]);
+  if (o.containsElementNamed("threads_auto")) e.threads_auto = as<bool>(o["threads_auto"]);
   return e;
 }
 

@@ -100,7 +100,8 @@ test_that("a truncated normal prior is sampled correctly", {
 test_that("mcmc() returns a greta_mcmc_list of coda mcmc objects, one per chain", {
   set.seed(505)
   m <- eight_schools_model()
-  draws <- mcmc(m, n_samples = 200, warmup = 200, chains = 3, verbose = FALSE)
+  # (the centred eight schools may diverge now and then: not this test's subject)
+  draws <- suppressWarnings(mcmc(m, n_samples = 200, warmup = 200, chains = 3, verbose = FALSE))
   expect_s3_class(draws, "greta_mcmc_list")
   expect_s3_class(draws, "mcmc.list")
   expect_equal(class(draws), c("greta_mcmc_list", "mcmc.list"))
@@ -510,8 +511,9 @@ test_that("rwmh(), slice() and chees() sample a conjugate normal posterior", {
   post_sd <- sqrt(1 / precision)
   for (sampler in list(rwmh(), rwmh(proposal = "uniform"), slice(), chees())) {
     label <- class(sampler)[1]
-    draws <- mcmc(m, sampler = sampler, n_samples = 2000, warmup = 1000, chains = 4,
-                  verbose = FALSE)
+    # a rare divergence of the step-size search is not this test's subject
+    draws <- suppressWarnings(mcmc(m, sampler = sampler, n_samples = 2000, warmup = 1000,
+                                   chains = 4, verbose = FALSE))
     x <- as.numeric(as.matrix(draws[, "mu"]))
     ess <- coda::effectiveSize(draws[, "mu"])
     expect_gt(ess, 200, label = label)
@@ -525,4 +527,26 @@ test_that("rwmh(), slice() and chees() sample a conjugate normal posterior", {
   expect_error(slice(max_doublings = -1), "`max_doublings`")
   expect_output(print(slice()), "max_doublings = 5")
   expect_error(chees(max_leapfrog = 0), "`max_leapfrog`")
+})
+
+test_that("a small model runs on one thread unless the threads are chosen: the same draws as threads = 1", {
+  op <- options(lockstep.threads = NULL)
+  on.exit(options(op))
+  auto <- cpu_only()
+  expect_true(auto$threads_auto)
+  expect_false(cpu_only(threads = 2)$threads_auto)
+  if (auto$threads > 1) expect_output(print(auto), "up to")
+  mu <- normal(0, 1)
+  y <- c(0.3, -0.2, 1.1)
+  distribution(y) <- normal(mu, 1)
+  m <- model(mu)
+  run <- function(co) {
+    set.seed(71)
+    mcmc(m, n_samples = 60, warmup = 40, chains = 2, verbose = FALSE, compute_options = co)
+  }
+  # cpu_only() left at its default, asking for two threads: the model's few
+  # values per gradient run on one thread, so the draws are those of threads = 1
+  two_auto <- cpu_only(threads = NULL)
+  two_auto$threads <- 2L
+  expect_identical(as.matrix(run(two_auto)), as.matrix(run(cpu_only(threads = 1))))
 })
