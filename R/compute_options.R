@@ -89,7 +89,12 @@ print.lockstep_backend_info <- function(x, ...) {
 #' recommended there. Needs lockstep built with CUDA (see [backend_info()]).
 #'
 #' @param threads the number of worker threads; by default the option
-#'   `lockstep.threads`, else the number of cores
+#'   `lockstep.threads`, else the number of cores. Left at its default, it is
+#'   a most: a model too small to share out (less than about 32,000 values
+#'   per thread in one gradient of all chains) runs on fewer threads, one for
+#'   most small models, because handing work to another thread at every
+#'   leapfrog step would cost more than it saves; its draws are then also the
+#'   same as with `threads = 1`. A number given here is used as it is.
 #' @param tile_rows rows per tile; `NULL` sizes tiles to the cache
 #' @param mpi `TRUE` to run across the processes of an MPI job (`mpirun -np P
 #'   Rscript fit.R`), each holding its own rows of the data: see [mpi_rows()].
@@ -109,6 +114,9 @@ print.lockstep_backend_info <- function(x, ...) {
 #' }
 #' @export
 cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE) {
+  # Not chosen by the user: a most, which the engine lowers for a small model
+  # (a thread's share of a gradient must outweigh handing it over).
+  threads_auto <- is.null(threads) && is.null(getOption("lockstep.threads"))
   if (is.null(threads)) threads <- default_threads()
   check_count(threads, "threads", minimum = 1)
   check_count(devices, "devices", minimum = 1)
@@ -120,7 +128,8 @@ cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE)
   structure(
     list(backend = getOption("lockstep.backend", "cpu"), threads = as.integer(threads),
          devices = as.integer(devices), tile_rows = if (is.null(tile_rows)) 0 else tile_rows,
-         observation_stage = getOption("lockstep.observation_stage", TRUE), mpi = mpi),
+         observation_stage = getOption("lockstep.observation_stage", TRUE), mpi = mpi,
+         threads_auto = threads_auto),
     class = "lockstep_compute_options"
   )
 }
@@ -166,8 +175,9 @@ print.lockstep_compute_options <- function(x, ...) {
     cat(sprintf("lockstep compute options: cuda backend on GPU %d (%s)\n", x$gpu, x$gpu_name))
     return(invisible(x))
   }
-  cat(sprintf("lockstep compute options: %s backend, %d thread%s, %d device%s, tiles of %s\n",
-              x$backend, x$threads, if (x$threads == 1) "" else "s", x$devices,
+  cat(sprintf("lockstep compute options: %s backend, %s%d thread%s, %d device%s, tiles of %s\n",
+              x$backend, if (isTRUE(x$threads_auto) && x$threads > 1) "up to " else "",
+              x$threads, if (x$threads == 1) "" else "s", x$devices,
               if (x$devices == 1) "" else "s",
               if (x$tile_rows > 0) paste(x$tile_rows, "rows") else "cache-sized rows"))
   if (isTRUE(x$mpi)) cat(sprintf("  across %d MPI processes (this is rank %d)\n", mpi_size(), mpi_rank()))

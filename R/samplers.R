@@ -15,7 +15,18 @@
 #'   dual averaging on the mean acceptance rate of all chains
 #' @param diag_sd an estimate of the posterior standard deviations of the free
 #'   parameters (one value, or one per free parameter), a starting value:
-#'   warmup re-estimates it from the pooled draws of all chains
+#'   warmup re-estimates it from the draws, as `adapt_metric` says
+#' @param adapt_metric how warmup estimates `diag_sd` (the diagonal metric, or
+#'   inverse mass matrix): `"pooled"` (the default), one metric for every
+#'   chain from the draws of all chains pooled; or `"per_chain"`, each chain's
+#'   own metric from its own draws, as Stan does. Pooled estimates are
+#'   steadier, the more so the more chains there are (a short warmup with many
+#'   chains still sees many draws), but a chain stuck in a different mode or
+#'   scale from the others gets a metric that fits none of them; per-chain
+#'   estimates fit each chain's own region and keep chains independent until
+#'   the end of warmup (the step size is still tuned on all chains together).
+#'   With `"per_chain"`, the `diag_sd` that warmup tuned is a chains x
+#'   parameters matrix
 #' @details All chains run in lockstep: every leapfrog step evaluates the log
 #'   density and gradient of all chains in one call to the engine, with one
 #'   step size; each chain accepts or rejects its own proposal.
@@ -26,8 +37,9 @@
 #'   chain builds its own tree; a chain whose tree is finished waits while the
 #'   others finish theirs, so an iteration costs the longest trajectory of the
 #'   chains. Warmup (both samplers) tunes the step size by dual averaging on
-#'   the mean acceptance statistic of all chains, and `diag_sd` from the pooled
-#'   draws of all chains in Stan's windows.
+#'   the mean acceptance statistic of all chains, and `diag_sd` in Stan's
+#'   windows, from the pooled draws of all chains or each chain's own
+#'   (`adapt_metric`).
 #'
 #'   `chees()` is ChEES-HMC (Hoffman, Radul and Sountsov 2021), made for
 #'   many chains in lockstep: every chain takes the same, jittered number of
@@ -49,6 +61,7 @@
 #' @examples
 #' nuts()
 #' nuts(adapt_delta = 0.95)
+#' nuts(adapt_metric = "per_chain")
 #' chees()
 #' rwmh(proposal = "uniform")
 #' slice(max_doublings = 3)
@@ -59,7 +72,8 @@ NULL
 
 #' @rdname samplers
 #' @export
-nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = 1) {
+nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = 1,
+                 adapt_metric = c("pooled", "per_chain")) {
   check_count(max_treedepth, "max_treedepth", minimum = 1)
   if (max_treedepth > 30) stop("`max_treedepth` must be at most 30", call. = FALSE)
   if (!is.numeric(adapt_delta) || length(adapt_delta) != 1 || !is.finite(adapt_delta) ||
@@ -67,8 +81,10 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
     stop("`adapt_delta` must be a single number between 0 and 1", call. = FALSE)
   }
   check_step_size(epsilon, diag_sd)
+  adapt_metric <- check_adapt_metric(adapt_metric)
   obj <- list(parameters = list(max_treedepth = as.integer(max_treedepth),
-                                adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd),
+                                adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd,
+                                adapt_metric = adapt_metric),
               name = "nuts")
   class(obj) <- c("nuts sampler", "sampler")
   obj
@@ -77,11 +93,14 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
 #' @rdname samplers
 #' @param max_leapfrog the most leapfrog steps `chees()` takes in one iteration
 #' @export
-chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000) {
+chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000,
+                  adapt_metric = c("pooled", "per_chain")) {
   check_step_size(epsilon, diag_sd)
   check_count(max_leapfrog, "max_leapfrog", minimum = 1)
+  adapt_metric <- check_adapt_metric(adapt_metric)
   obj <- list(parameters = list(epsilon = epsilon, diag_sd = diag_sd,
-                                max_leapfrog = as.integer(max_leapfrog)),
+                                max_leapfrog = as.integer(max_leapfrog),
+                                adapt_metric = adapt_metric),
               name = "chees")
   class(obj) <- c("chees sampler", "sampler")
   obj
@@ -91,10 +110,13 @@ chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000) {
 #' @param proposal the distribution of `rwmh()`'s proposal steps: `"normal"`
 #'   or `"uniform"` (on `(-1, 1)`), scaled by `epsilon * diag_sd`
 #' @export
-rwmh <- function(proposal = c("normal", "uniform"), epsilon = 1, diag_sd = 1) {
+rwmh <- function(proposal = c("normal", "uniform"), epsilon = 1, diag_sd = 1,
+                 adapt_metric = c("pooled", "per_chain")) {
   proposal <- match.arg(proposal)
   check_step_size(epsilon, diag_sd)
-  obj <- list(parameters = list(proposal = proposal, epsilon = epsilon, diag_sd = diag_sd),
+  adapt_metric <- check_adapt_metric(adapt_metric)
+  obj <- list(parameters = list(proposal = proposal, epsilon = epsilon, diag_sd = diag_sd,
+                                adapt_metric = adapt_metric),
               name = "rwmh")
   class(obj) <- c("rwmh sampler", "sampler")
   obj
@@ -104,11 +126,12 @@ rwmh <- function(proposal = c("normal", "uniform"), epsilon = 1, diag_sd = 1) {
 #' @param max_doublings `slice()` steps its interval out by at most
 #'   `2^max_doublings` widths
 #' @export
-slice <- function(max_doublings = 5) {
+slice <- function(max_doublings = 5, adapt_metric = c("pooled", "per_chain")) {
   check_count(max_doublings, "max_doublings", minimum = 0)
   if (max_doublings > 30) stop("`max_doublings` must be at most 30", call. = FALSE)
+  adapt_metric <- check_adapt_metric(adapt_metric)
   obj <- list(parameters = list(max_doublings = as.integer(max_doublings), epsilon = 1,
-                                diag_sd = 1),
+                                diag_sd = 1, adapt_metric = adapt_metric),
               name = "slice")
   class(obj) <- c("slice sampler", "sampler")
   obj
@@ -116,13 +139,16 @@ slice <- function(max_doublings = 5) {
 
 #' @rdname samplers
 #' @export
-hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = 1) {
+hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = 1,
+                adapt_metric = c("pooled", "per_chain")) {
   check_count(Lmin, "Lmin", minimum = 1)
   check_count(Lmax, "Lmax", minimum = 1)
   if (Lmax < Lmin) stop("`Lmax` must be at least `Lmin`", call. = FALSE)
   check_step_size(epsilon, diag_sd)
+  adapt_metric <- check_adapt_metric(adapt_metric)
   obj <- list(parameters = list(Lmin = as.integer(Lmin), Lmax = as.integer(Lmax),
-                                epsilon = epsilon, diag_sd = diag_sd),
+                                epsilon = epsilon, diag_sd = diag_sd,
+                                adapt_metric = adapt_metric),
               name = "hmc")
   class(obj) <- c("hmc sampler", "sampler")
   obj
@@ -145,6 +171,19 @@ check_step_size <- function(epsilon, diag_sd) {
     stop("`diag_sd` must be positive numbers", call. = FALSE)
   }
   invisible(NULL)
+}
+
+# "pooled" (the default, also when the argument is left as its choices) or
+# "per_chain"; an error names the argument and its choices otherwise
+# (match.arg's names neither).
+check_adapt_metric <- function(adapt_metric) {
+  choices <- c("pooled", "per_chain")
+  if (identical(adapt_metric, choices)) return("pooled")
+  if (!is.character(adapt_metric) || length(adapt_metric) != 1 || is.na(adapt_metric) ||
+      !adapt_metric %in% choices) {
+    stop("`adapt_metric` must be \"pooled\" or \"per_chain\"", call. = FALSE)
+  }
+  adapt_metric
 }
 
 check_count <- function(x, arg, minimum = 0) {

@@ -37,7 +37,7 @@ namespace {
 struct Engine {
   std::shared_ptr<lockstep::Program> program;
   bool single = false;
-  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int>,
+  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int, bool>,
            std::unique_ptr<lockstep::Target>>
       executors;
   // Tracing reads node values, in double whatever the precision, from the
@@ -73,7 +73,7 @@ struct Engine {
   lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
                                o.observation_stage, o.tile_rows, o.world != nullptr, o.jacobian,
-                               o.gpu);
+                               o.gpu, o.threads_auto);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
@@ -187,6 +187,7 @@ lockstep::ExecOptions exec_options(const List& o) {
   if (o.containsElementNamed("mpi") && as<bool>(o["mpi"])) e.world = mpi_world();
   if (o.containsElementNamed("jacobian")) e.jacobian = as<bool>(o["jacobian"]);
   if (o.containsElementNamed("gpu")) e.gpu = as<int>(o["gpu"]);
+  if (o.containsElementNamed("threads_auto")) e.threads_auto = as<bool>(o["threads_auto"]);
   return e;
 }
 
@@ -273,8 +274,17 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   auto h = std::make_unique<SamplerHandle>();
   h->program = e->program;
   h->executor = Engine::make_executor(*h->program, init.nrow(), exec_options(options), e->single);
-  const std::vector<double> diag_sd = as<std::vector<double>>(parameters["diag_sd"]);
+  // diag_sd: one value, one per free parameter, or (restarting a run whose
+  // warmup adapted a metric per chain) a chains x dim matrix, one row per chain.
+  SEXP sd_arg = parameters["diag_sd"];
+  const std::vector<double> diag_sd = Rf_isMatrix(sd_arg)
+                                          ? chain_major(NumericMatrix(sd_arg))
+                                          : as<std::vector<double>>(sd_arg);
   const double epsilon = as<double>(parameters["epsilon"]);
+  // "pooled" (also for a sampler object from before the option existed) or "per_chain"
+  const bool per_chain_metric =
+      parameters.containsElementNamed("adapt_metric") &&
+      as<std::string>(parameters["adapt_metric"]) == "per_chain";
   const auto k0 = static_cast<uint32_t>(key0), k1 = static_cast<uint32_t>(key1);
   if (kind == "hmc") {
     lockstep::HmcSettings s;
@@ -282,6 +292,7 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.Lmax = as<int>(parameters["Lmax"]);
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
+    s.per_chain_metric = per_chain_metric;
     h->sampler = std::make_unique<lockstep::Hmc>(*h->executor, s, chain_major(init), k0, k1);
   } else if (kind == "nuts") {
     lockstep::NutsSettings s;
@@ -289,11 +300,13 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.adapt_delta = as<double>(parameters["adapt_delta"]);
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
+    s.per_chain_metric = per_chain_metric;
     h->sampler = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
   } else if (kind == "chees") {
     lockstep::CheesSettings s;
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
+    s.per_chain_metric = per_chain_metric;
     s.max_leapfrog = as<int>(parameters["max_leapfrog"]);
     h->sampler = std::make_unique<lockstep::Chees>(*h->executor, s, chain_major(init), k0, k1);
   } else if (kind == "rwmh") {
@@ -301,12 +314,14 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.uniform = as<std::string>(parameters["proposal"]) == "uniform";
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
+    s.per_chain_metric = per_chain_metric;
     h->sampler = std::make_unique<lockstep::Rwmh>(*h->executor, s, chain_major(init), k0, k1);
   } else if (kind == "slice") {
     lockstep::SliceSettings s;
     s.max_doublings = as<int>(parameters["max_doublings"]);
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
+    s.per_chain_metric = per_chain_metric;
     h->sampler = std::make_unique<lockstep::Slice>(*h->executor, s, chain_major(init), k0, k1);
   } else {
     stop("unknown sampler '" + kind + "'");
@@ -359,6 +374,18 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
       for (long i = 0; i < D; ++i) free(static_cast<int>(k * C + c), i) = kept[k][c * D + i];
   const auto& acc = smp.accepted();
   const auto& bad = smp.bad();
+  // The tuned diag_sd: one per free parameter when pooled (every chain's row
+  // is the same), a chains x dim matrix when adapted per chain.
+  const std::vector<double>& sd = smp.diag_sd();
+  RObject diag_sd;  // protected until the list holds it
+  if (smp.per_chain_metric()) {
+    NumericMatrix m(static_cast<int>(C), static_cast<int>(D));
+    for (long c = 0; c < C; ++c)
+      for (long i = 0; i < D; ++i) m(c, i) = sd[c * D + i];
+    diag_sd = m;
+  } else {
+    diag_sd = NumericVector(sd.begin(), sd.begin() + D);
+  }
   DataFrame diagnostics = DataFrame::create(
       _["accept_stat__"] = accept_stat, _["stepsize__"] = step_size,
       _["treedepth__"] = tree_depth, _["n_leapfrog__"] = n_leapfrog,
@@ -368,7 +395,7 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
                       _["bad"] = NumericVector(bad.begin(), bad.end()),
                       _["max_treedepth"] = max_depth_all,
                       _["epsilon"] = smp.epsilon(),
-                      _["diag_sd"] = NumericVector(smp.diag_sd().begin(), smp.diag_sd().end()));
+                      _["diag_sd"] = diag_sd);
 }
 
 // Seconds per log density + gradient evaluation of all chains at `state`,

@@ -18,7 +18,8 @@ CheesSettings checked(CheesSettings s) {
 Chees::Chees(Target& target, CheesSettings settings, const std::vector<double>& init,
              uint32_t key0, uint32_t key1)
     : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
-                      key0, key1, "chees"),
+                      key0, key1, "chees",
+                      settings.per_chain_metric),
       settings_(checked(settings)),
       T_(settings.epsilon) {}
 
@@ -35,7 +36,7 @@ void Chees::transition() {
       std::min<double>(settings_.max_leapfrog, std::max(1.0, std::ceil(u * T_ / epsilon_))));
   draw_momentum(p_);
   std::vector<double> h0(C_);
-  for_chains([&](long c) { h0[c] = -lp_[c] + kinetic(p_.data() + c * D_); });
+  for_chains([&](long c) { h0[c] = -lp_[c] + kinetic(c, p_.data() + c * D_); });
   trajectory(L, epsilon_, p_);
 
   // ChEES's gradient needs the chains' means before and after, in the metric.
@@ -49,18 +50,19 @@ void Chees::transition() {
   }
   std::vector<double> grad_term(C_, 0.0);
   for_chains([&](long c) {
-    const double h1 = -lpn_[c] + kinetic(p_.data() + c * D_);
+    const double h1 = -lpn_[c] + kinetic(c, p_.data() + c * D_);
+    const double *sd = chain_sd(c), *m = inverse_mass(c);
     // ChEES's gradient term is the proposal's (accepted or not), from the
     // state before the Metropolis step replaces it
     double d_old = 0, d_new = 0, dot = 0;
     if (adapting_)
       for (long i = 0; i < D_; ++i) {
-        const double zo = (x_[c * D_ + i] - mean_x[i]) / sd_[i];
-        const double zn = (xn_[c * D_ + i] - mean_xn[i]) / sd_[i];
+        const double zo = (x_[c * D_ + i] - mean_x[i]) / sd[i];
+        const double zn = (xn_[c * D_ + i] - mean_xn[i]) / sd[i];
         d_old += zo * zo;
         d_new += zn * zn;
         // (x' - m') . M^-1 p' with M^-1 = diag(sd^2)
-        dot += (xn_[c * D_ + i] - mean_xn[i]) * sd2_[i] * p_[c * D_ + i];
+        dot += (xn_[c * D_ + i] - mean_xn[i]) * m[i] * p_[c * D_ + i];
       }
     const double a = metropolis_step(c, h0[c], h1, L);
     if (adapting_ && stats_.divergent[c] == 0) grad_term[c] = a * (d_new - d_old) * dot * u;

@@ -24,6 +24,21 @@ ExecOptions with_backend(Backend backend, EmulatedGeometry geometry) {
 }
 }  // namespace
 
+long work_per_call(const Program& program, long chains) {
+  long work = 0;
+  for (const Node& n : program.nodes) {
+    if (n.chain && n.live) work += chains * n.size;
+    else if (n.extent >= 0) work += n.size;  // row data, read once for all chains
+  }
+  return work;
+}
+
+int effective_threads(const Program& program, long chains, const ExecOptions& options) {
+  if (!options.threads_auto || options.threads <= 1) return options.threads;
+  const long supported = work_per_call(program, chains) / min_work_per_thread;
+  return static_cast<int>(std::max(1L, std::min<long>(options.threads, supported)));
+}
+
 template <class T>
 Executor<T>::Executor(const Program& program, long chains, Backend backend,
                       EmulatedGeometry geometry)
@@ -41,6 +56,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     throw std::invalid_argument(
         "lockstep: the cuda backend has its own executor (cuda::make_executor)");
   if (options.threads < 1) throw std::invalid_argument("threads must be at least 1");
+  options_.threads = effective_threads(program, chains, options);
   if (options.devices < 1) throw std::invalid_argument("devices must be at least 1");
   const size_t n = program.nodes.size();
   values_.resize(n);
@@ -81,12 +97,12 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
             " rows could not be split by rows)");
     }
   }
-  pool_ = std::make_unique<ThreadPool>(options.threads);
+  pool_ = std::make_unique<ThreadPool>(options_.threads);
   comm_ = std::make_unique<InProcessCommunicator>(options.devices);
   if (tiled_) {
     StageOptions so;
     so.tile_rows = options.tile_rows;
-    so.workers = options.threads;
+    so.workers = options_.threads;
     so.shards = options.devices;
     so.reorder_rows = options.reorder_rows;
     for (size_t e = 0; e < program.extents.size(); ++e)

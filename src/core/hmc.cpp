@@ -17,7 +17,8 @@ HmcSettings checked(HmcSettings s) {
 Hmc::Hmc(Target& target, HmcSettings settings, const std::vector<double>& init, uint32_t key0,
          uint32_t key1)
     : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
-                      key0, key1, "hmc"),
+                      key0, key1, "hmc",
+                      settings.per_chain_metric),
       settings_(checked(settings)) {}
 
 void Hmc::transition() {
@@ -27,11 +28,11 @@ void Hmc::transition() {
 
   draw_momentum(p_);
   std::vector<double> h0(C_);
-  for_chains([&](long c) { h0[c] = -lp_[c] + kinetic(p_.data() + c * D_); });
+  for_chains([&](long c) { h0[c] = -lp_[c] + kinetic(c, p_.data() + c * D_); });
   trajectory(L, epsilon_, p_);
 
   for_chains([&](long c) {
-    metropolis_step(c, h0[c], -lpn_[c] + kinetic(p_.data() + c * D_), L);
+    metropolis_step(c, h0[c], -lpn_[c] + kinetic(c, p_.data() + c * D_), L);
   });
 }
 

@@ -14,25 +14,30 @@ constexpr uint32_t run_stream_id = 0xFFFFFFFFu;
 LeapfrogSampler::LeapfrogSampler(Target& target, double epsilon,
                                  const std::vector<double>& diag_sd, double target_accept,
                                  const std::vector<double>& init, uint32_t key0, uint32_t key1,
-                                 const std::string& name)
-    : target_(target), C_(target.chains()), D_(target.dim()) {
+                                 const std::string& name, bool per_chain_metric)
+    : target_(target), C_(target.chains()), D_(target.dim()),
+      per_chain_metric_(per_chain_metric) {
   if (!(epsilon > 0)) throw std::invalid_argument(name + ": epsilon must be positive");
   if (!(target_accept > 0 && target_accept < 1))
     throw std::invalid_argument(name + ": the target acceptance must be between 0 and 1");
   if (static_cast<long>(init.size()) != C_ * D_)
     throw std::invalid_argument(name + ": initial values must have chains x dim elements");
-  sd_.assign(D_, 1.0);
+  sd_.assign(C_ * D_, 1.0);
   if (diag_sd.size() == 1) {
-    sd_.assign(D_, diag_sd[0]);
+    sd_.assign(C_ * D_, diag_sd[0]);
   } else if (static_cast<long>(diag_sd.size()) == D_) {
+    for (long c = 0; c < C_; ++c) std::copy(diag_sd.begin(), diag_sd.end(), sd_.begin() + c * D_);
+  } else if (static_cast<long>(diag_sd.size()) == C_ * D_) {
     sd_ = diag_sd;
   } else if (!diag_sd.empty()) {
-    throw std::invalid_argument(name + ": diag_sd must have one value or one per free parameter");
+    throw std::invalid_argument(
+        name + ": diag_sd must have one value, one per free parameter, or one per chain and free "
+               "parameter");
   }
   for (double s : sd_)
     if (!(s > 0)) throw std::invalid_argument(name + ": diag_sd must be positive");
-  sd2_.resize(D_);
-  for (long i = 0; i < D_; ++i) sd2_[i] = sd_[i] * sd_[i];
+  sd2_.resize(C_ * D_);
+  for (long k = 0; k < C_ * D_; ++k) sd2_[k] = sd_[k] * sd_[k];
   dual_ = DualAveraging(target_accept);
   epsilon_ = epsilon;
   x_ = init;
@@ -64,19 +69,21 @@ void LeapfrogSampler::draw_momentum(std::vector<double>& p) {
   for_chains([&](long c) {
     Stream& s = chain_streams_[c];
     s.purpose = purpose_momentum;
+    const double* sd = chain_sd(c);
     for (long i = 0; i < D_; i += 2) {
       double a, b;
       s.normal2(&a, &b);
-      p[c * D_ + i] = a / sd_[i];
-      if (i + 1 < D_) p[c * D_ + i + 1] = b / sd_[i + 1];
+      p[c * D_ + i] = a / sd[i];
+      if (i + 1 < D_) p[c * D_ + i + 1] = b / sd[i + 1];
     }
   });
 }
 
-double LeapfrogSampler::kinetic(const double* p) const {
+double LeapfrogSampler::kinetic(long c, const double* p) const {
+  const double* sd = chain_sd(c);
   double k = 0;
   for (long i = 0; i < D_; ++i) {
-    const double v = p[i] * sd_[i];
+    const double v = p[i] * sd[i];
     k += v * v;
   }
   return 0.5 * k;
@@ -93,9 +100,10 @@ void LeapfrogSampler::trajectory(int L, double eps, std::vector<double>& p_all) 
       const double* g = (l == 0 ? grad_ : gn_).data() + c * D_;
       double* xn = xn_.data() + c * D_;
       double* p = p_all.data() + c * D_;
+      const double* m = inverse_mass(c);
       for (long i = 0; i < D_; ++i) {
         p[i] += kick * g[i];
-        xn[i] = x[i] + eps * sd2_[i] * p[i];
+        xn[i] = x[i] + eps * m[i] * p[i];
       }
     });
     target_.log_density(xn_.data(), lpn_.data(), gn_.data());
@@ -146,11 +154,11 @@ double LeapfrogSampler::find_reasonable_epsilon() {
   for (int tries = 0; tries < 60; ++tries) {
     draw_momentum(p);
     std::vector<double> h0(C_);
-    for (long c = 0; c < C_; ++c) h0[c] = -lp_[c] + kinetic(p.data() + c * D_);
+    for (long c = 0; c < C_; ++c) h0[c] = -lp_[c] + kinetic(c, p.data() + c * D_);
     trajectory(4, eps, p);
     double mean_accept = 0;
     for (long c = 0; c < C_; ++c) {
-      const double log_a = h0[c] - (-lpn_[c] + kinetic(p.data() + c * D_));
+      const double log_a = h0[c] - (-lpn_[c] + kinetic(c, p.data() + c * D_));
       mean_accept += std::isfinite(log_a) ? std::exp(std::fmin(0.0, log_a)) : 0.0;
     }
     mean_accept /= C_;
@@ -176,8 +184,9 @@ void LeapfrogSampler::begin_warmup(long n) {
   schedule_ = WarmupSchedule::make(n);
   next_window_ = 0;
   window_n_ = 0;
-  window_mean_.assign(D_, 0);
-  window_m2_.assign(D_, 0);
+  const long rows = per_chain_metric_ ? C_ : 1;
+  window_mean_.assign(rows * D_, 0);
+  window_m2_.assign(rows * D_, 0);
   if (n > 0) epsilon_ = find_reasonable_epsilon();
   restart_epsilon_ = epsilon_;
   dual_.restart(epsilon_);
@@ -200,30 +209,49 @@ void LeapfrogSampler::adapt() {
   ++warmup_done_;
   if (adapt_step_size_) epsilon_ = dual_.update(mean_accept);
 
-  // Pool every chain's state into the current variance window (Welford).
+  // Add the chains' states to the current variance window (Welford): pooled,
+  // every chain's state in turn into one [dim] window; per chain, each
+  // chain's into its own row.
   const bool in_window = next_window_ < schedule_.window_ends.size() &&
                          warmup_done_ > schedule_.first_window_start;
   if (in_window) {
-    for (long c = 0; c < C_; ++c) {
+    if (per_chain_metric_) {
       ++window_n_;
-      for (long i = 0; i < D_; ++i) {
-        const double v = x_[c * D_ + i], d = v - window_mean_[i];
-        window_mean_[i] += d / window_n_;
-        window_m2_[i] += d * (v - window_mean_[i]);
+      const double n = static_cast<double>(window_n_);
+      for_chains([&](long c) {
+        double *mean = window_mean_.data() + c * D_, *m2 = window_m2_.data() + c * D_;
+        const double* x = x_.data() + c * D_;
+        for (long i = 0; i < D_; ++i) {
+          const double d = x[i] - mean[i];
+          mean[i] += d / n;
+          m2[i] += d * (x[i] - mean[i]);
+        }
+      });
+    } else {
+      for (long c = 0; c < C_; ++c) {
+        ++window_n_;
+        for (long i = 0; i < D_; ++i) {
+          const double v = x_[c * D_ + i], d = v - window_mean_[i];
+          window_mean_[i] += d / window_n_;
+          window_m2_[i] += d * (v - window_mean_[i]);
+        }
       }
     }
     if (warmup_done_ == schedule_.window_ends[next_window_]) {
-      // Stan's regularisation towards 1e-3, so short windows cannot collapse a scale.
       const double n = static_cast<double>(window_n_);
-      for (long i = 0; i < D_; ++i) {
-        const double var = window_m2_[i] / (n - 1);
-        sd_[i] = std::sqrt((n / (n + 5)) * var + 1e-3 * (5 / (n + 5)));
-        sd2_[i] = sd_[i] * sd_[i];
+      if (per_chain_metric_) {
+        for (long c = 0; c < C_; ++c) set_metric_row(c, window_m2_.data() + c * D_, n);
+      } else {
+        set_metric_row(0, window_m2_.data(), n);
+        for (long c = 1; c < C_; ++c) {
+          std::copy(sd_.begin(), sd_.begin() + D_, sd_.begin() + c * D_);
+          std::copy(sd2_.begin(), sd2_.begin() + D_, sd2_.begin() + c * D_);
+        }
       }
       ++next_window_;
       window_n_ = 0;
-      window_mean_.assign(D_, 0);
-      window_m2_.assign(D_, 0);
+      std::fill(window_mean_.begin(), window_mean_.end(), 0.0);
+      std::fill(window_m2_.begin(), window_m2_.end(), 0.0);
       epsilon_ = restart_epsilon_ = find_reasonable_epsilon();
       dual_.restart(epsilon_);
     }
@@ -235,6 +263,16 @@ void LeapfrogSampler::adapt() {
     // restart value itself, which is about right, is the better choice.
     if (adapt_step_size_)
       epsilon_ = dual_.count() >= 10 ? dual_.final_epsilon() : restart_epsilon_;
+  }
+}
+
+void LeapfrogSampler::set_metric_row(long c, const double* m2, double n) {
+  // Stan's regularisation towards 1e-3, so short windows cannot collapse a scale.
+  double *sd = sd_.data() + c * D_, *sd2 = sd2_.data() + c * D_;
+  for (long i = 0; i < D_; ++i) {
+    const double var = m2[i] / (n - 1);
+    sd[i] = std::sqrt((n / (n + 5)) * var + 1e-3 * (5 / (n + 5)));
+    sd2[i] = sd[i] * sd[i];
   }
 }
 

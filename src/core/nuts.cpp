@@ -31,33 +31,37 @@ void copy_row(const std::vector<double>& from, std::vector<double>& to, long c, 
 Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
            uint32_t key1)
     : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.adapt_delta, init,
-                      key0, key1, "nuts"),
+                      key0, key1, "nuts", settings.per_chain_metric),
       settings_(checked(settings)) {
   const long n = C_ * D_;
   for (auto* v : {&xf_, &pf_, &gf_, &xb_, &pb_, &gb_, &xw_, &pw_, &gw_, &xp_, &gp_, &pp_, &ps_,
-                  &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_, &rho_b_, &sub_first_, &sub_rho_})
+                  &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_, &rho_b_, &sub_first_, &sub_rho_,
+                  &right_rho_, &both_rho_})
     v->assign(n, 0.0);
   for (auto* v : {&lpf_, &lpb_, &lpw_, &lpp_}) v->assign(C_, 0.0);
 }
 
-bool Nuts::criterion(const double* p_minus, const double* p_plus, const double* rho) const {
+bool Nuts::criterion(long c, const double* p_minus, const double* p_plus,
+                     const double* rho) const {
+  const double* m = inverse_mass(c);
   double a = 0, b = 0;
   for (long i = 0; i < D_; ++i) {
-    a += sd2_[i] * p_minus[i] * rho[i];
-    b += sd2_[i] * p_plus[i] * rho[i];
+    a += m[i] * p_minus[i] * rho[i];
+    b += m[i] * p_plus[i] * rho[i];
   }
   return a > 0 && b > 0;
 }
 
 // The criterion for rho + extra (Stan's checks across two merged subtrees:
 // one subtree's rho extended by the nearest point of the other).
-bool Nuts::criterion_plus(const double* p_minus, const double* p_plus, const double* rho,
+bool Nuts::criterion_plus(long c, const double* p_minus, const double* p_plus, const double* rho,
                           const double* extra) const {
+  const double* m = inverse_mass(c);
   double a = 0, b = 0;
   for (long i = 0; i < D_; ++i) {
     const double r = rho[i] + extra[i];
-    a += sd2_[i] * p_minus[i] * r;
-    b += sd2_[i] * p_plus[i] * r;
+    a += m[i] * p_minus[i] * r;
+    b += m[i] * p_plus[i] * r;
   }
   return a > 0 && b > 0;
 }
@@ -81,7 +85,7 @@ void Nuts::transition() {
   std::vector<double> H0(C), lsw(C, 0.0), lsw_sub(C, -HUGE_VAL), sum_metro(C, 0.0);
   std::vector<int> depth(C, 0), done(C, 0), building(C, 0), valid(C, 0), dir(C, 1);
   std::vector<int> n_leap(C, 0), divergent(C, 0), moved(C, 0);
-  for (long c = 0; c < C; ++c) H0[c] = -lp_[c] + kinetic(row(ps_, c));
+  for (long c = 0; c < C; ++c) H0[c] = -lp_[c] + kinetic(c, row(ps_, c));
 
   for (int d = 0; d < settings_.max_treedepth; ++d) {
     if (std::all_of(done.begin(), done.end(), [](int x) { return x != 0; })) break;
@@ -112,9 +116,10 @@ void Nuts::transition() {
         const double eps = dir[c] * epsilon_;
         double *x = row(xw_, c), *p = row(pw_, c);
         const double* g = row(gw_, c);
+        const double* m = inverse_mass(c);
         for (long i = 0; i < D; ++i) {
           p[i] += 0.5 * eps * g[i];
-          x[i] += eps * sd2_[i] * p[i];
+          x[i] += eps * m[i] * p[i];
         }
       });
       target_.log_density(xw_.data(), lpw_.data(), gw_.data());
@@ -125,7 +130,7 @@ void Nuts::transition() {
         const double* g = row(gw_, c);
         for (long i = 0; i < D; ++i) p[i] += 0.5 * eps * g[i];
         ++n_leap[c];
-        double H = -lpw_[c] + kinetic(p);
+        double H = -lpw_[c] + kinetic(c, p);
         if (std::isnan(H)) H = HUGE_VAL;
         if (H - H0[c] > divergence_threshold) divergent[c] = 1;
         const double w = H0[c] - H;  // the leaf's log weight
@@ -170,14 +175,14 @@ void Nuts::transition() {
           const double* left_end = row(l.left_end, c);
           const double* left_rho = row(l.left_rho, c);
           const double* right_begin = row(l.begin, c);
-          std::vector<double> right_rho(D), both(D);
+          double *right_rho = row(right_rho_, c), *both = row(both_rho_, c);
           for (long i = 0; i < D; ++i) {
             right_rho[i] = S[i] - pre[i];
             both[i] = left_rho[i] + right_rho[i];
           }
-          const bool ok = criterion(left_begin, p, both.data()) &&
-                          criterion_plus(left_begin, right_begin, left_rho, right_begin) &&
-                          criterion_plus(left_end, p, right_rho.data(), left_end);
+          const bool ok = criterion(c, left_begin, p, both) &&
+                          criterion_plus(c, left_begin, right_begin, left_rho, right_begin) &&
+                          criterion_plus(c, left_end, p, right_rho, left_end);
           if (!ok) {
             valid[c] = 0;
             building[c] = 0;
@@ -227,9 +232,9 @@ void Nuts::transition() {
       double* r = row(rho_, c);
       const double *rb = row(rho_b_, c), *rf = row(rho_f_, c);
       for (long i = 0; i < D; ++i) r[i] = rb[i] + rf[i];
-      const bool persist = criterion(row(p_bb_, c), row(p_ff_, c), r) &&
-                           criterion_plus(row(p_bb_, c), row(p_fb_, c), rb, row(p_fb_, c)) &&
-                           criterion_plus(row(p_bf_, c), row(p_ff_, c), rf, row(p_bf_, c));
+      const bool persist = criterion(c, row(p_bb_, c), row(p_ff_, c), r) &&
+                           criterion_plus(c, row(p_bb_, c), row(p_fb_, c), rb, row(p_fb_, c)) &&
+                           criterion_plus(c, row(p_bf_, c), row(p_ff_, c), rf, row(p_bf_, c));
       if (!persist) done[c] = 1;
     });
   }
@@ -239,7 +244,7 @@ void Nuts::transition() {
     stats_.n_leapfrog[c] = n_leap[c];
     stats_.tree_depth[c] = depth[c];
     stats_.divergent[c] = divergent[c];
-    stats_.energy[c] = -lp_[c] + kinetic(row(ps_, c));
+    stats_.energy[c] = -lp_[c] + kinetic(c, row(ps_, c));
     if (divergent[c]) ++bad_[c];
     if (moved[c]) ++accepted_[c];
   }

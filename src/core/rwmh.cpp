@@ -9,7 +9,8 @@ namespace lockstep {
 Rwmh::Rwmh(Target& target, RwmhSettings settings, const std::vector<double>& init, uint32_t key0,
            uint32_t key1)
     : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
-                      key0, key1, "rwmh"),
+                      key0, key1, "rwmh",
+                      settings.per_chain_metric),
       settings_(settings) {}
 
 void Rwmh::transition() {
@@ -18,6 +19,7 @@ void Rwmh::transition() {
     s.purpose = purpose_momentum;
     const double* x = x_.data() + c * D_;
     double* xn = xn_.data() + c * D_;
+    const double* sd = chain_sd(c);
     for (long i = 0; i < D_; i += 2) {
       double a, b;
       if (settings_.uniform) {
@@ -26,8 +28,8 @@ void Rwmh::transition() {
       } else {
         s.normal2(&a, &b);
       }
-      xn[i] = x[i] + epsilon_ * sd_[i] * a;
-      if (i + 1 < D_) xn[i + 1] = x[i + 1] + epsilon_ * sd_[i + 1] * b;
+      xn[i] = x[i] + epsilon_ * sd[i] * a;
+      if (i + 1 < D_) xn[i + 1] = x[i + 1] + epsilon_ * sd[i + 1] * b;
     }
   });
   target_.log_density(xn_.data(), lpn_.data(), nullptr);

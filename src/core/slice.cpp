@@ -17,7 +17,8 @@ SliceSettings checked(SliceSettings s) {
 
 Slice::Slice(Target& target, SliceSettings settings, const std::vector<double>& init,
              uint32_t key0, uint32_t key1)
-    : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, 0.8, init, key0, key1, "slice"),
+    : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, 0.8, init, key0, key1, "slice",
+                      settings.per_chain_metric),
       settings_(checked(settings)) {
   adapt_step_size_ = false;
   dir_.assign(C_ * D_, 0.0);
@@ -52,7 +53,8 @@ void Slice::transition() {
       }
     }
     norm = std::sqrt(norm);
-    for (long i = 0; i < D_; ++i) dir_[c * D_ + i] *= sd_[i] / norm;
+    const double* sd = chain_sd(c);
+    for (long i = 0; i < D_; ++i) dir_[c * D_ + i] *= sd[i] / norm;
     s.purpose = purpose_accept;
     log_y[c] = lp_[c] + std::log(s.uniform());  // log p(x) - Exp(1)
     L[c] = -w * s.uniform();

@@ -45,6 +45,33 @@ class IndependentGaussian : public Target {
   long chains_;
 };
 
+// Independent Gaussians whose means and scales differ from chain to chain
+// (mu and sd [chains, dim]): each chain samples its own target, as chains
+// stuck in different modes of one posterior would; for per-chain metrics.
+class PerChainGaussian : public Target {
+ public:
+  PerChainGaussian(std::vector<double> mu, std::vector<double> sd, long chains)
+      : mu_(std::move(mu)), sd_(std::move(sd)), chains_(chains) {}
+  long dim() const override { return static_cast<long>(mu_.size()) / chains_; }
+  long chains() const override { return chains_; }
+  void log_density(const double* x, double* lp, double* grad) override {
+    const long D = dim();
+    for (long c = 0; c < chains_; ++c) {
+      lp[c] = 0;
+      for (long i = 0; i < D; ++i) {
+        const long k = c * D + i;
+        const double z = (x[k] - mu_[k]) / sd_[k];
+        lp[c] -= 0.5 * z * z;
+        if (grad) grad[k] = -z / sd_[k];
+      }
+    }
+  }
+
+ private:
+  std::vector<double> mu_, sd_;
+  long chains_;
+};
+
 // A correlated bivariate Gaussian.
 class CorrelatedGaussian : public Target {
  public:
@@ -88,7 +115,7 @@ class BadStart : public Target {
 
 struct Run {
   std::vector<double> draws;  // [iteration, chain, dim]
-  std::vector<double> diag_sd;
+  std::vector<double> diag_sd;  // [chains, dim]
   double epsilon;
   long accepted_in_sampling;
 };
@@ -126,6 +153,20 @@ inline void moments(const Run& r, long D, long i, double* mean, double* var) {
   for (long k = 0; k < m; ++k) s += r.draws[k * D + i];
   *mean = s / m;
   for (long k = 0; k < m; ++k) s2 += (r.draws[k * D + i] - *mean) * (r.draws[k * D + i] - *mean);
+  *var = s2 / (m - 1);
+}
+
+// Mean and variance of coordinate i of chain c alone.
+inline void chain_moments(const Run& r, long C, long D, long c, long i, double* mean,
+                          double* var) {
+  const long m = static_cast<long>(r.draws.size()) / (C * D);
+  double s = 0, s2 = 0;
+  for (long k = 0; k < m; ++k) s += r.draws[(k * C + c) * D + i];
+  *mean = s / m;
+  for (long k = 0; k < m; ++k) {
+    const double d = r.draws[(k * C + c) * D + i] - *mean;
+    s2 += d * d;
+  }
   *var = s2 / (m - 1);
 }
 

@@ -259,3 +259,54 @@ TEST_CASE("a normal term whose parameters are one value per chain (the CPU's pre
     }
   }
 }
+
+// threads_auto: the executor uses no more threads than a call's work supports.
+TEST_CASE("threads_auto runs a small model on one thread and keeps threads for a large one",
+          "[backends][threads]") {
+  auto normal_prior = [](long size) {
+    Program p;
+    const int x = p.add(param_node(size, 0, Transform::none, 0, 0, {size, 1}));
+    const int zero = p.add(data_node({0}));
+    const int one = p.add(data_node({1}));
+    add_term(p, density_node(Family::normal, {x, zero, one}));
+    p.n_free = size;
+    lockstep::plan(p);
+    return p;
+  };
+  const Program small = normal_prior(8), large = normal_prior(100000);
+  // the parameter and its density (one value per chain); the constants are
+  // not row data
+  CHECK(lockstep::work_per_call(small, 4) == 4 * 8 + 4);
+  CHECK(lockstep::work_per_call(large, 4) == 4 * 100000 + 4);
+  lockstep::ExecOptions o;
+  o.threads = 2;
+  o.threads_auto = true;
+  CHECK(lockstep::effective_threads(small, 4, o) == 1);
+  CHECK(lockstep::effective_threads(large, 4, o) == 2);
+  CHECK(lockstep::effective_threads(large, 1, o) == 2);  // 100000 values: three threads' worth
+  CHECK(lockstep::effective_threads(normal_prior(40000), 1, o) == 1);
+  o.threads = 64;
+  CHECK(lockstep::effective_threads(large, 4, o) == 4 * 100001 / lockstep::min_work_per_thread);
+  {
+    Executor<double> ex(small, 4, o);
+    CHECK(ex.threads() == 1);
+    CHECK(ex.pool() == nullptr);  // samplers then run their vector operations inline
+  }
+  // Chosen by the caller: used as given.
+  o.threads = 2;
+  o.threads_auto = false;
+  CHECK(lockstep::effective_threads(small, 4, o) == 2);
+  Executor<double> ex(small, 4, o);
+  CHECK(ex.threads() == 2);
+  CHECK(ex.pool() != nullptr);
+  // the same log density and gradient either way
+  std::mt19937 rng(5);
+  const std::vector<double> state = uniform_vector(rng, 4 * 8, -1, 1);
+  std::vector<double> lp1(4), g1(32), lp2(4), g2(32);
+  ex.log_density(state.data(), lp1.data(), g1.data());
+  o.threads_auto = true;
+  Executor<double> auto_ex(small, 4, o);
+  auto_ex.log_density(state.data(), lp2.data(), g2.data());
+  CHECK(lp1 == lp2);
+  CHECK(g1 == g2);
+}

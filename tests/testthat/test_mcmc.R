@@ -100,7 +100,8 @@ test_that("a truncated normal prior is sampled correctly", {
 test_that("mcmc() returns a greta_mcmc_list of coda mcmc objects, one per chain", {
   set.seed(505)
   m <- eight_schools_model()
-  draws <- mcmc(m, n_samples = 200, warmup = 200, chains = 3, verbose = FALSE)
+  # (the centred eight schools may diverge now and then: not this test's subject)
+  draws <- suppressWarnings(mcmc(m, n_samples = 200, warmup = 200, chains = 3, verbose = FALSE))
   expect_s3_class(draws, "greta_mcmc_list")
   expect_s3_class(draws, "mcmc.list")
   expect_equal(class(draws), c("greta_mcmc_list", "mcmc.list"))
@@ -403,6 +404,61 @@ test_that("nuts() checks its arguments", {
   expect_error(nuts(diag_sd = 0), "`diag_sd`")
 })
 
+test_that("adapt_metric = \"per_chain\" samples a normal model correctly; pooled stays the default", {
+  # the default is pooled, in every sampler that adapts diag_sd
+  expect_identical(nuts()$parameters$adapt_metric, "pooled")
+  expect_identical(hmc()$parameters$adapt_metric, "pooled")
+  expect_identical(chees()$parameters$adapt_metric, "pooled")
+  expect_identical(rwmh()$parameters$adapt_metric, "pooled")
+  expect_identical(slice()$parameters$adapt_metric, "pooled")
+  expect_identical(nuts(adapt_metric = "per_chain")$parameters$adapt_metric, "per_chain")
+  expect_output(print(hmc(adapt_metric = "per_chain")), "adapt_metric = per_chain")
+  for (bad in list("per-chain", NA_character_, 1, c("pooled", "pooled"), character(0))) {
+    expect_error(nuts(adapt_metric = bad), "`adapt_metric` must be \"pooled\" or \"per_chain\"")
+  }
+  expect_error(hmc(adapt_metric = "dense"), "`adapt_metric`")
+  expect_error(chees(adapt_metric = "chain"), "`adapt_metric`")
+
+  # two independent normals with different scales: means and variances within
+  # Monte Carlo error, and one tuned diag_sd per chain (a chains x 2 matrix)
+  set.seed(540)
+  a <- normal(1, 0.5)
+  b <- normal(-2, 3)
+  m <- model(a, b)
+  draws <- mcmc(m, sampler = nuts(adapt_metric = "per_chain"), n_samples = 1000, warmup = 500,
+                chains = 3, verbose = FALSE)
+  for (v in list(c("a", 1, 0.5), c("b", -2, 3))) {
+    x <- as.numeric(as.matrix(draws[, v[1]]))
+    ess <- coda::effectiveSize(draws[, v[1]])
+    mu <- as.numeric(v[2])
+    s <- as.numeric(v[3])
+    expect_gt(ess, 300)
+    expect_lt(abs(mean(x) - mu) / (s / sqrt(ess)), 4, label = paste("z of the mean of", v[1]))
+    # the variance's standard error is about s^2 sqrt(2 / ess)
+    expect_lt(abs(var(x) / s^2 - 1) / sqrt(2 / ess), 4, label = paste("z of the variance of", v[1]))
+  }
+  tuned <- attr(draws, "model_info")$run$diag_sd
+  expect_equal(dim(tuned), c(3L, 2L))
+  # each chain's metric is near the posterior sds (free parameters a, b)
+  expect_true(all(abs(log(tuned[, 1] / 0.5)) < log(2)))
+  expect_true(all(abs(log(tuned[, 2] / 3)) < log(2)))
+  # extra_samples() restarts every chain with its own row
+  more <- extra_samples(draws, n_samples = 50, verbose = FALSE)
+  expect_equal(coda::niter(more), 1050)
+  expect_equal(attr(more, "model_info")$run$diag_sd, tuned)
+
+  # pooled (the default) tunes one diag_sd for all chains, and a run with
+  # adapt_metric = "pooled" is the default run draw for draw
+  set.seed(541)
+  default <- mcmc(m, n_samples = 50, warmup = 100, chains = 2, verbose = FALSE)
+  set.seed(541)
+  pooled <- mcmc(m, sampler = nuts(adapt_metric = "pooled"), n_samples = 50, warmup = 100,
+                 chains = 2, verbose = FALSE)
+  expect_identical(as.matrix(default), as.matrix(pooled))
+  expect_null(dim(attr(default, "model_info")$run$diag_sd))
+  expect_length(attr(default, "model_info")$run$diag_sd, 2)
+})
+
 # -- continuing and recovering runs ---------------------------------------------
 
 test_that("extra_samples() continues the chains without warmup and keeps the earlier draws", {
@@ -510,8 +566,9 @@ test_that("rwmh(), slice() and chees() sample a conjugate normal posterior", {
   post_sd <- sqrt(1 / precision)
   for (sampler in list(rwmh(), rwmh(proposal = "uniform"), slice(), chees())) {
     label <- class(sampler)[1]
-    draws <- mcmc(m, sampler = sampler, n_samples = 2000, warmup = 1000, chains = 4,
-                  verbose = FALSE)
+    # a rare divergence of the step-size search is not this test's subject
+    draws <- suppressWarnings(mcmc(m, sampler = sampler, n_samples = 2000, warmup = 1000,
+                                   chains = 4, verbose = FALSE))
     x <- as.numeric(as.matrix(draws[, "mu"]))
     ess <- coda::effectiveSize(draws[, "mu"])
     expect_gt(ess, 200, label = label)
@@ -525,4 +582,26 @@ test_that("rwmh(), slice() and chees() sample a conjugate normal posterior", {
   expect_error(slice(max_doublings = -1), "`max_doublings`")
   expect_output(print(slice()), "max_doublings = 5")
   expect_error(chees(max_leapfrog = 0), "`max_leapfrog`")
+})
+
+test_that("a small model runs on one thread unless the threads are chosen: the same draws as threads = 1", {
+  op <- options(lockstep.threads = NULL)
+  on.exit(options(op))
+  auto <- cpu_only()
+  expect_true(auto$threads_auto)
+  expect_false(cpu_only(threads = 2)$threads_auto)
+  if (auto$threads > 1) expect_output(print(auto), "up to")
+  mu <- normal(0, 1)
+  y <- c(0.3, -0.2, 1.1)
+  distribution(y) <- normal(mu, 1)
+  m <- model(mu)
+  run <- function(co) {
+    set.seed(71)
+    mcmc(m, n_samples = 60, warmup = 40, chains = 2, verbose = FALSE, compute_options = co)
+  }
+  # cpu_only() left at its default, asking for two threads: the model's few
+  # values per gradient run on one thread, so the draws are those of threads = 1
+  two_auto <- cpu_only(threads = NULL)
+  two_auto$threads <- 2L
+  expect_identical(as.matrix(run(two_auto)), as.matrix(run(cpu_only(threads = 1))))
 })

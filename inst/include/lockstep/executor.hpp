@@ -44,7 +44,22 @@ struct ExecOptions {
   bool jacobian = true;
   // The CUDA device the cuda backend runs on (backends/cuda_executor.hpp).
   int gpu = 0;
+  // `threads` is a most, not a demand: the executor uses no more threads than
+  // the work of one call supports (work_per_call(), at least
+  // min_work_per_thread values each), so that a small model runs on one
+  // thread instead of paying a hand-over to the pool at every leapfrog step.
+  // R's cpu_only() sets it when the user did not choose the threads.
+  bool threads_auto = false;
 };
+
+// Values one log density and gradient of `chains` chains touches, roughly:
+// every live chain-carrying value for each chain, and the row data once. A
+// thread's share of a call must be well above the microseconds a hand-over
+// to the pool costs.
+long work_per_call(const Program& program, long chains);
+constexpr long min_work_per_thread = 1L << 15;
+// The threads an executor with these options uses for this program.
+int effective_threads(const Program& program, long chains, const ExecOptions& options);
 
 // Something with a log density and gradient over a [chains, dim] state: what
 // samplers need. Executor is one; tests use analytic targets.
@@ -69,7 +84,10 @@ template <class T> class Executor : public Target {
   long dim() const override { return program_.n_free; }
   long chains() const override { return chains_; }
   void log_density(const double* state, double* lp, double* grad) override;
-  ThreadPool* pool() override { return pool_.get(); }
+  // nullptr when the executor runs on one thread (samplers then run their
+  // vector operations inline).
+  ThreadPool* pool() override { return options_.threads > 1 ? pool_.get() : nullptr; }
+  int threads() const { return options_.threads; }
 
   // Forward pass only: fills the value of every node of the global stage (run
   // with observation_stage = false to see every node; used to trace arrays).

@@ -13,7 +13,8 @@
 //   - the step size, by dual averaging on the harmonic mean of the chains'
 //     acceptance probabilities (target 0.651, as the paper recommends), which
 //     keeps any one chain from getting stuck;
-//   - diag_sd from the pooled draws in Stan's windows, as the other samplers.
+//   - diag_sd from the draws in Stan's windows (pooled or per chain), as the
+//     other samplers.
 #ifndef LOCKSTEP_SAMPLER_CHEES_HPP
 #define LOCKSTEP_SAMPLER_CHEES_HPP
 
@@ -26,6 +27,7 @@ namespace lockstep {
 struct CheesSettings {
   double epsilon = 0.1;
   std::vector<double> diag_sd;
+  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
   double target_accept = 0.651;
   double learning_rate = 0.025;  // Adam's, on log T
   int max_leapfrog = 1000;       // most leapfrog steps in one iteration

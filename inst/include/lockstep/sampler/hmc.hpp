@@ -15,7 +15,8 @@ namespace lockstep {
 struct HmcSettings {
   int Lmin = 5, Lmax = 10;
   double epsilon = 0.1;
-  std::vector<double> diag_sd;  // length dim, or one value for all
+  std::vector<double> diag_sd;  // one value, one per dim, or [chains, dim]
+  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
   double target_accept = 0.8;
 };
 

@@ -6,9 +6,17 @@
 //
 // All chains step together: one Target::log_density call evaluates every
 // chain. Warmup adapts one step size from the mean acceptance statistic of
-// all chains by dual averaging, and diag_sd from the pooled variances of all
-// chains' draws in Stan's windows (initial buffer, doubling windows, terminal
-// buffer), regularised towards 1e-3 as Stan does.
+// all chains by dual averaging, and diag_sd from the variances of the draws
+// in Stan's windows (initial buffer, doubling windows, terminal buffer),
+// regularised towards 1e-3 as Stan does: by default the pooled variances of
+// all chains' draws (one metric for every chain, steadier with many chains);
+// with per_chain_metric, each chain's own variances (Stan's behaviour: a
+// chain stuck in its own mode or scale gets a metric that fits it).
+//
+// The metric is stored [chains, dim] in either case (pooled: every row the
+// same), so the leapfrog, kinetic energy, momentum draws and U-turn checks
+// read chain c's row without branching on the mode, and the pooled
+// arithmetic is exactly what it was with one shared [dim] vector.
 #ifndef LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
 #define LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
 
@@ -35,9 +43,13 @@ class LeapfrogSampler {
  public:
   // init: [chains, dim]; every chain must have a finite log density there.
   // `name` prefixes error messages.
+  // diag_sd: one value, one per free parameter, or [chains, dim] (one row per
+  // chain, as diag_sd() returns it, to restart from a tuned sampler).
+  // per_chain_metric: warmup adapts each chain's diag_sd from its own draws
+  // rather than one from all chains' draws pooled.
   LeapfrogSampler(Target& target, double epsilon, const std::vector<double>& diag_sd,
                   double target_accept, const std::vector<double>& init, uint32_t key0,
-                  uint32_t key1, const std::string& name);
+                  uint32_t key1, const std::string& name, bool per_chain_metric = false);
   virtual ~LeapfrogSampler() = default;
 
   // Prepares adaptation over the next `n` warmup iterations.
@@ -48,7 +60,9 @@ class LeapfrogSampler {
   const std::vector<double>& state() const { return x_; }
   const std::vector<double>& log_density() const { return lp_; }
   double epsilon() const { return epsilon_; }
+  // [chains, dim], chain-major; with a pooled metric every row is the same.
   const std::vector<double>& diag_sd() const { return sd_; }
+  bool per_chain_metric() const { return per_chain_metric_; }
   // Per chain, since construction: accepted proposals, and bad iterations
   // (a divergent trajectory or a non-finite log density).
   const std::vector<long>& accepted() const { return accepted_; }
@@ -68,10 +82,13 @@ class LeapfrogSampler {
     else
       for (long c = 0; c < C_; ++c) f(c);
   }
-  // p ~ N(0, M), M = diag(1 / sd^2), into p[chains, dim].
+  // Chain c's row of diag_sd and of the inverse mass diag_sd^2, [dim] each.
+  const double* chain_sd(long c) const { return sd_.data() + c * D_; }
+  const double* inverse_mass(long c) const { return sd2_.data() + c * D_; }
+  // p ~ N(0, M), M = diag(1 / sd^2) of each chain, into p[chains, dim].
   void draw_momentum(std::vector<double>& p);
-  // K(p) = p' M^-1 p / 2 of one chain's momenta p[dim].
-  double kinetic(const double* p) const;
+  // K(p) = p' M^-1 p / 2 of chain c's momenta p[dim].
+  double kinetic(long c, const double* p) const;
   // L leapfrog steps of size eps from (x_, grad_) with momenta p (updated in
   // place); the end point goes to xn_, lpn_, gn_.
   void trajectory(int L, double eps, std::vector<double>& p);
@@ -97,7 +114,9 @@ class LeapfrogSampler {
   long C_, D_;
   std::vector<double> x_, lp_, grad_;  // current state
   std::vector<double> xn_, lpn_, gn_;  // scratch point
-  std::vector<double> sd_, sd2_;       // diag_sd and its square (the inverse mass)
+  // diag_sd and its square (the inverse mass), [chains, dim] each: read them
+  // through chain_sd(c) and inverse_mass(c)
+  std::vector<double> sd_, sd2_;
   double epsilon_;
   std::vector<Stream> chain_streams_;
   Stream run_stream_;
@@ -106,12 +125,18 @@ class LeapfrogSampler {
 
  private:
   void adapt();
+  // Sets chain c's row of the metric from a window's Welford sums m2[dim]
+  // of n draws.
+  void set_metric_row(long c, const double* m2, double n);
 
   DualAveraging dual_{0.8};
   double restart_epsilon_ = 0;  // the step size dual averaging last restarted from
   WarmupSchedule schedule_;
   long warmup_total_ = 0, warmup_done_ = 0;
   size_t next_window_ = 0;
+  bool per_chain_metric_ = false;
+  // Welford sums of the current window: [dim] pooled, [chains, dim] per
+  // chain; window_n_ counts draws per row (pooled: chains per iteration).
   long window_n_ = 0;
   std::vector<double> window_mean_, window_m2_;
 };

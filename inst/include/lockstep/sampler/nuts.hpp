@@ -35,6 +35,7 @@ struct NutsSettings {
   double epsilon = 0.1;
   std::vector<double> diag_sd;
   double adapt_delta = 0.8;
+  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
 };
 
 class Nuts : public LeapfrogSampler {
@@ -53,9 +54,9 @@ class Nuts : public LeapfrogSampler {
     std::vector<double> begin, prefix, left_end, left_rho;
   };
   // Generalised U-turn criterion (Betancourt 2017): no U-turn while
-  // rho . M^-1 p_minus > 0 and rho . M^-1 p_plus > 0.
-  bool criterion(const double* p_minus, const double* p_plus, const double* rho) const;
-  bool criterion_plus(const double* p_minus, const double* p_plus, const double* rho,
+  // rho . M^-1 p_minus > 0 and rho . M^-1 p_plus > 0, in chain c's metric.
+  bool criterion(long c, const double* p_minus, const double* p_plus, const double* rho) const;
+  bool criterion_plus(long c, const double* p_minus, const double* p_plus, const double* rho,
                       const double* extra) const;
   void ensure_levels(int depth);
 
@@ -66,6 +67,9 @@ class Nuts : public LeapfrogSampler {
   std::vector<double> xf_, pf_, gf_, xb_, pb_, gb_;
   std::vector<double> xw_, pw_, gw_, xp_, gp_, pp_, ps_;
   std::vector<double> p_ff_, p_fb_, p_bf_, p_bb_, rho_, rho_f_, rho_b_, sub_first_, sub_rho_;
+  // [chains, dim] scratch of the merge checks inside a subtree (the right
+  // sibling's rho and both siblings'), kept so that no leaf allocates.
+  std::vector<double> right_rho_, both_rho_;
   std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
   std::vector<Level> levels_;
 };

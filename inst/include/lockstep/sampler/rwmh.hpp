@@ -4,7 +4,7 @@
 // min(1, p(x') / p(x)). All chains propose together (one engine call per
 // iteration, without gradients). Warmup tunes epsilon by dual averaging
 // towards an acceptance rate of 0.234 (Roberts, Gelman & Gilks 1997) and
-// diag_sd from the pooled draws, as for the other samplers.
+// diag_sd from the draws (pooled or per chain), as for the other samplers.
 #ifndef LOCKSTEP_SAMPLER_RWMH_HPP
 #define LOCKSTEP_SAMPLER_RWMH_HPP
 
@@ -18,6 +18,7 @@ struct RwmhSettings {
   bool uniform = false;  // proposal: normal (false) or uniform
   double epsilon = 1;
   std::vector<double> diag_sd;
+  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
   double target_accept = 0.234;
 };
 

@@ -8,7 +8,7 @@
 // All chains evaluate their pending points together, one engine call per
 // step without gradients; a chain whose draw is done waits while the others
 // finish. Every iteration moves (accept_stat 1), so warmup tunes diag_sd from
-// the pooled draws but not the width.
+// the draws (pooled or per chain) but not the width.
 #ifndef LOCKSTEP_SAMPLER_SLICE_HPP
 #define LOCKSTEP_SAMPLER_SLICE_HPP
 
@@ -22,6 +22,7 @@ struct SliceSettings {
   int max_doublings = 5;
   double epsilon = 1;  // the initial width, in units of diag_sd
   std::vector<double> diag_sd;
+  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
 };
 
 class Slice : public LeapfrogSampler {

@@ -1,0 +1,130 @@
+// The diagonal metric pooled across chains (the default) or adapted per chain
+// (LeapfrogSampler's per_chain_metric): with chains that sample different
+// scales, per-chain warmup gives each chain a metric near its own scales and
+// correct moments within Monte Carlo error (sampler_helpers.hpp); pooled
+// warmup gives every chain the same metric; with one chain the two modes are
+// the same computation and give the same draws bit for bit; a [chains, dim]
+// diag_sd restarts each chain from its own row.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "lockstep/sampler/chees.hpp"
+#include "lockstep/sampler/hmc.hpp"
+#include "lockstep/sampler/nuts.hpp"
+#include "lockstep/sampler/rwmh.hpp"
+#include "sampler_helpers.hpp"
+
+using namespace lockstep;
+using namespace sampler_tests;
+
+namespace {
+
+// Four chains of two coordinates whose scales span three orders of magnitude
+// between chains, so that no pooled metric fits every chain.
+constexpr long metric_chains = 4, metric_dim = 2;
+const std::vector<double> chain_mu = {0, 1, -3, 2, 10, 0, 0.5, -1};
+const std::vector<double> chain_sd = {0.05, 1, 1, 20, 10, 0.2, 2, 2};
+
+// Every chain's adapted diag_sd is within a factor of 2 of its own scales,
+// and its draws have its own means and variances within Monte Carlo error.
+void check_per_chain(const Run& r, long n) {
+  const long C = metric_chains, D = metric_dim;
+  REQUIRE(static_cast<long>(r.diag_sd.size()) == C * D);
+  const double n_eff = n / 10.0;  // one chain's draws
+  for (long c = 0; c < C; ++c)
+    for (long i = 0; i < D; ++i) {
+      const long k = c * D + i;
+      double mean, var;
+      chain_moments(r, C, D, c, i, &mean, &var);
+      INFO("chain " << c << " coordinate " << i << ": mean " << mean << " (" << chain_mu[k]
+                    << "), sd " << std::sqrt(var) << " (" << chain_sd[k]
+                    << "), adapted diag_sd " << r.diag_sd[k]);
+      CHECK(r.diag_sd[k] / chain_sd[k] > 0.5);
+      CHECK(r.diag_sd[k] / chain_sd[k] < 2);
+      CHECK(std::fabs(mean - chain_mu[k]) < 5 * chain_sd[k] / std::sqrt(n_eff));
+      CHECK(std::fabs(var / (chain_sd[k] * chain_sd[k]) - 1) < 5 * std::sqrt(2 / n_eff));
+    }
+}
+
+template <class Sampler, class Settings>
+void check_pooled_rows_equal(Settings s) {
+  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
+  s.per_chain_metric = false;
+  const Run r = run_sampler<Sampler>(t, s, 300, 10, 3, 4);
+  const long D = metric_dim;
+  REQUIRE(static_cast<long>(r.diag_sd.size()) == metric_chains * D);
+  for (long c = 1; c < metric_chains; ++c)
+    for (long i = 0; i < D; ++i) CHECK(r.diag_sd[c * D + i] == r.diag_sd[i]);
+}
+
+// With one chain, pooling is over that chain alone: the per-chain path must
+// reproduce the pooled one exactly (draws, metric, step size).
+template <class Sampler, class Settings>
+void check_one_chain_same(Settings s) {
+  IndependentGaussian t({1, -2, 0.5}, {0.3, 2, 5}, 1);
+  s.per_chain_metric = false;
+  const Run pooled = run_sampler<Sampler>(t, s, 300, 200, 7, 8);
+  s.per_chain_metric = true;
+  const Run own = run_sampler<Sampler>(t, s, 300, 200, 7, 8);
+  CHECK(pooled.draws == own.draws);
+  CHECK(pooled.diag_sd == own.diag_sd);
+  CHECK(pooled.epsilon == own.epsilon);
+}
+
+}  // namespace
+
+TEST_CASE("nuts: per-chain metrics fit chains with different scales", "[metric][nuts]") {
+  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
+  NutsSettings s;
+  s.per_chain_metric = true;
+  const long n = 1000;
+  check_per_chain(run_sampler<Nuts>(t, s, 1000, n, 11, 12), n);
+}
+
+TEST_CASE("hmc: per-chain metrics fit chains with different scales", "[metric][hmc]") {
+  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
+  HmcSettings s;
+  s.per_chain_metric = true;
+  const long n = 2000;
+  check_per_chain(run_sampler<Hmc>(t, s, 1000, n, 13, 14), n);
+}
+
+TEST_CASE("chees: per-chain metrics fit chains with different scales", "[metric][chees]") {
+  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
+  CheesSettings s;
+  s.per_chain_metric = true;
+  const long n = 2000;
+  check_per_chain(run_sampler<Chees>(t, s, 1000, n, 15, 16), n);
+}
+
+TEST_CASE("pooled metrics are one metric for every chain", "[metric]") {
+  check_pooled_rows_equal<Nuts>(NutsSettings());
+  check_pooled_rows_equal<Hmc>(HmcSettings());
+  check_pooled_rows_equal<Chees>(CheesSettings());
+  check_pooled_rows_equal<Rwmh>(RwmhSettings());
+}
+
+TEST_CASE("with one chain per-chain and pooled metrics give the same draws", "[metric]") {
+  check_one_chain_same<Nuts>(NutsSettings());
+  check_one_chain_same<Hmc>(HmcSettings());
+  check_one_chain_same<Chees>(CheesSettings());
+  check_one_chain_same<Rwmh>(RwmhSettings());
+}
+
+TEST_CASE("a [chains x dim] diag_sd sets each chain's metric", "[metric][errors]") {
+  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
+  const std::vector<double> init(chain_mu);  // each chain at its own mode
+  NutsSettings s;
+  s.diag_sd = chain_sd;
+  CHECK(Nuts(t, s, init, 1, 2).diag_sd() == chain_sd);
+  s.per_chain_metric = true;
+  CHECK(Nuts(t, s, init, 1, 2).diag_sd() == chain_sd);
+  s.diag_sd = std::vector<double>(metric_chains * metric_dim + 1, 1.0);
+  CHECK_THROWS_AS(Nuts(t, s, init, 1, 2), std::invalid_argument);
+  s.diag_sd = chain_sd;
+  s.diag_sd[5] = 0;
+  CHECK_THROWS_AS(Nuts(t, s, init, 1, 2), std::invalid_argument);
+}
