@@ -5,7 +5,9 @@
 #' call. The signature and defaults are greta's.
 #'
 #' @param model a `greta_model` from [model()]
-#' @param sampler a sampler: [nuts()] (the default) or [hmc()]
+#' @param sampler a sampler: [nuts()] (the default), [hmc()], [chees()], [rwmh()] or
+#'   [slice()]; each tunes itself in warmup, its diagonal metric estimated from
+#'   all chains' draws or from each chain's own (their `adapt_metric` argument)
 #' @param n_samples the number of samples to draw per chain after warmup
 #'   (before thinning)
 #' @param thin keep every `thin`-th sample
