@@ -28,16 +28,9 @@
 #include "hlogit_program.hpp"
 
 using namespace lockstep;
+using hlogit_bench::parse_list;
 
 namespace {
-
-std::vector<double> parse_list(const std::string& s) {
-  std::vector<double> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::stod(item));
-  return out;
-}
 
 // CPU seconds of the whole process (every thread): on a shared machine a
 // steadier measure of work than the wall clock, which counts time spent

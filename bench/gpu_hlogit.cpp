@@ -40,6 +40,7 @@
 #include "hlogit_program.hpp"
 
 using namespace lockstep;
+using hlogit_bench::parse_list;
 using hlogit_bench::hlogit;
 
 namespace {
@@ -59,14 +60,6 @@ class Counting : public Target {
  private:
   Target& t_;
 };
-
-std::vector<double> parse_list(const std::string& s) {
-  std::vector<double> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) out.push_back(std::stod(item));
-  return out;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());

@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <random>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -115,6 +117,15 @@ Program hlogit(long N, long G, long K, unsigned seed) {
   p.n_free = 2 + 2 * K + G + G * K;
   plan(p);
   return p;
+}
+
+// "1e5,1e6" -> {1e5, 1e6}: the benches' list arguments.
+inline std::vector<double> parse_list(const std::string& s) {
+  std::vector<double> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(std::stod(item));
+  return out;
 }
 
 }  // namespace hlogit_bench

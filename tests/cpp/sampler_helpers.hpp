@@ -21,30 +21,6 @@ using lockstep::Target;
 
 constexpr long n_chains = 4;
 
-// Independent Gaussians with their own means and scales, for every chain.
-class IndependentGaussian : public Target {
- public:
-  IndependentGaussian(std::vector<double> mu, std::vector<double> sd, long chains)
-      : mu_(std::move(mu)), sd_(std::move(sd)), chains_(chains) {}
-  long dim() const override { return static_cast<long>(mu_.size()); }
-  long chains() const override { return chains_; }
-  void log_density(const double* x, double* lp, double* grad) override {
-    const long D = dim();
-    for (long c = 0; c < chains_; ++c) {
-      lp[c] = 0;
-      for (long i = 0; i < D; ++i) {
-        const double z = (x[c * D + i] - mu_[i]) / sd_[i];
-        lp[c] -= 0.5 * z * z;
-        if (grad) grad[c * D + i] = -z / sd_[i];
-      }
-    }
-  }
-
- private:
-  std::vector<double> mu_, sd_;
-  long chains_;
-};
-
 // Independent Gaussians whose means and scales differ from chain to chain
 // (mu and sd [chains, dim]): each chain samples its own target, as chains
 // stuck in different modes of one posterior would; for per-chain metrics.
@@ -70,6 +46,20 @@ class PerChainGaussian : public Target {
  private:
   std::vector<double> mu_, sd_;
   long chains_;
+};
+
+// Independent Gaussians with their own means and scales, for every chain.
+class IndependentGaussian : public PerChainGaussian {
+ public:
+  IndependentGaussian(const std::vector<double>& mu, const std::vector<double>& sd, long chains)
+      : PerChainGaussian(each_chain(mu, chains), each_chain(sd, chains), chains) {}
+
+ private:
+  static std::vector<double> each_chain(const std::vector<double>& x, long chains) {
+    std::vector<double> out;
+    for (long c = 0; c < chains; ++c) out.insert(out.end(), x.begin(), x.end());
+    return out;
+  }
 };
 
 // A correlated bivariate Gaussian.

@@ -48,6 +48,17 @@ template <class T> LS_HD double rowdot_scale(const T* sc, const RowDotShape& s, 
   return sc ? static_cast<double>(sc[c * s.s_stride + (s.s_scalar ? 0 : j)]) : 1.0;
 }
 
+// w[r, j] = b[g, j] s[j] + v[j] for a row r of group g, chain c: what the
+// forward and backward bodies both multiply a's row by.
+template <class T>
+LS_HD double rowdot_w(const RowDotShape& s, const T* b, const T* sc, const T* v, long c, long g,
+                      long j) {
+  double x = static_cast<double>(b[c * s.b_stride + g + j * s.b_rows]);
+  if (sc) x *= rowdot_scale(sc, s, c, j);
+  if (v) x += static_cast<double>(v[c * s.v_stride + j]);
+  return x;
+}
+
 namespace detail {
 // Rows [r, end) with the group of row r.
 LS_HD long run_end(const long* index, long r, long rows) {
@@ -69,12 +80,7 @@ template <class T> struct RowDotForward {
   const T* sc = nullptr;  // the scale s, or nullptr
   int phases = 1, shared_per_lane = 0;
 
-  LS_HD double w(long c, long g, long j) const {
-    double x = static_cast<double>(b[c * s.b_stride + g + j * s.b_rows]);
-    if (sc) x *= rowdot_scale(sc, s, c, j);
-    if (v) x += static_cast<double>(v[c * s.v_stride + j]);
-    return x;
-  }
+  LS_HD double w(long c, long g, long j) const { return rowdot_w(s, b, sc, v, c, g, j); }
 
 #if !defined(__CUDA_ARCH__)
   // The CPU's one lane: column by column over each run of rows of one group,
@@ -159,12 +165,7 @@ template <class T> struct RowDotBackward {
   LS_HD int slots() const { return (dv ? 1 : 0) + (ds ? 1 : 0); }
   LS_HD long ds_slot() const { return dv ? s.cols : 0; }
 
-  LS_HD double w(long c, long g, long j) const {
-    double x = static_cast<double>(b[c * s.b_stride + g + j * s.b_rows]);
-    if (sc) x *= rowdot_scale(sc, s, c, j);
-    if (v) x += static_cast<double>(v[c * s.v_stride + j]);
-    return x;
-  }
+  LS_HD double w(long c, long g, long j) const { return rowdot_w(s, b, sc, v, c, g, j); }
   LS_HD void add_ds(long c, long j, double total) const {
     lane_add(ds + c * s.s_stride + (s.s_scalar ? 0 : j), static_cast<T>(total));
   }
