@@ -84,9 +84,15 @@ print.lockstep_backend_info <- function(x, ...) {
 #' copied to the GPU when the model is first run. The sampler itself still runs
 #' on the CPU, exchanging the state and gradient with the GPU at each step, so
 #' the GPU pays off for models with many rows of data (10^5 and more) and
-#' costs more than it saves for small ones. GPUs compute in single precision
-#' many times faster than in double: `model(..., precision = "single")` is
-#' recommended there. Needs lockstep built with CUDA (see [backend_info()]).
+#' costs more than it saves for small ones. One gradient's kernels are
+#' captured once into a CUDA graph and replayed, which saves the host's launch
+#' overhead on small models (the environment variable `LOCKSTEP_CUDA_GRAPHS=no`
+#' launches them one by one instead). Most GPUs compute in single precision
+#' many times faster than in double, so `model(..., precision = "single")` is
+#' recommended there; it also halves the GPU memory a model takes. (On an
+#' H100, whose double precision is fast, the seed model's gradient ran at
+#' about the same speed in both.) Needs lockstep built with CUDA (see
+#' [backend_info()]).
 #'
 #' @param threads the number of worker threads; by default the option
 #'   `lockstep.threads`, else the number of cores. Left at its default, it is

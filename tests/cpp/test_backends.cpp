@@ -118,7 +118,8 @@ const Named programs[] = {
     {"kitchen sink", kitchen_sink},
 };
 
-const EmulatedGeometry geometries[] = {{1, 1}, {1, 5}, {3, 5}, {2, 32}, {7, 3}, {4, 64}};
+// {2, 300}: blocks wider than the 256 lanes that a ChainSum's tree starts from.
+const EmulatedGeometry geometries[] = {{1, 1}, {1, 5}, {3, 5}, {2, 32}, {7, 3}, {4, 64}, {2, 300}};
 
 }  // namespace
 

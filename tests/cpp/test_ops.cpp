@@ -931,13 +931,19 @@ TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] s[j] + v[j])
           "[ops][rowdot_rows]") {
   std::mt19937 rng(311);
   const long K = 3, G = 4;
-  const std::vector<long> index = {2, 0, 0, 2, 3, 3, 3, 1, 2};  // runs, repeats, all groups
+  // Runs, repeats, all groups; then runs of random lengths up to 85 rows, so
+  // that the lanes path's ranges of 32 rows per lane split runs between lanes.
+  std::vector<long> index = {2, 0, 0, 2, 3, 3, 3, 1, 2};
+  while (index.size() < 85) {
+    const long g = static_cast<long>(rng() % G), len = 1 + static_cast<long>(rng() % 12);
+    for (long k = 0; k < len && index.size() < 85; ++k) index.push_back(g);
+  }
   const long N = static_cast<long>(index.size());
   // extras: 0 none; 1 shared coefficients v; 2 v and a per-row offset p;
   // 3 v and a scalar offset; 4 v as data (no chain) and a scalar offset
   // scale: 0 none; 1 a row vector of parameters; 2 one parameter; 3 a row
   // vector of data
-  for (long chains : {1L, 3L})
+  for (long chains : {1L, 3L, 6L})  // 6: more than the forward's block of 4 chains
     for (bool a_param : {false, true})
       for (int scale = 0; scale <= 3; ++scale)
       for (int extras = 0; extras <= 4; ++extras) {
@@ -1001,6 +1007,13 @@ TEST_CASE("rowdot_rows: y[r] = p[r] + sum_j a[r, j] (b[index[r], j] s[j] + v[j])
         }
         check_gradient(p, chains, state, 1e-7, 1e-9);
         check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, Backend::emulated);
+        // 8 lanes for 3 columns (two idle, a block of both kinds) and 2 lanes,
+        // fewer than the columns: the backward's other two ways of sharing
+        // columns between lanes.
+        for (EmulatedGeometry g : {EmulatedGeometry{2, 4}, EmulatedGeometry{1, 2}}) {
+          INFO(g.blocks << " blocks of " << g.lanes_per_block << " lanes");
+          check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, Backend::emulated, g);
+        }
       }
 }
 

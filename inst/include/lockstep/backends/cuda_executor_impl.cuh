@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../launcher.hpp"
@@ -32,9 +33,23 @@ void select_device(int gpu);
 // stride, so the grid only needs to be large enough to fill the GPU; lanes per
 // block are halved while a body's block-shared scratch (per lane: the chains,
 // for a per-chain sum) would pass the 48 KiB that needs no opt-in. A body
-// with block-shared scratch ends each sum with a serial pass over its block's
-// lanes: those get at most two blocks per multiprocessor, so that the serial
-// passes run side by side rather than thousands of blocks queueing for them.
+// with block-shared scratch ends each sum with a pass over its block's lanes:
+// those get two blocks per multiprocessor (so that serial passes run side by
+// side rather than thousands of blocks queueing for them), or as many as the
+// body declares (ChainSum's tree-shaped pass is short).
+// Blocks per multiprocessor for a body with block-shared scratch: its own
+// blocks_per_multiprocessor (ChainSum's sums end in a tree), else 2.
+template <class Body, class = void> struct declares_blocks : std::false_type {};
+template <class Body>
+struct declares_blocks<Body, std::void_t<decltype(Body::blocks_per_multiprocessor)>>
+    : std::true_type {};
+template <class Body> constexpr long blocks_per_multiprocessor() {
+  if constexpr (declares_blocks<Body>::value)
+    return Body::blocks_per_multiprocessor;
+  else
+    return 2;
+}
+
 struct StreamLaunch {
   cudaStream_t stream = 0;
   long work = 1;
@@ -46,7 +61,7 @@ struct StreamLaunch {
     while (threads > 32 && threads * per_lane * static_cast<long>(sizeof(double)) > 48 * 1024)
       threads /= 2;
     const long wanted = (std::max<long>(work, 1) + threads - 1) / threads;
-    const long most = per_lane > 0 ? 2L * multiprocessors : 4096L;
+    const long most = per_lane > 0 ? blocks_per_multiprocessor<Body>() * multiprocessors : 4096L;
     const int blocks = static_cast<int>(std::min<long>(wanted, most));
     launch_cuda(body, blocks, threads, stream);
   }
@@ -81,6 +96,25 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   // time goes, op by op.
   template <class F> void timed(int id, bool backward, F&& f);
   bool profile_ = std::getenv("LOCKSTEP_CUDA_PROFILE") != nullptr;
+  // Queues one evaluation's memsets and kernels on the stream.
+  void enqueue(const double* state, double* lp, double* grad);
+  // A call's memsets and kernels (about two per node) are captured once into a
+  // CUDA graph and replayed, one launch per gradient instead of one per
+  // kernel: the host's launch overhead, not the GPU, bounded small models.
+  // A graph holds the pointers it was captured with, so one is kept for each
+  // of the last few (state, lp, grad) a caller passed (log_density's own
+  // buffers with and without a gradient, a sampler's device buffers). Off with
+  // LOCKSTEP_CUDA_GRAPHS=no (or while profiling), and off for good if capture
+  // fails, for the plain launches.
+  bool replay(const double* state, double* lp, double* grad);
+  bool graphs_ = !(std::getenv("LOCKSTEP_CUDA_GRAPHS") &&
+                   std::string(std::getenv("LOCKSTEP_CUDA_GRAPHS")) == "no");
+  struct Captured {
+    const double* state;
+    double *lp, *grad;
+    cudaGraphExec_t graph;
+  };
+  std::vector<Captured> graphs_held_;  // newest last, at most 4
   std::vector<double> forward_s_, backward_s_;
   long profiled_calls_ = 0;
 
@@ -258,6 +292,7 @@ template <class T> CudaExecutor<T>::~CudaExecutor() {
   // Errors are not reported from a destructor; a failed free leaves nothing to do.
   cudaSetDevice(options_.gpu);
   if (stream_) cudaStreamSynchronize(stream_);
+  for (const Captured& g : graphs_held_) cudaGraphExecDestroy(g.graph);
   for (void* p : owned_) cudaFree(p);
   if (stream_) cudaStreamDestroy(stream_);
   cudaGetLastError();
@@ -294,6 +329,43 @@ template <class T> long CudaExecutor<T>::work(int id) const {
 template <class T>
 void CudaExecutor<T>::log_density_device(const double* state, double* lp, double* grad) {
   select_device(options_.gpu);
+  if (!profile_ && graphs_ && replay(state, lp, grad)) return;
+  enqueue(state, lp, grad);
+}
+
+template <class T> bool CudaExecutor<T>::replay(const double* state, double* lp, double* grad) {
+  cudaGraphExec_t graph = nullptr;
+  for (const Captured& g : graphs_held_)
+    if (g.state == state && g.lp == lp && g.grad == grad) graph = g.graph;
+  if (!graph) {
+    cudaGraph_t captured = nullptr;
+    check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "capturing a CUDA graph");
+    bool queued = true;
+    try {
+      enqueue(state, lp, grad);
+    } catch (const std::exception&) {
+      queued = false;
+    }
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &captured);
+    if (!(queued && ended == cudaSuccess && cudaGraphInstantiate(&graph, captured, 0) == cudaSuccess)) {
+      graph = nullptr;
+      graphs_ = false;  // plain launches from now on
+    }
+    if (captured) cudaGraphDestroy(captured);
+    cudaGetLastError();  // a failed capture's error is not the caller's
+    if (!graph) return false;
+    if (graphs_held_.size() == 4) {
+      check(cudaStreamSynchronize(stream_), "releasing a CUDA graph");
+      cudaGraphExecDestroy(graphs_held_.front().graph);
+      graphs_held_.erase(graphs_held_.begin());
+    }
+    graphs_held_.push_back(Captured{state, lp, grad, graph});
+  }
+  check(cudaGraphLaunch(graph, stream_), "launching the model's CUDA graph");
+  return true;
+}
+
+template <class T> void CudaExecutor<T>::enqueue(const double* state, double* lp, double* grad) {
   const int n = static_cast<int>(program_.nodes.size());
   const long D = program_.n_free;
   check(cudaMemsetAsync(lp, 0, chains_ * sizeof(double), stream_), "clearing lp");

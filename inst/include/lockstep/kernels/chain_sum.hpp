@@ -1,8 +1,11 @@
 // Per-chain sums over a lanes-policy launch: out[c] += sum_i term(c, i).
 //
 // Phase 0: every lane sums its strided share of each chain into block-shared
-// scratch; phase 1 (after the barrier): the first lane of each block adds its
-// block's totals to out[c]. Sums are kept in double whatever the element type.
+// scratch; phases 1 to 9 add the lanes' sums in a tree (in each, lane t adds
+// the slots of lane t + h, h halving from 256 to 1), and in the last the first
+// lane of each block adds its block's totals to out[c]. (The first lane
+// adding every lane's slots alone took longer than the sums themselves on a
+// GPU.) Sums are kept in double whatever the element type.
 // A term may also add partials to adjoint buffers as it goes, which is how the
 // density terms fuse their value and gradient in one pass (as Stan's partials
 // propagators do).
@@ -36,7 +39,11 @@ template <class Term> struct ChainSum {
   Term term;
   double* out;  // [chains], added to
   long chains, size;
-  int phases = 2;
+  static constexpr int tree_phases = 9;  // h = 256 (every lane beyond 256), 128, ..., 1
+  int phases = 1 + tree_phases;
+  // Blocks per multiprocessor on a GPU (StreamLaunch): the tree keeps the
+  // block sums short, so the GPU can be filled with lanes to hide the loads.
+  static constexpr int blocks_per_multiprocessor = 8;
   int per_chain;        // 1 + the term's slots: the value and its sums
   int shared_per_lane;  // = chains * per_chain
 
@@ -74,19 +81,27 @@ template <class Term> struct ChainSum {
         double* m = mine + c * per_chain;
         m[0] += value(c, i, m + 1);
       });
-    } else if (lane.in_block == 0) {
+      return;
+    }
+    // Phase p >= 1: lane t < h adds the slots of lane t + h (phase 1: of every
+    // lane t + 256 m), which the previous phase finished.
+    const long t = lane.in_block, h = 256L >> (phase - 1);
+    double* mine = lane.shared + t * shared_per_lane;
+    if (t < h)
+      for (long o = t + h; o < lane.lanes_in_block; o += phase == 1 ? h : lane.lanes_in_block) {
+        const double* theirs = lane.shared + o * shared_per_lane;
+        for (long k = 0; k < shared_per_lane; ++k) mine[k] += theirs[k];
+      }
+    if (phase == tree_phases && t == 0)
       for (long c = 0; c < chains; ++c)
         for (int s = 0; s < per_chain; ++s) {
-          double total = 0;
-          for (int t = 0; t < lane.lanes_in_block; ++t)
-            total += lane.shared[t * shared_per_lane + c * per_chain + s];
+          const double total = mine[c * per_chain + s];
           if (s == 0) {
             lane_add(out + c, total);
           } else if constexpr (has_slots<Term>::value) {
             term.add_sum(c, s - 1, total);
           }
         }
-    }
   }
 };
 

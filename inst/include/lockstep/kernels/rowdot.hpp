@@ -16,8 +16,9 @@
 // The CPU (one lane) walks runs of rows with the same group, which the
 // observation stage's row order makes long: w is formed once per run, and the
 // run's partials sum_r dy[r] a[r, j] are added to db and dv once per run,
-// not once per row. Lanes (emulated, CUDA) own whole rows: their da writes are
-// their own, their db and dv writes are scatter-adds.
+// not once per row. In the lanes path (emulated, CUDA) the forward gives each
+// lane a row of a chain; the backward gives each lane a column of a piece of
+// rows and likewise sums each run's partials before its one atomic add to db.
 #ifndef LOCKSTEP_KERNELS_ROWDOT_HPP
 #define LOCKSTEP_KERNELS_ROWDOT_HPP
 
@@ -146,24 +147,28 @@ template <class T> struct RowDotBackward {
   const T* sc = nullptr;  // the scale s, or nullptr
   T* ds = nullptr;        // its adjoint (s's layout), or nullptr
   // With dv or ds, the lanes go through the chains one by one, two phases
-  // each: phase 2c adds chain c's terms, its dv and ds partials into the
-  // lane's block-shared slots (cols doubles each per lane); phase 2c + 1 sums
-  // each column's slots over the block and adds the totals to dv and ds with
-  // one atomic per block and column. (One atomic per row and column instead,
-  // as for db, would make every lane of the GPU queue on the same cols
-  // addresses.) Set by with_dv_phases().
+  // each. Each lane keeps one column (lane % cols) and takes every
+  // (count / cols)-th piece of rows of it (see column_of_piece); phase 2c adds
+  // chain c's terms and puts the lane's dv and ds partials of its column in
+  // its block-shared slots; phase 2c + 1 sums each column's slots over the
+  // block and adds the totals to dv and ds with one atomic per block and
+  // column. (One atomic per row and column instead, as for db, would make
+  // every lane of the GPU queue on the same cols addresses.) With fewer lanes
+  // than columns (only in small emulated launches), lanes take several
+  // columns and add their partials to dv and ds directly. Set by
+  // with_dv_phases().
   int phases = 1, shared_per_lane = 0;
 
   RowDotBackward& with_dv_phases() {
     if (dv || ds) {
       phases = static_cast<int>(2 * chains);
-      shared_per_lane = static_cast<int>(slots() * s.cols);
+      shared_per_lane = slots();
     }
     return *this;
   }
-  // Per-lane partials: dv's cols, then ds's cols.
+  // Per-lane partials of the lane's column: dv's, then ds's.
   LS_HD int slots() const { return (dv ? 1 : 0) + (ds ? 1 : 0); }
-  LS_HD long ds_slot() const { return dv ? s.cols : 0; }
+  LS_HD int ds_slot() const { return dv ? 1 : 0; }
 
   LS_HD double w(long c, long g, long j) const { return rowdot_w(s, b, sc, v, c, g, j); }
   LS_HD void add_ds(long c, long j, double total) const {
@@ -238,45 +243,102 @@ template <class T> struct RowDotBackward {
       return;
     }
 #endif
+    const long items = pieces() * s.cols;  // per chain
+    double tv = 0, ts = 0;
     if (!dv && !ds) {
-      for_each_element(lane, chains, s.rows, [&](long k, long c, long r) { row(c, r, dy[k], nullptr); });
+      for (long i = lane.index; i < chains * items; i += lane.count) {
+        const long c = i / items, rest = i - c * items, piece = rest / s.cols;
+        column_of_piece(c, piece, rest - piece * s.cols, tv, ts);
+      }
       return;
     }
-    const long c = phase / 2, per_lane = slots() * s.cols;
-    double* mine = lane.shared + static_cast<long>(lane.in_block) * per_lane;
-    if (phase % 2 == 0) {
-      for (long j = 0; j < per_lane; ++j) mine[j] = 0;
-      for (long r = lane.index; r < s.rows; r += lane.count) row(c, r, dy[c * s.rows + r], mine);
-    } else {
-      for (long j = lane.in_block; j < s.cols; j += lane.lanes_in_block) {
-        double tv = 0, ts = 0;
-        for (int t = 0; t < lane.lanes_in_block; ++t) {
-          const double* theirs = lane.shared + t * per_lane;
-          if (dv) tv += theirs[j];
-          if (ds) ts += theirs[ds_slot() + j];
-        }
+    const long c = phase / 2, per_col = lane.count / s.cols;
+    const long busy = per_col * s.cols;  // lanes with a column of their own
+    if (per_col == 0) {  // fewer lanes than columns: partials straight to dv, ds
+      if (phase % 2 == 1) return;
+      for (long i = lane.index; i < items; i += lane.count) {
+        const long piece = i / s.cols, j = i - piece * s.cols;
+        tv = ts = 0;
+        column_of_piece(c, piece, j, tv, ts);
         if (dv) lane_add(dv + c * s.v_stride + j, static_cast<T>(tv));
         if (ds) add_ds(c, j, ts);
+      }
+      return;
+    }
+    if (phase % 2 == 0) {
+      if (lane.index < busy) {
+        const long j = lane.index % s.cols;
+        for (long piece = lane.index / s.cols; piece < pieces(); piece += per_col)
+          column_of_piece(c, piece, j, tv, ts);
+      }
+      double* mine = lane.shared + static_cast<long>(lane.in_block) * slots();
+      if (dv) mine[0] = tv;
+      if (ds) mine[ds_slot()] = ts;
+    } else {
+      // Lane t sums column jj = t (and t + lanes_in_block, ...): the slots of
+      // the block's lanes u whose column (base + u) % cols is jj.
+      const long base = lane.index - lane.in_block;
+      for (long jj = lane.in_block; jj < s.cols; jj += lane.lanes_in_block) {
+        double sv = 0, ss = 0;
+        bool any = false;
+        for (long u = ((jj - base) % s.cols + s.cols) % s.cols; u < lane.lanes_in_block; u += s.cols) {
+          if (base + u >= busy) break;
+          const double* theirs = lane.shared + u * slots();
+          if (dv) sv += theirs[0];
+          if (ds) ss += theirs[ds_slot()];
+          any = true;
+        }
+        if (!any) continue;
+        if (dv) lane_add(dv + c * s.v_stride + jj, static_cast<T>(sv));
+        if (ds) add_ds(c, jj, ss);
       }
     }
   }
 
-  // Row r of chain c, whose adjoint is g: da and dp directly, db by atomics
-  // (rows of one group meet there), dv's and ds's terms into part (the lane's
-  // slots: dv's cols, then ds's).
-  LS_HD void row(long c, long r, T g, double* part) const {
+  // The lanes path's unit of work: one column j of a piece of rows_per_piece
+  // consecutive rows of one chain. Its terms q = dy[r] a[r, j] are summed over
+  // each run of rows of one group within the piece (the row order makes runs
+  // long) and added to db once per run by an atomic, not once per row (one
+  // atomic per row and column made the atomics most of a GPU's time, adjacent
+  // lanes, rows of one group, queueing on the same addresses). Adjacent lanes
+  // take adjacent columns, so their atomics meet rarely; a lane's reads of
+  // a's column walk consecutive rows. (A lane per range of rows with every
+  // column instead left too few lanes to hide a GPU's loads.)
+  static constexpr long rows_per_piece = 32;
+  // A body with dv or ds ends each chain with a short pass over its block's
+  // slots (one or two per lane): the GPU can be filled with its lanes.
+  static constexpr int blocks_per_multiprocessor = 8;
+  LS_HD long pieces() const { return (s.rows + rows_per_piece - 1) / rows_per_piece; }
+
+  // Column j of piece `piece` of chain c: da and dp (with the first column)
+  // directly, db per run, and the piece's dv and ds partials added to tv, ts.
+  LS_HD void column_of_piece(long c, long piece, long j, double& tv, double& ts) const {
+    const long r0 = piece * rows_per_piece;
+    const long r1 = r0 + rows_per_piece < s.rows ? r0 + rows_per_piece : s.rows;
     const T* ac = a + c * s.a_stride;
-    const long gr = index[r];
-    for (long j = 0; j < s.cols; ++j) {
-      if (da) da[c * s.rows * s.cols + r + j * s.rows] += static_cast<T>(g * w(c, gr, j));
-      const double q = static_cast<double>(g) * static_cast<double>(ac[s.a_at(r, j)]);
-      if (db)
-        lane_add(db + c * s.b_rows * s.cols + gr + j * s.b_rows,
-                 static_cast<T>(sc ? q * rowdot_scale(sc, s, c, j) : q));
-      if (part && dv) part[j] += q;
-      if (part && ds) part[ds_slot() + j] += q * static_cast<double>(b[c * s.b_stride + gr + j * s.b_rows]);
+    const T* dyc = dy + c * s.rows;
+    const double scale = rowdot_scale(sc, s, c, j);
+    double run = 0;
+    long g_run = index[r0];
+    auto flush = [&] {
+      if (db) lane_add(db + c * s.b_rows * s.cols + g_run + j * s.b_rows, static_cast<T>(run * scale));
+      tv += run;
+      if (ds) ts += run * static_cast<double>(b[c * s.b_stride + g_run + j * s.b_rows]);
+      run = 0;
+    };
+    for (long r = r0; r < r1; ++r) {
+      const long g = index[r];
+      if (g != g_run) {
+        flush();
+        g_run = g;
+      }
+      const double d = static_cast<double>(dyc[r]);
+      run += d * static_cast<double>(ac[s.a_at(r, j)]);
+      if (da) da[c * s.rows * s.cols + r + j * s.rows] += static_cast<T>(d * w(c, g, j));
     }
-    if (dp.data) dp.add(c, r, g);
+    flush();
+    if (dp.data && j == 0)
+      for (long r = r0; r < r1; ++r) dp.add(c, r, dyc[r]);
   }
 };
 
