@@ -105,6 +105,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     so.workers = options_.threads;
     so.shards = options.devices;
     so.reorder_rows = options.reorder_rows;
+    so.jacobian = options.jacobian;
     for (size_t e = 0; e < program.extents.size(); ++e)
       stages_.push_back(
           std::make_unique<ObservationStage<T>>(program, static_cast<int>(e), chains, so, values_));

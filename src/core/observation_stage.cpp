@@ -317,6 +317,7 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
   c.gradient = gradient;
   c.lp = w.lp.data();
   c.scratch = w.scratch.data();
+  c.jacobian = options_.jacobian;
   return c;
 }
 

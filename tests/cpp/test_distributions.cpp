@@ -287,6 +287,10 @@ const std::map<std::string, FamilyRef>& family_refs() {
           const double lo = std::max(0.0, p[2] - p[1]), hi = std::min(p[2], p[0]);
           *x = std::min(lo + std::floor(u(r, 0, hi - lo + 1)), hi);
         }}},
+      // no distribution: a constrained variable's log |Jacobian|, added as is
+      {"log_jacobian",
+       {[](double x, const double*) { return x; },
+        [](std::mt19937& r, double* x, double*) { *x = u(r, -30, 30); }}},
   };
   return m;
 }
@@ -575,7 +579,9 @@ TEST_CASE("lpdf partials of every family against finite differences",
       dist_lpdf(f.family, x, p, &dx, dp);
       INFO("family " << f.name << ", x " << x << ", p " << p[0] << " " << p[1] << " " << p[2]);
       double sdx, sdp[max_dist_params];
-      if (f.continuous) {
+      // log_jacobian is listed as not continuous (it takes no truncation) but
+      // is differentiable in x
+      if (f.continuous || f.name == "log_jacobian") {
         const double fd = central_difference(
             [&](double v) { return dist_lpdf(f.family, v, p, &sdx, sdp); }, x, 1e-4);
         CHECK(close(dx, fd, 1e-8, 1e-9));
@@ -1004,6 +1010,10 @@ FamilyProgram family_program(Family f, double lo = -inf, double hi = inf) {
                    p.add(data_node({5, 2, 6, 1, 4})), p.add(data_node({3, 5, 2, 8, 4}))};
       par(1);
       break;
+    case Family::log_jacobian:
+      // a constrained variable's log |Jacobian|: any expression of the parameters
+      fp.inputs = {par(n)};
+      break;
   }
   p.n_free = off;
   fp.term = add_term(p, density_node(f, fp.inputs, lo, hi));
@@ -1039,7 +1049,7 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
       {Family::lognormal, 0.5, 3},    {Family::gamma, 0.5, 3},       {Family::inverse_gamma, 0.5, 3},
       {Family::weibull, 0.5, 3},      {Family::pareto, 0.5, 3},      {Family::laplace, -1, 2},
       {Family::beta, 0.1, 0.6},       {Family::chi_squared, 0.5, 3}, {Family::logistic, -1, 2},
-      {Family::f, 0.5, 3},
+      {Family::f, 0.5, 3},            {Family::log_jacobian, -inf, inf},
   };
   for (const Case& c : cases) {
     for (long chains : {1L, 3L}) {
@@ -1335,4 +1345,48 @@ TEST_CASE("ls_log is within 2 ulps of log for every double", "[distributions][sp
   CHECK(std::isnan(lockstep::ls_log(-1.0)));
   CHECK(std::isnan(lockstep::ls_log(-HUGE_VAL)));
   CHECK(std::isnan(lockstep::ls_log(NAN)));
+}
+
+TEST_CASE("log_jacobian: its term adds its target, d/dx = 1, and is dropped without the "
+          "Jacobian, cpu and emulated",
+          "[distributions][executor][log_jacobian]") {
+  // The log |Jacobian| of x = exp(z) for a 3-vector z: sum(z), as an expression
+  // of the program (what R's constrained variables build), plus a normal(0, 1)
+  // prior on x = exp(z) so that the Jacobian's absence shows in lp and grad.
+  Program p;
+  const int z = p.add(param_node(3, 0));
+  const int x = p.add(unary_node(Op::exp, z, p));
+  const int zero = p.add(data_node({0}));
+  const int one = p.add(data_node({1}));
+  add_term(p, density_node(Family::normal, {x, zero, one}));
+  const int logj = p.add(sum_node(z));
+  add_term(p, density_node(Family::log_jacobian, {logj}));
+  p.n_free = 3;
+  lockstep::plan(p);
+  CHECK(lockstep::family_n_params(Family::log_jacobian) == 0);
+  CHECK_FALSE(lockstep::family_continuous(Family::log_jacobian));
+  const std::vector<double> state = {-0.4, 0.2, 1.1, 0.9, -1.3, 0.05};
+  for (Backend b : {Backend::cpu, Backend::emulated}) {
+    for (bool jacobian : {true, false}) {
+      INFO((b == Backend::cpu ? "cpu" : "emulated") << (jacobian ? ", with" : ", without")
+                                                    << " the Jacobian");
+      lockstep::ExecOptions o;
+      o.backend = b;
+      o.jacobian = jacobian;
+      Executor<double> ex(p, 2, o);
+      std::vector<double> lp(2), grad(6);
+      ex.log_density(state.data(), lp.data(), grad.data());
+      for (long c = 0; c < 2; ++c) {
+        double expected = 0;
+        for (long i = 0; i < 3; ++i) {
+          const double zi = state[c * 3 + i], xi = std::exp(zi);
+          expected += -0.5 * xi * xi - 0.5 * std::log(2 * M_PI) + (jacobian ? zi : 0);
+          // d/dz of -x^2 / 2 is -x^2; the Jacobian adds 1
+          CHECK(close(grad[c * 3 + i], -xi * xi + (jacobian ? 1 : 0), 1e-13, 1e-14));
+        }
+        CHECK(close(lp[c], expected, 1e-13, 1e-14));
+      }
+    }
+  }
+  check_gradient(p, 2, state, 1e-8, 1e-10);
 }

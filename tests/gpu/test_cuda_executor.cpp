@@ -765,6 +765,10 @@ Case family_case(Family f, double lo, double hi) {
                 p.add(data_node({5, 2, 6, 1, 4})), p.add(data_node({3, 5, 2, 8, 4}))};
       par(1);
       break;
+    case Family::log_jacobian:
+      // a constrained variable's log |Jacobian|: any expression of the parameters
+      inputs = {par(n)};
+      break;
   }
   p.n_free = off;
   add_term(p, density_node(f, inputs, lo, hi));
@@ -816,6 +820,7 @@ std::vector<Case> family_cases() {
       {Family::pareto, 0.5, 3},           {Family::laplace, -1, 2},
       {Family::beta, 0.1, 0.6},           {Family::chi_squared, 0.5, 3},
       {Family::logistic, -1, 2},          {Family::f, 0.5, 3},
+      {Family::log_jacobian, -inf, inf},
   };
   std::vector<Case> out;
   for (const Spec& s : specs) out.push_back(family_case(s.f, s.lo, s.hi));

@@ -17,6 +17,7 @@
 #include "distributions/hypergeometric.hpp"
 #include "distributions/inverse_gamma.hpp"
 #include "distributions/laplace.hpp"
+#include "distributions/log_jacobian.hpp"
 #include "distributions/logistic.hpp"
 #include "distributions/lognormal.hpp"
 #include "distributions/negative_binomial.hpp"

@@ -81,7 +81,8 @@ template <class T> struct NodeCall {
   // [chains, workspace_per_chain(node)] doubles of workspace (linalg ops; null
   // for the others), the same chain group as the values
   double* work = nullptr;
-  bool jacobian = true;       // parameters add their log |Jacobian| (false: opt(adjust = FALSE))
+  bool jacobian = true;       // parameters and log_jacobian terms add their log |Jacobian|
+                              // (false: opt(adjust = FALSE))
 
   T* y() const { return const_cast<T*>(out.value); }
 };
@@ -230,7 +231,9 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       // added to the term's own value (which a tiled pass accumulates over its
       // tiles) and to the log density.
       launch(ZeroChains{call.scratch, call.chains});
-      with_family(node.family, [&](auto tag) {
+      // A constrained variable's log |Jacobian| (family log_jacobian) goes
+      // with the parameters' own: without the Jacobian, the term is zero.
+      if (node.family != Family::log_jacobian || call.jacobian) with_family(node.family, [&](auto tag) {
         using Term = DensityTerm<T, decltype(tag)::value>;
         Term term{};
         term.lower = node.trunc_lower;

@@ -40,6 +40,7 @@ struct StageOptions {
   int workers = 1;     // per shard
   int shards = 1;      // virtual devices
   bool reorder_rows = true;
+  bool jacobian = true;  // log_jacobian terms count (ExecOptions::jacobian)
 };
 
 // The global pass's buffers, which the stage reads and whose adjoints it adds to.

@@ -1,0 +1,31 @@
+// log_jacobian: not a distribution but the log |Jacobian| of a constrained
+// variable built in R from free variables and ordinary ops (simplex, ordered
+// and Cholesky variables, R/constrained.R). Its "target" is that log |J|,
+// computed by the program, and the term adds it to the log density:
+//   lpdf = x;  d/dx = 1.
+// It has no parameters. Like the parameters' own transforms' Jacobians, the
+// term is left out when the executor is asked for no Jacobian
+// (ExecOptions::jacobian false, opt(adjust = FALSE)): the density kernel
+// (node_kernels.hpp) skips it. It is never truncated (it is listed as not
+// continuous in distributions.def, which refuses truncation), so its CDFs
+// are never called.
+#ifndef LOCKSTEP_DISTRIBUTIONS_LOG_JACOBIAN_HPP
+#define LOCKSTEP_DISTRIBUTIONS_LOG_JACOBIAN_HPP
+
+#include "dist.hpp"
+
+namespace lockstep {
+
+template <> struct Dist<Family::log_jacobian> {
+  static constexpr int n_params = 0;
+  LS_HD static double lpdf(double x, const double*, double* dx, double*) {
+    *dx = 1;
+    return x;
+  }
+  LS_HD static double cdf(double, const double*, double*) { return ls_nan(); }
+  LS_HD static double ccdf(double, const double*, double*) { return ls_nan(); }
+};
+
+}  // namespace lockstep
+
+#endif
