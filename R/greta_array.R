@@ -60,6 +60,8 @@ print.greta_array <- function(x, ...) {
   node <- get_node(x)
   type <- switch(node$type, operation = "operation", data = "data", variable = "variable",
                  distribution = "distribution")
+  # a constrained variable (R/constrained.R) is computed from a free one
+  if (!is.null(node$constraint)) type <- "variable"
   cat("greta array (", type, ")\n\n", sep = "")
   if (node$type == "data") {
     print(array(node$value, dim = node$dim))

@@ -74,7 +74,10 @@ likelihood_terms <- function(nodes, ids) {
 
 check_model_nodes <- function(nodes) {
   types <- vapply(nodes, function(n) n$type, character(1))
-  if (!any(types == "distribution")) {
+  # a constrained variable's log |Jacobian| (R/constrained.R) is no density of
+  # the model's: with only those, there is nothing to define, as in greta
+  densities <- types == "distribution" & !vapply(nodes, is_log_jacobian, logical(1))
+  if (!any(densities)) {
     stop("none of the greta arrays in the model are associated with a probability density, ",
          "so a model cannot be defined", call. = FALSE)
   }

@@ -1,0 +1,274 @@
+# Constrained variables (R/constrained.R): their values against R versions of
+# Stan's transforms written sequentially (as Stan's reference manual states
+# them), the model's log density against the data's density plus a log
+# |Jacobian| taken numerically (the log |det| of a finite-difference Jacobian
+# of the R transform), gradients, the Jacobian's absence without `adjust`,
+# sampling flat variables with known distributions, and errors.
+
+# -- the transforms in R, one free vector at a time -----------------------------
+
+ref_simplex <- function(y) {
+  K <- length(y) + 1
+  x <- numeric(K)
+  rest <- 1
+  for (k in seq_len(K - 1)) {
+    z <- plogis(y[k] + log(1 / (K - k)))
+    x[k] <- rest * z
+    rest <- rest - x[k]
+  }
+  x[K] <- rest
+  x
+}
+
+ref_ordered <- function(y) {
+  x <- y
+  for (k in seq_along(y)[-1]) x[k] <- x[k - 1] + exp(y[k])
+  x
+}
+
+# the upper factor, free elements in column-major order of the upper triangle
+ref_cov_factor <- function(y, n) {
+  U <- matrix(0, n, n)
+  U[upper.tri(U, diag = TRUE)] <- y
+  diag(U) <- exp(diag(U))
+  U
+}
+
+# Stan's cholesky_factor_corr: the CPCs tanh(y) fill L's strict lower triangle
+# by columns (here: U's strict upper triangle, which is t(L)'s)
+ref_corr_factor <- function(y, n) {
+  w <- matrix(0, n, n)
+  w[lower.tri(w)] <- tanh(y)
+  L <- matrix(0, n, n)
+  L[1, 1] <- 1
+  for (i in seq_len(n)[-1]) {
+    L[i, 1] <- w[i, 1]
+    if (i > 2) for (j in 2:(i - 1)) L[i, j] <- w[i, j] * sqrt(1 - sum(L[i, 1:(j - 1)]^2))
+    L[i, i] <- sqrt(1 - sum(L[i, 1:(i - 1)]^2))
+  }
+  t(L)
+}
+
+# log |det| of the Jacobian of `coords(f(y))` in y, by central differences
+numeric_log_jacobian <- function(f, coords, y, h = 1e-6) {
+  J <- vapply(seq_along(y), function(j) {
+    up <- y
+    down <- y
+    up[j] <- up[j] + h
+    down[j] <- down[j] - h
+    (coords(f(up)) - coords(f(down))) / (2 * h)
+  }, numeric(length(y)))
+  as.numeric(determinant(matrix(J, length(y)), logarithm = TRUE)$modulus)
+}
+
+# |a - b| <= tol elementwise: Monte Carlo estimates against exact values
+expect_near <- function(a, b, tol) expect_lt(max(abs(as.numeric(a) - as.numeric(b))), tol)
+
+# mcmc() without progress output; its warning about a few divergent transitions
+# (in the tails of these flat models) is not what these tests are about
+sample_quietly <- function(...) {
+  withCallingHandlers(mcmc(..., verbose = FALSE), warning = function(w) {
+    if (grepl("divergent", conditionMessage(w))) invokeRestart("muffleWarning")
+  })
+}
+
+upper_coords <- function(U) U[upper.tri(U, diag = TRUE)]
+strict_upper_coords <- function(U) U[upper.tri(U)]
+
+# The model's log density at free state `y`: data `yd` ~ normal(x, 0.5), x the
+# constrained value of `f(y)`, plus the numeric log |Jacobian| in `coords`.
+density_by_hand <- function(f, coords, yd) {
+  function(y) {
+    x <- f(y)
+    sum(dnorm(yd, x, 0.5, log = TRUE)) + numeric_log_jacobian(f, coords, y)
+  }
+}
+
+# A model of yd ~ normal(x, 0.5) for the constrained x, its density checked at
+# random free states against `f`, its traced values against f too, and its
+# gradient against finite differences.
+check_constrained <- function(x, f, coords, yd) {
+  y <- as_data(yd)
+  distribution(y) <- normal(x, 0.5)
+  m <- model(x)
+  expect_density_matches(m, density_by_hand(f, coords, yd), chains = c(1, 3),
+                         tolerance = 1e-6)
+  free <- random_free(m, 3)
+  values <- traced_values(m, free)
+  for (k in 1:3) expect_equal(as.numeric(values[k, ]), as.numeric(f(free[k, ])), tolerance = 1e-10)
+  expect_gradient_matches(m, chains = c(1, 3))
+  invisible(m)
+}
+
+test_that("simplex_variable(): values, log density with its Jacobian, and gradient", {
+  set.seed(801)
+  x <- simplex_variable(4)
+  expect_equal(dim(x), c(1L, 4L))
+  check_constrained(x, ref_simplex, function(v) v[1:3], matrix(c(0.1, 0.4, 0.2, 0.3), 1))
+  # a matrix: each row a simplex, the free state rows-by-(K - 1) column-major
+  set.seed(802)
+  xm <- simplex_variable(c(2, 3))
+  f <- function(y) t(apply(matrix(y, 2), 1, ref_simplex))
+  check_constrained(xm, f, function(v) v[, 1:2], matrix(c(0.2, 0.5, 0.3, 0.3, 0.5, 0.2), 2))
+})
+
+test_that("ordered_variable(): values, log density with its Jacobian, and gradient", {
+  set.seed(803)
+  x <- ordered_variable(3)
+  expect_equal(dim(x), c(1L, 3L))
+  check_constrained(x, ref_ordered, identity, matrix(c(-1, 0.2, 1.5), 1))
+  set.seed(804)
+  xm <- ordered_variable(c(2, 3))
+  f <- function(y) t(apply(matrix(y, 2), 1, ref_ordered))
+  check_constrained(xm, f, identity, matrix(c(-1, 0, 0.2, 0.1, 1.5, 2), 2))
+})
+
+test_that("cholesky_variable(): covariance and correlation factors, log densities, gradients", {
+  set.seed(805)
+  for (n in 1:3) {
+    U <- cholesky_variable(n)
+    expect_equal(dim(U), c(n, n))
+    check_constrained(U, function(y) ref_cov_factor(y, n), upper_coords, diag(n) * 0.8)
+  }
+  set.seed(806)
+  for (n in 2:4) {
+    U <- cholesky_variable(c(n, n), correlation = TRUE)
+    expect_equal(dim(U), c(n, n))
+    check_constrained(U, function(y) ref_corr_factor(y, n), strict_upper_coords, diag(n) * 0.9)
+  }
+})
+
+test_that("the log Jacobian is left out without adjustment (opt(adjust = FALSE))", {
+  set.seed(807)
+  p <- simplex_variable(3)
+  y <- as_data(matrix(c(0.2, 0.5, 0.3), 1))
+  distribution(y) <- normal(p, 0.1)
+  m <- model(p)
+  free <- random_free(m, 3)
+  options <- lockstep:::check_compute_options(cpu_only())
+  with_j <- lockstep:::ls_engine_log_density(lockstep:::model_engine(m), free, TRUE, options)
+  options$jacobian <- FALSE
+  without <- lockstep:::ls_engine_log_density(lockstep:::model_engine(m), free, TRUE, options)
+  for (k in 1:3) {
+    likelihood <- sum(dnorm(c(0.2, 0.5, 0.3), ref_simplex(free[k, ]), 0.1, log = TRUE))
+    expect_equal(without$log_density[k], likelihood, tolerance = 1e-10)
+    expect_equal(with_j$log_density[k] - without$log_density[k],
+                 numeric_log_jacobian(ref_simplex, function(v) v[1:2], free[k, ]),
+                 tolerance = 1e-6)
+  }
+  expect_false(isTRUE(all.equal(with_j$gradient, without$gradient)))
+  # the data lie on the simplex: the maximum likelihood estimate is the data,
+  # the mode of the free state's density (with the Jacobian) is not
+  mle <- opt(m, adjust = FALSE, tolerance = 1e-12, max_iterations = 1000)
+  expect_equal(as.numeric(mle$par$p), c(0.2, 0.5, 0.3), tolerance = 1e-5)
+  map <- opt(m, adjust = TRUE, tolerance = 1e-12, max_iterations = 1000)
+  expect_gt(max(abs(as.numeric(map$par$p) - c(0.2, 0.5, 0.3))), 1e-3)
+})
+
+test_that("sampling a flat simplex gives the uniform distribution on it; draws satisfy it", {
+  set.seed(808)
+  p <- simplex_variable(3)
+  # sum(p) is 1: a likelihood that is the same everywhere
+  y <- as_data(0)
+  distribution(y) <- normal(sum(p), 1)
+  m <- model(p)
+  expect_output(print(p), "variable")
+  draws <- sample_quietly(m, n_samples = 1000, warmup = 500, chains = 4)
+  v <- as.matrix(draws)
+  expect_equal(colnames(v), c("p[1,1]", "p[1,2]", "p[1,3]"))
+  expect_true(all(v > 0))
+  expect_equal(rowSums(v), rep(1, nrow(v)), tolerance = 1e-12, ignore_attr = TRUE)
+  # uniform on the simplex (Dirichlet(1, 1, 1)): means 1/3, variances 1/18
+  expect_near(colMeans(v), rep(1 / 3, 3), 0.03)
+  expect_near(apply(v, 2, var), rep(1 / 18, 3), 0.01)
+  # a matrix of simplexes: every row sums to 1
+  q <- simplex_variable(c(2, 4))
+  y2 <- as_data(0)
+  distribution(y2) <- normal(sum(q), 1)
+  d2 <- as.matrix(sample_quietly(model(q), n_samples = 100, warmup = 100, chains = 2))
+  for (r in 1:2) {
+    cols <- sprintf("q[%d,%d]", r, 1:4)
+    expect_equal(rowSums(d2[, cols]), rep(1, nrow(d2)), tolerance = 1e-12, ignore_attr = TRUE)
+  }
+  expect_true(all(d2 > 0))
+})
+
+test_that("sampling an ordered variable under normal(0, 1) gives normal order statistics", {
+  set.seed(809)
+  x <- ordered_variable(3)
+  y <- as_data(matrix(0, 1, 3))
+  distribution(y) <- normal(x, 1)
+  draws <- as.matrix(sample_quietly(model(x), n_samples = 1000, warmup = 500, chains = 4))
+  expect_true(all(draws[, 2] > draws[, 1] & draws[, 3] > draws[, 2]))
+  # the order statistics of 3 standard normals: means -3 / (2 sqrt(pi)), 0, 3 / (2 sqrt(pi))
+  expect_near(colMeans(draws), c(-1, 0, 1) * 3 / (2 * sqrt(pi)), 0.07)
+})
+
+test_that("sampled Cholesky factors are upper triangular with the right distributions", {
+  set.seed(810)
+  U <- cholesky_variable(2)
+  y <- as_data(matrix(0, 2, 2))
+  distribution(y) <- normal(U, 1)  # U[1, 1] and U[2, 2] half-normal, U[1, 2] normal
+  d <- as.matrix(sample_quietly(model(U), n_samples = 1000, warmup = 500, chains = 4))
+  expect_true(all(d[, "U[2,1]"] == 0))
+  expect_true(all(d[, "U[1,1]"] > 0 & d[, "U[2,2]"] > 0))
+  expect_near(mean(d[, "U[1,1]"]), sqrt(2 / pi), 0.06)
+  expect_near(mean(d[, "U[2,2]"]), sqrt(2 / pi), 0.06)
+  expect_near(mean(d[, "U[1,2]"]^2), 1, 0.12)
+  for (k in seq(1, nrow(d), by = 97)) {
+    S <- crossprod(matrix(d[k, ], 2))
+    expect_true(all(eigen(S, symmetric = TRUE)$values > 0))
+  }
+
+  set.seed(811)
+  R <- cholesky_variable(3, correlation = TRUE)
+  y1 <- as_data(1)
+  distribution(y1) <- normal(R[1, 1], 1)  # R[1, 1] is 1: flat
+  d <- as.matrix(sample_quietly(model(R), n_samples = 1000, warmup = 500, chains = 4))
+  below <- c("R[2,1]", "R[3,1]", "R[3,2]")
+  expect_true(all(d[, below] == 0))
+  expect_true(all(d[, c("R[1,1]", "R[2,2]", "R[3,3]")] > 0))
+  for (k in seq(1, nrow(d), by = 53)) {
+    C <- crossprod(matrix(d[k, ], 3))
+    expect_near(diag(C), rep(1, 3), 1e-10)
+    expect_true(all(eigen(C, symmetric = TRUE)$values > 0))
+  }
+  # flat in L's free elements: L[2, 1] uniform on (-1, 1), (L[3, 1], L[3, 2])
+  # uniform on the unit disk
+  expect_near(mean(d[, "R[1,2]"]^2), 1 / 3, 0.03)
+  expect_near(mean(d[, "R[1,3]"]^2), 1 / 4, 0.03)
+  expect_near(mean(d[, "R[2,3]"]^2), 1 / 4, 0.03)
+  expect_near(mean(d[, "R[3,3]"]), 2 / 3, 0.03)
+})
+
+test_that("constrained variables are not likelihoods, and cannot be simulated", {
+  set.seed(812)
+  p <- simplex_variable(3)
+  y <- as_data(matrix(c(0.2, 0.5, 0.3), 1))
+  distribution(y) <- normal(p, 0.1)
+  m <- model(p)
+  draws <- sample_quietly(m, n_samples = 20, warmup = 20, chains = 2)
+  ll <- log_lik(draws)
+  expect_equal(ncol(ll), 3L)  # the three observations, no Jacobian term
+  v <- as.matrix(draws)
+  expect_equal(ll[1, ], dnorm(c(0.2, 0.5, 0.3), v[1, ], 0.1, log = TRUE), tolerance = 1e-8,
+               ignore_attr = TRUE)
+  expect_error(calculate(p, nsim = 5), "do not have distributions")
+  # posterior simulations take the variable from the draws
+  sims <- calculate(p, values = draws, nsim = 5)
+  expect_equal(rowSums(matrix(sims$p, 5)), rep(1, 5), tolerance = 1e-12)
+  # like a variable() alone, a constrained variable alone is no model
+  expect_error(model(simplex_variable(2)), "probability density")
+})
+
+test_that("constrained variables explain bad arguments", {
+  expect_error(simplex_variable(1), "last dimension of `dim`")
+  expect_error(simplex_variable(c(3, 1)), "last dimension of `dim`")
+  expect_error(simplex_variable("a"), "`dim` of simplex_variable")
+  expect_error(ordered_variable(0), "`dim` of ordered_variable")
+  expect_error(ordered_variable(1), "last dimension of `dim`")
+  expect_error(cholesky_variable(c(2, 3)), "`dim` of cholesky_variable\\(\\) must be square")
+  expect_error(cholesky_variable(c(2, 2, 2)), "`dim` of cholesky_variable")
+  expect_error(cholesky_variable(2.5), "`dim` of cholesky_variable")
+  expect_error(cholesky_variable(2, correlation = NA), "`correlation`")
+})
