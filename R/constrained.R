@@ -50,7 +50,7 @@
 #' u_cov <- cholesky_variable(3)
 #' u_cor <- cholesky_variable(3, correlation = TRUE)
 #' sigma <- t(u_cov) %*% u_cov
-#' y <- as_data(c(0.2, 0.5, 0.3))
+#' y <- as_data(t(c(0.2, 0.5, 0.3)))  # p is a 1 x 3 row vector
 #' distribution(y) <- normal(p, 0.1)
 #' m <- model(p)
 #' @name constrained_variables
