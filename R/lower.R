@@ -13,17 +13,31 @@
 # add an element by name.
 walk_nodes <- function(roots, next_of) {
   seen <- new.env(hash = TRUE, parent = emptyenv())
-  stack <- node_stack(roots)
-  found <- node_stack()
-  while (stack$size > 0L) {
-    node <- stack$pop()
+  stack <- unname(roots)
+  top <- length(stack)
+  found <- vector("list", 16L)
+  n_found <- 0L
+  # (the stack and the result are inlined here, not a node_stack(): this loop
+  # is the hot path of model(), and a closure call per push costs a third)
+  while (top > 0L) {
+    node <- stack[[top]]
+    top <- top - 1L
     key <- as.character(node$id)
     if (!is.null(seen[[key]])) next
     seen[[key]] <- TRUE
-    found$push(node)
-    for (other in next_of(node, key)) if (!is.null(other)) stack$push(other)
+    n_found <- n_found + 1L
+    if (n_found > length(found)) length(found) <- 2L * n_found
+    found[[n_found]] <- node
+    following <- next_of(node, key)
+    if (top + length(following) > length(stack)) length(stack) <- 2L * (top + length(following))
+    for (other in following) {
+      if (!is.null(other)) {
+        top <- top + 1L
+        stack[[top]] <- other
+      }
+    }
   }
-  nodes <- found$items()
+  nodes <- found[seq_len(n_found)]
   names(nodes) <- vapply(nodes, function(n) as.character(n$id), character(1))
   nodes
 }
@@ -69,13 +83,20 @@ collect_dag <- function(roots) {
 prune_unused <- function(nodes, roots) {
   live <- new.env(hash = TRUE, parent = emptyenv())
   keep <- Filter(function(n) n$type %in% c("variable", "distribution"), nodes)
-  stack <- node_stack(c(unname(roots), unname(keep)))
-  while (stack$size > 0L) {
-    node <- stack$pop()
+  stack <- c(unname(roots), unname(keep))
+  top <- length(stack)
+  while (top > 0L) {
+    node <- stack[[top]]
+    top <- top - 1L
     key <- as.character(node$id)
     if (!is.null(live[[key]])) next
     live[[key]] <- TRUE
-    for (input in node_inputs(node)) stack$push(input)
+    inputs <- node_inputs(node)
+    if (top + length(inputs) > length(stack)) length(stack) <- 2L * (top + length(inputs))
+    for (input in inputs) {
+      top <- top + 1L
+      stack[[top]] <- input
+    }
   }
   nodes[vapply(nodes, function(n) !is.null(live[[as.character(n$id)]]), logical(1))]
 }
