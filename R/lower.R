@@ -137,7 +137,8 @@ transform_of <- function(lower, upper) {
 }
 
 # Returns list(ir, ids, variables): ids maps node id (character) to its 0-based
-# IR index (a hashed environment: `ids[[key]]`, O(1) per node); variables describes each variable's slice of the free state.
+# IR index (a hashed environment: `ids[[key]]`, O(1) per node); variables
+# describes each variable's slice of the free state.
 # `fixed` (calculate()) maps node ids to values: those nodes are lowered as
 # data holding them, whatever they are. Nodes whose ids are in `sampled`
 # (calculate(nsim =)) are lowered as parameters without a transform, whatever
@@ -159,7 +160,13 @@ lower_dag <- function(nodes, fixed = list(), sampled = character()) {
     node <- ordered[[k]]
     key <- as.character(node$id)
     ids[[key]] <- k - 1L
-    type <- if (!is.null(fixed[[key]])) "fixed" else if (!is.null(is_sampled[[key]])) "sampled" else node$type
+    type <- if (!is.null(fixed[[key]])) {
+      "fixed"
+    } else if (!is.null(is_sampled[[key]])) {
+      "sampled"
+    } else {
+      node$type
+    }
     inputs <- if (type %in% c("fixed", "sampled")) {
       integer()
     } else {

@@ -130,3 +130,49 @@ test_that("aperm() refuses permutations that do not fit", {
   expect_error(aperm(x, c("a", "b")), "`perm` of aperm\\(\\) must be a permutation")
   expect_error(aperm(x, 2:1, resize = FALSE), "only `resize = TRUE`")
 })
+
+# base R's eigenvectors signed as lockstep signs them: each column's largest
+# element positive.
+signed_vectors <- function(v) {
+  for (j in seq_len(ncol(v))) {
+    big <- which.max(abs(v[, j]))
+    if (v[big, j] < 0) v[, j] <- -v[, j]
+  }
+  v
+}
+
+test_that("eigen() of a symmetric greta array matches base R's, reading the lower triangle", {
+  set.seed(505)
+  z <- matrix(stats::rnorm(16), 4, 4)
+  s <- crossprod(z) + diag(1:4)
+  e <- calculate(eigen(as_data(s))$values, eigen(as_data(s))$vectors)
+  want <- base::eigen(s, symmetric = TRUE)
+  expect_equal(as.numeric(e[[1]]), want$values, tolerance = 1e-12)
+  expect_equal(dim(e[[1]]), c(4L, 1L))
+  expect_equal(unname(e[[2]]), signed_vectors(want$vectors), tolerance = 1e-10)
+  # not symmetric: the lower triangle, as base R with symmetric = TRUE
+  lower_only <- z
+  got <- calculate(eigen(as_data(lower_only))$values)[[1]]
+  expect_equal(as.numeric(got), base::eigen(lower_only, symmetric = TRUE)$values,
+               tolerance = 1e-12)
+  expect_null(eigen(as_data(s), only.values = TRUE)$vectors)
+  # R values: base R
+  expect_identical(eigen(s), base::eigen(s))
+  # in a model, from variables, with gradients (1 and 3 chains): the values,
+  # and the vectors through their squares (which do not depend on the sign)
+  check_operation(function(a) eigen(a %*% t(a) + diag(c(0, 2, 4)), symmetric = TRUE)$values,
+                  list(a = mat(3, 3)), tolerance = 1e-8)
+  check_operation(function(a) eigen(a + t(a) + diag(c(0, 3, 6)), symmetric = TRUE)$vectors^2,
+                  list(a = mat(3, 3)), tolerance = 1e-8)
+  check_operation(function(a) eigen(a, symmetric = TRUE)$values, list(a = mat(2, 2)),
+                  tolerance = 1e-8)
+})
+
+test_that("eigen() refuses non-square and non-symmetric requests", {
+  expect_error(eigen(variable(dim = c(2, 3))),
+               "`eigen\\(\\)` needs `x` to be a square matrix, but it has dimension 2 x 3")
+  expect_error(eigen(variable(dim = c(2, 2)), symmetric = FALSE),
+               "symmetric matrices only: `symmetric` must be TRUE")
+  expect_error(eigen(variable(dim = c(2, 2)), only.values = "yes"),
+               "`only.values` of eigen\\(\\) must be TRUE or FALSE")
+})
