@@ -256,6 +256,45 @@ greta_array.greta_array <- function(data = 0, dim = length(data)) {
   reshape_node(node, dim)
 }
 
+#' Permute the dimensions of a greta array
+#'
+#' `aperm(a, perm)` permutes the dimensions of a greta array as
+#' [base::aperm()] does for R arrays: dimension `k` of the result is dimension
+#' `perm[k]` of `a`. With `perm = NULL` the dimensions are reversed, so for a
+#' matrix `aperm(a)` is `t(a)`. greta arrays of any number of dimensions are
+#' permuted; the engine gathers the elements in their new order (a transpose
+#' for a matrix), and the gradient flows back to each element.
+#'
+#' @param a a greta array
+#' @param perm a permutation of `seq_along(dim(a))`, or `NULL` to reverse the
+#'   dimensions
+#' @param resize only `TRUE` (greta arrays always have their dimensions)
+#' @param ... ignored
+#' @return a greta array of dimension `dim(a)[perm]`
+#' @examples
+#' x <- variable(dim = c(2, 3, 4))
+#' dim(aperm(x, c(3, 1, 2)))
+#' m <- variable(dim = c(2, 3))
+#' dim(aperm(m))
+#' @export
+aperm.greta_array <- function(a, perm = NULL, resize = TRUE, ...) {
+  d <- dim(a)
+  n_dim <- length(d)
+  if (is.null(perm)) perm <- rev(seq_len(n_dim))
+  if (!is.numeric(perm) || length(perm) != n_dim || anyNA(perm) ||
+      !setequal(perm, seq_len(n_dim)) || anyDuplicated(perm)) {
+    stop("`perm` of aperm() must be a permutation of 1:", n_dim, " (`a` has dimension ",
+         format_dim(d), "), not ", paste(deparse(perm), collapse = ""), call. = FALSE)
+  }
+  if (!isTRUE(resize)) {
+    stop("aperm() of a greta array takes only `resize = TRUE`", call. = FALSE)
+  }
+  perm <- as.integer(perm)
+  if (n_dim == 2L && identical(perm, 2:1)) return(t(a))
+  positions <- aperm(element_positions(d), perm)
+  gather_positions(get_node(a), positions, dim(positions))
+}
+
 # -- repetition, head and tail ------------------------------------------------------
 
 #' Repeat, and take the first or last parts of, greta arrays

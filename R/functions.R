@@ -24,6 +24,14 @@
 #' small tail, and on R numbers returns R's own result (`icloglog()` as
 #' `-expm1(-exp(x))`, `log1pe()` as `-plogis(-x, log.p = TRUE)`).
 #'
+#' `imultilogit()` is greta's inverse multinomial logit: for an `n x (k - 1)`
+#' greta array `x` it returns the `n x k` array whose row `i` is the softmax of
+#' `c(x[i, ], 0)`, i.e. `exp(c(x[i, ], 0)) / sum(exp(c(x[i, ], 0)))`: each row
+#' is a vector of `k` probabilities, with the last category the reference. It
+#' is computed from the row's largest element downwards, so large `x` neither
+#' overflows nor loses precision. On an R matrix (or vector, as a column) it
+#' returns the same computed in R.
+#'
 #' @section Gradients: Every function is differentiated exactly where it is
 #'   differentiable. The steps `sign()`, `ceiling()`, `floor()`, `round()` and
 #'   `trunc()` have gradient 0 (also at their steps), and `abs()` has gradient
@@ -53,6 +61,7 @@
 #' cumsum(x)
 #' ilogit(x)
 #' iprobit(x)
+#' imultilogit(variable(dim = c(4, 2)))  # 4 rows of 3 probabilities
 #' abs(cos(x)) + lgamma(exp(x))
 #' log(exp(x), base = 10)
 #' # on R numbers, R's functions
@@ -163,6 +172,38 @@ icauchit <- function(x) {
 log1pe <- function(x) {
   if (!is.greta_array(x)) return(-stats::plogis(-x, log.p = TRUE))
   elementwise_unary("log1pe", x)
+}
+
+#' @rdname functions
+#' @export
+imultilogit <- function(x) {
+  if (!is.greta_array(x)) {
+    if (!is.numeric(x)) {
+      stop("`x` of imultilogit() must be a greta array or numbers, not ", class(x)[1],
+           call. = FALSE)
+    }
+    latent <- cbind(as.matrix(x), 0)
+    e <- exp(latent - apply(latent, 1, max))
+    return(e / rowSums(e))
+  }
+  d <- dim(x)
+  if (length(d) != 2L) {
+    stop("`x` of imultilogit() must be a two-dimensional greta array (n x (k - 1)), but has ",
+         "dimension ", format_dim(d), call. = FALSE)
+  }
+  # The softmax of each row of cbind(x, 0), computed after subtracting the
+  # row's largest element (exp() of it then cannot overflow). The engine has
+  # no row-wise maximum, so it is built column by column from the elementwise
+  # max(a, b) = (a + b + |a - b|) / 2: k - 1 steps on column vectors, however
+  # many rows there are. Any shift gives the same softmax, so rounding in the
+  # maximum changes nothing, and its gradient cancels exactly.
+  largest <- 0
+  for (j in seq_len(d[2])) {
+    column <- x[, j]
+    largest <- (largest + column + abs(largest - column)) * 0.5
+  }
+  e <- exp(sweep(cbind(x, 0), 1, largest, "-"))
+  sweep(e, 1, rowSums(e), "/")
 }
 
 #' Row and column sums and the transpose of greta arrays

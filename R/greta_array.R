@@ -27,8 +27,15 @@ new_node <- function(type, dim, parents = list(), ...) {
   node
 }
 
+# `parent$children[[n + 1]] <- child` would copy the whole list (the node still
+# holds it), which makes a node with many children (a scalar used in a loop of
+# 10^4 operations) quadratic to build. Taking the list out of the node first
+# leaves it unshared, so R extends it in place.
 add_child <- function(parent, child) {
-  parent$children[[length(parent$children) + 1L]] <- child
+  children <- parent$children
+  parent$children <- NULL
+  children[[length(children) + 1L]] <- child
+  parent$children <- children
   invisible(parent)
 }
 
@@ -38,7 +45,39 @@ as_greta_array_from_node <- function(node) {
 
 get_node <- function(x) .subset2(x, "node")
 
+#' Test for and pass on greta arrays
+#'
+#' `is.greta_array(x)` is `TRUE` when `x` is a greta array (data, a variable,
+#' an operation or a distribution's greta array) and `FALSE` for anything else,
+#' such as R numbers, as in greta.
+#'
+#' `identity(x)` returns `x`, as [base::identity()] does; lockstep exports it
+#' as a generic, as greta does, so that code written for greta finds a method
+#' for greta arrays. greta's method copies the array into a new operation; a
+#' lockstep greta array cannot be modified in place, so the array itself is
+#' returned and no operation is added to the model.
+#'
+#' @param x any R object
+#' @return `is.greta_array()`: `TRUE` or `FALSE`; `identity()`: `x`
+#' @examples
+#' x <- variable(dim = 2)
+#' is.greta_array(x)
+#' is.greta_array(exp(x))
+#' is.greta_array(c(1, 2))
+#' identical(identity(x), x)
+#' identity(3)
+#' @export
 is.greta_array <- function(x) inherits(x, "greta_array")
+
+#' @rdname is.greta_array
+#' @export
+identity <- function(x) UseMethod("identity")
+
+#' @export
+identity.default <- function(x) base::identity(x)
+
+#' @export
+identity.greta_array <- function(x) x
 
 # Coerces R numbers to a data greta array, naming `arg` in errors.
 as.greta_array <- function(x, arg = "x") {

@@ -222,7 +222,10 @@ void validate(const Program& p) {
         if (a.dim.size() != 2 || a.dim[0] != a.dim[1])
           fail(id, n, "the first operand must be a square matrix");
         if (n.dim.size() != 2) fail(id, n, "the output must be two-dimensional");
-        if (n.inputs.size() == 1) {  // chol, chol2inv
+        if (n.op == Op::eigen) {  // values and vectors side by side
+          if (n.dim[0] != a.dim[0] || n.dim[1] != a.dim[0] + 1)
+            fail(id, n, "the output must be n x (n + 1) for an n x n input");
+        } else if (n.inputs.size() == 1) {  // chol, chol2inv
           if (n.dim != a.dim) fail(id, n, "the output must have the input's shape");
         } else {  // the solves: n x k right-hand side, n x k output
           const Node& b = p.nodes[n.inputs[1]];

@@ -420,6 +420,112 @@ TEST_CASE("backsolve and forwardsolve: one triangle read, against substitution a
   });
 }
 
+// eigen(a): n x (n + 1), the values then the vectors.
+Node eigen_node(int a, const Program& p) {
+  Node n;
+  n.op = Op::eigen;
+  n.inputs = {a};
+  const long order = p.nodes[a].dim[0];
+  n.dim = {order, order + 1};
+  n.size = order * (order + 1);
+  return n;
+}
+
+TEST_CASE("eigen: values and vectors of the lower triangle, decomposing it, with gradients",
+          "[ops][linalg][eigen]") {
+  std::mt19937 rng(509);
+  const long n = 4, nn = n * n;
+  each_setting([&](long chains, Backend backend) {
+    Program p;
+    // a random (not symmetric) matrix: only its lower triangle is read; the
+    // diagonal spread keeps the eigenvalues apart, so the vectors are smooth
+    std::vector<double> spread(nn, 0.0);
+    for (long i = 0; i < n; ++i) spread[i + i * n] = 1.5 * static_cast<double>(i);
+    const int P = p.add(param_node(nn, 0, Transform::none, 0, 0, {n, n}));
+    const int A = p.add(binary_node(Op::add, P, p.add(data_node(spread, {n, n})), p));
+    const int E = p.add(eigen_node(A, p));
+    // a 1 x 1 and a 2 x 2 one, whose rotation is a single step
+    const int S1 = p.add(eigen_node(p.add(param_node(1, nn, Transform::none, 0, 0, {1, 1})), p));
+    const int P2 = p.add(param_node(4, nn + 1, Transform::none, 0, 0, {2, 2}));
+    const int E2 = p.add(eigen_node(P2, p));
+    p.n_free = nn + 5;
+    for (int t : {E, S1, E2}) objective(p, t, rng);
+    lockstep::plan(p);
+    const long D_ = p.n_free;
+    std::vector<double> state = uniform_vector(rng, chains * D_, -0.5, 0.5);
+    Executor<double> ex(p, chains, backend);
+    ex.forward(state.data());
+    for (long c = 0; c < chains; ++c) {
+      const Matrix a = plus(slice(state, D_, c, 0, nn), spread);
+      for (long order : {n, 2L}) {
+        const int id = order == n ? E : E2;
+        const Matrix m = order == n ? a : slice(state, D_, c, nn + 1, 4);
+        auto at = [&](long k) { return value_at(ex, p, id, c, k); };
+        for (long j = 0; j < order; ++j) {
+          INFO("order " << order << ", chain " << c << ", value " << j);
+          if (j > 0) CHECK(at(j - 1) >= at(j));  // decreasing
+          double norm = 0, largest = 0;
+          for (long i = 0; i < order; ++i) {
+            const double x = at(i + (j + 1) * order);
+            norm += x * x;
+            if (std::fabs(x) > std::fabs(largest)) largest = x;
+            // A v = lambda v, A the lower triangle symmetrised
+            double av = 0;
+            for (long k = 0; k < order; ++k) {
+              const double aik = i >= k ? m[i + k * order] : m[k + i * order];
+              av += aik * at(k + (j + 1) * order);
+            }
+            CHECK(close(av, at(j) * x, 1e-12, 1e-12));
+          }
+          CHECK(close(norm, 1, 1e-13));
+          CHECK(largest > 0);  // the sign convention
+          for (long k = 0; k < j; ++k) {  // orthogonal
+            double dot = 0;
+            for (long i = 0; i < order; ++i)
+              dot += at(i + (j + 1) * order) * at(i + (k + 1) * order);
+            CHECK(std::fabs(dot) < 1e-13);
+          }
+        }
+      }
+      // 1 x 1: the value itself, and the vector 1
+      CHECK(value_at(ex, p, S1, c, 0) == state[c * D_ + nn]);
+      CHECK(value_at(ex, p, S1, c, 1) == 1.0);
+    }
+    check_gradient(p, chains, state, 1e-6, 1e-8, 1e-5, backend);
+    if (backend == Backend::cpu) check_backends_agree(p, chains, state);
+  });
+}
+
+TEST_CASE("eigen: equal eigenvalues give finite gradients when only the values are used",
+          "[ops][linalg][eigen]") {
+  // a = s * I + 2 I: every eigenvalue is s + 2, the vectors have no derivative,
+  // but the sum of the values (the trace) does: n
+  const long n = 3;
+  Program p;
+  const int s = p.add(param_node(1, 0, Transform::none, 0, 0, {1, 1}));
+  std::vector<double> eye(n * n, 0.0);
+  for (long i = 0; i < n; ++i) eye[i + i * n] = 1;
+  const int sI = p.add(binary_node(Op::mul, p.add(data_node(eye, {n, n})), s, p));
+  const int A = p.add(binary_node(Op::add, sI, p.add(data_node(identity(n, 2), {n, n})), p));
+  const int E = p.add(eigen_node(A, p));
+  const int values = p.add(gather_node(E, {0, 1, 2}));
+  add_term(p, density_node(Family::normal, {p.add(data_node({0.5, 1.0, 2.0}, {3, 1})), values,
+                                            p.add(data_node({1.0}, {1, 1}))}));
+  p.n_free = 1;
+  lockstep::plan(p);
+  for (Backend backend : {Backend::cpu, Backend::emulated}) {
+    const std::vector<double> state = {0.3, -0.7};
+    const Eval e = evaluate(p, 2, state, backend);
+    for (long c = 0; c < 2; ++c) {
+      const double lambda = state[c] + 2;
+      double want = 0;
+      for (double y : {0.5, 1.0, 2.0}) want += y - lambda;  // d/ds of sum log N(y | lambda, 1)
+      CHECK(std::isfinite(e.grad[c]));
+      CHECK(close(e.grad[c], want, 1e-12, 1e-12));
+    }
+  }
+}
+
 TEST_CASE("linalg ops stay in the global stage and feed the observation stage",
           "[ops][linalg][planner]") {
   // y ~ normal(X %*% solve(A, b), 1) over N rows: the row-aligned product
@@ -489,4 +595,6 @@ TEST_CASE("linalg ops: non-square matrices and mismatched right-hand sides are r
   refused(Op::backsolve, {3, 3}, {4, 1}, {4, 1});
   refused(Op::forwardsolve, {3, 2}, {3, 1}, {3, 1});
   refused(Op::chol, {2, 2}, {2, 2}, {2, 2});  // arity
+  refused(Op::eigen, {3, 3}, {}, {3, 3});   // values and vectors: 3 x 4
+  refused(Op::eigen, {2, 3}, {}, {2, 4});
 }

@@ -169,7 +169,7 @@ const std::set<std::string> dedicated_ops = {
     "data",   "param",       "sum",         "matmul", "gather", "density", "rowsum",
     "colsum", "transpose",   "gather_rows", "rowdot_rows",      "max",     "min",
     "prod",   "cumsum",      "cumprod",     "concat", "chol",   "chol2inv", "solve",
-    "backsolve", "forwardsolve"};
+    "backsolve", "forwardsolve", "eigen"};
 
 // The value of node `id` for chain c, element i, whatever its chain layout.
 double node_value(const Executor<double>& ex, const Program& p, int id, long c, long i) {

@@ -568,7 +568,7 @@ Case concat_case() {
   return b.finish("concat");
 }
 
-// chol, chol2inv, solve, backsolve and forwardsolve (one lane per chain) on
+// chol, chol2inv, solve, backsolve, forwardsolve and eigen (one lane per chain) on
 // diagonally dominant matrices: parameter and data operands, a solve whose
 // right-hand side is the matrix itself, and chol of a Gram matrix.
 Case linalg_case() {
@@ -592,9 +592,14 @@ Case linalg_case() {
   const int Z = b.matrix(n, n, small);
   const int G = b.node(binary_node(Op::add, b.node(matmul_node(b.node(transpose_node(Z, b.p)), Z, b.p)), I3, b.p));
   b.objective(b.node(linalg_node(Op::chol, G, b.p)));
+  // eigen(G): n x (n + 1), the values then the vectors (Jacobi rotations per lane)
+  Node e = linalg_node(Op::eigen, G, b.p);
+  e.dim = {n, n + 1};
+  e.size = n * (n + 1);
+  b.objective(b.node(e));
   Tol tol;
   tol.grad_scale = 1e-12;
-  return b.finish("chol, chol2inv, solve, backsolve and forwardsolve", tol);
+  return b.finish("chol, chol2inv, solve, backsolve, forwardsolve and eigen", tol);
 }
 
 std::vector<Case> shape_cases() {

@@ -1,11 +1,14 @@
-// The linalg ops (ops.def): chol, chol2inv, solve, backsolve and forwardsolve
-// of one square matrix per chain, math in math/linalg.hpp.
+// The linalg ops (ops.def): chol, chol2inv, solve, backsolve, forwardsolve and
+// eigen of one square matrix per chain, math in math/linalg.hpp and
+// math/eigen.hpp.
 //
 //   chol(a)             n x n: the upper Cholesky factor of a's upper triangle
 //   chol2inv(r)         n x n: (R^T R)^-1 from r's upper triangle
 //   solve(a, b)         n x k: a^-1 b by LU with partial pivoting
 //   backsolve(r, b)     n x k: R^-1 b, R the upper triangle of r
 //   forwardsolve(l, b)  n x k: L^-1 b, L the lower triangle of l
+//   eigen(a)            n x (n + 1): the eigenvalues (column 0, decreasing) and
+//                       unit eigenvectors of a's lower triangle, symmetrised
 //
 // Each chain's matrix is small and its factorisation a serial recurrence, so
 // a lane owns whole chains (loops inside, as kernels/fold.hpp does): the
@@ -24,6 +27,7 @@
 
 #include "../ir.hpp"
 #include "../lanes.hpp"
+#include "../math/eigen.hpp"
 #include "../math/linalg.hpp"
 
 namespace lockstep {
@@ -36,6 +40,8 @@ LS_HD long linalg_workspace(Op op, long n) {
       return n * n;
     case Op::solve:
       return n * n + 3 * n;  // LU, the permutation and two columns
+    case Op::eigen:
+      return 2 * n * n;  // the rotated matrix and the rotations; backward: two products
     default:
       return 2 * n;  // backsolve, forwardsolve: two columns
   }
@@ -43,7 +49,7 @@ LS_HD long linalg_workspace(Op op, long n) {
 
 struct LinalgShape {
   long n;     // the square input's order
-  long cols;  // columns of the right-hand side and of the output (n for chol, chol2inv)
+  long cols;  // columns of the right-hand side and output (n: chol, chol2inv; n + 1: eigen)
   long a_stride, b_stride;  // chain strides of the inputs (0: no chain dimension)
   long work_stride;         // linalg_workspace(op, n)
 };
@@ -69,6 +75,9 @@ template <class T> struct LinalgForward {
           break;
         case Op::chol2inv:
           chol2inv_forward(ac, yc, w, n);
+          break;
+        case Op::eigen:
+          sym_eigen_forward(ac, yc, w, n);
           break;
         case Op::solve: {
           double* lu = w;
@@ -127,6 +136,9 @@ template <class T> struct LinalgBackward {
           break;
         case Op::chol2inv:
           if (dac) chol2inv_backward(ac, yc, dyc, dac, w, n);
+          break;
+        case Op::eigen:
+          if (dac) sym_eigen_backward(yc, dyc, dac, w, n);
           break;
         case Op::solve: {
           double* lu = w;
