@@ -1,5 +1,5 @@
-# Multivariate distributions: multivariate_normal(), dirichlet(), categorical()
-# and multinomial(), with greta's arguments and layout (each row of an n x k
+# Multivariate distributions: multivariate_normal(), dirichlet(), categorical(),
+# multinomial() and dirichlet_multinomial(), with greta's arguments and layout (each row of an n x k
 # greta array is one realisation). Each log density is written here as an
 # expression of ordinary ops (chol, backsolve, lgamma, rowSums, ...) of the
 # target and the parameters, so it runs on every backend and in both
@@ -28,6 +28,7 @@
 #' | `dirichlet(alpha)` | `extraDistr::ddirichlet(x, alpha)` |
 #' | `categorical(prob)` | `dmultinom(x, 1, prob)` (`x` one-hot) |
 #' | `multinomial(size, prob)` | `dmultinom(x, size, prob)` |
+#' | `dirichlet_multinomial(size, alpha)` | `extraDistr::ddirmnom(x, size, alpha)` |
 #'
 #' The vector parameters (`mean`, `alpha`, `prob`) are row vectors: `1 x k`,
 #' shared by every realisation, or `n x k`, one row per realisation. An R
@@ -37,10 +38,12 @@
 #'
 #' `multivariate_normal()` variables are unconstrained, `dirichlet()`
 #' variables are simplexes (each row positive and summing to 1, sampled as a
-#' [simplex_variable()]). `categorical()` and `multinomial()` are discrete:
+#' [simplex_variable()]). `categorical()`, `multinomial()` and
+#' `dirichlet_multinomial()` are discrete:
 #' they can only be the distribution of data, never of a variable: data for
 #' `categorical()` are one-hot rows (a single 1 per row, the observed class),
-#' for `multinomial()` rows of counts summing to `size`. As in greta and
+#' for `multinomial()` and `dirichlet_multinomial()` rows of counts summing to
+#' `size`. As in greta and
 #' [dmultinom()], each row of `prob` is normalised to sum to 1.
 #'
 #' These distributions' log densities are not yet supported by [log_lik()],
@@ -73,6 +76,10 @@
 #' distribution(classes) <- categorical(p, n_realisations = 4)
 #' counts <- as_data(t(c(3, 5, 2)))
 #' distribution(counts) <- multinomial(10, p)
+#' # overdispersed counts
+#' a <- variable(lower = 0, dim = c(1, 3))
+#' more_counts <- as_data(rbind(c(1, 8, 1), c(6, 2, 2)))
+#' distribution(more_counts) <- dirichlet_multinomial(10, a, n_realisations = 2)
 #' m <- model(mu, p)
 #' @name multivariate_distributions
 NULL
@@ -153,32 +160,58 @@ categorical <- function(prob, n_realisations = NULL, dimension = NULL) {
 #' @export
 multinomial <- function(size, prob, n_realisations = NULL, dimension = NULL) {
   family <- "multinomial"
-  size <- as.greta_array(size, "size")
-  if (length(dim(size)) != 2L || ncol(size) != 1L) {
-    stop("`size` of multinomial() must be a number or a column vector (one per row), but ",
-         "has dimension ", paste(dim(size), collapse = " x "), call. = FALSE)
-  }
-  check_constant(size, "size", family, function(v) all(v >= 0 & v == round(v)),
-                 "a non-negative whole number")
+  size <- size_parameter(size, family)
   prob <- row_parameter(prob, "prob", family)
   check_constant(prob, "prob", family, function(v) all(v >= 0), "non-negative")
   dim <- realisation_dim(list(prob = prob, size = size), ncol(prob), n_realisations,
                          dimension, family, at_least_two = TRUE)
   prob <- widen(prob, dim[2])
-  size_node <- get_node(size)
   new_multivariate(family, list(size = size, prob = prob), dim,
                    density = multinomial_log_density, discrete = TRUE,
-                   check_data = function(y) {
-                     if (any(y < 0 | y != round(y))) {
-                       stop("data given a multinomial() distribution must be counts ",
-                            "(non-negative whole numbers)", call. = FALSE)
-                     }
-                     if (size_node$type == "data" &&
-                         any(rowSums(y) != as.numeric(size_node$value))) {
-                       stop("each row of data given a multinomial() distribution must sum ",
-                            "to `size`", call. = FALSE)
-                     }
-                   })
+                   check_data = count_data_check(size, family))
+}
+
+# `size` of the count distributions: a number or a column, whole and >= 0
+size_parameter <- function(size, family) {
+  size <- as.greta_array(size, "size")
+  if (length(dim(size)) != 2L || ncol(size) != 1L) {
+    stop("`size` of ", family, "() must be a number or a column vector (one per row), but ",
+         "has dimension ", paste(dim(size), collapse = " x "), call. = FALSE)
+  }
+  check_constant(size, "size", family, function(v) all(v >= 0 & v == round(v)),
+                 "a non-negative whole number")
+  size
+}
+
+# Data of the count distributions: counts, each row summing to `size` when it
+# is known now
+count_data_check <- function(size, family) {
+  size_node <- get_node(size)
+  function(y) {
+    if (any(y < 0 | y != round(y))) {
+      stop("data given a ", family, "() distribution must be counts (non-negative whole ",
+           "numbers)", call. = FALSE)
+    }
+    if (size_node$type == "data" && any(rowSums(y) != as.numeric(size_node$value))) {
+      stop("each row of data given a ", family, "() distribution must sum to `size`",
+           call. = FALSE)
+    }
+  }
+}
+
+#' @rdname multivariate_distributions
+#' @export
+dirichlet_multinomial <- function(size, alpha, n_realisations = NULL, dimension = NULL) {
+  family <- "dirichlet_multinomial"
+  size <- size_parameter(size, family)
+  alpha <- row_parameter(alpha, "alpha", family)
+  check_constant(alpha, "alpha", family, function(v) all(v > 0), "positive")
+  dim <- realisation_dim(list(alpha = alpha, size = size), ncol(alpha), n_realisations,
+                         dimension, family, at_least_two = TRUE)
+  alpha <- widen(alpha, dim[2])
+  new_multivariate(family, list(size = size, alpha = alpha), dim,
+                   density = dirichlet_multinomial_log_density, discrete = TRUE,
+                   check_data = count_data_check(size, family))
 }
 
 # Log densities, one value per realisation (an n x 1 column): `y` the n x k
@@ -212,6 +245,17 @@ multinomial_log_density <- function(y, p) {
   if (nrow(size) == 1L && nrow(y) > 1L) size <- by_row(size, nrow(y))
   lgamma(size + 1) - rowSums(lgamma(y + 1)) + rowSums(y * log(prob)) -
     rowSums(y) * log(rowSums(prob))
+}
+
+# lgamma(A) + lgamma(size + 1) - lgamma(size + A) +
+#   sum_j lgamma(y_j + alpha_j) - lgamma(alpha_j) - lgamma(y_j + 1),  A = sum(alpha)
+dirichlet_multinomial_log_density <- function(y, p) {
+  alpha <- by_row(p$alpha, nrow(y))
+  size <- p$size
+  if (nrow(size) == 1L && nrow(y) > 1L) size <- by_row(size, nrow(y))
+  total <- rowSums(alpha)
+  lgamma(total) + lgamma(size + 1) - lgamma(size + total) +
+    rowSums(lgamma(y + alpha) - lgamma(alpha) - lgamma(y + 1))
 }
 
 # A 1 x k row repeated to n rows (one product with a column of ones); an n x k

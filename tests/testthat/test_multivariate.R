@@ -177,6 +177,40 @@ test_that("categorical() and multinomial() data: log densities and gradients", {
   }, chains = c(1, 3))
 })
 
+test_that("dirichlet_multinomial() data: log density against extraDistr::ddirmnom, gradient", {
+  skip_if_not_installed("extraDistr")
+  set.seed(905)
+  counts <- rbind(c(1, 8, 1), c(6, 2, 2), c(0, 0, 10))
+  y <- as_data(counts)
+  a <- variable(lower = 0, dim = c(1, 3))
+  distribution(y) <- dirichlet_multinomial(10, a, n_realisations = 3)
+  m <- model(a)
+  expect_density_matches(m, function(free) {
+    sum(extraDistr::ddirmnom(counts, 10, exp(free), log = TRUE)) + sum(free)
+  }, chains = c(1, 3))
+  expect_gradient_matches(m, chains = c(1, 3))
+  y2 <- as_data(counts)
+  expect_error(distribution(y2) <- dirichlet_multinomial(9, t(c(1, 1, 1)), n_realisations = 3),
+               "sum to `size`")
+  expect_error(model(dirichlet_multinomial(3, t(c(1, 2)))), "discrete variable")
+})
+
+test_that("the emulated backend gives the same multivariate densities", {
+  skip_if_not_installed("mvtnorm")
+  set.seed(906)
+  old <- options(lockstep.backend = "emulated")
+  on.exit(options(old))
+  yv <- matrix(rnorm(6), 2, 3)
+  y <- as_data(yv)
+  mu <- variable(dim = c(1, 3))
+  distribution(y) <- multivariate_normal(mu, Sigma3, n_realisations = 2)
+  m <- model(mu)
+  expect_density_matches(m, function(free) {
+    sum(mvtnorm::dmvnorm(yv, free, Sigma3, log = TRUE))
+  }, chains = c(1, 3))
+  expect_gradient_matches(m, chains = c(1, 3))
+})
+
 test_that("multivariate distributions give clear errors", {
   expect_error(multivariate_normal(t(c(0, 0)), matrix(1, 2, 3)), "`Sigma`.*square")
   expect_error(multivariate_normal(t(c(0, 0, 0)), diag(2)), "`mean`.*columns")
