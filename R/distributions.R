@@ -439,7 +439,9 @@ check_truncation <- function(truncation, support, family) {
   }
   variable <- get_node(value)
   dist <- variable$distribution
-  if (variable$type != "variable" || !identical(dist$target, variable) ||
+  # a multivariate distribution's prior may be an operation (dirichlet()'s simplex)
+  multivariate <- isTRUE(dist$multivariate)
+  if ((variable$type != "variable" && !multivariate) || !identical(dist$target, variable) ||
       length(variable$children) > 0 || isTRUE(variable$assigned)) {
     stop("the distribution on the right-hand side of `distribution(y) <-` has already been ",
          "used elsewhere; create a new one, e.g. distribution(y) <- normal(mu, sd)",
@@ -453,13 +455,23 @@ check_truncation <- function(truncation, support, family) {
   if (!is.null(target$distribution)) {
     stop("the left-hand side of `distribution(y) <-` already has a distribution", call. = FALSE)
   }
+  if (multivariate) {
+    # rows are realisations: the dimensions must match exactly (no recycling)
+    if (!identical(dist$dim, target$dim)) {
+      stop("left and right hand sides of `distribution(y) <-` have different dimensions: ",
+           "the data have dimension ", paste(target$dim, collapse = " x "), " but the ",
+           dist$family, "() distribution ", paste(dist$dim, collapse = " x "),
+           " (set its `n_realisations` to the number of rows of the data)", call. = FALSE)
+    }
+    dist$check_data(matrix(as.numeric(target$value), target$dim[1], target$dim[2]))
+  }
   scalar_dist <- prod(dist$dim) == 1
-  if (!scalar_dist && !identical(dist$dim, target$dim)) {
+  if (!multivariate && !scalar_dist && !identical(dist$dim, target$dim)) {
     stop("left and right hand sides of `distribution(y) <-` have different dimensions: the ",
          "distribution must have dimension ", paste(target$dim, collapse = " x "),
          " or 1 x 1, but has dimension ", paste(dist$dim, collapse = " x "), call. = FALSE)
   }
-  check_data_support(target$value, dist)
+  if (!multivariate) check_data_support(target$value, dist)
   dist$target <- target
   dist$dim <- target$dim
   # the order of distribution() statements orders log_lik()'s columns

@@ -69,6 +69,13 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
     stop("this greta_model was made by an older lockstep; make it again with model()",
          call. = FALSE)
   }
+  if (length(model$multivariate_likelihoods) > 0) {
+    # their log densities are terms of ordinary ops (R/multivariate.R), one per
+    # realisation, which log_lik() does not yet evaluate
+    stop("log_lik() does not support multivariate likelihoods yet (this model has data with ",
+         paste0(model$multivariate_likelihoods, "()", collapse = ", "), " distributions)",
+         call. = FALSE)
+  }
   if (length(model$likelihood) == 0) {
     stop("the model has no likelihood: no data were given a distribution with ",
          "distribution(y) <- ...", call. = FALSE)

@@ -44,6 +44,12 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   roots <- lapply(arrays, get_node)
   nodes <- collect_dag(roots)
   check_model_nodes(nodes)
+  # multivariate distributions become terms of ordinary ops (R/multivariate.R),
+  # found by a second walk; the distributions themselves are not lowered, and
+  # those of data are recorded for log_lik(), which does not support them yet
+  if (expand_multivariate(nodes)) nodes <- collect_dag(roots)
+  multivariate <- Filter(is_multivariate, nodes)
+  nodes <- Filter(Negate(is_multivariate), nodes)
   lowered <- lower_dag(nodes)
   lowered$ir$precision <- precision
   traced <- lapply(seq_along(roots), function(k) {
@@ -55,7 +61,10 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
     list(ir = lowered$ir, traced = traced, variables = lowered$variables,
          n_free = lowered$ir$n_free, precision = precision, engine = engine,
          node_ids = vapply(nodes, function(n) n$id, integer(1), USE.NAMES = FALSE),
-         likelihood = likelihood_terms(nodes, lowered$ids)),
+         likelihood = likelihood_terms(nodes, lowered$ids),
+         multivariate_likelihoods = unique(unlist(lapply(multivariate, function(n) {
+           if (n$target$type == "data") n$family
+         })))),
     class = "greta_model"
   )
 }

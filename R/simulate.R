@@ -79,6 +79,13 @@ simulation_nodes <- function(roots, fixed, given) {
   unsampleable <- list()
   nodes <- walk_nodes(roots, function(node, key) {
     if (!is.null(fixed[[key]]) || !is.null(given[[key]])) return(list())
+    if (is_multivariate(node$distribution)) {
+      # (R/multivariate.R) their densities are terms of ordinary ops, with no
+      # sampler here yet
+      stop("calculate() with `nsim` and simulate() do not support the ",
+           node$distribution$family, "() distribution yet; give its greta array values in ",
+           "`values`", call. = FALSE)
+    }
     if (!is.null(node$distribution) && node$type %in% c("variable", "data")) {
       stochastic[[key]] <<- node
       return(node$distribution$parents)

@@ -291,6 +291,10 @@ const std::map<std::string, FamilyRef>& family_refs() {
       {"log_jacobian",
        {[](double x, const double*) { return x; },
         [](std::mt19937& r, double* x, double*) { *x = u(r, -30, 30); }}},
+      // no distribution: a log density built from ordinary ops, added as is
+      {"target",
+       {[](double x, const double*) { return x; },
+        [](std::mt19937& r, double* x, double*) { *x = u(r, -30, 30); }}},
   };
   return m;
 }
@@ -579,9 +583,9 @@ TEST_CASE("lpdf partials of every family against finite differences",
       dist_lpdf(f.family, x, p, &dx, dp);
       INFO("family " << f.name << ", x " << x << ", p " << p[0] << " " << p[1] << " " << p[2]);
       double sdx, sdp[max_dist_params];
-      // log_jacobian is listed as not continuous (it takes no truncation) but
-      // is differentiable in x
-      if (f.continuous || f.name == "log_jacobian") {
+      // log_jacobian and target are listed as not continuous (they take no
+      // truncation) but are differentiable in x
+      if (f.continuous || f.name == "log_jacobian" || f.name == "target") {
         const double fd = central_difference(
             [&](double v) { return dist_lpdf(f.family, v, p, &sdx, sdp); }, x, 1e-4);
         CHECK(close(dx, fd, 1e-8, 1e-9));
@@ -1014,6 +1018,10 @@ FamilyProgram family_program(Family f, double lo = -inf, double hi = inf) {
       // a constrained variable's log |Jacobian|: any expression of the parameters
       fp.inputs = {par(n)};
       break;
+    case Family::target:
+      // a log density built from ordinary ops: any expression of the parameters
+      fp.inputs = {par(n)};
+      break;
   }
   p.n_free = off;
   fp.term = add_term(p, density_node(f, fp.inputs, lo, hi));
@@ -1050,6 +1058,7 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
       {Family::weibull, 0.5, 3},      {Family::pareto, 0.5, 3},      {Family::laplace, -1, 2},
       {Family::beta, 0.1, 0.6},       {Family::chi_squared, 0.5, 3}, {Family::logistic, -1, 2},
       {Family::f, 0.5, 3},            {Family::log_jacobian, -inf, inf},
+      {Family::target, -inf, inf},
   };
   for (const Case& c : cases) {
     for (long chains : {1L, 3L}) {
@@ -1385,6 +1394,53 @@ TEST_CASE("log_jacobian: its term adds its target, d/dx = 1, and is dropped with
           CHECK(close(grad[c * 3 + i], -xi * xi + (jacobian ? 1 : 0), 1e-13, 1e-14));
         }
         CHECK(close(lp[c], expected, 1e-13, 1e-14));
+      }
+    }
+  }
+  check_gradient(p, 2, state, 1e-8, 1e-10);
+}
+
+TEST_CASE("target: its term adds its target, d/dx = 1, and is kept without the Jacobian, "
+          "cpu and emulated",
+          "[distributions][executor][target]") {
+  // A density built from ordinary ops, as R's multivariate distributions build
+  // theirs: the standard normal log density of z, -z^2 / 2 - log(2 pi) / 2 per
+  // element, as a row of per-element values (the term sums them), beside a
+  // log_jacobian term sum(z). Without the Jacobian only the latter goes.
+  Program p;
+  const int z = p.add(param_node(3, 0));
+  const int zz = p.add(binary_node(Op::mul, z, z, p));
+  const int half = p.add(data_node({-0.5}));
+  const int c = p.add(data_node({-0.5 * std::log(2 * M_PI)}));
+  const int scaled = p.add(binary_node(Op::mul, zz, half, p));
+  const int lp_z = p.add(binary_node(Op::add, scaled, c, p));
+  add_term(p, density_node(Family::target, {lp_z}));
+  const int logj = p.add(sum_node(z));
+  add_term(p, density_node(Family::log_jacobian, {logj}));
+  p.n_free = 3;
+  lockstep::plan(p);
+  CHECK(lockstep::family_n_params(Family::target) == 0);
+  CHECK_FALSE(lockstep::family_continuous(Family::target));
+  const std::vector<double> state = {-0.4, 0.2, 1.1, 0.9, -1.3, 0.05};
+  for (Backend b : {Backend::cpu, Backend::emulated}) {
+    for (bool jacobian : {true, false}) {
+      INFO((b == Backend::cpu ? "cpu" : "emulated") << (jacobian ? ", with" : ", without")
+                                                    << " the Jacobian");
+      lockstep::ExecOptions o;
+      o.backend = b;
+      o.jacobian = jacobian;
+      Executor<double> ex(p, 2, o);
+      std::vector<double> lp(2), grad(6);
+      ex.log_density(state.data(), lp.data(), grad.data());
+      for (long ch = 0; ch < 2; ++ch) {
+        double expected = 0;
+        for (long i = 0; i < 3; ++i) {
+          const double zi = state[ch * 3 + i];
+          // the target term is there with or without the Jacobian
+          expected += -0.5 * zi * zi - 0.5 * std::log(2 * M_PI) + (jacobian ? zi : 0);
+          CHECK(close(grad[ch * 3 + i], -zi + (jacobian ? 1 : 0), 1e-13, 1e-14));
+        }
+        CHECK(close(lp[ch], expected, 1e-13, 1e-14));
       }
     }
   }

@@ -774,6 +774,10 @@ Case family_case(Family f, double lo, double hi) {
       // a constrained variable's log |Jacobian|: any expression of the parameters
       inputs = {par(n)};
       break;
+    case Family::target:
+      // a log density built from ordinary ops: any expression of the parameters
+      inputs = {par(n)};
+      break;
   }
   p.n_free = off;
   add_term(p, density_node(f, inputs, lo, hi));
@@ -825,7 +829,7 @@ std::vector<Case> family_cases() {
       {Family::pareto, 0.5, 3},           {Family::laplace, -1, 2},
       {Family::beta, 0.1, 0.6},           {Family::chi_squared, 0.5, 3},
       {Family::logistic, -1, 2},          {Family::f, 0.5, 3},
-      {Family::log_jacobian, -inf, inf},
+      {Family::log_jacobian, -inf, inf},  {Family::target, -inf, inf},
   };
   std::vector<Case> out;
   for (const Spec& s : specs) out.push_back(family_case(s.f, s.lo, s.hi));

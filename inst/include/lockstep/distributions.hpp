@@ -25,6 +25,7 @@
 #include "distributions/pareto.hpp"
 #include "distributions/poisson.hpp"
 #include "distributions/student.hpp"
+#include "distributions/target.hpp"
 #include "distributions/uniform.hpp"
 #include "distributions/weibull.hpp"
 
