@@ -35,6 +35,12 @@
 #'   the targets may depend on one only through greta arrays given in
 #'   `values`.
 #'
+#'   The [multivariate_distributions] are drawn too, a realisation per row:
+#'   `multivariate_normal` (through the Cholesky factor of `Sigma`),
+#'   `dirichlet` (normalised gamma draws), `categorical` (one-hot rows),
+#'   `multinomial` and `dirichlet_multinomial` (a Dirichlet draw, then a
+#'   multinomial one).
+#'
 #'   The draws are computed as chains of the engine: the parameters of every
 #'   distribution at one level of the model are computed for all simulations
 #'   (`trace_batch_size` at a time) in one engine evaluation, and the values

@@ -30,6 +30,11 @@
 #' `beta_binomial` and `hypergeometric`; a family added to the engine without
 #' an R counterpart gives an error naming it.
 #'
+#' Data with a multivariate distribution ([multivariate_distributions]:
+#' `multivariate_normal`, `dirichlet`, `categorical`, `multinomial`,
+#' `dirichlet_multinomial`) count one observation per realisation (row): its
+#' columns are the log densities of the rows of the data, in order.
+#'
 #' @param draws a `greta_mcmc_list` from [mcmc()] (or [extra_samples()])
 #' @param merge_chains `TRUE` (the default) for a matrix of draws x
 #'   observations, the chains one after the other (as `as.matrix(draws)`
@@ -69,49 +74,69 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
     stop("this greta_model was made by an older lockstep; make it again with model()",
          call. = FALSE)
   }
-  if (length(model$multivariate_likelihoods) > 0) {
-    # their log densities are terms of ordinary ops (R/multivariate.R), one per
-    # realisation, which log_lik() does not yet evaluate
-    stop("log_lik() does not support multivariate likelihoods yet (this model has data with ",
-         paste0(model$multivariate_likelihoods, "()", collapse = ", "), " distributions)",
-         call. = FALSE)
+  order <- model$likelihood_order
+  if (is.null(order)) {
+    if (length(model$multivariate_likelihoods) > 0) {
+      stop("this greta_model was made by an older lockstep; make it again with model()",
+           call. = FALSE)
+    }
+    order <- lapply(model$likelihood, function(k) list(ir = k))
   }
-  if (length(model$likelihood) == 0) {
+  if (length(order) == 0) {
     stop("the model has no likelihood: no data were given a distribution with ",
          "distribution(y) <- ...", call. = FALSE)
   }
   nodes <- model$ir$nodes
-  terms <- lapply(model$likelihood, function(k) {
-    node <- nodes[[k + 1L]]
+  terms <- lapply(order, function(t) {
+    if (!is.null(t$family)) {
+      mv_family(t$family, "log_lik()")
+      return(c(t, list(multivariate = TRUE, n = nrow(t$y))))
+    }
+    node <- nodes[[t$ir + 1L]]
     r_family(node$family, "log_lik()")
     target <- nodes[[node$inputs[1] + 1L]]
     list(family = node$family, lower = node$trunc_lower, upper = node$trunc_upper,
-         y = target$values, params = node$inputs[-1])
+         y = target$values, params = node$inputs[-1], multivariate = FALSE,
+         n = length(target$values))
   })
   params <- unique(unlist(lapply(terms, `[[`, "params")))
   raw <- info$raw_draws
   chains <- length(raw)
   iterations <- nrow(raw[[1]])
   free <- do.call(rbind, lapply(raw, as.matrix))
-  n_obs <- vapply(terms, function(t) length(t$y), integer(1))
+  n_obs <- vapply(terms, `[[`, integer(1), "n")
   out <- matrix(0, nrow(free), sum(n_obs))
   engine <- model_engine(model)
+  width <- vapply(params, function(id) as.integer(prod(nodes[[id + 1L]]$dim)), integer(1))
+  first <- cumsum(c(0L, width))
+  cols_of <- function(id) {
+    j <- match(id, params)
+    first[j] + seq_len(width[j])
+  }
   for (start in seq(1, nrow(free), by = batch)) {
     idx <- start:min(nrow(free), start + batch - 1)
     values <- ls_engine_values(engine, free[idx, , drop = FALSE], params, options)
-    width <- vapply(params, function(id) as.integer(prod(nodes[[id + 1L]]$dim)), integer(1))
-    first <- cumsum(c(0L, width))
+    if (is.null(dim(values))) values <- matrix(values, nrow = length(idx))
     col <- 0
     for (term in terms) {
-      n <- length(term$y)
-      p <- lapply(term$params, function(id) {
-        j <- match(id, params)
-        v <- values[, first[j] + seq_len(width[j]), drop = FALSE]
-        if (ncol(v) == 1L && n > 1L) rep(v, n) else as.vector(v)
-      })
-      ll <- log_density_family(term$family, rep(term$y, each = length(idx)), p, term$lower,
-                               term$upper)
-      out[idx, col + seq_len(n)] <- ll
+      n <- term$n
+      if (term$multivariate) {
+        # one column per realisation (row of the data), computed draw by draw
+        d <- mv_families[[term$family]]$d
+        cols <- lapply(term$params, cols_of)
+        for (i in seq_along(idx)) {
+          p <- mv_params(values[i, ], cols, term$param_dims, term$param_names)
+          out[idx[i], col + seq_len(n)] <- d(term$y, p)
+        }
+      } else {
+        p <- lapply(term$params, function(id) {
+          v <- values[, cols_of(id), drop = FALSE]
+          if (ncol(v) == 1L && n > 1L) rep(v, n) else as.vector(v)
+        })
+        ll <- log_density_family(term$family, rep(term$y, each = length(idx)), p, term$lower,
+                                 term$upper)
+        out[idx, col + seq_len(n)] <- ll
+      }
       col <- col + n
     }
   }

@@ -46,7 +46,8 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   check_model_nodes(nodes)
   # multivariate distributions become terms of ordinary ops (R/multivariate.R),
   # found by a second walk; the distributions themselves are not lowered, and
-  # those of data are recorded for log_lik(), which does not support them yet
+  # those of data are recorded for log_lik(), which computes them in R
+  # (R/multivariate_families.R)
   if (expand_multivariate(nodes)) nodes <- collect_dag(roots)
   multivariate <- Filter(is_multivariate, nodes)
   nodes <- Filter(Negate(is_multivariate), nodes)
@@ -64,7 +65,8 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
          likelihood = likelihood_terms(nodes, lowered$ids),
          multivariate_likelihoods = unique(unlist(lapply(multivariate, function(n) {
            if (n$target$type == "data") n$family
-         })))),
+         }))),
+         likelihood_order = likelihood_order(nodes, multivariate, lowered$ids)),
     class = "greta_model"
   )
 }
@@ -79,6 +81,29 @@ likelihood_terms <- function(nodes, ids) {
                      integer(1))
   ir <- vapply(terms, function(n) ids[[as.character(n$id)]], integer(1))
   unname(ir[order(declared, ir)])
+}
+
+# log_lik()'s terms in the order of their `distribution(y) <-` statements:
+# each a list with `ir` (the IR id of a univariate term) or, for a
+# multivariate distribution of data, its family, data (an n x k matrix) and
+# parameters (IR ids, names, dimensions).
+likelihood_order <- function(nodes, multivariate, ids) {
+  declared_of <- function(n) if (is.null(n$declared)) NA_integer_ else n$declared
+  uni <- Filter(function(n) n$type == "distribution" && n$target$type == "data", nodes)
+  mv <- Filter(function(n) n$target$type == "data", multivariate)
+  terms <- c(
+    lapply(uni, function(n) list(ir = ids[[as.character(n$id)]], declared = declared_of(n))),
+    lapply(mv, function(n) {
+      list(family = n$family, declared = declared_of(n),
+           y = matrix(as.numeric(n$target$value), n$target$dim[1], n$target$dim[2]),
+           params = vapply(n$parents, function(q) ids[[as.character(q$id)]], integer(1)),
+           param_names = n$param_names,
+           param_dims = lapply(n$parents, function(q) q$dim))
+    }))
+  if (length(terms) == 0) return(list())
+  declared <- vapply(terms, `[[`, integer(1), "declared")
+  ir <- vapply(terms, function(t) if (is.null(t$ir)) NA_integer_ else t$ir, integer(1))
+  unname(terms[order(declared, ir)])
 }
 
 check_model_nodes <- function(nodes) {

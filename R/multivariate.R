@@ -46,8 +46,9 @@
 #' `size`. As in greta and
 #' [dmultinom()], each row of `prob` is normalised to sum to 1.
 #'
-#' These distributions' log densities are not yet supported by [log_lik()],
-#' and they cannot be drawn by [calculate()] with `nsim` or by [simulate()].
+#' [log_lik()] gives one column per realisation (row) of data with these
+#' distributions, and [calculate()] with `nsim` and [simulate()] draw them
+#' (priors and data), computed in R (R/multivariate_families.R).
 #'
 #' @param mean a row vector of means (`1 x k`, or `n x k`)
 #' @param Sigma a positive definite `k x k` covariance matrix

@@ -50,6 +50,13 @@ simulate_arrays <- function(roots, names, fixed, given, nsim, precision, batch, 
       node <- at_level[[key]]
       dist <- node$distribution
       n <- prod(node$dim)
+      if (is_multivariate(dist)) {
+        free[, columns(key)] <- draw_multivariate(dist, node$dim, nsim, values,
+                                                  lapply(dist$parents, function(param) {
+                                                    col_of[[as.character(ir_id(param))]]
+                                                  }))
+        next
+      }
       p <- lapply(dist$parents, function(param) {
         v <- values[, col_of[[as.character(ir_id(param))]], drop = FALSE]
         if (ncol(v) == 1L && n > 1L) rep(v, n) else as.vector(v)
@@ -69,6 +76,20 @@ simulate_arrays <- function(roots, names, fixed, given, nsim, precision, batch, 
   result
 }
 
+# nsim draws (rows) of a multivariate distribution's n x k target, each
+# flattened in R's order: `values` the parameters' values (a row per draw),
+# `cols` each parameter's columns in it.
+draw_multivariate <- function(dist, dim, nsim, values, cols) {
+  r <- mv_family(dist$family, "calculate() with `nsim`")$r
+  dims <- lapply(dist$parents, function(q) q$dim)
+  out <- matrix(0, nsim, prod(dim))
+  for (s in seq_len(nsim)) {
+    p <- mv_params(values[s, ], cols, dims, dist$param_names)
+    out[s, ] <- as.vector(r(p, dim[1], dim[2]))
+  }
+  out
+}
+
 # The nodes that drawing the roots needs, walking back from the roots and
 # stopping at fixed and given nodes; a node with a distribution (a variable
 # with a prior, or data with a likelihood) is drawn from it, so the walk goes
@@ -79,12 +100,13 @@ simulation_nodes <- function(roots, fixed, given) {
   unsampleable <- list()
   nodes <- walk_nodes(roots, function(node, key) {
     if (!is.null(fixed[[key]]) || !is.null(given[[key]])) return(list())
-    if (is_multivariate(node$distribution)) {
-      # (R/multivariate.R) their densities are terms of ordinary ops, with no
-      # sampler here yet
-      stop("calculate() with `nsim` and simulate() do not support the ",
-           node$distribution$family, "() distribution yet; give its greta array values in ",
-           "`values`", call. = FALSE)
+    # a multivariate distribution's target may be an operation (dirichlet()'s
+    # simplex of a free variable): drawn from the distribution unless its
+    # variable is given (posterior draws)
+    if (is_multivariate(node$distribution) && !(node$type %in% c("variable", "data")) &&
+        !depends_on_given(node, given)) {
+      stochastic[[key]] <<- node
+      return(node$distribution$parents)
     }
     if (!is.null(node$distribution) && node$type %in% c("variable", "data")) {
       stochastic[[key]] <<- node
@@ -95,6 +117,13 @@ simulation_nodes <- function(roots, fixed, given) {
   })
   ordered <- order(vapply(stochastic, function(n) n$id, integer(1)))
   list(nodes = nodes, stochastic = stochastic[ordered], unsampleable = unsampleable)
+}
+
+# Whether any variable behind `node` (its inputs, walked back) is in `given`
+depends_on_given <- function(node, given) {
+  if (length(given) == 0) return(FALSE)
+  found <- walk_nodes(list(node), function(n, key) node_inputs(n))
+  any(names(found) %in% names(given))
 }
 
 # The level of each stochastic node (by id): 1 + the highest level among the

@@ -240,12 +240,4 @@ test_that("multivariate distributions give clear errors", {
   expect_error(model(theta), "discrete variable \\(categorical\\(\\)\\)")
   counts <- multinomial(5, t(c(0.2, 0.8)))
   expect_error(model(counts), "discrete variable \\(multinomial\\(\\)\\)")
-  # not simulated nor in log_lik() yet: clear errors naming the distribution
-  x <- multivariate_normal(t(c(0, 0)), diag(2))
-  expect_error(calculate(x, nsim = 3), "multivariate_normal\\(\\)")
-  yd <- as_data(t(c(0.3, -0.2)))
-  mu <- normal(0, 1, dim = c(1, 2))
-  distribution(yd) <- multivariate_normal(mu, diag(2))
-  draws <- sample_quietly(model(mu), n_samples = 10, warmup = 10, chains = 1)
-  expect_error(log_lik(draws), "multivariate likelihoods.*multivariate_normal\\(\\)")
 })
