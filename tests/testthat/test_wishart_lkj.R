@@ -96,11 +96,13 @@ test_that("lkj_correlation() prior: sampling matches E[r^2] = 1 / (2 eta + K - 1
     Omega <- lkj_correlation(case[["eta"]], dimension = case[["K"]])
     draws <- as.matrix(sample_quietly(model(Omega), n_samples = 2000, warmup = 500,
                                       chains = 4))
-    r <- draws[, 2]  # Omega[2, 1]
-    # each correlation is 2 Beta(b, b) - 1 with b = eta - 1 + K / 2
-    want <- 1 / (2 * case[["eta"]] + case[["K"]] - 1)
-    expect_near(mean(r^2), want, 0.03)
-    expect_near(mean(r), 0, 0.05)
+    K <- case[["K"]]
+    r <- draws[, which(lower.tri(diag(K)))]  # every correlation below the diagonal
+    # each correlation is 2 Beta(b, b) - 1 with b = eta - 1 + K / 2 (for K = 3
+    # this checks the Jacobian of L -> Omega in the prior's term)
+    want <- 1 / (2 * case[["eta"]] + K - 1)
+    expect_near(colMeans(as.matrix(r)^2), want, 0.03)
+    expect_near(colMeans(as.matrix(r)), 0, 0.05)
   }
 })
 
