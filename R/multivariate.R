@@ -89,26 +89,12 @@ NULL
 #' @export
 multivariate_normal <- function(mean, Sigma, n_realisations = NULL, dimension = NULL) {
   family <- "multivariate_normal"
-  Sigma <- as.greta_array(Sigma, "Sigma")
-  d <- dim(Sigma)
-  if (length(d) != 2L || d[1] != d[2]) {
-    stop("`Sigma` of multivariate_normal() must be a square matrix, but has dimension ",
-         paste(d, collapse = " x "), call. = FALSE)
-  }
-  k <- d[1]
+  Sigma <- covariance_parameter(Sigma, family)
+  k <- nrow(Sigma)
   mean <- row_parameter(mean, "mean", family, k)
   if (ncol(mean) != k && !(ncol(mean) == 1L && nrow(mean) == 1L)) {
     stop("`mean` of multivariate_normal() must have as many columns as `Sigma` (", k,
          "), but has dimension ", paste(dim(mean), collapse = " x "), call. = FALSE)
-  }
-  node <- get_node(Sigma)
-  if (node$type == "data") {
-    S <- matrix(as.numeric(node$value), k, k)
-    if (!isSymmetric(S, tol = 1e-8) ||
-        inherits(try(chol(S), silent = TRUE), "try-error")) {
-      stop("`Sigma` of multivariate_normal() must be a symmetric, positive definite ",
-           "matrix", call. = FALSE)
-    }
   }
   dim <- realisation_dim(list(mean = mean), k, n_realisations, dimension, family)
   mean <- widen(mean, dim[2])
@@ -385,4 +371,25 @@ add_target <- function(expr, label) {
                    support = c(-Inf, Inf), param_names = character(), label = label)
   add_child(target, dist)
   invisible(dist)
+}
+
+# `Sigma` of multivariate_normal() and wishart(): a square greta array, and,
+# given as numbers, symmetric and positive definite (checked now, so that a bad
+# model fails where it is written).
+covariance_parameter <- function(Sigma, family) {
+  Sigma <- as.greta_array(Sigma, "Sigma")
+  d <- dim(Sigma)
+  if (length(d) != 2L || d[1] != d[2]) {
+    stop("`Sigma` of ", family, "() must be a square matrix, but has dimension ",
+         paste(d, collapse = " x "), call. = FALSE)
+  }
+  node <- get_node(Sigma)
+  if (node$type == "data") {
+    S <- matrix(as.numeric(node$value), d[1], d[1])
+    if (!isSymmetric(S, tol = 1e-8) || inherits(try(chol(S), silent = TRUE), "try-error")) {
+      stop("`Sigma` of ", family, "() must be a symmetric, positive definite matrix",
+           call. = FALSE)
+    }
+  }
+  Sigma
 }

@@ -91,22 +91,8 @@ lkj_correlation <- function(eta, dimension = 2) {
 #' @export
 wishart <- function(df, Sigma) {
   family <- "wishart"
-  Sigma <- as.greta_array(Sigma, "Sigma")
-  d <- dim(Sigma)
-  if (length(d) != 2L || d[1] != d[2]) {
-    stop("`Sigma` of wishart() must be a square matrix, but has dimension ",
-         paste(d, collapse = " x "), call. = FALSE)
-  }
-  K <- d[1]
-  node <- get_node(Sigma)
-  if (node$type == "data") {
-    S <- matrix(as.numeric(node$value), K, K)
-    if (!isSymmetric(S, tol = 1e-8) ||
-        inherits(try(chol(S), silent = TRUE), "try-error")) {
-      stop("`Sigma` of wishart() must be a symmetric, positive definite matrix",
-           call. = FALSE)
-    }
-  }
+  Sigma <- covariance_parameter(Sigma, family)
+  K <- nrow(Sigma)
   df <- scalar_parameter(df, "df", family)
   check_constant(df, "df", family, function(v) all(v > K - 1),
                  paste0("greater than the dimension of `Sigma` minus 1 (", K - 1, ")"))
