@@ -39,7 +39,9 @@
 #'   `multivariate_normal` (through the Cholesky factor of `Sigma`),
 #'   `dirichlet` (normalised gamma draws), `categorical` (one-hot rows),
 #'   `multinomial` and `dirichlet_multinomial` (a Dirichlet draw, then a
-#'   multinomial one).
+#'   multinomial one). So are the [matrix_distributions], a matrix per
+#'   simulation: `wishart` (with [stats::rWishart()]) and `lkj_correlation`
+#'   (by the C-vine method of Lewandowski, Kurowicka and Joe, 2009).
 #'
 #'   The draws are computed as chains of the engine: the parameters of every
 #'   distribution at one level of the model are computed for all simulations

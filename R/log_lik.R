@@ -33,7 +33,9 @@
 #' Data with a multivariate distribution ([multivariate_distributions]:
 #' `multivariate_normal`, `dirichlet`, `categorical`, `multinomial`,
 #' `dirichlet_multinomial`) count one observation per realisation (row): its
-#' columns are the log densities of the rows of the data, in order.
+#' columns are the log densities of the rows of the data, in order. Data
+#' with a distribution over matrices ([matrix_distributions]:
+#' `lkj_correlation`, `wishart`) count one observation per matrix.
 #'
 #' @param draws a `greta_mcmc_list` from [mcmc()] (or [extra_samples()])
 #' @param merge_chains `TRUE` (the default) for a matrix of draws x
@@ -89,8 +91,10 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
   nodes <- model$ir$nodes
   terms <- lapply(order, function(t) {
     if (!is.null(t$family)) {
-      mv_family(t$family, "log_lik()")
-      return(c(t, list(multivariate = TRUE, n = nrow(t$y))))
+      f <- mv_family(t$family, "log_lik()")
+      # a distribution over matrices: the whole matrix is one realisation
+      n <- if (isTRUE(f$matrix)) 1L else nrow(t$y)
+      return(c(t, list(multivariate = TRUE, n = n)))
     }
     node <- nodes[[t$ir + 1L]]
     r_family(node$family, "log_lik()")
@@ -121,7 +125,8 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
     for (term in terms) {
       n <- term$n
       if (term$multivariate) {
-        # one column per realisation (row of the data), computed draw by draw
+        # one column per realisation (row of the data, or the whole matrix of
+        # a distribution over matrices), computed draw by draw
         d <- mv_families[[term$family]]$d
         cols <- lapply(term$params, cols_of)
         for (i in seq_along(idx)) {

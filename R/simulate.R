@@ -77,7 +77,8 @@ simulate_arrays <- function(roots, names, fixed, given, nsim, precision, batch, 
 }
 
 # nsim draws (rows) of a multivariate distribution's n x k target, each
-# flattened in R's order: `values` the parameters' values (a row per draw),
+# flattened in R's order (a k x k matrix for the distributions over
+# matrices): `values` the parameters' values (a row per draw),
 # `cols` each parameter's columns in it.
 draw_multivariate <- function(dist, dim, nsim, values, cols) {
   r <- mv_family(dist$family, "calculate() with `nsim`")$r

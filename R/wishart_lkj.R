@@ -30,8 +30,11 @@
 #' matrix (symmetric, positive definite). As in greta (TensorFlow
 #' Probability), both log densities include their normalising constants.
 #'
-#' These distributions cannot be drawn by [calculate()] with `nsim` or by
-#' [simulate()], and their log densities are not supported by [log_lik()].
+#' [calculate()] with `nsim` and [simulate()] draw them: `wishart()` with
+#' [stats::rWishart()] (by the Bartlett decomposition when `df < k`),
+#' `lkj_correlation()` by the C-vine method of Lewandowski, Kurowicka and Joe
+#' (2009). With data, [log_lik()] gives one column per matrix (one
+#' realisation): its log density at each draw, normalising constant included.
 #'
 #' @param eta the positive concentration of the LKJ distribution (a number or a
 #'   `1 x 1` greta array)
@@ -155,9 +158,11 @@ lkj_log_density <- function(y, p) {
   lp - lkj_log_normaliser(eta, K)
 }
 
-lkj_log_normaliser <- function(eta, K) {
+# `wrap` = as_data for a greta array `eta` (the model), identity for a number
+# (log_lik(), R/multivariate_families.R)
+lkj_log_normaliser <- function(eta, K, wrap = as_data) {
   k <- seq_len(K - 1L)
-  m <- as_data(matrix(K - k, ncol = 1))           # K - k
+  m <- wrap(matrix(K - k, ncol = 1))              # K - k
   a <- eta + (m - 1) * 0.5                         # eta + (K - k - 1) / 2
   sum((2 * eta - 2 + m) * m * log(2) + m * (2 * lgamma(a) - lgamma(2 * a)))
 }
