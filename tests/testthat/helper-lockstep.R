@@ -457,3 +457,50 @@ eight_schools_gradient <- function(z) {
   d_tt <- -tt + r * tau
   c(d_mu, d_z2, d_tt)
 }
+
+# Shared by the tests of constrained variables and multivariate distributions.
+
+# mcmc() without progress output; its warning about a few divergent transitions
+# (in the tails of these flat models) is not what these tests are about
+sample_quietly <- function(...) {
+  withCallingHandlers(mcmc(..., verbose = FALSE), warning = function(w) {
+    if (grepl("divergent", conditionMessage(w))) invokeRestart("muffleWarning")
+  })
+}
+
+# |mean - exact| within 5 Monte Carlo standard errors
+expect_mc_mean <- function(x, exact, sd) {
+  expect_lt(max(abs(colMeans(x) - exact) / (sd / sqrt(nrow(x)))), 5)
+}
+
+# |a - b| <= tol elementwise: Monte Carlo estimates against exact values
+expect_near <- function(a, b, tol) expect_lt(max(abs(as.numeric(a) - as.numeric(b))), tol)
+
+# log |det| of the Jacobian of `coords(f(y))` in y, by central differences
+numeric_log_jacobian <- function(f, coords, y, h = 1e-6) {
+  J <- vapply(seq_along(y), function(j) {
+    up <- y
+    down <- y
+    up[j] <- up[j] + h
+    down[j] <- down[j] - h
+    (coords(f(up)) - coords(f(down))) / (2 * h)
+  }, numeric(length(y)))
+  as.numeric(determinant(matrix(J, length(y)), logarithm = TRUE)$modulus)
+}
+
+# LKJ normalising constant (Lewandowski, Kurowicka and Joe 2009)
+ref_lkj_log_c <- function(eta, K) {
+  k <- seq_len(K - 1)
+  b <- eta + (K - k - 1) / 2
+  sum((2 * eta - 2 + K - k) * (K - k) * log(2) + (K - k) * lbeta(b, b))
+}
+ref_dlkj <- function(Omega, eta) {
+  (eta - 1) * as.numeric(determinant(Omega)$modulus) - ref_lkj_log_c(eta, nrow(Omega))
+}
+# Wishart, as stats::rWishart() draws it (mean df * Sigma)
+ref_dwishart <- function(W, df, Sigma) {
+  K <- nrow(W)
+  ld <- function(A) as.numeric(determinant(A)$modulus)
+  (df - K - 1) / 2 * ld(W) - sum(diag(solve(Sigma, W))) / 2 - df * K / 2 * log(2) -
+    df / 2 * ld(Sigma) - (K * (K - 1) / 4 * log(pi) + sum(lgamma(df / 2 + (1 - seq_len(K)) / 2)))
+}

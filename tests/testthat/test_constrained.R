@@ -49,29 +49,6 @@ ref_corr_factor <- function(y, n) {
   t(L)
 }
 
-# log |det| of the Jacobian of `coords(f(y))` in y, by central differences
-numeric_log_jacobian <- function(f, coords, y, h = 1e-6) {
-  J <- vapply(seq_along(y), function(j) {
-    up <- y
-    down <- y
-    up[j] <- up[j] + h
-    down[j] <- down[j] - h
-    (coords(f(up)) - coords(f(down))) / (2 * h)
-  }, numeric(length(y)))
-  as.numeric(determinant(matrix(J, length(y)), logarithm = TRUE)$modulus)
-}
-
-# |a - b| <= tol elementwise: Monte Carlo estimates against exact values
-expect_near <- function(a, b, tol) expect_lt(max(abs(as.numeric(a) - as.numeric(b))), tol)
-
-# mcmc() without progress output; its warning about a few divergent transitions
-# (in the tails of these flat models) is not what these tests are about
-sample_quietly <- function(...) {
-  withCallingHandlers(mcmc(..., verbose = FALSE), warning = function(w) {
-    if (grepl("divergent", conditionMessage(w))) invokeRestart("muffleWarning")
-  })
-}
-
 upper_coords <- function(U) U[upper.tri(U, diag = TRUE)]
 strict_upper_coords <- function(U) U[upper.tri(U)]
 

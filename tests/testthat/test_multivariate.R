@@ -21,24 +21,7 @@ stick <- function(y) {
   x[K] <- rest
   x
 }
-stick_log_jacobian <- function(y, h = 1e-6) {
-  J <- vapply(seq_along(y), function(j) {
-    up <- y
-    down <- y
-    up[j] <- up[j] + h
-    down[j] <- down[j] - h
-    (stick(up)[seq_along(y)] - stick(down)[seq_along(y)]) / (2 * h)
-  }, numeric(length(y)))
-  as.numeric(determinant(matrix(J, length(y)), logarithm = TRUE)$modulus)
-}
-
-expect_near <- function(a, b, tol) expect_lt(max(abs(as.numeric(a) - as.numeric(b))), tol)
-
-sample_quietly <- function(...) {
-  withCallingHandlers(mcmc(..., verbose = FALSE), warning = function(w) {
-    if (grepl("divergent", conditionMessage(w))) invokeRestart("muffleWarning")
-  })
-}
+stick_log_jacobian <- function(y) numeric_log_jacobian(stick, function(x) x[seq_along(y)], y)
 
 Sigma3 <- matrix(c(2, 0.6, -0.4, 0.6, 1, 0.3, -0.4, 0.3, 1.5), 3, 3)
 

@@ -4,17 +4,6 @@
 # written with lgamma, dmultinom, extraDistr::ddirmnom), and simulations
 # against exact moments within Monte Carlo error.
 
-mcmc_quietly <- function(...) {
-  withCallingHandlers(mcmc(..., verbose = FALSE), warning = function(w) {
-    if (grepl("divergent", conditionMessage(w))) invokeRestart("muffleWarning")
-  })
-}
-
-# |mean - exact| within 5 Monte Carlo standard errors
-expect_mean <- function(x, exact, sd) {
-  expect_lt(max(abs(colMeans(x) - exact) / (sd / sqrt(nrow(x)))), 5)
-}
-
 S2 <- matrix(c(1, 0.5, 0.5, 2), 2, 2)
 
 test_that("log_lik() gives a column per realisation of multivariate likelihoods", {
@@ -40,7 +29,7 @@ test_that("log_lik() gives a column per realisation of multivariate likelihoods"
   distribution(fracs) <- dirichlet(a, n_realisations = 2)
   distribution(dmcounts) <- dirichlet_multinomial(10, a, n_realisations = 2)
   m <- model(mu, sigma, p, a)
-  draws <- mcmc_quietly(m, n_samples = 20, warmup = 50, chains = 2)
+  draws <- sample_quietly(m, n_samples = 20, warmup = 50, chains = 2)
   ll <- log_lik(draws, trace_batch_size = 7)
   expect_equal(dim(ll), c(40L, 2L + 3L + 4L + 2L + 2L + 2L))
   d <- as.matrix(draws)
@@ -71,7 +60,7 @@ test_that("calculate(nsim =) draws multivariate_normal() with its mean and covar
   expect_equal(dim(sims), c(4000L, 3L, 2L))
   for (i in 1:3) {
     r <- sims[, i, ]
-    expect_mean(r, c(1, -2), sqrt(diag(S2)))
+    expect_mc_mean(r, c(1, -2), sqrt(diag(S2)))
     expect_lt(max(abs(cov(r) - S2)), 0.15)
   }
   expect_lt(abs(cor(sims[, 1, 1], sims[, 2, 1])), 0.08)
@@ -93,8 +82,8 @@ test_that("dirichlet() draws have the exact means, and are simplexes", {
   A <- sum(alpha)
   exact <- alpha / A
   sds <- sqrt(exact * (1 - exact) / (A + 1))
-  expect_mean(sims[, 1, ], exact, sds)
-  expect_mean(sims[, 2, ], exact, sds)
+  expect_mc_mean(sims[, 1, ], exact, sds)
+  expect_mc_mean(sims[, 2, ], exact, sds)
 })
 
 test_that("simulate() draws discrete multivariate data and their parameters", {
@@ -114,9 +103,9 @@ test_that("simulate() draws discrete multivariate data and their parameters", {
   expect_true(all(sims$cls %in% c(0, 1)))
   expect_true(all(apply(sims$counts, 1:2, sum) == 10))
   # (rows share p: the Monte Carlo error is inflated accordingly)
-  expect_mean(matrix(sims$cls, ncol = 3), probs, 3 * sqrt(probs * (1 - probs)))
-  expect_mean(sims$counts[, 1, ], 10 * probs, 2 * sqrt(10 * probs * (1 - probs)))
-  expect_mean(matrix(sims$p, ncol = 3), probs, sqrt(probs * (1 - probs) / 11))
+  expect_mc_mean(matrix(sims$cls, ncol = 3), probs, 3 * sqrt(probs * (1 - probs)))
+  expect_mc_mean(sims$counts[, 1, ], 10 * probs, 2 * sqrt(10 * probs * (1 - probs)))
+  expect_mc_mean(matrix(sims$p, ncol = 3), probs, sqrt(probs * (1 - probs) / 11))
   # the seed repeats a simulation
   again <- simulate(m, nsim = 3000, seed = 6)
   expect_identical(again$cls, sims$cls)
@@ -135,7 +124,7 @@ test_that("dirichlet_multinomial() and categorical() with drawn parameters", {
   A <- sum(alpha)
   pr <- alpha / A
   # variance of the Dirichlet-multinomial: size pr (1 - pr) (size + A) / (1 + A)
-  expect_mean(sims[, 2, ], 8 * pr, sqrt(8 * pr * (1 - pr) * (8 + A) / (1 + A)))
+  expect_mc_mean(sims[, 2, ], 8 * pr, sqrt(8 * pr * (1 - pr) * (8 + A) / (1 + A)))
   # categorical with a Dirichlet-drawn prob: the marginal class frequencies
   # are alpha / sum(alpha)
   p <- dirichlet(a)
@@ -143,7 +132,7 @@ test_that("dirichlet_multinomial() and categorical() with drawn parameters", {
   distribution(cls) <- categorical(p, n_realisations = 3)
   both <- calculate(cls, p, nsim = 4000, seed = 8)
   expect_equal(dim(both$cls), c(4000L, 3L, 3L))
-  expect_mean(matrix(both$cls, ncol = 3), pr, sqrt(pr * (1 - pr)) * 2)
+  expect_mc_mean(matrix(both$cls, ncol = 3), pr, sqrt(pr * (1 - pr)) * 2)
   expect_true(all(abs(apply(both$p, 1, sum) - 1) < 1e-10))
 })
 
@@ -152,7 +141,7 @@ test_that("calculate(nsim =, values = draws) keeps multivariate posterior draws"
   counts <- as_data(rbind(c(3, 5, 2), c(4, 4, 2)))
   p <- dirichlet(t(c(1, 1, 1)))
   distribution(counts) <- multinomial(10, p, n_realisations = 2)
-  draws <- mcmc_quietly(model(p), n_samples = 50, warmup = 50, chains = 1)
+  draws <- sample_quietly(model(p), n_samples = 50, warmup = 50, chains = 1)
   sims <- calculate(p, counts, values = draws, nsim = 30, seed = 1)
   post <- as.matrix(draws)
   # each simulated p is one of the posterior draws

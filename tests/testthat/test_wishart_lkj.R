@@ -3,31 +3,6 @@
 # traced matrix plus the Jacobians, gradients against finite differences,
 # sampling against exact moments, and errors naming the argument.
 
-expect_near <- function(a, b, tol) expect_lt(max(abs(as.numeric(a) - as.numeric(b))), tol)
-
-sample_quietly <- function(...) {
-  withCallingHandlers(mcmc(..., verbose = FALSE), warning = function(w) {
-    if (grepl("divergent", conditionMessage(w))) invokeRestart("muffleWarning")
-  })
-}
-
-# LKJ normalising constant (Lewandowski, Kurowicka and Joe 2009)
-ref_lkj_log_c <- function(eta, K) {
-  k <- seq_len(K - 1)
-  b <- eta + (K - k - 1) / 2
-  sum((2 * eta - 2 + K - k) * (K - k) * log(2) + (K - k) * lbeta(b, b))
-}
-ref_dlkj <- function(Omega, eta) {
-  (eta - 1) * as.numeric(determinant(Omega)$modulus) - ref_lkj_log_c(eta, nrow(Omega))
-}
-# Wishart, as stats::rWishart() draws it (mean df * Sigma)
-ref_dwishart <- function(W, df, Sigma) {
-  K <- nrow(W)
-  ld <- function(A) as.numeric(determinant(A)$modulus)
-  (df - K - 1) / 2 * ld(W) - sum(diag(solve(Sigma, W))) / 2 - df * K / 2 * log(2) -
-    df / 2 * ld(Sigma) - (K * (K - 1) / 4 * log(pi) + sum(lgamma(df / 2 + (1 - seq_len(K)) / 2)))
-}
-
 test_that("the LKJ normalising constant integrates the density", {
   for (eta in c(0.7, 1, 2.5)) {
     total <- integrate(function(r) (1 - r^2)^(eta - 1), -1, 1)$value

@@ -3,32 +3,6 @@
 # Monte Carlo error, log_lik() columns against reference densities at the
 # draws.
 
-mcmc_quietly <- function(...) {
-  withCallingHandlers(mcmc(..., verbose = FALSE), warning = function(w) {
-    if (grepl("divergent", conditionMessage(w))) invokeRestart("muffleWarning")
-  })
-}
-
-# |mean - exact| within 5 Monte Carlo standard errors
-expect_mc_mean <- function(x, exact, sd) {
-  expect_lt(max(abs(colMeans(x) - exact) / (sd / sqrt(nrow(x)))), 5)
-}
-
-ref_lkj_log_c <- function(eta, K) {
-  k <- seq_len(K - 1)
-  b <- eta + (K - k - 1) / 2
-  sum((2 * eta - 2 + K - k) * (K - k) * log(2) + (K - k) * lbeta(b, b))
-}
-ref_dlkj <- function(Omega, eta) {
-  (eta - 1) * as.numeric(determinant(Omega)$modulus) - ref_lkj_log_c(eta, nrow(Omega))
-}
-ref_dwishart <- function(W, df, Sigma) {
-  K <- nrow(W)
-  ld <- function(A) as.numeric(determinant(A)$modulus)
-  (df - K - 1) / 2 * ld(W) - sum(diag(solve(Sigma, W))) / 2 - df * K / 2 * log(2) -
-    df / 2 * ld(Sigma) - (K * (K - 1) / 4 * log(pi) + sum(lgamma(df / 2 + (1 - seq_len(K)) / 2)))
-}
-
 Sig <- matrix(c(2, 0.6, -0.3, 0.6, 1, 0.2, -0.3, 0.2, 1.5), 3, 3)
 
 test_that("calculate(nsim =) draws wishart() with E[W] = df Sigma, Var[W11] = 2 df Sigma11^2", {
@@ -115,7 +89,7 @@ test_that("log_lik() gives one column per matrix of lkj_correlation() and wishar
   distribution(Wd) <- wishart(4, s * diag(2))
   distribution(Wd2) <- wishart(eta + 2, matrix(c(1, 0.3, 0.3, 1), 2, 2))
   m <- model(eta, s, mu)
-  draws <- mcmc_quietly(m, n_samples = 20, warmup = 50, chains = 2)
+  draws <- sample_quietly(m, n_samples = 20, warmup = 50, chains = 2)
   ll <- log_lik(draws, trace_batch_size = 7)
   expect_equal(dim(ll), c(40L, 1L + 2L + 1L + 1L))
   d <- as.matrix(draws)
@@ -148,7 +122,7 @@ test_that("calculate(nsim =, values = draws) keeps posterior draws of a matrix p
   Omega <- lkj_correlation(2, dimension = 2)
   V <- as_data(matrix(c(2, 0.7, 0.7, 1), 2, 2))
   distribution(V) <- wishart(5, Omega)
-  draws <- mcmc_quietly(model(Omega), n_samples = 20, warmup = 50, chains = 2)
+  draws <- sample_quietly(model(Omega), n_samples = 20, warmup = 50, chains = 2)
   sims <- calculate(Omega, V, values = draws, nsim = 15, seed = 2)
   expect_equal(dim(sims$V), c(15L, 2L, 2L))
   d <- as.matrix(draws)
