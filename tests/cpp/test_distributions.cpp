@@ -1356,6 +1356,25 @@ TEST_CASE("ls_log is within 2 ulps of log for every double", "[distributions][sp
   CHECK(std::isnan(lockstep::ls_log(NAN)));
 }
 
+// Evaluates the program for 2 chains at state on the cpu and emulated
+// backends, with and without the Jacobian, and hands each result to check.
+template <class Check>
+void with_and_without_jacobian(const Program& p, const std::vector<double>& state, Check&& check) {
+  for (Backend b : {Backend::cpu, Backend::emulated}) {
+    for (bool jacobian : {true, false}) {
+      INFO((b == Backend::cpu ? "cpu" : "emulated") << (jacobian ? ", with" : ", without")
+                                                    << " the Jacobian");
+      lockstep::ExecOptions o;
+      o.backend = b;
+      o.jacobian = jacobian;
+      Executor<double> ex(p, 2, o);
+      std::vector<double> lp(2), grad(state.size());
+      ex.log_density(state.data(), lp.data(), grad.data());
+      check(jacobian, lp, grad);
+    }
+  }
+}
+
 TEST_CASE("log_jacobian: its term adds its target, d/dx = 1, and is dropped without the "
           "Jacobian, cpu and emulated",
           "[distributions][executor][log_jacobian]") {
@@ -1375,28 +1394,19 @@ TEST_CASE("log_jacobian: its term adds its target, d/dx = 1, and is dropped with
   CHECK(lockstep::family_n_params(Family::log_jacobian) == 0);
   CHECK_FALSE(lockstep::family_continuous(Family::log_jacobian));
   const std::vector<double> state = {-0.4, 0.2, 1.1, 0.9, -1.3, 0.05};
-  for (Backend b : {Backend::cpu, Backend::emulated}) {
-    for (bool jacobian : {true, false}) {
-      INFO((b == Backend::cpu ? "cpu" : "emulated") << (jacobian ? ", with" : ", without")
-                                                    << " the Jacobian");
-      lockstep::ExecOptions o;
-      o.backend = b;
-      o.jacobian = jacobian;
-      Executor<double> ex(p, 2, o);
-      std::vector<double> lp(2), grad(6);
-      ex.log_density(state.data(), lp.data(), grad.data());
-      for (long c = 0; c < 2; ++c) {
-        double expected = 0;
-        for (long i = 0; i < 3; ++i) {
-          const double zi = state[c * 3 + i], xi = std::exp(zi);
-          expected += -0.5 * xi * xi - 0.5 * std::log(2 * M_PI) + (jacobian ? zi : 0);
-          // d/dz of -x^2 / 2 is -x^2; the Jacobian adds 1
-          CHECK(close(grad[c * 3 + i], -xi * xi + (jacobian ? 1 : 0), 1e-13, 1e-14));
-        }
-        CHECK(close(lp[c], expected, 1e-13, 1e-14));
+  with_and_without_jacobian(p, state, [&](bool jacobian, const std::vector<double>& lp,
+                                          const std::vector<double>& grad) {
+    for (long c = 0; c < 2; ++c) {
+      double expected = 0;
+      for (long i = 0; i < 3; ++i) {
+        const double zi = state[c * 3 + i], xi = std::exp(zi);
+        expected += -0.5 * xi * xi - 0.5 * std::log(2 * M_PI) + (jacobian ? zi : 0);
+        // d/dz of -x^2 / 2 is -x^2; the Jacobian adds 1
+        CHECK(close(grad[c * 3 + i], -xi * xi + (jacobian ? 1 : 0), 1e-13, 1e-14));
       }
+      CHECK(close(lp[c], expected, 1e-13, 1e-14));
     }
-  }
+  });
   check_gradient(p, 2, state, 1e-8, 1e-10);
 }
 
@@ -1422,27 +1432,18 @@ TEST_CASE("target: its term adds its target, d/dx = 1, and is kept without the J
   CHECK(lockstep::family_n_params(Family::target) == 0);
   CHECK_FALSE(lockstep::family_continuous(Family::target));
   const std::vector<double> state = {-0.4, 0.2, 1.1, 0.9, -1.3, 0.05};
-  for (Backend b : {Backend::cpu, Backend::emulated}) {
-    for (bool jacobian : {true, false}) {
-      INFO((b == Backend::cpu ? "cpu" : "emulated") << (jacobian ? ", with" : ", without")
-                                                    << " the Jacobian");
-      lockstep::ExecOptions o;
-      o.backend = b;
-      o.jacobian = jacobian;
-      Executor<double> ex(p, 2, o);
-      std::vector<double> lp(2), grad(6);
-      ex.log_density(state.data(), lp.data(), grad.data());
-      for (long ch = 0; ch < 2; ++ch) {
-        double expected = 0;
-        for (long i = 0; i < 3; ++i) {
-          const double zi = state[ch * 3 + i];
-          // the target term is there with or without the Jacobian
-          expected += -0.5 * zi * zi - 0.5 * std::log(2 * M_PI) + (jacobian ? zi : 0);
-          CHECK(close(grad[ch * 3 + i], -zi + (jacobian ? 1 : 0), 1e-13, 1e-14));
-        }
-        CHECK(close(lp[ch], expected, 1e-13, 1e-14));
+  with_and_without_jacobian(p, state, [&](bool jacobian, const std::vector<double>& lp,
+                                          const std::vector<double>& grad) {
+    for (long ch = 0; ch < 2; ++ch) {
+      double expected = 0;
+      for (long i = 0; i < 3; ++i) {
+        const double zi = state[ch * 3 + i];
+        // the target term is there with or without the Jacobian
+        expected += -0.5 * zi * zi - 0.5 * std::log(2 * M_PI) + (jacobian ? zi : 0);
+        CHECK(close(grad[ch * 3 + i], -zi + (jacobian ? 1 : 0), 1e-13, 1e-14));
       }
+      CHECK(close(lp[ch], expected, 1e-13, 1e-14));
     }
-  }
+  });
   check_gradient(p, 2, state, 1e-8, 1e-10);
 }
