@@ -9,16 +9,17 @@
 //
 // Built and run by bench/gpu_run.sh (the GPU machine has no R, so this is C++):
 //   bench/gpu_hlogit [--n 1e5,1e6,1e7] [--chains 1,4,16] [--threads T] [--reps R]
-//                    [--nuts-n 1e5] [--nuts W,S]
+//                    [--nuts-n 1e5] [--nuts W,S] [--nuts-vectors host,device]
 // For each N, chains and precision it prints the GPU's milliseconds per
 // gradient (median of R timed calls after warm-up, state, lp and gradient in
 // device memory, each call synchronised), per chain-gradient, the CPU
 // executor's (T threads, tiled observation stage) and their ratio, and checks
-// that the GPU's log density agrees with the CPU's. Then a NUTS run of 4
+// that the GPU's log density agrees with the CPU's. Then NUTS runs of 4
 // chains (W warmup and S sampling iterations, default 150,150) on the GPU for
-// each --nuts-n N: the sampler on the CPU, every gradient on the GPU through
-// the Target interface (state and gradient copied each step), timed as a
-// whole, with the engine calls it made.
+// each --nuts-n N, twice: with the sampler's vectors in host memory (state
+// and gradient copied at every leapfrog step), and device-resident (the
+// vectors in GPU memory, only per-chain numbers crossing at each step), each
+// timed as a whole, with the leapfrog calls it made.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -35,6 +36,7 @@
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/planner.hpp"
+#include "lockstep/sampler/chain_vectors.hpp"
 #include "lockstep/sampler/nuts.hpp"
 
 #include "hlogit_program.hpp"
@@ -44,22 +46,6 @@ using hlogit_bench::parse_list;
 using hlogit_bench::hlogit;
 
 namespace {
-
-// Counts the engine calls a sampler makes (one per leapfrog step of all chains).
-class Counting : public Target {
- public:
-  explicit Counting(Target& t) : t_(t) {}
-  long dim() const override { return t_.dim(); }
-  long chains() const override { return t_.chains(); }
-  void log_density(const double* s, double* lp, double* g) override {
-    ++calls;
-    t_.log_density(s, lp, g);
-  }
-  long calls = 0;
-
- private:
-  Target& t_;
-};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -77,6 +63,7 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int reps = 20;
   std::vector<double> nuts_ns = {1e5}, nuts_iters = {150, 150};
+  std::string nuts_vectors = "host,device";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") ns = parse_list(argv[i + 1]);
@@ -85,6 +72,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(argv[i + 1]);
     else if (a == "--nuts-n") nuts_ns = parse_list(argv[i + 1]);
     else if (a == "--nuts") nuts_iters = parse_list(argv[i + 1]);
+    else if (a == "--nuts-vectors") nuts_vectors = argv[i + 1];
   }
   const std::vector<cuda::DeviceInfo> devs = cuda::devices();
   if (devs.empty()) {
@@ -183,37 +171,55 @@ int main(int argc, char** argv) {
         ExecOptions go;
         go.backend = Backend::cuda;
         auto gpu = cuda::make_executor(p, C, go, single != 0);
-        Counting counted(*gpu);
-        std::mt19937_64 rng(11);
-        std::uniform_real_distribution<double> u(-0.5, 0.5);
-        std::vector<double> init(C * D);
-        for (double& v : init) v = u(rng);
-        NutsSettings settings;
-        auto t0 = std::chrono::steady_clock::now();
-        Nuts nuts(counted, settings, init, 1234u, 5678u);
-        nuts.begin_warmup(W);
-        for (long i = 0; i < W; ++i) nuts.iterate(true);
-        const double warm_s = seconds_since(t0);
-        const long warm_calls = counted.calls;
-        t0 = std::chrono::steady_clock::now();
-        long divergent = 0, leapfrog = 0;
-        for (long i = 0; i < S; ++i) {
-          nuts.iterate(false);
-          for (long c = 0; c < C; ++c) {
-            divergent += nuts.last().divergent[c];
-            leapfrog += nuts.last().n_leapfrog[c];
+        // host: the sampler's vectors in host memory, the state and gradient
+        // copied to and from the GPU at every step; device: device-resident
+        // sampling (the executor's own vectors in GPU memory)
+        for (int resident = 0; resident < 2; ++resident) {
+          if (nuts_vectors.find(resident ? "device" : "host") == std::string::npos) continue;
+          WithHostVectors on_host(*gpu);
+          Target& target = resident ? static_cast<Target&>(*gpu) : on_host;
+          std::mt19937_64 rng(11);
+          std::uniform_real_distribution<double> u(-0.5, 0.5);
+          std::vector<double> init(C * D);
+          for (double& v : init) v = u(rng);
+          NutsSettings settings;
+          auto t0 = std::chrono::steady_clock::now();
+          Nuts nuts(target, settings, init, 1234u, 5678u);
+          nuts.begin_warmup(W);
+          long warm_calls = 0, sample_calls = 0;
+          // engine calls per iteration: the most leapfrog steps of any chain
+          // (the chains still building are never more than those before)
+          auto calls = [&] {
+            int most = 0;
+            for (long c = 0; c < C; ++c) most = std::max(most, nuts.last().n_leapfrog[c]);
+            return static_cast<long>(most);
+          };
+          for (long i = 0; i < W; ++i) {
+            nuts.iterate(true);
+            warm_calls += calls();
           }
+          const double warm_s = seconds_since(t0);
+          t0 = std::chrono::steady_clock::now();
+          long divergent = 0, leapfrog = 0;
+          for (long i = 0; i < S; ++i) {
+            nuts.iterate(false);
+            sample_calls += calls();
+            for (long c = 0; c < C; ++c) {
+              divergent += nuts.last().divergent[c];
+              leapfrog += nuts.last().n_leapfrog[c];
+            }
+          }
+          const double sample_s = seconds_since(t0);
+          std::printf("NUTS N=%ld, 4 chains, %s, %s vectors: warmup %ld its %.1f s (%ld leapfrog "
+                      "calls), sampling %ld its %.1f s (%ld leapfrog calls, %.3f ms each; mean "
+                      "%.1f leapfrog steps per chain-iteration; step size %.4f; %ld divergent)\n",
+                      N, single ? "single" : "double", resident ? "device" : "host", W, warm_s,
+                      warm_calls, S, sample_s, sample_calls,
+                      1e3 * sample_s / std::max(1L, sample_calls),
+                      static_cast<double>(leapfrog) / (C * std::max(1L, S)), nuts.epsilon(),
+                      divergent);
+          std::fflush(stdout);
         }
-        const double sample_s = seconds_since(t0);
-        const long sample_calls = counted.calls - warm_calls;
-        std::printf("NUTS N=%ld, 4 chains, %s: warmup %ld its %.1f s (%ld engine calls), "
-                    "sampling %ld its %.1f s (%ld engine calls, %.3f ms each; mean %.1f "
-                    "leapfrog steps per chain-iteration; step size %.4f; %ld divergent)\n",
-                    N, single ? "single" : "double", W, warm_s, warm_calls, S, sample_s,
-                    sample_calls, 1e3 * sample_s / std::max(1L, sample_calls),
-                    static_cast<double>(leapfrog) / (C * std::max(1L, S)), nuts.epsilon(),
-                    divergent);
-        std::fflush(stdout);
       } catch (const std::exception& e) {
         std::printf("NUTS N=%ld %s failed: %s\n", N, single ? "single" : "double", e.what());
         ++bad;

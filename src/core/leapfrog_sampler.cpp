@@ -248,6 +248,7 @@ void LeapfrogSampler::adapt() {
           std::copy(sd2_.begin(), sd2_.begin() + D_, sd2_.begin() + c * D_);
         }
       }
+      ++metric_version_;
       ++next_window_;
       window_n_ = 0;
       std::fill(window_mean_.begin(), window_mean_.end(), 0.0);

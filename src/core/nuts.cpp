@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace lockstep {
 
@@ -22,10 +23,6 @@ double log_add_exp(double a, double b) {
   return m + std::log1p(std::exp(-std::fabs(a - b)));
 }
 
-void copy_row(const std::vector<double>& from, std::vector<double>& to, long c, long D) {
-  std::copy(from.begin() + c * D, from.begin() + (c + 1) * D, to.begin() + c * D);
-}
-
 }  // namespace
 
 Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
@@ -33,104 +30,127 @@ Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& ini
     : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.adapt_delta, init,
                       key0, key1, "nuts", settings.per_chain_metric),
       settings_(checked(settings)) {
-  const long n = C_ * D_;
-  for (auto* v : {&xf_, &pf_, &gf_, &xb_, &pb_, &gb_, &xw_, &pw_, &gw_, &xp_, &gp_, &pp_, &ps_,
-                  &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_, &rho_b_, &sub_first_, &sub_rho_,
-                  &right_rho_, &both_rho_})
-    v->assign(n, 0.0);
+  if (C_ > max_mask_chains)
+    throw std::invalid_argument("nuts: at most " + std::to_string(max_mask_chains) +
+                                " chains run in lockstep");
+  v_ = target.vectors();
+  for (double** a : {&x_v_, &g_v_, &sd_v_, &m_v_, &xf_, &pf_, &gf_, &xb_, &pb_, &gb_, &xw_, &pw_,
+                     &gw_, &xp_, &gp_, &pp_, &ps_, &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_,
+                     &rho_b_, &sub_first_, &sub_rho_, &right_rho_, &both_rho_})
+    *a = v_->make();
   for (auto* v : {&lpf_, &lpb_, &lpw_, &lpp_}) v->assign(C_, 0.0);
 }
 
-bool Nuts::criterion(long c, const double* p_minus, const double* p_plus,
-                     const double* rho) const {
-  const double* m = inverse_mass(c);
-  double a = 0, b = 0;
-  for (long i = 0; i < D_; ++i) {
-    a += m[i] * p_minus[i] * rho[i];
-    b += m[i] * p_plus[i] * rho[i];
-  }
-  return a > 0 && b > 0;
-}
-
-// The criterion for rho + extra (Stan's checks across two merged subtrees:
-// one subtree's rho extended by the nearest point of the other).
-bool Nuts::criterion_plus(long c, const double* p_minus, const double* p_plus, const double* rho,
-                          const double* extra) const {
-  const double* m = inverse_mass(c);
-  double a = 0, b = 0;
-  for (long i = 0; i < D_; ++i) {
-    const double r = rho[i] + extra[i];
-    a += m[i] * p_minus[i] * r;
-    b += m[i] * p_plus[i] * r;
-  }
-  return a > 0 && b > 0;
-}
-
 void Nuts::ensure_levels(int depth) {
-  while (static_cast<int>(levels_.size()) < depth) {
-    Level l;
-    for (auto* v : {&l.begin, &l.prefix, &l.left_end, &l.left_rho}) v->assign(C_ * D_, 0.0);
-    levels_.push_back(std::move(l));
+  while (static_cast<int>(levels_.size()) < depth)
+    levels_.push_back(Level{v_->make(), v_->make(), v_->make(), v_->make()});
+}
+
+void Nuts::upload_state() {
+  if (!state_uploaded_) {
+    v_->upload(x_v_, x_.data());
+    v_->upload(g_v_, grad_.data());
+    state_uploaded_ = true;
   }
+  if (metric_uploaded_ != metric_version()) {
+    v_->upload(sd_v_, sd_.data());
+    v_->upload(m_v_, sd2_.data());
+    metric_uploaded_ = metric_version();
+  }
+}
+
+double Nuts::find_reasonable_epsilon() {
+  if (!grad_downloaded_) {
+    v_->download(grad_.data(), g_v_);
+    grad_downloaded_ = true;
+  }
+  return LeapfrogSampler::find_reasonable_epsilon();
+}
+
+std::vector<double> Nuts::kinetic_energies(const double* p, const ChainMask& on) {
+  const DotSpec spec{p, sd_v_, nullptr, true};
+  std::vector<double> k(C_);
+  v_->dots(&spec, 1, m_v_, on, k.data());
+  for (double& e : k) e *= 0.5;
+  return k;
+}
+
+std::vector<int> Nuts::criteria(const Check* checks, int n, const ChainMask& on) {
+  DotSpec specs[DotTerm::max_specs];
+  for (int j = 0; j < n; ++j) {
+    specs[2 * j] = DotSpec{checks[j].p_minus, checks[j].rho, checks[j].extra, false};
+    specs[2 * j + 1] = DotSpec{checks[j].p_plus, checks[j].rho, checks[j].extra, false};
+  }
+  std::vector<double> d(C_ * 2 * n);
+  v_->dots(specs, 2 * n, m_v_, on, d.data());
+  std::vector<int> ok(C_, 0);
+  for (long c = 0; c < C_; ++c) {
+    if (!on[c]) continue;
+    ok[c] = 1;
+    for (int s = 0; s < 2 * n; ++s)
+      if (!(d[c * 2 * n + s] > 0)) ok[c] = 0;
+  }
+  return ok;
 }
 
 void Nuts::transition() {
-  const long C = C_, D = D_;
-  auto row = [D](std::vector<double>& v, long c) { return v.data() + c * D; };
+  const long C = C_;
+  ChainVectors& v = *v_;
+  upload_state();
+  const ChainMask all = ChainMask::all(C);
 
-  draw_momentum(ps_);  // the momentum of the draw, starting at the current point
-  xf_ = x_, xb_ = x_, gf_ = grad_, gb_ = grad_, pf_ = ps_, pb_ = ps_, lpf_ = lp_, lpb_ = lp_;
-  p_ff_ = ps_, p_fb_ = ps_, p_bf_ = ps_, p_bb_ = ps_, rho_ = ps_;
+  // the momentum of the draw, starting at the current point
+  v.momentum(ps_, sd_v_, chain_streams_, purpose_momentum);
+  for (double* a : {xf_, xb_}) v.copy(a, x_v_, all);
+  for (double* a : {gf_, gb_}) v.copy(a, g_v_, all);
+  for (double* a : {pf_, pb_, p_ff_, p_fb_, p_bf_, p_bb_, rho_}) v.copy(a, ps_, all);
+  lpf_ = lp_, lpb_ = lp_;
 
   std::vector<double> H0(C), lsw(C, 0.0), lsw_sub(C, -HUGE_VAL), sum_metro(C, 0.0);
   std::vector<int> depth(C, 0), done(C, 0), building(C, 0), valid(C, 0), dir(C, 1);
   std::vector<int> n_leap(C, 0), divergent(C, 0), moved(C, 0);
-  for (long c = 0; c < C; ++c) H0[c] = -lp_[c] + kinetic(c, row(ps_, c));
+  {
+    const std::vector<double> k = kinetic_energies(ps_, all);
+    for (long c = 0; c < C; ++c) H0[c] = -lp_[c] + k[c];
+  }
 
   for (int d = 0; d < settings_.max_treedepth; ++d) {
     if (std::all_of(done.begin(), done.end(), [](int x) { return x != 0; })) break;
     ensure_levels(d);
-    for_chains([&](long c) {
+    // Each chain still going draws its direction and starts its new subtree
+    // at that end of its trajectory.
+    ChainMask forward, backward;
+    for (long c = 0; c < C; ++c) {
       building[c] = !done[c];
-      if (done[c]) return;
+      if (done[c]) continue;
       valid[c] = 1;
       lsw_sub[c] = -HUGE_VAL;
       Stream& s = chain_streams_[c];
       s.purpose = purpose_direction;
       dir[c] = s.uniform() > 0.5 ? 1 : -1;
-      const bool fwd = dir[c] > 0;
-      copy_row(fwd ? xf_ : xb_, xw_, c, D);
-      copy_row(fwd ? pf_ : pb_, pw_, c, D);
-      copy_row(fwd ? gf_ : gb_, gw_, c, D);
-      lpw_[c] = fwd ? lpf_[c] : lpb_[c];
-      std::fill(row(sub_rho_, c), row(sub_rho_, c) + D, 0.0);
-    });
+      (dir[c] > 0 ? forward : backward).set(c);
+      lpw_[c] = dir[c] > 0 ? lpf_[c] : lpb_[c];
+    }
+    const ChainMask started = ChainMask::where(building);
+    v.copy(xw_, xf_, forward), v.copy(pw_, pf_, forward), v.copy(gw_, gf_, forward);
+    v.copy(xw_, xb_, backward), v.copy(pw_, pb_, backward), v.copy(gw_, gb_, backward);
+    v.fill(sub_rho_, 0.0, started);
 
     const long leaves = 1L << d;
     for (long k = 0; k < leaves; ++k) {
-      if (std::none_of(building.begin(), building.end(), [](int x) { return x != 0; })) break;
+      ChainMask on = ChainMask::where(building);
+      if (!on.any()) break;
       // Leapfrog: half kick and drift for every chain still building; the
       // others wait, their moving point unchanged.
-      for_chains([&](long c) {
-        if (!building[c]) return;
-        const double eps = dir[c] * epsilon_;
-        double *x = row(xw_, c), *p = row(pw_, c);
-        const double* g = row(gw_, c);
-        const double* m = inverse_mass(c);
-        for (long i = 0; i < D; ++i) {
-          p[i] += 0.5 * eps * g[i];
-          x[i] += eps * m[i] * p[i];
-        }
-      });
-      target_.log_density(xw_.data(), lpw_.data(), gw_.data());
-      for_chains([&](long c) {
-        if (!building[c]) return;
-        const double eps = dir[c] * epsilon_;
-        double* p = row(pw_, c);
-        const double* g = row(gw_, c);
-        for (long i = 0; i < D; ++i) p[i] += 0.5 * eps * g[i];
+      v.leapfrog(xw_, xw_, pw_, gw_, m_v_, 0.5 * epsilon_, epsilon_, true, on, backward);
+      v.log_density(xw_, lpw_.data(), gw_);
+      v.leapfrog(nullptr, nullptr, pw_, gw_, m_v_, 0.5 * epsilon_, epsilon_, false, on, backward);
+      const std::vector<double> kin = kinetic_energies(pw_, on);
+      ChainMask take;  // chains whose subtree's proposal becomes this leaf
+      for (long c = 0; c < C; ++c) {
+        if (!on[c]) continue;
         ++n_leap[c];
-        double H = -lpw_[c] + kinetic(c, p);
+        double H = -lpw_[c] + kin[c];
         if (std::isnan(H)) H = HUGE_VAL;
         if (H - H0[c] > divergence_threshold) divergent[c] = 1;
         const double w = H0[c] - H;  // the leaf's log weight
@@ -140,114 +160,107 @@ void Nuts::transition() {
         Stream& s = chain_streams_[c];
         s.purpose = purpose_accept;
         if (w > -HUGE_VAL && s.uniform() < std::exp(w - lsw_sub[c])) {
-          copy_row(xw_, xp_, c, D);
-          copy_row(gw_, gp_, c, D);
-          copy_row(pw_, pp_, c, D);
+          take.set(c);
           lpp_[c] = lpw_[c];
         }
-        double* S = row(sub_rho_, c);
-        for (long i = 0; i < D; ++i) S[i] += p[i];
-        if (k == 0) copy_row(pw_, sub_first_, c, D);
-        if (divergent[c]) {
+      }
+      v.copy(xp_, xw_, take), v.copy(gp_, gw_, take), v.copy(pp_, pw_, take);
+      v.add(sub_rho_, sub_rho_, pw_, 1, on);
+      if (k == 0) v.copy(sub_first_, pw_, on);
+      for (long c = 0; c < C; ++c)
+        if (on[c] && divergent[c]) {
           valid[c] = 0;
           building[c] = 0;
-          return;
+          on.set(c, false);
         }
-        // Blocks of 2^j leaves starting at this leaf.
-        for (int j = 0; j < d && k % (1L << j) == 0; ++j) {
-          Level& l = levels_[j];
-          std::copy(p, p + D, row(l.begin, c));
-          double* pre = row(l.prefix, c);
-          for (long i = 0; i < D; ++i) pre[i] = S[i] - p[i];
+      // Blocks of 2^j leaves starting at this leaf.
+      for (int j = 0; j < d && k % (1L << j) == 0; ++j) {
+        v.copy(levels_[j].begin, pw_, on);
+        v.add(levels_[j].prefix, sub_rho_, pw_, -1, on);
+      }
+      // Blocks of 2^j leaves completed by this leaf: a left sibling is
+      // stored; a right one is merged with its left sibling and checked.
+      for (int j = 0; j < d && (k + 1) % (1L << j) == 0 && on.any(); ++j) {
+        Level& l = levels_[j];
+        if (((k >> j) & 1) == 0) {
+          v.copy(l.left_end, pw_, on);
+          v.add(l.left_rho, sub_rho_, l.prefix, -1, on);
+          break;
         }
-        // Blocks of 2^j leaves completed by this leaf: a left sibling is
-        // stored; a right one is merged with its left sibling and checked.
-        for (int j = 0; j < d && (k + 1) % (1L << j) == 0; ++j) {
-          Level& l = levels_[j];
-          const double* pre = row(l.prefix, c);
-          if (((k >> j) & 1) == 0) {
-            std::copy(p, p + D, row(l.left_end, c));
-            double* lr = row(l.left_rho, c);
-            for (long i = 0; i < D; ++i) lr[i] = S[i] - pre[i];
-            break;
-          }
-          const double* left_begin = j + 1 < d ? row(levels_[j + 1].begin, c) : row(sub_first_, c);
-          const double* left_end = row(l.left_end, c);
-          const double* left_rho = row(l.left_rho, c);
-          const double* right_begin = row(l.begin, c);
-          double *right_rho = row(right_rho_, c), *both = row(both_rho_, c);
-          for (long i = 0; i < D; ++i) {
-            right_rho[i] = S[i] - pre[i];
-            both[i] = left_rho[i] + right_rho[i];
-          }
-          const bool ok = criterion(c, left_begin, p, both) &&
-                          criterion_plus(c, left_begin, right_begin, left_rho, right_begin) &&
-                          criterion_plus(c, left_end, p, right_rho, left_end);
-          if (!ok) {
+        const double* left_begin = j + 1 < d ? levels_[j + 1].begin : sub_first_;
+        v.add(right_rho_, sub_rho_, l.prefix, -1, on);
+        v.add(both_rho_, l.left_rho, right_rho_, 1, on);
+        const Check checks[3] = {{left_begin, pw_, both_rho_, nullptr},
+                                 {left_begin, l.begin, l.left_rho, l.begin},
+                                 {l.left_end, pw_, right_rho_, l.left_end}};
+        const std::vector<int> ok = criteria(checks, 3, on);
+        for (long c = 0; c < C; ++c)
+          if (on[c] && !ok[c]) {
             valid[c] = 0;
             building[c] = 0;
-            return;
+            on.set(c, false);
           }
-        }
-      });
+      }
     }
 
-    // Join each chain's new subtree to its trajectory.
-    for_chains([&](long c) {
-      if (done[c]) return;
-      if (!valid[c]) {  // a U-turn or divergence inside the subtree: it is discarded
+    // Join each chain's new subtree to its trajectory; a U-turn or
+    // divergence inside the subtree discards it and ends the chain's tree.
+    ChainMask join_f, join_b;
+    for (long c = 0; c < C; ++c) {
+      if (done[c]) continue;
+      if (!valid[c]) {
         done[c] = 1;
-        return;
+        continue;
       }
-      const bool fwd = dir[c] > 0;
-      copy_row(xw_, fwd ? xf_ : xb_, c, D);
-      copy_row(pw_, fwd ? pf_ : pb_, c, D);
-      copy_row(gw_, fwd ? gf_ : gb_, c, D);
-      (fwd ? lpf_ : lpb_)[c] = lpw_[c];
-      if (fwd) {
-        copy_row(p_ff_, p_bf_, c, D);  // the old trajectory is the backward part
-        copy_row(rho_, rho_b_, c, D);
-        copy_row(sub_first_, p_fb_, c, D);
-        copy_row(pw_, p_ff_, c, D);
-        copy_row(sub_rho_, rho_f_, c, D);
-      } else {
-        copy_row(p_bb_, p_fb_, c, D);  // the old trajectory is the forward part
-        copy_row(rho_, rho_f_, c, D);
-        copy_row(sub_first_, p_bf_, c, D);
-        copy_row(pw_, p_bb_, c, D);
-        copy_row(sub_rho_, rho_b_, c, D);
-      }
+      (dir[c] > 0 ? join_f : join_b).set(c);
+      (dir[c] > 0 ? lpf_ : lpb_)[c] = lpw_[c];
+    }
+    v.copy(xf_, xw_, join_f), v.copy(pf_, pw_, join_f), v.copy(gf_, gw_, join_f);
+    v.copy(xb_, xw_, join_b), v.copy(pb_, pw_, join_b), v.copy(gb_, gw_, join_b);
+    // forward: the old trajectory is the backward part
+    v.copy(p_bf_, p_ff_, join_f), v.copy(rho_b_, rho_, join_f), v.copy(p_fb_, sub_first_, join_f);
+    v.copy(p_ff_, pw_, join_f), v.copy(rho_f_, sub_rho_, join_f);
+    // backward: the old trajectory is the forward part
+    v.copy(p_fb_, p_bb_, join_b), v.copy(rho_f_, rho_, join_b), v.copy(p_bf_, sub_first_, join_b);
+    v.copy(p_bb_, pw_, join_b), v.copy(rho_b_, sub_rho_, join_b);
+    ChainMask joined, move;
+    for (long c = 0; c < C; ++c) {
+      if (!(join_f[c] || join_b[c])) continue;
+      joined.set(c);
       ++depth[c];
       // Biased progressive sampling: favour the new subtree.
       Stream& s = chain_streams_[c];
       s.purpose = purpose_accept;
       if (lsw_sub[c] > lsw[c] || s.uniform() < std::exp(lsw_sub[c] - lsw[c])) {
-        copy_row(xp_, x_, c, D);
-        copy_row(gp_, grad_, c, D);
-        copy_row(pp_, ps_, c, D);
+        move.set(c);
         lp_[c] = lpp_[c];
         moved[c] = 1;
       }
       lsw[c] = log_add_exp(lsw[c], lsw_sub[c]);
-      double* r = row(rho_, c);
-      const double *rb = row(rho_b_, c), *rf = row(rho_f_, c);
-      for (long i = 0; i < D; ++i) r[i] = rb[i] + rf[i];
-      const bool persist = criterion(c, row(p_bb_, c), row(p_ff_, c), r) &&
-                           criterion_plus(c, row(p_bb_, c), row(p_fb_, c), rb, row(p_fb_, c)) &&
-                           criterion_plus(c, row(p_bf_, c), row(p_ff_, c), rf, row(p_bf_, c));
-      if (!persist) done[c] = 1;
-    });
+    }
+    v.copy(x_v_, xp_, move), v.copy(g_v_, gp_, move), v.copy(ps_, pp_, move);
+    v.add(rho_, rho_b_, rho_f_, 1, joined);
+    const Check checks[3] = {{p_bb_, p_ff_, rho_, nullptr},
+                             {p_bb_, p_fb_, rho_b_, p_fb_},
+                             {p_bf_, p_ff_, rho_f_, p_bf_}};
+    const std::vector<int> persist = criteria(checks, 3, joined);
+    for (long c = 0; c < C; ++c)
+      if (joined[c] && !persist[c]) done[c] = 1;
   }
 
+  const std::vector<double> k = kinetic_energies(ps_, all);
   for (long c = 0; c < C; ++c) {
     stats_.accept_stat[c] = n_leap[c] > 0 ? sum_metro[c] / n_leap[c] : 0;
     stats_.n_leapfrog[c] = n_leap[c];
     stats_.tree_depth[c] = depth[c];
     stats_.divergent[c] = divergent[c];
-    stats_.energy[c] = -lp_[c] + kinetic(c, row(ps_, c));
+    stats_.energy[c] = -lp_[c] + k[c];
     if (divergent[c]) ++bad_[c];
     if (moved[c]) ++accepted_[c];
   }
+  // the draw comes back; the gradient only when the host needs it
+  v.download(x_.data(), x_v_);
+  grad_downloaded_ = false;
 }
 
 }  // namespace lockstep

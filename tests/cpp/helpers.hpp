@@ -353,6 +353,21 @@ inline void check_gradient(const Program& p, long chains, const std::vector<doub
   }
 }
 
+// Eight schools' shape, planned: mu ~ normal(0, 5), theta[8] ~ normal(mu, 5);
+// a small model for the samplers on an executor.
+inline Program eight_schools_shape() {
+  Program q;
+  const int mu = q.add(param_node(1, 0));
+  const int theta = q.add(param_node(8, 1, Transform::none, 0, 0, {8, 1}));
+  q.n_free = 9;
+  const int zero = q.add(data_node({0}));
+  const int five = q.add(data_node({5}));
+  add_term(q, density_node(Family::normal, {mu, zero, five}));
+  add_term(q, density_node(Family::normal, {theta, mu, five}));
+  lockstep::plan(q);
+  return q;
+}
+
 inline std::string show(const std::vector<double>& v) {
   std::ostringstream s;
   s.precision(17);

@@ -150,19 +150,7 @@ TEST_CASE("nuts: identical keys give identical draws, different keys differ", "[
 TEST_CASE("nuts on an executor with threads equals nuts without", "[nuts][executor]") {
   // eight schools' shape: the same draws whether the chains' vector work runs
   // on the executor's threads or not
-  const Program p = [] {
-    Program q;
-    const int mu = q.add(param_node(1, 0));
-    const int theta = q.add(param_node(8, 1, Transform::none, 0, 0, {8, 1}));
-    q.n_free = 9;
-    const int zero = q.add(data_node({0}));
-    const int five = q.add(data_node({5}));
-    add_term(q, density_node(lockstep::Family::normal, {mu, zero, five}));
-    add_term(q, density_node(lockstep::Family::normal, {theta, mu, five}));
-    return q;
-  }();
-  Program planned = p;
-  lockstep::plan(planned);
+  const Program planned = eight_schools_shape();
   std::vector<std::vector<double>> out;
   for (int threads : {1, 2}) {
     lockstep::ExecOptions o;

@@ -40,6 +40,8 @@
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/planner.hpp"
+#include "lockstep/sampler/chain_vectors.hpp"
+#include "lockstep/sampler/nuts.hpp"
 
 using namespace lstest;
 using lockstep::ExecOptions;
@@ -1317,6 +1319,164 @@ TEST_CASE("cuda executor: log_density_device in device memory equals log_density
       expect_same("lp without a gradient vs with one", lp_nograd, lp_dev, same_rel, 1e-9);
     }
   }
+}
+
+TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
+          "[cuda][sampler]") {
+  // Each operation of sampler/chain_vectors.hpp on the GPU executor's own
+  // vectors against the CPU's, on the same random arrays and masks. The GPU
+  // may fuse a multiply and add, and adds a dot product's terms in another
+  // order: agreement to rounding.
+  require_gpu();
+  std::mt19937 rng(4242);
+  std::uniform_real_distribution<double> u(-2, 2), pos(0.1, 3);
+  for (long C : {1L, 3L, 6L})
+    for (long D : {1L, 7L, 5003L}) {
+      INFO(C << " chains, dim " << D);
+      Program p;
+      const int x = p.add(param_node(D, 0));
+      p.n_free = D;
+      add_term(p, density_node(Family::normal, {x, p.add(data_node({0})), p.add(data_node({1}))}));
+      lockstep::plan(p);
+      std::unique_ptr<lockstep::cuda::DeviceExecutor> ex =
+          lockstep::cuda::make_executor(p, C, ExecOptions(), false);
+      lockstep::WithHostVectors host_target(*ex);
+      std::unique_ptr<lockstep::ChainVectors> dev = ex->vectors(), host = host_target.vectors();
+      const long n = C * D;
+      std::vector<std::vector<double>> init(4, std::vector<double>(n));
+      for (auto& v : init)
+        for (double& e : v) e = u(rng);
+      for (double& e : init[3]) e = pos(rng);  // the inverse mass and sd
+      lockstep::ChainMask on, back;
+      for (long c = 0; c < C; c += 2) on.set(c);
+      back.set(C - 1);
+      std::vector<lockstep::Stream> sd_streams, sh_streams;
+      for (long c = 0; c < C; ++c)
+        sd_streams.push_back(lockstep::Stream{9u, 8u, static_cast<uint32_t>(c), 0, 5});
+      sh_streams = sd_streams;
+      // the same sequence on both; every array compared after it
+      auto run = [&](lockstep::ChainVectors& v, std::vector<lockstep::Stream>& streams,
+                     std::vector<double>& dots) {
+        std::vector<double*> a;
+        for (int k = 0; k < 4; ++k) {
+          a.push_back(v.make());
+          v.upload(a.back(), init[k].data());
+        }
+        double* mom = v.make();
+        v.copy(a[1], a[0], on);
+        v.add(a[2], a[2], a[0], -1, lockstep::ChainMask::all(C));
+        v.leapfrog(a[0], a[0], a[1], a[2], a[3], 0.3, 0.6, true, lockstep::ChainMask::all(C), back);
+        v.leapfrog(nullptr, nullptr, a[1], a[2], a[3], 0.3, 0.6, false, on, back);
+        v.momentum(mom, a[3], streams, 1);
+        v.fill(a[2], 1.5, on);
+        const lockstep::DotSpec specs[3] = {{a[0], a[1], nullptr, false},
+                                            {a[1], a[0], a[2], false},
+                                            {mom, a[3], nullptr, true}};
+        dots.assign(C * 3, 0.0);
+        v.dots(specs, 3, a[3], lockstep::ChainMask::all(C), dots.data());
+        std::vector<double> out;
+        for (double* arr : {a[0], a[1], a[2], mom}) {
+          std::vector<double> h(n);
+          v.download(h.data(), arr);
+          out.insert(out.end(), h.begin(), h.end());
+        }
+        return out;
+      };
+      std::vector<double> dots_dev, dots_host;
+      const std::vector<double> got = run(*dev, sd_streams, dots_dev);
+      const std::vector<double> want = run(*host, sh_streams, dots_host);
+      for (size_t k = 0; k < want.size(); ++k) {
+        INFO("element " << k);
+        CHECK(got[k] == Approx(want[k]).epsilon(1e-13).margin(1e-14));
+      }
+      for (size_t k = 0; k < dots_host.size(); ++k) {
+        INFO("dot " << k);
+        CHECK(dots_dev[k] == Approx(dots_host[k]).epsilon(1e-11).margin(1e-11));
+      }
+      for (long c = 0; c < C; ++c) CHECK(sd_streams[c].position == sh_streams[c].position);
+    }
+}
+
+TEST_CASE("cuda executor: device-resident NUTS follows NUTS with host vectors",
+          "[cuda][sampler][nuts]") {
+  // The same executor, keys and start; a fixed step size and five iterations:
+  // the two differ only in rounding, far too little to change a decision.
+  require_gpu();
+  const Case k = logistic_regression_case();
+  const long C = 3, D = k.p.n_free;
+  std::unique_ptr<lockstep::cuda::DeviceExecutor> ex =
+      lockstep::cuda::make_executor(k.p, C, k.options, false);
+  std::mt19937 rng(77);
+  const std::vector<double> init = draw_state(k, C, rng);
+  lockstep::NutsSettings s;
+  s.epsilon = 0.001;  // stable at this start (0.02 diverged at once: no chain moved)
+  s.max_treedepth = 7;
+  auto draws = [&](Target& target) {
+    lockstep::Nuts nuts(target, s, init, 31u, 41u);
+    std::vector<double> out;
+    for (int i = 0; i < 5; ++i) {
+      nuts.iterate(false);
+      out.insert(out.end(), nuts.state().begin(), nuts.state().end());
+      out.insert(out.end(), nuts.log_density().begin(), nuts.log_density().end());
+      for (long c = 0; c < C; ++c) out.push_back(nuts.last().n_leapfrog[c]);
+    }
+    return out;
+  };
+  lockstep::WithHostVectors host_target(*ex);
+  const std::vector<double> device = draws(*ex), host = draws(host_target);
+  REQUIRE(device.size() == host.size());
+  for (size_t j = 0; j < host.size(); ++j) {
+    INFO("value " << j << " of " << host.size() << " (dim " << D << ")");
+    CHECK(device[j] == Approx(host[j]).epsilon(1e-9).margin(1e-9));
+  }
+  // the chains moved, with trees of more than one step
+  const size_t per_iteration = C * D + 2 * C;
+  const std::vector<double> last(device.end() - per_iteration, device.end() - 2 * C);
+  CHECK(last != init);
+  double steps = 0;
+  for (size_t i = 0; i < 5; ++i)
+    for (long c = 0; c < C; ++c) steps += device[i * per_iteration + C * D + C + c];
+  CHECK(steps > 5 * C * 2);
+}
+
+TEST_CASE("cuda executor: running out of GPU memory is a clear error, and recoverable",
+          "[cuda][memory]") {
+  require_gpu();
+  namespace cuda = lockstep::cuda;
+  auto one_normal = [](long D) {
+    Program p;
+    const int x = p.add(param_node(D, 0));
+    p.n_free = D;
+    add_term(p, density_node(Family::normal, {x, p.add(data_node({0})), p.add(data_node({1}))}));
+    lockstep::plan(p);
+    return p;
+  };
+  // an executor larger than any GPU: refused before it allocates, with the
+  // memory it needs and the memory there is
+  const Program huge = one_normal(400000000);
+  CHECK_THROWS_WITH(cuda::make_executor(huge, 64, ExecOptions(), false),
+                    Catch::Contains("GiB of GPU memory") && Catch::Contains("GiB free"));
+  // a sampler's vectors, one array after another until the GPU is full
+  const long C = 4, D = 50000000;
+  const Program big = one_normal(D);
+  std::unique_ptr<cuda::DeviceExecutor> ex = cuda::make_executor(big, C, ExecOptions(), false);
+  std::unique_ptr<lockstep::ChainVectors> v = ex->vectors();
+  std::string message;
+  for (int k = 0; k < 400 && message.empty(); ++k) {
+    try {
+      v->make();
+    } catch (const std::runtime_error& e) {
+      message = e.what();
+    }
+  }
+  CHECK_THAT(message, Catch::Contains("the sampler needs another") &&
+                          Catch::Contains("GiB free"));
+  v.reset();  // frees them: the executor runs as before
+  std::vector<double> state(C * D, 0.5), lp(C), grad(C * D);
+  ex->log_density(state.data(), lp.data(), grad.data());
+  for (long c = 0; c < C; ++c)
+    CHECK(lp[c] == Approx(-0.5 * D * (0.25 + std::log(2 * M_PI))).epsilon(1e-9));
+  CHECK(grad[0] == Approx(-0.5));
 }
 
 TEST_CASE("cuda executor: refuses a missing GPU and zero chains and MPI",

@@ -61,6 +61,8 @@ constexpr long min_work_per_thread = 1L << 15;
 // The threads an executor with these options uses for this program.
 int effective_threads(const Program& program, long chains, const ExecOptions& options);
 
+class ChainVectors;  // sampler/chain_vectors.hpp
+
 // Something with a log density and gradient over a [chains, dim] state: what
 // samplers need. Executor is one; tests use analytic targets.
 class Target {
@@ -72,6 +74,11 @@ class Target {
   virtual void log_density(const double* state, double* lp, double* grad) = 0;
   // The threads a sampler may use for its own vector operations (none: serial).
   virtual ThreadPool* pool() { return nullptr; }
+  // Where a sampler keeps its [chains, dim] vectors and runs their operations
+  // (sampler/chain_vectors.hpp): by default host memory, the CPU backend and
+  // pool()'s threads; an emulated executor's run on the emulated backend, a
+  // GPU executor's in its device memory. Defined in chain_vectors.cpp.
+  virtual std::unique_ptr<ChainVectors> vectors();
 };
 
 template <class T> class Executor : public Target {
@@ -87,6 +94,8 @@ template <class T> class Executor : public Target {
   // nullptr when the executor runs on one thread (samplers then run their
   // vector operations inline).
   ThreadPool* pool() override { return options_.threads > 1 ? pool_.get() : nullptr; }
+  // Host vectors on this executor's backend (cpu or emulated) and threads.
+  std::unique_ptr<ChainVectors> vectors() override;
   int threads() const { return options_.threads; }
 
   // Forward pass only: fills the value of every node of the global stage (run

@@ -62,6 +62,13 @@ class DeviceExecutor : public Target {
 std::unique_ptr<DeviceExecutor> make_executor(const Program& program, long chains,
                                               const ExecOptions& options, bool single);
 
+// A sampler's vectors in the memory of GPU `gpu`, their operations queued on
+// `stream` (the executor's cudaStream_t, so they are ordered with its
+// log_density_device calls) and sized for `multiprocessors`
+// (src/cuda/chain_vectors.cu). The executor's vectors() makes them.
+std::unique_ptr<ChainVectors> make_device_vectors(DeviceExecutor& target, void* stream, int gpu,
+                                                  int multiprocessors);
+
 // Device memory for tests and benchmarks: n doubles on options' device.
 double* device_alloc(long n);
 void device_free(double* p);

@@ -19,6 +19,7 @@
 #include "../launcher.hpp"
 #include "../node_kernels.hpp"
 #include "../row_order.hpp"
+#include "../sampler/chain_vectors.hpp"
 #include "cuda_executor.hpp"
 #include "cuda_launch.cuh"
 
@@ -81,6 +82,10 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   void synchronize() override;
   double device_bytes() const override { return bytes_; }
   std::string profile_report() const override;
+  // Device-resident sampling: the sampler's vectors next to this executor's.
+  std::unique_ptr<ChainVectors> vectors() override {
+    return make_device_vectors(*this, stream_, options_.gpu, multiprocessors_);
+  }
 
  private:
   bool runs(int id) const {

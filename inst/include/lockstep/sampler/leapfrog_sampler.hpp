@@ -63,6 +63,9 @@ class LeapfrogSampler {
   // [chains, dim], chain-major; with a pooled metric every row is the same.
   const std::vector<double>& diag_sd() const { return sd_; }
   bool per_chain_metric() const { return per_chain_metric_; }
+  // Counts the changes of diag_sd (each end of a metric window), so that a
+  // copy of it elsewhere (a GPU's) knows when it is stale.
+  long metric_version() const { return metric_version_; }
   // Per chain, since construction: accepted proposals, and bad iterations
   // (a divergent trajectory or a non-finite log density).
   const std::vector<long>& accepted() const { return accepted_; }
@@ -135,6 +138,7 @@ class LeapfrogSampler {
   long warmup_total_ = 0, warmup_done_ = 0;
   size_t next_window_ = 0;
   bool per_chain_metric_ = false;
+  long metric_version_ = 0;
   // Welford sums of the current window: [dim] pooled, [chains, dim] per
   // chain; window_n_ counts draws per row (pooled: chains per iteration).
   long window_n_ = 0;

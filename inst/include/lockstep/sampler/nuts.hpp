@@ -20,12 +20,20 @@
 //   A chain whose trajectory has U-turned, diverged or reached the maximum
 //   depth is masked: it waits (its state unchanged) while the others finish.
 //
+//   The vectors live where the target's ChainVectors put them (Target::
+//   vectors()): with a GPU executor, in device memory, so that a leapfrog
+//   step moves only per-chain numbers (log densities, energies, the U-turn
+//   checks' dot products) between the GPU and the host; the draw comes back
+//   once per iteration. At most max_mask_chains chains.
+//
 // Memory per chain: about (20 + 4 x depth reached) vectors of dim doubles.
 #ifndef LOCKSTEP_SAMPLER_NUTS_HPP
 #define LOCKSTEP_SAMPLER_NUTS_HPP
 
+#include <memory>
 #include <vector>
 
+#include "chain_vectors.hpp"
 #include "leapfrog_sampler.hpp"
 
 namespace lockstep {
@@ -45,33 +53,53 @@ class Nuts : public LeapfrogSampler {
 
  protected:
   void transition() override;
+  // The step size search runs on the base class's host state: brings the
+  // gradient there first.
+  double find_reasonable_epsilon() override;
 
  private:
   // The per-level memory of the subtree being built: for level j, the first
   // momentum of the open block (begin), the rho prefix before it (prefix),
   // and the completed left sibling's last momentum and rho (left_end, left_rho).
   struct Level {
-    std::vector<double> begin, prefix, left_end, left_rho;
+    double *begin, *prefix, *left_end, *left_rho;
   };
   // Generalised U-turn criterion (Betancourt 2017): no U-turn while
   // rho . M^-1 p_minus > 0 and rho . M^-1 p_plus > 0, in chain c's metric.
-  bool criterion(long c, const double* p_minus, const double* p_plus, const double* rho) const;
-  bool criterion_plus(long c, const double* p_minus, const double* p_plus, const double* rho,
-                      const double* extra) const;
+  // criteria() evaluates up to three of them for every chain in `on`, each
+  // with rho (+ extra, when not null): Stan's checks across merged subtrees
+  // extend one subtree's rho by the nearest point of the other. Returns, per
+  // chain, whether all hold.
+  struct Check {
+    const double *p_minus, *p_plus, *rho, *extra;
+  };
+  std::vector<int> criteria(const Check* checks, int n, const ChainMask& on);
+  // The per-chain kinetic energies p' M^-1 p / 2 of the chains in `on`.
+  std::vector<double> kinetic_energies(const double* p, const ChainMask& on);
   void ensure_levels(int depth);
+  // Copies the base class's state and metric into the vectors where they
+  // changed since, and the gradient back on request.
+  void upload_state();
 
   NutsSettings settings_;
-  // [chains, dim] each: the trajectory's two ends (position, momentum,
-  // gradient), the moving point, the proposal of the subtree being built,
-  // and the momenta of Stan's checks (forward / backward subtree ends).
-  std::vector<double> xf_, pf_, gf_, xb_, pb_, gb_;
-  std::vector<double> xw_, pw_, gw_, xp_, gp_, pp_, ps_;
-  std::vector<double> p_ff_, p_fb_, p_bf_, p_bb_, rho_, rho_f_, rho_b_, sub_first_, sub_rho_;
-  // [chains, dim] scratch of the merge checks inside a subtree (the right
-  // sibling's rho and both siblings'), kept so that no leaf allocates.
-  std::vector<double> right_rho_, both_rho_;
+  std::unique_ptr<ChainVectors> v_;
+  // [chains, dim] arrays in v_: the current state, gradient and metric (sd
+  // and the inverse mass sd^2), mirrors of the base class's x_, grad_, sd_,
+  // sd2_; the trajectory's two ends (position, momentum, gradient), the moving
+  // point, the proposal of the subtree being built, and the momenta of Stan's
+  // checks (forward / backward subtree ends).
+  double *x_v_, *g_v_, *sd_v_, *m_v_;
+  double *xf_, *pf_, *gf_, *xb_, *pb_, *gb_;
+  double *xw_, *pw_, *gw_, *xp_, *gp_, *pp_, *ps_;
+  double *p_ff_, *p_fb_, *p_bf_, *p_bb_, *rho_, *rho_f_, *rho_b_, *sub_first_, *sub_rho_;
+  // scratch of the merge checks inside a subtree (the right sibling's rho
+  // and both siblings'), kept so that no leaf allocates
+  double *right_rho_, *both_rho_;
   std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
   std::vector<Level> levels_;
+  bool state_uploaded_ = false;  // x_v_ and g_v_ hold x_ and grad_
+  bool grad_downloaded_ = true;  // grad_ holds g_v_
+  long metric_uploaded_ = -1;    // the metric_version() sd_v_ and m_v_ hold
 };
 
 }  // namespace lockstep

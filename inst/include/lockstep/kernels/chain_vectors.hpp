@@ -1,0 +1,207 @@
+// Lanes-policy bodies of a sampler's vector operations on [chains, dim]
+// arrays (sampler/chain_vectors.hpp): masked row copies and sums, the
+// leapfrog's kick and drift, momentum draws from each chain's Philox stream,
+// and per-chain dot products. The same bodies run on the CPU (one lane per
+// chain group), on the emulated backend and on a GPU, so NUTS's arithmetic is
+// the same everywhere: each element's value is computed by the same
+// expression, and only the order in which a GPU's lanes add a dot product's
+// terms differs.
+//
+// Every body works on the chains [c0, c1) of arrays that hold all chains, and
+// skips the chains whose bit in `on` is clear (they wait, in NUTS, while
+// other chains finish their trees).
+#ifndef LOCKSTEP_KERNELS_CHAIN_VECTORS_HPP
+#define LOCKSTEP_KERNELS_CHAIN_VECTORS_HPP
+
+#include <cstdint>
+#include <vector>
+
+#include "../lanes.hpp"
+#include "../rng.hpp"
+
+namespace lockstep {
+
+// One bit per chain, passed by value to kernels (so no upload per launch).
+constexpr long max_mask_chains = 4096;
+struct ChainMask {
+  uint64_t bits[max_mask_chains / 64] = {};
+  LS_HD bool operator[](long c) const { return (bits[c >> 6] >> (c & 63)) & 1u; }
+  void set(long c, bool on = true) {
+    if (on)
+      bits[c >> 6] |= uint64_t{1} << (c & 63);
+    else
+      bits[c >> 6] &= ~(uint64_t{1} << (c & 63));
+  }
+  bool any() const {
+    for (uint64_t b : bits)
+      if (b) return true;
+    return false;
+  }
+  static ChainMask all(long chains) {
+    ChainMask m;
+    for (long c = 0; c < chains; ++c) m.set(c);
+    return m;
+  }
+  // The chains where flags[c] is nonzero.
+  static ChainMask where(const std::vector<int>& flags) {
+    ChainMask m;
+    for (long c = 0; c < static_cast<long>(flags.size()); ++c)
+      if (flags[c]) m.set(c);
+    return m;
+  }
+};
+
+// Calls f(k) for each flat index k = c * dim + i of the chains in [c0, c1)
+// that `on` holds: one lane loops over the rows (skipping masked chains
+// whole); many lanes stride over the elements.
+template <class F>
+LS_HD void for_each_masked(const Lane& lane, const ChainMask& on, long c0, long c1, long dim,
+                           F&& f) {
+  if (lane.count == 1) {
+    for (long c = c0; c < c1; ++c) {
+      if (!on[c]) continue;
+      const long base = c * dim;
+      for (long i = 0; i < dim; ++i) f(base + i);
+    }
+    return;
+  }
+  for_each_element(lane, c1 - c0, dim, [&](long k, long c, long) {
+    if (on[c0 + c]) f(c0 * dim + k);
+  });
+}
+
+// Bodies with one phase and no shared scratch.
+struct SimpleBody {
+  int phases = 1;
+  int shared_per_lane = 0;
+};
+
+// dst = src (src null: dst = value).
+struct RowsCopy : SimpleBody {
+  double* dst;
+  const double* src;
+  double value;
+  ChainMask on;
+  long c0, c1, dim;
+  LS_HD void operator()(int, const Lane& lane) const {
+    if (src)
+      for_each_masked(lane, on, c0, c1, dim, [&](long k) { dst[k] = src[k]; });
+    else
+      for_each_masked(lane, on, c0, c1, dim, [&](long k) { dst[k] = value; });
+  }
+};
+
+// dst = a + s b (s = 1 or -1 make a + b and a - b exactly).
+struct RowsAdd : SimpleBody {
+  double* dst;
+  const double *a, *b;
+  double s;
+  ChainMask on;
+  long c0, c1, dim;
+  LS_HD void operator()(int, const Lane& lane) const {
+    for_each_masked(lane, on, c0, c1, dim, [&](long k) { dst[k] = a[k] + s * b[k]; });
+  }
+};
+
+// The leapfrog's momentum half step and position step, in one pass:
+//   p += kick g;  x_out = x_in + eps m p,
+// with kick and eps negated on the chains in `back` (moving backward in time).
+// x_out may be x_in. With drift false, only the kick.
+struct KickDrift : SimpleBody {
+  double *x_out, *p;
+  const double *x_in, *g, *m;
+  double kick, eps;
+  bool drift;
+  ChainMask on, back;
+  long c0, c1, dim;
+  LS_HD void operator()(int, const Lane& lane) const {
+    if (lane.count == 1) {  // per row, so the signs are hoisted out of the loop
+      for (long c = c0; c < c1; ++c) {
+        if (!on[c]) continue;
+        const double k = back[c] ? -kick : kick, e = back[c] ? -eps : eps;
+        const long base = c * dim;
+        if (drift)
+          for (long i = base; i < base + dim; ++i) {
+            p[i] += k * g[i];
+            x_out[i] = x_in[i] + e * m[i] * p[i];
+          }
+        else
+          for (long i = base; i < base + dim; ++i) p[i] += k * g[i];
+      }
+      return;
+    }
+    for_each_masked(lane, on, c0, c1, dim, [&](long i) {
+      const bool b = back[i / dim];
+      p[i] += (b ? -kick : kick) * g[i];
+      if (drift) x_out[i] = x_in[i] + (b ? -eps : eps) * m[i] * p[i];
+    });
+  }
+};
+
+// p ~ N(0, diag(1 / sd^2)) for every chain: p_i = n_i / sd_i, the normals in
+// pairs from the chain's stream (streams[c], purpose set by the caller) at
+// positions position, position + 1, ...: the same numbers as drawing them one
+// pair after another. The caller advances each stream by (dim + 1) / 2.
+struct MomentumDraw : SimpleBody {
+  double* p;
+  const double* sd;
+  const Stream* streams;  // [chains], in the memory the body runs in
+  long c0, c1, dim;
+  LS_HD void operator()(int, const Lane& lane) const {
+    const long pairs = (dim + 1) / 2;
+    for_each_element(lane, c1 - c0, pairs, [&](long, long cc, long j) {
+      const long c = c0 + cc, i = c * dim + 2 * j;
+      Stream s = streams[c];
+      s.position += static_cast<uint64_t>(j);
+      double a, b;
+      s.normal2(&a, &b);
+      p[i] = a / sd[i];
+      if (2 * j + 1 < dim) p[i + 1] = b / sd[i + 1];
+    });
+  }
+};
+
+// One dot product per chain: sum_i (m_i a_i)(b_i + c_i) (c null: b_i alone),
+// or, square: sum_i (a_i b_i)^2 (the kinetic energy's sum with b = sd).
+struct DotSpec {
+  const double *a, *b, *c;
+  bool square;
+};
+
+// The term of a ChainSum (chain_sum.hpp) over `n` DotSpecs of the chains
+// [c0, c1): its "chain" index t = (c - c0) * n + s, so that out[t] is chain
+// c's result for spec s. Masked chains add nothing.
+struct DotTerm {
+  static constexpr int max_specs = 6;
+  DotSpec specs[max_specs];
+  int n;
+  const double* m;
+  ChainMask on;
+  long c0, dim;
+  static DotTerm make(const DotSpec* specs, int n, const double* m, const ChainMask& on,
+                      long dim) {
+    DotTerm t{};
+    for (int s = 0; s < n; ++s) t.specs[s] = specs[s];
+    t.n = n;
+    t.m = m;
+    t.on = on;
+    t.c0 = 0;
+    t.dim = dim;
+    return t;
+  }
+  LS_HD double operator()(long t, long i) const {
+    const long c = c0 + t / n;
+    if (!on[c]) return 0;
+    const DotSpec& s = specs[t % n];
+    const long k = c * dim + i;
+    if (s.square) {
+      const double v = s.a[k] * s.b[k];
+      return v * v;
+    }
+    return m[k] * s.a[k] * (s.c ? s.b[k] + s.c[k] : s.b[k]);
+  }
+};
+
+}  // namespace lockstep
+
+#endif

@@ -1,0 +1,115 @@
+// Where a sampler keeps its [chains, dim] vectors and how it updates them: in
+// host memory (the CPU and emulated backends) or in a GPU's memory next to the
+// executor's buffers (device-resident sampling: per leapfrog step only the
+// chains' log densities and a few dot products per chain cross to the host,
+// never a vector). NUTS is written once against this interface; the
+// operations are the lanes-policy bodies of kernels/chain_vectors.hpp.
+//
+// Arrays are raw pointers into the vectors' own memory, made by make() and
+// freed with the ChainVectors. Every operation takes a ChainMask: the chains it
+// touches. Operations are ordered: each sees the results of those before it.
+#ifndef LOCKSTEP_SAMPLER_CHAIN_VECTORS_HPP
+#define LOCKSTEP_SAMPLER_CHAIN_VECTORS_HPP
+
+#include <memory>
+#include <vector>
+
+#include "../executor.hpp"
+#include "../kernels/chain_vectors.hpp"
+#include "../launcher.hpp"
+#include "../rng.hpp"
+
+namespace lockstep {
+
+class ChainVectors {
+ public:
+  ChainVectors(long chains, long dim) : chains_(chains), dim_(dim) {}
+  virtual ~ChainVectors() = default;
+  long chains() const { return chains_; }
+  long dim() const { return dim_; }
+
+  // A new [chains, dim] array of zeros.
+  virtual double* make() = 0;
+  // Whole arrays between host memory and the vectors' memory.
+  virtual void upload(double* dst, const double* host) = 0;
+  virtual void download(double* host, const double* src) = 0;
+
+  // dst = src on the chains in `on`.
+  virtual void copy(double* dst, const double* src, const ChainMask& on) = 0;
+  // dst = value.
+  virtual void fill(double* dst, double value, const ChainMask& on) = 0;
+  // dst = a + s b.
+  virtual void add(double* dst, const double* a, const double* b, double s,
+                   const ChainMask& on) = 0;
+  // p += kick g, then (drift) x_out = x_in + eps m p, with kick and eps
+  // negated on the chains in `back`.
+  virtual void leapfrog(double* x_out, const double* x_in, double* p, const double* g,
+                        const double* m, double kick, double eps, bool drift,
+                        const ChainMask& on, const ChainMask& back) = 0;
+  // p ~ N(0, diag(1 / sd^2)) on every chain, from streams[c] with purpose
+  // `purpose`; advances each stream past the numbers drawn.
+  virtual void momentum(double* p, const double* sd, std::vector<Stream>& streams,
+                        uint32_t purpose) = 0;
+  // out[c * n + s] = spec s's dot product for chain c (DotSpec), n <= 6, m the
+  // inverse mass; chains outside `on` get 0. Waits for the results.
+  virtual void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
+                    double* out) = 0;
+  // The target's log density at x into lp[chains] (host memory) and its
+  // gradient into g.
+  virtual void log_density(const double* x, double* lp, double* g) = 0;
+
+ protected:
+  long chains_, dim_;
+};
+
+// Vectors in host memory, updated by the kernel bodies on the CPU backend
+// (chains split among the pool's threads, when there is one) or on the
+// emulated backend (every lane in turn).
+class HostChainVectors final : public ChainVectors {
+ public:
+  HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool);
+  double* make() override;
+  void upload(double* dst, const double* host) override;
+  void download(double* host, const double* src) override;
+  void copy(double* dst, const double* src, const ChainMask& on) override;
+  void fill(double* dst, double value, const ChainMask& on) override;
+  void add(double* dst, const double* a, const double* b, double s, const ChainMask& on) override;
+  void leapfrog(double* x_out, const double* x_in, double* p, const double* g, const double* m,
+                double kick, double eps, bool drift, const ChainMask& on,
+                const ChainMask& back) override;
+  void momentum(double* p, const double* sd, std::vector<Stream>& streams,
+                uint32_t purpose) override;
+  void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
+            double* out) override;
+  void log_density(const double* x, double* lp, double* g) override;
+
+ private:
+  // Runs make_body(c0, c1) for the chain ranges this backend splits into.
+  template <class MakeBody> void run(const MakeBody& make_body);
+
+  Target& target_;
+  Launcher launcher_;
+  ThreadPool* pool_;
+  std::vector<std::unique_ptr<double[]>> arrays_;
+};
+
+// Another target seen through the Target interface alone: a sampler on it
+// keeps its vectors in host memory (Target::vectors()'s default) whatever the
+// target's own vectors are; for comparing device-resident sampling with
+// sampling on the host over the same GPU executor.
+class WithHostVectors final : public Target {
+ public:
+  explicit WithHostVectors(Target& target) : target_(target) {}
+  long dim() const override { return target_.dim(); }
+  long chains() const override { return target_.chains(); }
+  void log_density(const double* state, double* lp, double* grad) override {
+    target_.log_density(state, lp, grad);
+  }
+
+ private:
+  Target& target_;
+};
+
+}  // namespace lockstep
+
+#endif

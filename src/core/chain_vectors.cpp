@@ -1,0 +1,94 @@
+// Sampler vectors in host memory (sampler/chain_vectors.hpp), and the targets'
+// choice of vectors.
+#include "lockstep/sampler/chain_vectors.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "lockstep/kernels/chain_sum.hpp"
+
+namespace lockstep {
+
+std::unique_ptr<ChainVectors> Target::vectors() {
+  return std::make_unique<HostChainVectors>(*this, Launcher{}, pool());
+}
+
+template <class T> std::unique_ptr<ChainVectors> Executor<T>::vectors() {
+  return std::make_unique<HostChainVectors>(*this, launch_, pool());
+}
+template std::unique_ptr<ChainVectors> Executor<double>::vectors();
+template std::unique_ptr<ChainVectors> Executor<float>::vectors();
+
+HostChainVectors::HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool)
+    : ChainVectors(target.chains(), target.dim()), target_(target), launcher_(launcher),
+      // the emulated backend runs every chain in one launch, lane by lane
+      pool_(launcher.backend == Backend::cpu ? pool : nullptr) {}
+
+template <class MakeBody> void HostChainVectors::run(const MakeBody& make_body) {
+  if (pool_) {
+    // one chain per task: each writes only its own rows
+    pool_->parallel_for(chains_, [&](long c) { launcher_(make_body(c, c + 1)); });
+  } else {
+    launcher_(make_body(0, chains_));
+  }
+}
+
+double* HostChainVectors::make() {
+  const size_t n = static_cast<size_t>(chains_ * dim_);
+  arrays_.emplace_back(new double[n > 0 ? n : 1]());
+  return arrays_.back().get();
+}
+
+void HostChainVectors::upload(double* dst, const double* host) {
+  if (dst != host) std::memcpy(dst, host, sizeof(double) * chains_ * dim_);
+}
+
+void HostChainVectors::download(double* host, const double* src) {
+  if (host != src) std::memcpy(host, src, sizeof(double) * chains_ * dim_);
+}
+
+void HostChainVectors::copy(double* dst, const double* src, const ChainMask& on) {
+  run([&](long c0, long c1) { return RowsCopy{{}, dst, src, 0.0, on, c0, c1, dim_}; });
+}
+
+void HostChainVectors::fill(double* dst, double value, const ChainMask& on) {
+  run([&](long c0, long c1) { return RowsCopy{{}, dst, nullptr, value, on, c0, c1, dim_}; });
+}
+
+void HostChainVectors::add(double* dst, const double* a, const double* b, double s,
+                           const ChainMask& on) {
+  run([&](long c0, long c1) { return RowsAdd{{}, dst, a, b, s, on, c0, c1, dim_}; });
+}
+
+void HostChainVectors::leapfrog(double* x_out, const double* x_in, double* p, const double* g,
+                                const double* m, double kick, double eps, bool drift,
+                                const ChainMask& on, const ChainMask& back) {
+  run([&](long c0, long c1) {
+    return KickDrift{{}, x_out, p, x_in, g, m, kick, eps, drift, on, back, c0, c1, dim_};
+  });
+}
+
+void HostChainVectors::momentum(double* p, const double* sd, std::vector<Stream>& streams,
+                                uint32_t purpose) {
+  for (Stream& s : streams) s.purpose = purpose;
+  const Stream* from = streams.data();
+  run([&](long c0, long c1) { return MomentumDraw{{}, p, sd, from, c0, c1, dim_}; });
+  for (Stream& s : streams) s.position += static_cast<uint64_t>((dim_ + 1) / 2);
+}
+
+void HostChainVectors::dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
+                            double* out) {
+  const DotTerm term = DotTerm::make(specs, n, m, on, dim_);
+  std::fill(out, out + chains_ * n, 0.0);
+  run([&](long c0, long c1) {
+    DotTerm t = term;
+    t.c0 = c0;
+    return ChainSum<DotTerm>(t, out + c0 * n, (c1 - c0) * n, dim_);
+  });
+}
+
+void HostChainVectors::log_density(const double* x, double* lp, double* g) {
+  target_.log_density(x, lp, g);
+}
+
+}  // namespace lockstep
