@@ -81,13 +81,14 @@ print.lockstep_backend_info <- function(x, ...) {
 #' one kernel over all chains and all rows (the same kernel bodies as the CPU
 #' backend's, so results agree up to the order of floating-point sums). Data
 #' and what is computed from data alone are computed once, on the CPU, and
-#' copied to the GPU when the model is first run. NUTS, the default sampler,
-#' keeps its vectors (positions, momenta, gradients of every chain) in the
-#' GPU's memory as well and updates them there: at each leapfrog step only a
-#' few numbers per chain (log densities, energies, the U-turn checks) reach
-#' the CPU, which runs the tree's decisions, and each iteration's draw comes
-#' back once. The other samplers run on the CPU, exchanging the state and
-#' gradient with the GPU at each step. The GPU pays off for models with many
+#' copied to the GPU when the model is first run. The leapfrog samplers
+#' ([nuts()], the default, [hmc()] and [chees()]) keep their vectors
+#' (positions, momenta, gradients of every chain) in the GPU's memory as well
+#' and update them there: at each leapfrog step only a few numbers per chain
+#' (log densities, energies, NUTS's U-turn checks) reach the CPU, which makes
+#' the accept and tree decisions, and each iteration's draw comes back once.
+#' [rwmh()] and [slice()] run on the CPU, exchanging the state with the GPU at
+#' each step. The GPU pays off for models with many
 #' rows of data (10^5 and more) and costs more than it saves for small ones. One gradient's kernels are
 #' captured once into a CUDA graph and replayed, which saves the host's launch
 #' overhead on small models (the environment variable `LOCKSTEP_CUDA_GRAPHS=no`

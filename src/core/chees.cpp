@@ -34,39 +34,37 @@ void Chees::transition() {
   const double u = run_stream_.uniform();  // the jitter, shared by all chains
   const int L = static_cast<int>(
       std::min<double>(settings_.max_leapfrog, std::max(1.0, std::ceil(u * T_ / epsilon_))));
-  draw_momentum(p_);
-  std::vector<double> h0(C_);
-  for_chains([&](long c) { h0[c] = -lp_[c] + kinetic(c, p_.data() + c * D_); });
-  trajectory(L, epsilon_, p_);
+  sync_vectors();
+  ChainVectors& v = vectors();
+  draw_momentum(p_v_);
+  const ChainMask all = ChainMask::all(C_);
+  const std::vector<double> k0 = kinetic_energies(p_v_, all);
+  trajectory(L, epsilon_, p_v_);
+  const std::vector<double> k1 = kinetic_energies(p_v_, all);
 
-  // ChEES's gradient needs the chains' means before and after, in the metric.
-  std::vector<double> mean_x(D_, 0.0), mean_xn(D_, 0.0);
+  // ChEES's gradient needs, per chain, the squared distances of the state
+  // before and after from the chains' means, in the metric, and
+  // (x' - mean') . M^-1 p' with M^-1 = diag(sd^2), of the proposal (accepted
+  // or not), from the state before the Metropolis step replaces it.
+  std::vector<double> d(C_ * 3, 0.0);
   if (adapting_) {
-    for (long c = 0; c < C_; ++c)
-      for (long i = 0; i < D_; ++i) {
-        mean_x[i] += x_[c * D_ + i] / C_;
-        mean_xn[i] += xn_[c * D_ + i] / C_;
-      }
+    if (!mean_x_v_) mean_x_v_ = v.make(), mean_xn_v_ = v.make();
+    v.mean_over_chains(mean_x_v_, x_v_);
+    v.mean_over_chains(mean_xn_v_, xn_v_);
+    const DotSpec specs[3] = {{x_v_, mean_x_v_, sd_v_, DotKind::scaled_square_difference},
+                              {xn_v_, mean_xn_v_, sd_v_, DotKind::scaled_square_difference},
+                              {xn_v_, mean_xn_v_, p_v_, DotKind::difference_product}};
+    v.dots(specs, 3, m_v_, all, d.data());
   }
   std::vector<double> grad_term(C_, 0.0);
-  for_chains([&](long c) {
-    const double h1 = -lpn_[c] + kinetic(c, p_.data() + c * D_);
-    const double *sd = chain_sd(c), *m = inverse_mass(c);
-    // ChEES's gradient term is the proposal's (accepted or not), from the
-    // state before the Metropolis step replaces it
-    double d_old = 0, d_new = 0, dot = 0;
-    if (adapting_)
-      for (long i = 0; i < D_; ++i) {
-        const double zo = (x_[c * D_ + i] - mean_x[i]) / sd[i];
-        const double zn = (xn_[c * D_ + i] - mean_xn[i]) / sd[i];
-        d_old += zo * zo;
-        d_new += zn * zn;
-        // (x' - m') . M^-1 p' with M^-1 = diag(sd^2)
-        dot += (xn_[c * D_ + i] - mean_xn[i]) * m[i] * p_[c * D_ + i];
-      }
-    const double a = metropolis_step(c, h0[c], h1, L);
+  ChainMask take;
+  for (long c = 0; c < C_; ++c) {
+    const double a = metropolis_step(c, -lp_[c] + k0[c], -lpn_[c] + k1[c], L, take);
+    const double d_old = d[c * 3], d_new = d[c * 3 + 1], dot = d[c * 3 + 2];
     if (adapting_ && stats_.divergent[c] == 0) grad_term[c] = a * (d_new - d_old) * dot * u;
-  });
+  }
+  take_proposals(take);
+  state_to_host();
   if (!adapting_) return;
   // Adam ascent on log T, on the gradient normalised by its chains' mean
   // magnitude (Adam's steps depend on the gradient's sign and consistency,

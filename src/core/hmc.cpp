@@ -26,14 +26,16 @@ void Hmc::transition() {
   int L = settings_.Lmin + static_cast<int>(run_stream_.uniform() * span);
   if (L > settings_.Lmax) L = settings_.Lmax;
 
-  draw_momentum(p_);
-  std::vector<double> h0(C_);
-  for_chains([&](long c) { h0[c] = -lp_[c] + kinetic(c, p_.data() + c * D_); });
-  trajectory(L, epsilon_, p_);
-
-  for_chains([&](long c) {
-    metropolis_step(c, h0[c], -lpn_[c] + kinetic(c, p_.data() + c * D_), L);
-  });
+  sync_vectors();
+  draw_momentum(p_v_);
+  const ChainMask all = ChainMask::all(C_);
+  const std::vector<double> k0 = kinetic_energies(p_v_, all);
+  trajectory(L, epsilon_, p_v_);
+  const std::vector<double> k1 = kinetic_energies(p_v_, all);
+  ChainMask take;
+  for (long c = 0; c < C_; ++c) metropolis_step(c, -lp_[c] + k0[c], -lpn_[c] + k1[c], L, take);
+  take_proposals(take);
+  state_to_host();
 }
 
 }  // namespace lockstep

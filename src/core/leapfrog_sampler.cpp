@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace lockstep {
 
@@ -63,59 +64,64 @@ LeapfrogSampler::LeapfrogSampler(Target& target, double epsilon,
                                   " is not finite at its initial values");
 }
 
-void LeapfrogSampler::draw_momentum(std::vector<double>& p) {
-  // p_i = n_i / sd_i
-  p.resize(C_ * D_);
-  for_chains([&](long c) {
-    Stream& s = chain_streams_[c];
-    s.purpose = purpose_momentum;
-    const double* sd = chain_sd(c);
-    for (long i = 0; i < D_; i += 2) {
-      double a, b;
-      s.normal2(&a, &b);
-      p[c * D_ + i] = a / sd[i];
-      if (i + 1 < D_) p[c * D_ + i + 1] = b / sd[i + 1];
-    }
-  });
+ChainVectors& LeapfrogSampler::vectors() {
+  if (!v_) {
+    if (C_ > max_mask_chains)
+      throw std::invalid_argument("at most " + std::to_string(max_mask_chains) +
+                                  " chains run in lockstep");
+    v_ = target_.vectors();
+    for (double** a : {&x_v_, &g_v_, &sd_v_, &m_v_, &xn_v_, &gn_v_, &p_v_}) *a = v_->make();
+  }
+  return *v_;
 }
 
-double LeapfrogSampler::kinetic(long c, const double* p) const {
-  const double* sd = chain_sd(c);
-  double k = 0;
-  for (long i = 0; i < D_; ++i) {
-    const double v = p[i] * sd[i];
-    k += v * v;
+void LeapfrogSampler::sync_vectors() {
+  ChainVectors& v = vectors();
+  if (!state_in_vectors_) {
+    v.upload(x_v_, x_.data());
+    v.upload(g_v_, grad_.data());
+    state_in_vectors_ = true;
   }
-  return 0.5 * k;
+  if (metric_in_vectors_ != metric_version_) {
+    v.upload(sd_v_, sd_.data());
+    v.upload(m_v_, sd2_.data());
+    metric_in_vectors_ = metric_version_;
+  }
+}
+
+void LeapfrogSampler::state_to_host() { vectors().download(x_.data(), x_v_); }
+
+void LeapfrogSampler::state_changed_on_host() { state_in_vectors_ = false; }
+
+void LeapfrogSampler::draw_momentum(double* p) {
+  // p_i = n_i / sd_i
+  vectors().momentum(p, sd_v_, chain_streams_, purpose_momentum);
+}
+
+std::vector<double> LeapfrogSampler::kinetic_energies(const double* p, const ChainMask& on) {
+  const DotSpec spec{p, sd_v_, nullptr, DotKind::square};
+  std::vector<double> k(C_);
+  vectors().dots(&spec, 1, m_v_, on, k.data());
+  for (double& e : k) e *= 0.5;
+  return k;
 }
 
 // Leapfrog, with the half steps of momentum between two position steps merged
 // into one full step (one pass over the state fewer per step).
-void LeapfrogSampler::trajectory(int L, double eps, std::vector<double>& p_all) {
+void LeapfrogSampler::trajectory(int L, double eps, double* p) {
+  ChainVectors& v = vectors();
+  const ChainMask all = ChainMask::all(C_), forward;
   lpn_ = lp_;
   for (int l = 0; l < L; ++l) {
     const double kick = l == 0 ? 0.5 * eps : eps;
-    for_chains([&](long c) {
-      const double* x = (l == 0 ? x_ : xn_).data() + c * D_;
-      const double* g = (l == 0 ? grad_ : gn_).data() + c * D_;
-      double* xn = xn_.data() + c * D_;
-      double* p = p_all.data() + c * D_;
-      const double* m = inverse_mass(c);
-      for (long i = 0; i < D_; ++i) {
-        p[i] += kick * g[i];
-        xn[i] = x[i] + eps * m[i] * p[i];
-      }
-    });
-    target_.log_density(xn_.data(), lpn_.data(), gn_.data());
+    v.leapfrog(xn_v_, l == 0 ? x_v_ : xn_v_, p, l == 0 ? g_v_ : gn_v_, m_v_, kick, eps, true, all,
+               forward);
+    v.log_density(xn_v_, lpn_.data(), gn_v_);
   }
-  for_chains([&](long c) {
-    double* p = p_all.data() + c * D_;
-    const double* g = gn_.data() + c * D_;
-    for (long i = 0; i < D_; ++i) p[i] += 0.5 * eps * g[i];
-  });
+  v.leapfrog(nullptr, nullptr, p, gn_v_, m_v_, 0.5 * eps, eps, false, all, forward);
 }
 
-double LeapfrogSampler::metropolis_step(long c, double h0, double h1, int L) {
+double LeapfrogSampler::metropolis_step(long c, double h0, double h1, int L, ChainMask& take) {
   double log_a = h0 - h1;
   const bool ok = std::isfinite(log_a) && std::fabs(log_a) < divergence_threshold;
   if (!ok) {
@@ -131,13 +137,17 @@ double LeapfrogSampler::metropolis_step(long c, double h0, double h1, int L) {
   if (ok && std::log(s.uniform()) < log_a) {
     ++accepted_[c];
     lp_[c] = lpn_[c];
-    std::copy(xn_.begin() + c * D_, xn_.begin() + (c + 1) * D_, x_.begin() + c * D_);
-    std::copy(gn_.begin() + c * D_, gn_.begin() + (c + 1) * D_, grad_.begin() + c * D_);
+    take.set(c);
     stats_.energy[c] = h1;
   } else {
     stats_.energy[c] = h0;
   }
   return a;
+}
+
+void LeapfrogSampler::take_proposals(const ChainMask& take) {
+  vectors().copy(x_v_, xn_v_, take);
+  vectors().copy(g_v_, gn_v_, take);
 }
 
 double LeapfrogSampler::find_reasonable_epsilon() {
@@ -150,15 +160,17 @@ double LeapfrogSampler::find_reasonable_epsilon() {
   // diverge.
   double eps = epsilon_;
   int direction = 0;
-  std::vector<double> p;
+  sync_vectors();
+  const ChainMask all = ChainMask::all(C_);
   for (int tries = 0; tries < 60; ++tries) {
-    draw_momentum(p);
-    std::vector<double> h0(C_);
-    for (long c = 0; c < C_; ++c) h0[c] = -lp_[c] + kinetic(c, p.data() + c * D_);
-    trajectory(4, eps, p);
+    draw_momentum(p_v_);
+    const std::vector<double> k0 = kinetic_energies(p_v_, all);
+    trajectory(4, eps, p_v_);
+    const std::vector<double> k1 = kinetic_energies(p_v_, all);
     double mean_accept = 0;
     for (long c = 0; c < C_; ++c) {
-      const double log_a = h0[c] - (-lpn_[c] + kinetic(c, p.data() + c * D_));
+      const double h0 = -lp_[c] + k0[c];
+      const double log_a = h0 - (-lpn_[c] + k1[c]);
       mean_accept += std::isfinite(log_a) ? std::exp(std::fmin(0.0, log_a)) : 0.0;
     }
     mean_accept /= C_;
@@ -184,9 +196,11 @@ void LeapfrogSampler::begin_warmup(long n) {
   schedule_ = WarmupSchedule::make(n);
   next_window_ = 0;
   window_n_ = 0;
-  const long rows = per_chain_metric_ ? C_ : 1;
-  window_mean_.assign(rows * D_, 0);
-  window_m2_.assign(rows * D_, 0);
+  ChainVectors& v = vectors();
+  if (!window_mean_v_) window_mean_v_ = v.make(), window_m2_v_ = v.make();
+  const ChainMask all = ChainMask::all(C_);
+  v.fill(window_mean_v_, 0.0, all);
+  v.fill(window_m2_v_, 0.0, all);
   if (n > 0) epsilon_ = find_reasonable_epsilon();
   restart_epsilon_ = epsilon_;
   dual_.restart(epsilon_);
@@ -209,50 +223,33 @@ void LeapfrogSampler::adapt() {
   ++warmup_done_;
   if (adapt_step_size_) epsilon_ = dual_.update(mean_accept);
 
-  // Add the chains' states to the current variance window (Welford): pooled,
-  // every chain's state in turn into one [dim] window; per chain, each
-  // chain's into its own row.
+  // Add the chains' states to the current variance window (Welford, in the
+  // vectors: on a GPU, where the state is): pooled, every chain's state in
+  // turn into one [dim] window; per chain, each chain's into its own row.
   const bool in_window = next_window_ < schedule_.window_ends.size() &&
                          warmup_done_ > schedule_.first_window_start;
   if (in_window) {
+    ChainVectors& v = vectors();
+    sync_vectors();
     if (per_chain_metric_) {
+      v.window_update(window_mean_v_, window_m2_v_, x_v_, static_cast<double>(window_n_), false);
       ++window_n_;
-      const double n = static_cast<double>(window_n_);
-      for_chains([&](long c) {
-        double *mean = window_mean_.data() + c * D_, *m2 = window_m2_.data() + c * D_;
-        const double* x = x_.data() + c * D_;
-        for (long i = 0; i < D_; ++i) {
-          const double d = x[i] - mean[i];
-          mean[i] += d / n;
-          m2[i] += d * (x[i] - mean[i]);
-        }
-      });
     } else {
-      for (long c = 0; c < C_; ++c) {
-        ++window_n_;
-        for (long i = 0; i < D_; ++i) {
-          const double v = x_[c * D_ + i], d = v - window_mean_[i];
-          window_mean_[i] += d / window_n_;
-          window_m2_[i] += d * (v - window_mean_[i]);
-        }
-      }
+      v.window_update(window_mean_v_, window_m2_v_, x_v_, static_cast<double>(window_n_), true);
+      window_n_ += C_;
     }
     if (warmup_done_ == schedule_.window_ends[next_window_]) {
-      const double n = static_cast<double>(window_n_);
-      if (per_chain_metric_) {
-        for (long c = 0; c < C_; ++c) set_metric_row(c, window_m2_.data() + c * D_, n);
-      } else {
-        set_metric_row(0, window_m2_.data(), n);
-        for (long c = 1; c < C_; ++c) {
-          std::copy(sd_.begin(), sd_.begin() + D_, sd_.begin() + c * D_);
-          std::copy(sd2_.begin(), sd2_.begin() + D_, sd2_.begin() + c * D_);
-        }
-      }
+      v.metric_from_window(sd_v_, m_v_, window_m2_v_, static_cast<double>(window_n_),
+                           !per_chain_metric_);
+      v.download(sd_.data(), sd_v_);
+      v.download(sd2_.data(), m_v_);
       ++metric_version_;
+      metric_in_vectors_ = metric_version_;
       ++next_window_;
       window_n_ = 0;
-      std::fill(window_mean_.begin(), window_mean_.end(), 0.0);
-      std::fill(window_m2_.begin(), window_m2_.end(), 0.0);
+      const ChainMask all = ChainMask::all(C_);
+      v.fill(window_mean_v_, 0.0, all);
+      v.fill(window_m2_v_, 0.0, all);
       epsilon_ = restart_epsilon_ = find_reasonable_epsilon();
       dual_.restart(epsilon_);
     }
@@ -267,14 +264,5 @@ void LeapfrogSampler::adapt() {
   }
 }
 
-void LeapfrogSampler::set_metric_row(long c, const double* m2, double n) {
-  // Stan's regularisation towards 1e-3, so short windows cannot collapse a scale.
-  double *sd = sd_.data() + c * D_, *sd2 = sd2_.data() + c * D_;
-  for (long i = 0; i < D_; ++i) {
-    const double var = m2[i] / (n - 1);
-    sd[i] = std::sqrt((n / (n + 5)) * var + 1e-3 * (5 / (n + 5)));
-    sd2[i] = sd[i] * sd[i];
-  }
-}
 
 }  // namespace lockstep

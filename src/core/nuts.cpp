@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
-#include <string>
 
 namespace lockstep {
 
@@ -30,59 +29,28 @@ Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& ini
     : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.adapt_delta, init,
                       key0, key1, "nuts", settings.per_chain_metric),
       settings_(checked(settings)) {
-  if (C_ > max_mask_chains)
-    throw std::invalid_argument("nuts: at most " + std::to_string(max_mask_chains) +
-                                " chains run in lockstep");
-  v_ = target.vectors();
-  for (double** a : {&x_v_, &g_v_, &sd_v_, &m_v_, &xf_, &pf_, &gf_, &xb_, &pb_, &gb_, &xw_, &pw_,
-                     &gw_, &xp_, &gp_, &pp_, &ps_, &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_,
-                     &rho_b_, &sub_first_, &sub_rho_, &right_rho_, &both_rho_})
-    *a = v_->make();
+  ChainVectors& v = vectors();
+  for (double** a : {&xf_, &pf_, &gf_, &xb_, &pb_, &gb_, &xw_, &pw_, &gw_, &xp_, &gp_, &pp_, &ps_,
+                     &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_, &rho_b_, &sub_first_,
+                     &sub_rho_, &right_rho_, &both_rho_})
+    *a = v.make();
   for (auto* v : {&lpf_, &lpb_, &lpw_, &lpp_}) v->assign(C_, 0.0);
 }
 
 void Nuts::ensure_levels(int depth) {
+  ChainVectors& v = vectors();
   while (static_cast<int>(levels_.size()) < depth)
-    levels_.push_back(Level{v_->make(), v_->make(), v_->make(), v_->make()});
-}
-
-void Nuts::upload_state() {
-  if (!state_uploaded_) {
-    v_->upload(x_v_, x_.data());
-    v_->upload(g_v_, grad_.data());
-    state_uploaded_ = true;
-  }
-  if (metric_uploaded_ != metric_version()) {
-    v_->upload(sd_v_, sd_.data());
-    v_->upload(m_v_, sd2_.data());
-    metric_uploaded_ = metric_version();
-  }
-}
-
-double Nuts::find_reasonable_epsilon() {
-  if (!grad_downloaded_) {
-    v_->download(grad_.data(), g_v_);
-    grad_downloaded_ = true;
-  }
-  return LeapfrogSampler::find_reasonable_epsilon();
-}
-
-std::vector<double> Nuts::kinetic_energies(const double* p, const ChainMask& on) {
-  const DotSpec spec{p, sd_v_, nullptr, true};
-  std::vector<double> k(C_);
-  v_->dots(&spec, 1, m_v_, on, k.data());
-  for (double& e : k) e *= 0.5;
-  return k;
+    levels_.push_back(Level{v.make(), v.make(), v.make(), v.make()});
 }
 
 std::vector<int> Nuts::criteria(const Check* checks, int n, const ChainMask& on) {
   DotSpec specs[DotTerm::max_specs];
   for (int j = 0; j < n; ++j) {
-    specs[2 * j] = DotSpec{checks[j].p_minus, checks[j].rho, checks[j].extra, false};
-    specs[2 * j + 1] = DotSpec{checks[j].p_plus, checks[j].rho, checks[j].extra, false};
+    specs[2 * j] = DotSpec{checks[j].p_minus, checks[j].rho, checks[j].extra, DotKind::product};
+    specs[2 * j + 1] = DotSpec{checks[j].p_plus, checks[j].rho, checks[j].extra, DotKind::product};
   }
   std::vector<double> d(C_ * 2 * n);
-  v_->dots(specs, 2 * n, m_v_, on, d.data());
+  vectors().dots(specs, 2 * n, m_v_, on, d.data());
   std::vector<int> ok(C_, 0);
   for (long c = 0; c < C_; ++c) {
     if (!on[c]) continue;
@@ -95,12 +63,11 @@ std::vector<int> Nuts::criteria(const Check* checks, int n, const ChainMask& on)
 
 void Nuts::transition() {
   const long C = C_;
-  ChainVectors& v = *v_;
-  upload_state();
+  ChainVectors& v = vectors();
+  sync_vectors();
   const ChainMask all = ChainMask::all(C);
 
-  // the momentum of the draw, starting at the current point
-  v.momentum(ps_, sd_v_, chain_streams_, purpose_momentum);
+  draw_momentum(ps_);  // the momentum of the draw, starting at the current point
   for (double* a : {xf_, xb_}) v.copy(a, x_v_, all);
   for (double* a : {gf_, gb_}) v.copy(a, g_v_, all);
   for (double* a : {pf_, pb_, p_ff_, p_fb_, p_bf_, p_bb_, rho_}) v.copy(a, ps_, all);
@@ -258,9 +225,7 @@ void Nuts::transition() {
     if (divergent[c]) ++bad_[c];
     if (moved[c]) ++accepted_[c];
   }
-  // the draw comes back; the gradient only when the host needs it
-  v.download(x_.data(), x_v_);
-  grad_downloaded_ = false;
+  state_to_host();
 }
 
 }  // namespace lockstep

@@ -52,6 +52,7 @@ void Rwmh::transition() {
     }
     stats_.energy[c] = -lp_[c];
   });
+  state_changed_on_host();
 }
 
 }  // namespace lockstep

@@ -120,6 +120,7 @@ void Slice::transition() {
     stats_.divergent[c] = 0;
     stats_.energy[c] = -lp_[c];
   }
+  state_changed_on_host();
 }
 
 }  // namespace lockstep

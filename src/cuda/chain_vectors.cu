@@ -73,6 +73,18 @@ class DeviceChainVectors final : public ChainVectors {
     launch(MomentumDraw{{}, p, sd, streams_, 0, chains_, dim_});
     for (Stream& s : streams) s.position += static_cast<uint64_t>((dim_ + 1) / 2);
   }
+  void mean_over_chains(double* dst, const double* src) override {
+    StreamLaunch{stream_, dim_, multiprocessors_}(ChainMean{{}, dst, src, chains_, dim_});
+  }
+  void window_update(double* mean, double* m2, const double* x, double n0,
+                     bool pooled) override {
+    StreamLaunch{stream_, pooled ? dim_ : chains_ * dim_, multiprocessors_}(
+        WindowUpdate{{}, mean, m2, x, n0, pooled, chains_, dim_});
+  }
+  void metric_from_window(double* sd, double* sd2, const double* m2, double n,
+                          bool pooled) override {
+    launch(MetricFromWindow{{}, sd, sd2, m2, n, pooled, chains_, dim_});
+  }
   void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
             double* out) override {
     std::fill(out, out + chains_ * n, 0.0);

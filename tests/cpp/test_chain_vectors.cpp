@@ -1,8 +1,8 @@
 // A sampler's vectors (sampler/chain_vectors.hpp): every operation on the CPU
 // backend (with and without threads) and on the emulated backend in several
 // geometries, against plain loops written here, for several chain counts and
-// dimensions, with masks that leave some chains alone; and NUTS on an
-// emulated executor against NUTS on the CPU one.
+// dimensions, with masks that leave some chains alone; and the leapfrog
+// samplers (NUTS, HMC, ChEES) on an emulated executor against the CPU one.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -12,6 +12,8 @@
 
 #include "helpers.hpp"
 #include "lockstep/sampler/chain_vectors.hpp"
+#include "lockstep/sampler/chees.hpp"
+#include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
 #include "lockstep/thread_pool.hpp"
 #include "sampler_helpers.hpp"
@@ -157,7 +159,7 @@ TEST_CASE("chain vectors: momentum draws are each chain's stream, pair by pair",
   });
 }
 
-TEST_CASE("chain vectors: dot products per chain, plain, extended and squared",
+TEST_CASE("chain vectors: dot products per chain, of every kind",
           "[chain_vectors][dots]") {
   std::mt19937 rng(23);
   each_place({1L, 7L, 300L}, [&](ChainVectors& v, long C, long D) {
@@ -171,9 +173,13 @@ TEST_CASE("chain vectors: dot products per chain, plain, extended and squared",
     }
     const double* m = dev[3];
     const ChainMask on = C == 1 ? ChainMask::all(1) : alternate(C);
-    const DotSpec specs[6] = {{dev[0], dev[1], nullptr, false}, {dev[1], dev[2], dev[0], false},
-                              {dev[2], dev[3], nullptr, true},  {dev[0], dev[0], nullptr, false},
-                              {dev[1], dev[0], dev[2], false},  {dev[2], dev[1], nullptr, true}};
+    using K = lockstep::DotKind;
+    const DotSpec specs[6] = {{dev[0], dev[1], nullptr, K::product},
+                              {dev[1], dev[2], dev[0], K::product},
+                              {dev[2], dev[3], nullptr, K::square},
+                              {dev[0], dev[1], dev[3], K::scaled_square_difference},
+                              {dev[1], dev[0], dev[2], K::difference_product},
+                              {dev[2], dev[1], nullptr, K::square}};
     for (int ns : {1, 3, 6}) {
       std::vector<double> out(C * ns, -99.0);
       v.dots(specs, ns, m, on, out.data());
@@ -188,12 +194,15 @@ TEST_CASE("chain vectors: dot products per chain, plain, extended and squared",
           if (on[c])
             for (long i = 0; i < D; ++i) {
               const DotSpec& sp = specs[s];
-              if (sp.square) {
-                const double t = at(sp.a, i) * at(sp.b, i);
-                want += t * t;
+              const double a = at(sp.a, i), b = at(sp.b, i), mi = host[3][c * D + i];
+              if (sp.kind == K::square) {
+                want += (a * b) * (a * b);
+              } else if (sp.kind == K::scaled_square_difference) {
+                want += (a - b) * (a - b) / (at(sp.c, i) * at(sp.c, i));
+              } else if (sp.kind == K::difference_product) {
+                want += (a - b) * mi * at(sp.c, i);
               } else {
-                want += host[3][c * D + i] * at(sp.a, i) *
-                        (sp.c ? at(sp.b, i) + at(sp.c, i) : at(sp.b, i));
+                want += mi * a * (sp.c ? b + at(sp.c, i) : b);
               }
             }
           INFO("spec " << s << " of " << ns << ", chain " << c);
@@ -203,36 +212,127 @@ TEST_CASE("chain vectors: dot products per chain, plain, extended and squared",
   });
 }
 
-TEST_CASE("nuts on the emulated backend follows nuts on the cpu backend",
-          "[chain_vectors][nuts][emulated]") {
-  // eight schools' shape, five iterations at a fixed step size from one start:
-  // the emulated backend's sums differ only in their last bits
+TEST_CASE("chain vectors: the mean over chains, in every row", "[chain_vectors]") {
+  std::mt19937 rng(31);
+  each_place({1L, 7L, 300L}, [&](ChainVectors& v, long C, long D) {
+    const std::vector<double> a = random_values(C * D, rng);
+    double *x = v.make(), *mean = v.make();
+    v.upload(x, a.data());
+    v.mean_over_chains(mean, x);
+    std::vector<double> got(C * D);
+    v.download(got.data(), mean);
+    for (long i = 0; i < D; ++i) {
+      double want = 0;
+      for (long c = 0; c < C; ++c) want += a[c * D + i] / C;
+      for (long c = 0; c < C; ++c) CHECK(got[c * D + i] == want);
+    }
+  });
+}
+
+TEST_CASE("chain vectors: warmup's window sums and the metric from them", "[chain_vectors]") {
+  std::mt19937 rng(37);
+  each_place({1L, 7L, 300L}, [&](ChainVectors& v, long C, long D) {
+    for (bool pooled : {true, false}) {
+      INFO((pooled ? "pooled" : "per chain"));
+      const long rows = pooled ? 1 : C;
+      std::vector<double> mean(rows * D, 0.0), m2(rows * D, 0.0);
+      double *x = v.make(), *mean_v = v.make(), *m2_v = v.make(), *sd = v.make(), *sd2 = v.make();
+      double n = 0;  // draws per row so far
+      for (int draw = 0; draw < 4; ++draw) {
+        const std::vector<double> a = random_values(C * D, rng);
+        v.upload(x, a.data());
+        v.window_update(mean_v, m2_v, x, n, pooled);
+        // Welford by hand
+        for (long c = 0; c < C; ++c) {
+          const long r = pooled ? 0 : c;
+          const double count = pooled ? n + c + 1 : n + 1;
+          for (long i = 0; i < D; ++i) {
+            const double val = a[c * D + i], d = val - mean[r * D + i];
+            mean[r * D + i] += d / count;
+            m2[r * D + i] += d * (val - mean[r * D + i]);
+          }
+        }
+        n += pooled ? C : 1;
+      }
+      std::vector<double> got_mean(C * D), got_m2(C * D);
+      v.download(got_mean.data(), mean_v);
+      v.download(got_m2.data(), m2_v);
+      for (long k = 0; k < rows * D; ++k) {
+        CHECK(got_mean[k] == mean[k]);
+        CHECK(got_m2[k] == m2[k]);
+      }
+      v.metric_from_window(sd, sd2, m2_v, n, pooled);
+      std::vector<double> got_sd(C * D), got_sd2(C * D);
+      v.download(got_sd.data(), sd);
+      v.download(got_sd2.data(), sd2);
+      for (long c = 0; c < C; ++c)
+        for (long i = 0; i < D; ++i) {
+          const double var = m2[(pooled ? 0 : c) * D + i] / (n - 1);
+          const double want = std::sqrt(n / (n + 5) * var + 1e-3 * 5 / (n + 5));
+          CHECK(got_sd[c * D + i] == Approx(want).epsilon(1e-15));
+          CHECK(got_sd2[c * D + i] == got_sd[c * D + i] * got_sd[c * D + i]);
+        }
+    }
+  });
+}
+
+// A sampler's draws, log densities and leapfrog steps over `warmup`
+// adapting iterations (the step size search, dual averaging, the metric's
+// window sums and ChEES's trajectory length) and five more, on one target.
+template <class Sampler, class Settings>
+std::vector<double> sampler_trace(lockstep::Target& target, const Settings& s,
+                                  const std::vector<double>& init, int warmup) {
+  Sampler sampler(target, s, init, 3u, 4u);
+  sampler.begin_warmup(warmup);
+  std::vector<double> out;
+  for (int i = 0; i < warmup + 5; ++i) {
+    sampler.iterate(i < warmup);
+    out.insert(out.end(), sampler.state().begin(), sampler.state().end());
+    out.insert(out.end(), sampler.log_density().begin(), sampler.log_density().end());
+    for (long c = 0; c < target.chains(); ++c) out.push_back(sampler.last().n_leapfrog[c]);
+  }
+  out.push_back(sampler.epsilon());
+  return out;
+}
+
+// The same sampler on the cpu and emulated backends: eight schools' shape
+// from one start; the emulated backend's sums differ only in their last bits,
+// far too little to change a decision in a few iterations.
+// min_steps: the fewest leapfrog steps per chain-iteration expected on average.
+template <class Sampler, class Settings>
+void emulated_follows_cpu(const Settings& s, double min_steps) {
   const Program p = eight_schools_shape();
   const long C = 3;
   std::vector<double> init(C * 9);
   for (size_t k = 0; k < init.size(); ++k) init[k] = 0.1 * static_cast<double>(k % 7) - 0.3;
-  lockstep::NutsSettings s;
-  s.epsilon = 0.7;
-  auto draws = [&](Backend backend, EmulatedGeometry g) {
-    Executor<double> ex(p, C, backend, g);
-    lockstep::Nuts nuts(ex, s, init, 3u, 4u);
-    std::vector<double> out;
-    long leapfrogs = 0;
-    for (int i = 0; i < 5; ++i) {
-      nuts.iterate(false);
-      out.insert(out.end(), nuts.state().begin(), nuts.state().end());
-      for (long c = 0; c < C; ++c) leapfrogs += nuts.last().n_leapfrog[c];
+  for (int warmup : {0, 8}) {
+    INFO("warmup " << warmup);
+    Executor<double> cpu_ex(p, C, Backend::cpu);
+    const std::vector<double> cpu = sampler_trace<Sampler>(cpu_ex, s, init, warmup);
+    double steps = 0;
+    for (size_t k = 0; k + 1 < cpu.size(); k += 9 * C + 2 * C)
+      for (long c = 0; c < C; ++c) steps += cpu[k + 9 * C + C + c];
+    CHECK(steps >= min_steps * C * (warmup + 5));
+    for (EmulatedGeometry g : {EmulatedGeometry{3, 5}, EmulatedGeometry{2, 4}}) {
+      Executor<double> emu_ex(p, C, Backend::emulated, g);
+      const std::vector<double> emu = sampler_trace<Sampler>(emu_ex, s, init, warmup);
+      REQUIRE(emu.size() == cpu.size());
+      for (size_t k = 0; k < cpu.size(); ++k) CHECK(emu[k] == Approx(cpu[k]).epsilon(1e-10));
     }
-    out.push_back(static_cast<double>(leapfrogs));
-    return out;
-  };
-  const std::vector<double> cpu = draws(Backend::cpu, {});
-  CHECK(cpu.back() > 15);  // the trees were more than a step or two
-  for (EmulatedGeometry g : {EmulatedGeometry{3, 5}, EmulatedGeometry{2, 4}}) {
-    const std::vector<double> emu = draws(Backend::emulated, g);
-    REQUIRE(emu.size() == cpu.size());
-    for (size_t k = 0; k < cpu.size(); ++k) CHECK(emu[k] == Approx(cpu[k]).epsilon(1e-10));
   }
+}
+
+TEST_CASE("nuts, hmc and chees on the emulated backend follow them on the cpu backend",
+          "[chain_vectors][nuts][hmc][chees][emulated]") {
+  lockstep::NutsSettings nuts;
+  nuts.epsilon = 0.7;
+  emulated_follows_cpu<lockstep::Nuts>(nuts, 3);
+  lockstep::HmcSettings hmc;
+  hmc.epsilon = 0.5;
+  emulated_follows_cpu<lockstep::Hmc>(hmc, hmc.Lmin);
+  lockstep::CheesSettings chees;
+  chees.epsilon = 0.5;
+  emulated_follows_cpu<lockstep::Chees>(chees, 1);  // its trajectory starts at one step
 }
 
 TEST_CASE("nuts refuses more chains than its masks hold", "[chain_vectors][nuts][errors]") {

@@ -41,6 +41,8 @@
 #include "lockstep/ir.hpp"
 #include "lockstep/planner.hpp"
 #include "lockstep/sampler/chain_vectors.hpp"
+#include "lockstep/sampler/chees.hpp"
+#include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
 
 using namespace lstest;
@@ -1369,13 +1371,23 @@ TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
         v.leapfrog(nullptr, nullptr, a[1], a[2], a[3], 0.3, 0.6, false, on, back);
         v.momentum(mom, a[3], streams, 1);
         v.fill(a[2], 1.5, on);
-        const lockstep::DotSpec specs[3] = {{a[0], a[1], nullptr, false},
-                                            {a[1], a[0], a[2], false},
-                                            {mom, a[3], nullptr, true}};
-        dots.assign(C * 3, 0.0);
-        v.dots(specs, 3, a[3], lockstep::ChainMask::all(C), dots.data());
+        double *mean = v.make(), *m2 = v.make();
+        for (bool pooled : {true, false}) {
+          v.window_update(mean, m2, a[0], 0, pooled);
+          v.window_update(mean, m2, a[1], pooled ? C : 1, pooled);
+          v.metric_from_window(a[3], mom, m2, pooled ? 2 * C : 2, pooled);
+        }
+        using K = lockstep::DotKind;
+        v.mean_over_chains(a[2], a[1]);
+        const lockstep::DotSpec specs[5] = {{a[0], a[1], nullptr, K::product},
+                                            {a[1], a[0], a[2], K::product},
+                                            {mom, a[3], nullptr, K::square},
+                                            {a[0], a[2], a[3], K::scaled_square_difference},
+                                            {a[1], a[2], mom, K::difference_product}};
+        dots.assign(C * 5, 0.0);
+        v.dots(specs, 5, a[3], lockstep::ChainMask::all(C), dots.data());
         std::vector<double> out;
-        for (double* arr : {a[0], a[1], a[2], mom}) {
+        for (double* arr : {a[0], a[1], a[2], a[3], mom, mean, m2}) {
           std::vector<double> h(n);
           v.download(h.data(), arr);
           out.insert(out.end(), h.begin(), h.end());
@@ -1397,46 +1409,62 @@ TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
     }
 }
 
-TEST_CASE("cuda executor: device-resident NUTS follows NUTS with host vectors",
-          "[cuda][sampler][nuts]") {
-  // The same executor, keys and start; a fixed step size and five iterations:
-  // the two differ only in rounding, far too little to change a decision.
-  require_gpu();
+// A sampler's draws, log densities and leapfrog steps over `warmup` adapting
+// iterations and five more.
+template <class Sampler, class Settings>
+std::vector<double> sampler_trace(Target& target, const Settings& s,
+                                  const std::vector<double>& init, int warmup) {
+  Sampler sampler(target, s, init, 31u, 41u);
+  sampler.begin_warmup(warmup);
+  std::vector<double> out;
+  for (int i = 0; i < warmup + 5; ++i) {
+    sampler.iterate(i < warmup);
+    out.insert(out.end(), sampler.state().begin(), sampler.state().end());
+    out.insert(out.end(), sampler.log_density().begin(), sampler.log_density().end());
+    for (long c = 0; c < target.chains(); ++c) out.push_back(sampler.last().n_leapfrog[c]);
+  }
+  return out;
+}
+
+// The same executor, keys and start, the sampler's vectors on the GPU and on
+// the host: the two differ only in rounding, far too little to change a
+// decision in a few iterations.
+template <class Sampler, class Settings> void device_follows_host(const Settings& s, int warmup) {
   const Case k = logistic_regression_case();
   const long C = 3, D = k.p.n_free;
   std::unique_ptr<lockstep::cuda::DeviceExecutor> ex =
       lockstep::cuda::make_executor(k.p, C, k.options, false);
   std::mt19937 rng(77);
   const std::vector<double> init = draw_state(k, C, rng);
-  lockstep::NutsSettings s;
-  s.epsilon = 0.001;  // stable at this start (0.02 diverged at once: no chain moved)
-  s.max_treedepth = 7;
-  auto draws = [&](Target& target) {
-    lockstep::Nuts nuts(target, s, init, 31u, 41u);
-    std::vector<double> out;
-    for (int i = 0; i < 5; ++i) {
-      nuts.iterate(false);
-      out.insert(out.end(), nuts.state().begin(), nuts.state().end());
-      out.insert(out.end(), nuts.log_density().begin(), nuts.log_density().end());
-      for (long c = 0; c < C; ++c) out.push_back(nuts.last().n_leapfrog[c]);
-    }
-    return out;
-  };
   lockstep::WithHostVectors host_target(*ex);
-  const std::vector<double> device = draws(*ex), host = draws(host_target);
+  const std::vector<double> device = sampler_trace<Sampler>(*ex, s, init, warmup),
+                            host = sampler_trace<Sampler>(host_target, s, init, warmup);
   REQUIRE(device.size() == host.size());
   for (size_t j = 0; j < host.size(); ++j) {
     INFO("value " << j << " of " << host.size() << " (dim " << D << ")");
     CHECK(device[j] == Approx(host[j]).epsilon(1e-9).margin(1e-9));
   }
-  // the chains moved, with trees of more than one step
+  // the chains moved
   const size_t per_iteration = C * D + 2 * C;
   const std::vector<double> last(device.end() - per_iteration, device.end() - 2 * C);
   CHECK(last != init);
-  double steps = 0;
-  for (size_t i = 0; i < 5; ++i)
-    for (long c = 0; c < C; ++c) steps += device[i * per_iteration + C * D + C + c];
-  CHECK(steps > 5 * C * 2);
+}
+
+TEST_CASE("cuda executor: device-resident NUTS, HMC and ChEES follow them with host vectors",
+          "[cuda][sampler][nuts]") {
+  require_gpu();
+  // step sizes stable at this start (0.02 diverged at once: no chain moved)
+  lockstep::NutsSettings nuts;
+  nuts.epsilon = 0.001;
+  nuts.max_treedepth = 7;
+  device_follows_host<lockstep::Nuts>(nuts, 0);
+  lockstep::HmcSettings hmc;
+  hmc.epsilon = 0.001;
+  device_follows_host<lockstep::Hmc>(hmc, 0);
+  lockstep::CheesSettings chees;
+  chees.epsilon = 0.001;
+  chees.max_leapfrog = 50;
+  device_follows_host<lockstep::Chees>(chees, 6);  // adapting: the chains' means too
 }
 
 TEST_CASE("cuda executor: running out of GPU memory is a clear error, and recoverable",

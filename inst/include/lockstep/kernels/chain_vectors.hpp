@@ -13,6 +13,7 @@
 #ifndef LOCKSTEP_KERNELS_CHAIN_VECTORS_HPP
 #define LOCKSTEP_KERNELS_CHAIN_VECTORS_HPP
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -161,11 +162,75 @@ struct MomentumDraw : SimpleBody {
   }
 };
 
-// One dot product per chain: sum_i (m_i a_i)(b_i + c_i) (c null: b_i alone),
-// or, square: sum_i (a_i b_i)^2 (the kinetic energy's sum with b = sd).
+// dst[c, i] = the mean over chains of src[., i], for every chain c: summed in
+// chain order, src / chains term by term. One lane per element (the chains
+// of an element are one lane's loop, in order).
+struct ChainMean : SimpleBody {
+  double* dst;
+  const double* src;
+  long chains, dim;
+  LS_HD void operator()(int, const Lane& lane) const {
+    for (long i = lane.index; i < dim; i += lane.count) {
+      double s = 0;
+      for (long c = 0; c < chains; ++c) s += src[c * dim + i] / static_cast<double>(chains);
+      for (long c = 0; c < chains; ++c) dst[c * dim + i] = s;
+    }
+  }
+};
+
+// Welford's running mean and sum of squared deviations over a window of
+// draws: pooled, every chain's state in turn into row 0 (the count going
+// n0 + 1, n0 + 2, ... over the chains, in chain order; one lane per element),
+// or per chain, each chain's state into its own row (the count n0 + 1).
+struct WindowUpdate : SimpleBody {
+  double *mean, *m2;
+  const double* x;
+  double n0;
+  bool pooled;
+  long chains, dim;
+  LS_HD void operator()(int, const Lane& lane) const {
+    if (pooled) {
+      for (long i = lane.index; i < dim; i += lane.count)
+        for (long c = 0; c < chains; ++c) add(i, x[c * dim + i], n0 + static_cast<double>(c + 1));
+    } else {
+      for_each_element(lane, chains, dim, [&](long k, long, long) { add(k, x[k], n0 + 1); });
+    }
+  }
+  LS_HD void add(long k, double v, double n) const {
+    const double d = v - mean[k];
+    mean[k] += d / n;
+    m2[k] += d * (v - mean[k]);
+  }
+};
+
+// The metric from a window's sums of squared deviations m2 of n draws, with
+// Stan's regularisation towards 1e-3 (so that a short window cannot collapse a
+// scale): sd = sqrt(n / (n + 5) var + 1e-3 * 5 / (n + 5)) and sd2 = sd^2, in
+// every row, from m2's row 0 (pooled) or each row's own.
+struct MetricFromWindow : SimpleBody {
+  double *sd, *sd2;
+  const double* m2;
+  double n;
+  bool pooled;
+  long chains, dim;
+  LS_HD void operator()(int, const Lane& lane) const {
+    for_each_element(lane, chains, dim, [&](long k, long, long i) {
+      const double var = m2[pooled ? i : k] / (n - 1);
+      sd[k] = sqrt((n / (n + 5)) * var + 1e-3 * (5 / (n + 5)));
+      sd2[k] = sd[k] * sd[k];
+    });
+  }
+};
+
+// One sum per chain over its elements i, of (m the inverse mass):
+//   product                   (m_i a_i)(b_i + c_i), or (m_i a_i) b_i when c is null
+//   square                    (a_i b_i)^2            (kinetic energy: a = p, b = sd)
+//   scaled_square_difference  ((a_i - b_i) / c_i)^2  (a distance in the metric)
+//   difference_product        (a_i - b_i) m_i c_i
+enum class DotKind : int { product, square, scaled_square_difference, difference_product };
 struct DotSpec {
   const double *a, *b, *c;
-  bool square;
+  DotKind kind;
 };
 
 // The term of a ChainSum (chain_sum.hpp) over `n` DotSpecs of the chains
@@ -194,11 +259,20 @@ struct DotTerm {
     if (!on[c]) return 0;
     const DotSpec& s = specs[t % n];
     const long k = c * dim + i;
-    if (s.square) {
-      const double v = s.a[k] * s.b[k];
-      return v * v;
+    switch (s.kind) {
+      case DotKind::square: {
+        const double v = s.a[k] * s.b[k];
+        return v * v;
+      }
+      case DotKind::scaled_square_difference: {
+        const double v = (s.a[k] - s.b[k]) / s.c[k];
+        return v * v;
+      }
+      case DotKind::difference_product:
+        return (s.a[k] - s.b[k]) * m[k] * s.c[k];
+      default:
+        return m[k] * s.a[k] * (s.c ? s.b[k] + s.c[k] : s.b[k]);
     }
-    return m[k] * s.a[k] * (s.c ? s.b[k] + s.c[k] : s.b[k]);
   }
 };
 

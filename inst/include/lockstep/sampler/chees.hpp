@@ -45,7 +45,10 @@ class Chees : public LeapfrogSampler {
 
  private:
   CheesSettings settings_;
-  std::vector<double> p_;
+  // [chains, dim] in vectors(): the chains' mean state before and after the
+  // trajectory, in every row (ChEES's criterion is about the centre of all
+  // chains)
+  double *mean_x_v_ = nullptr, *mean_xn_v_ = nullptr;
   double T_;                         // trajectory length
   double adam_m_ = 0, adam_v_ = 0;   // Adam's moments of d ChEES / d log T
   long adam_t_ = 0;

@@ -30,7 +30,6 @@ class Hmc : public LeapfrogSampler {
 
  private:
   HmcSettings settings_;
-  std::vector<double> p_;
 };
 
 }  // namespace lockstep

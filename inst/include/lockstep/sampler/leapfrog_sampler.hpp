@@ -21,11 +21,13 @@
 #define LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "../executor.hpp"
 #include "../rng.hpp"
+#include "chain_vectors.hpp"
 #include "dual_averaging.hpp"
 #include "warmup_schedule.hpp"
 
@@ -88,18 +90,37 @@ class LeapfrogSampler {
   // Chain c's row of diag_sd and of the inverse mass diag_sd^2, [dim] each.
   const double* chain_sd(long c) const { return sd_.data() + c * D_; }
   const double* inverse_mass(long c) const { return sd2_.data() + c * D_; }
+
+  // The leapfrog samplers (HMC, ChEES, NUTS) keep their vectors in the
+  // target's ChainVectors (sampler/chain_vectors.hpp; with a GPU executor, in
+  // its memory), made on first use: x_v_, g_v_, sd_v_ and m_v_ mirror x_,
+  // grad_, sd_ and sd2_ (the inverse mass); xn_v_ and gn_v_ are the scratch
+  // point and p_v_ the momenta. rwmh and slice work on the host vectors alone.
+  ChainVectors& vectors();
+  // Brings the mirrors up to date (the state once, the metric after each
+  // change) before a transition works on them.
+  void sync_vectors();
+  // After a transition changed x_v_: the draw back to x_ (the gradient stays
+  // in the vectors).
+  void state_to_host();
+  // After a transition changed x_ on the host (rwmh, slice): the mirrors are
+  // refreshed when next needed (warmup's window sums).
+  void state_changed_on_host();
   // p ~ N(0, M), M = diag(1 / sd^2) of each chain, into p[chains, dim].
-  void draw_momentum(std::vector<double>& p);
-  // K(p) = p' M^-1 p / 2 of chain c's momenta p[dim].
-  double kinetic(long c, const double* p) const;
-  // L leapfrog steps of size eps from (x_, grad_) with momenta p (updated in
-  // place); the end point goes to xn_, lpn_, gn_.
-  void trajectory(int L, double eps, std::vector<double>& p);
+  void draw_momentum(double* p);
+  // K(p) = p' M^-1 p / 2 per chain, of the chains in `on` (0 for the others).
+  std::vector<double> kinetic_energies(const double* p, const ChainMask& on);
+  // L leapfrog steps of size eps from (x_v_, g_v_) with momenta p (updated in
+  // place); the end point goes to xn_v_, lpn_, gn_v_.
+  void trajectory(int L, double eps, double* p);
   // The Metropolis step of a fixed-length trajectory for chain c, from energy
-  // h0 to h1 at the scratch point (xn_, lpn_, gn_): a divergence (energy error
-  // above 1000 or not finite) is rejected and counted as bad; fills the
-  // chain's stats and returns its acceptance probability.
-  double metropolis_step(long c, double h0, double h1, int L);
+  // h0 to h1 at the scratch point: a divergence (energy error above 1000 or
+  // not finite) is rejected and counted as bad; fills the chain's stats, sets
+  // lp_[c] and marks the chain in `take` when it moves, and returns its
+  // acceptance probability. take_proposals() then moves the marked chains'
+  // states and gradients.
+  double metropolis_step(long c, double h0, double h1, int L, ChainMask& take);
+  void take_proposals(const ChainMask& take);
   // The step size warmup starts from and restarts at after each metric
   // window (leapfrog samplers: Hoffman & Gelman's heuristic; others may keep
   // the current one).
@@ -116,7 +137,9 @@ class LeapfrogSampler {
   Target& target_;
   long C_, D_;
   std::vector<double> x_, lp_, grad_;  // current state
-  std::vector<double> xn_, lpn_, gn_;  // scratch point
+  std::vector<double> xn_, lpn_, gn_;  // scratch point (lpn_ for every sampler)
+  double *x_v_ = nullptr, *g_v_ = nullptr, *sd_v_ = nullptr, *m_v_ = nullptr;
+  double *xn_v_ = nullptr, *gn_v_ = nullptr, *p_v_ = nullptr;
   // diag_sd and its square (the inverse mass), [chains, dim] each: read them
   // through chain_sd(c) and inverse_mass(c)
   std::vector<double> sd_, sd2_;
@@ -128,10 +151,9 @@ class LeapfrogSampler {
 
  private:
   void adapt();
-  // Sets chain c's row of the metric from a window's Welford sums m2[dim]
-  // of n draws.
-  void set_metric_row(long c, const double* m2, double n);
-
+  std::unique_ptr<ChainVectors> v_;
+  bool state_in_vectors_ = false;
+  long metric_in_vectors_ = -1;  // the metric_version_ the mirrors hold
   DualAveraging dual_{0.8};
   double restart_epsilon_ = 0;  // the step size dual averaging last restarted from
   WarmupSchedule schedule_;
@@ -139,10 +161,11 @@ class LeapfrogSampler {
   size_t next_window_ = 0;
   bool per_chain_metric_ = false;
   long metric_version_ = 0;
-  // Welford sums of the current window: [dim] pooled, [chains, dim] per
-  // chain; window_n_ counts draws per row (pooled: chains per iteration).
+  // Welford sums of the current window, [chains, dim] in vectors(): pooled
+  // in row 0, per chain in each row; window_n_ counts draws per row (pooled:
+  // chains per iteration).
   long window_n_ = 0;
-  std::vector<double> window_mean_, window_m2_;
+  double *window_mean_v_ = nullptr, *window_m2_v_ = nullptr;
 };
 
 // Stream purposes within a chain's stream id (rng.hpp).

@@ -30,10 +30,8 @@
 #ifndef LOCKSTEP_SAMPLER_NUTS_HPP
 #define LOCKSTEP_SAMPLER_NUTS_HPP
 
-#include <memory>
 #include <vector>
 
-#include "chain_vectors.hpp"
 #include "leapfrog_sampler.hpp"
 
 namespace lockstep {
@@ -53,9 +51,6 @@ class Nuts : public LeapfrogSampler {
 
  protected:
   void transition() override;
-  // The step size search runs on the base class's host state: brings the
-  // gradient there first.
-  double find_reasonable_epsilon() override;
 
  private:
   // The per-level memory of the subtree being built: for level j, the first
@@ -74,21 +69,13 @@ class Nuts : public LeapfrogSampler {
     const double *p_minus, *p_plus, *rho, *extra;
   };
   std::vector<int> criteria(const Check* checks, int n, const ChainMask& on);
-  // The per-chain kinetic energies p' M^-1 p / 2 of the chains in `on`.
-  std::vector<double> kinetic_energies(const double* p, const ChainMask& on);
   void ensure_levels(int depth);
-  // Copies the base class's state and metric into the vectors where they
-  // changed since, and the gradient back on request.
-  void upload_state();
 
   NutsSettings settings_;
-  std::unique_ptr<ChainVectors> v_;
-  // [chains, dim] arrays in v_: the current state, gradient and metric (sd
-  // and the inverse mass sd^2), mirrors of the base class's x_, grad_, sd_,
-  // sd2_; the trajectory's two ends (position, momentum, gradient), the moving
-  // point, the proposal of the subtree being built, and the momenta of Stan's
-  // checks (forward / backward subtree ends).
-  double *x_v_, *g_v_, *sd_v_, *m_v_;
+  // [chains, dim] arrays in vectors() (besides the base class's): the
+  // trajectory's two ends (position, momentum, gradient), the moving point,
+  // the proposal of the subtree being built, and the momenta of Stan's checks
+  // (forward / backward subtree ends).
   double *xf_, *pf_, *gf_, *xb_, *pb_, *gb_;
   double *xw_, *pw_, *gw_, *xp_, *gp_, *pp_, *ps_;
   double *p_ff_, *p_fb_, *p_bf_, *p_bb_, *rho_, *rho_f_, *rho_b_, *sub_first_, *sub_rho_;
@@ -97,9 +84,6 @@ class Nuts : public LeapfrogSampler {
   double *right_rho_, *both_rho_;
   std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
   std::vector<Level> levels_;
-  bool state_uploaded_ = false;  // x_v_ and g_v_ hold x_ and grad_
-  bool grad_downloaded_ = true;  // grad_ holds g_v_
-  long metric_uploaded_ = -1;    // the metric_version() sd_v_ and m_v_ hold
 };
 
 }  // namespace lockstep
