@@ -4,10 +4,9 @@
 
 #include <string>
 
-#include "lockstep/ir.hpp"
-#ifdef LOCKSTEP_HAS_CUDA
+// declarations only: their definitions exist where LOCKSTEP_HAS_CUDA is defined
 #include "lockstep/backends/cuda.hpp"
-#endif
+#include "lockstep/ir.hpp"
 
 // [[Rcpp::export]]
 Rcpp::List ls_backend_info() {
@@ -62,7 +61,7 @@ Rcpp::NumericVector ls_cuda_elementwise(std::string op, Rcpp::NumericVector a,
     Rcpp::stop("op '%s' is not an elementwise (unary or binary) op", op);
   }
 #ifndef LOCKSTEP_HAS_CUDA
-  Rcpp::stop("lockstep was built without CUDA: reinstall it where configure finds nvcc");
+  Rcpp::stop(lockstep::cuda::built_without_cuda);
   return Rcpp::NumericVector(0);
 #else
   if (lockstep::cuda::devices().empty()) {

@@ -24,9 +24,9 @@
 #include "lockstep/sampler/rwmh.hpp"
 #include "lockstep/sampler/slice.hpp"
 #include "mpi_world.h"
-#ifdef LOCKSTEP_HAS_CUDA
+// declarations only: their definitions exist where LOCKSTEP_HAS_CUDA is defined
+#include "lockstep/backends/cuda.hpp"
 #include "lockstep/backends/cuda_executor.hpp"
-#endif
 
 using namespace Rcpp;
 
@@ -90,8 +90,7 @@ struct Engine {
 #ifdef LOCKSTEP_HAS_CUDA
       return lockstep::cuda::make_executor(p, chains, o, single);
 #else
-      throw std::invalid_argument(
-          "lockstep was built without CUDA: reinstall it where configure finds nvcc");
+      throw std::invalid_argument(lockstep::cuda::built_without_cuda);
 #endif
     }
     if (single) return std::make_unique<lockstep::Executor<float>>(p, chains, o);

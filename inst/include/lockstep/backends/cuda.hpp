@@ -14,6 +14,10 @@
 namespace lockstep {
 namespace cuda {
 
+// What a CUDA call says in a build where configure found no nvcc.
+constexpr const char* built_without_cuda =
+    "lockstep was built without CUDA: reinstall it where configure finds nvcc";
+
 struct DeviceInfo {
   int id;
   std::string name;

@@ -17,6 +17,12 @@
 // same), so the leapfrog, kinetic energy, momentum draws and U-turn checks
 // read chain c's row without branching on the mode, and the pooled
 // arithmetic is exactly what it was with one shared [dim] vector.
+//
+// The leapfrog samplers' vector work (momenta, trajectories, Metropolis
+// moves, the step size search, warmup's window sums) runs on the target's
+// ChainVectors (chain_vectors.hpp): on a GPU executor, in device memory, with
+// only per-chain numbers crossing to the host at each step. The host keeps the
+// per-chain decisions and a copy of each iteration's draw (state()).
 #ifndef LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
 #define LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
 
