@@ -54,6 +54,22 @@ double u(std::mt19937& rng, double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(rng);
 }
 
+// binomial(size, g^-1(eta)), naively, for an inverse link g^-1 and eta drawn
+// in (-range, range): the binomial references of the link-scale families.
+FamilyRef link_binomial_ref(double (*inverse_link)(double), double range) {
+  return {[inverse_link](double x, const double* p) {
+            const double n = p[0], q = inverse_link(p[1]);
+            const double choose =
+                std::tgamma(n + 1) / (std::tgamma(x + 1) * std::tgamma(n - x + 1));
+            return std::log(choose * std::pow(q, x) * std::pow(1 - q, n - x));
+          },
+          [range](std::mt19937& r, double* x, double* p) {
+            p[0] = std::floor(u(r, 1, 16));
+            p[1] = u(r, -range, range);
+            *x = std::floor(u(r, 0, p[0]));
+          }};
+}
+
 const std::map<std::string, FamilyRef>& family_refs() {
   static const std::map<std::string, FamilyRef> m = {
       {"normal",
@@ -122,28 +138,9 @@ const std::map<std::string, FamilyRef>& family_refs() {
           p[0] = u(r, -3, 3);
           *x = u(r, 0, 1) < 0.5 ? 0 : 1;
         }}},
-      {"binomial_logit",
-       {[](double x, const double* p) {
-          const double n = p[0], q = 1 / (1 + std::exp(-p[1]));
-          const double choose = std::tgamma(n + 1) / (std::tgamma(x + 1) * std::tgamma(n - x + 1));
-          return std::log(choose * std::pow(q, x) * std::pow(1 - q, n - x));
-        },
-        [](std::mt19937& r, double* x, double* p) {
-          p[0] = std::floor(u(r, 1, 16));
-          p[1] = u(r, -3, 3);
-          *x = std::floor(u(r, 0, p[0]));
-        }}},
+      {"binomial_logit", link_binomial_ref([](double e) { return 1 / (1 + std::exp(-e)); }, 3)},
       {"binomial_probit",
-       {[](double x, const double* p) {
-          const double n = p[0], q = 0.5 * std::erfc(-p[1] / std::sqrt(2.0));
-          const double choose = std::tgamma(n + 1) / (std::tgamma(x + 1) * std::tgamma(n - x + 1));
-          return std::log(choose * std::pow(q, x) * std::pow(1 - q, n - x));
-        },
-        [](std::mt19937& r, double* x, double* p) {
-          p[0] = std::floor(u(r, 1, 16));
-          p[1] = u(r, -2, 2);
-          *x = std::floor(u(r, 0, p[0]));
-        }}},
+       link_binomial_ref([](double e) { return 0.5 * std::erfc(-e / std::sqrt(2.0)); }, 2)},
       {"poisson_log",
        {[](double x, const double* p) {
           const double l = std::exp(p[0]);
