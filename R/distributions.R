@@ -81,13 +81,28 @@
 #'   be whole, with `k <= m + n`; computed ones give `NaN` where they are not
 #'   (as `dhyper` does), and the log density has no gradient in them.
 #'
-#'   `bernoulli(ilogit(eta))` is computed on the logit scale, as greta does
-#'   with its "representations": the log density is `y * eta - log(1 +
-#'   exp(eta))`, evaluated so that it stays finite and accurate for any `eta`
-#'   (for `eta = 40`, `dbinom(0, 1, plogis(40), log = TRUE)` is `-Inf` in
-#'   double precision, the logit form gives `-40`), and the `ilogit()` itself
-#'   is never computed. This applies when `prob` is the result of [ilogit()]
-#'   directly.
+#'   As greta does with its "representations", a probability or rate built
+#'   by a link function is replaced by the link's input, and the density
+#'   computed on that scale, so that it stays finite and accurate for any
+#'   `eta` (the link function itself is never computed):
+#'
+#'   * `bernoulli(ilogit(eta))`: `y * eta - log(1 + exp(eta))` (for `eta =
+#'     40`, `dbinom(0, 1, plogis(40), log = TRUE)` is `-Inf` in double
+#'     precision, the logit form gives `-40`);
+#'   * `bernoulli(iprobit(eta))`: `log(pnorm(eta))` or `log(pnorm(-eta))`,
+#'     computed as `pnorm(eta, log.p = TRUE)` is (`-804.6` for `y = 0` and
+#'     `eta = 40`, where `1 - pnorm(40)` is 0), with the gradient through the
+#'     Mills ratio `dnorm(eta) / pnorm(eta)`, also finite in the tails;
+#'   * `binomial(size, ilogit(eta))` and `binomial(size, iprobit(eta))`:
+#'     `lchoose(size, y) + y * lp(eta) + (size - y) * lp(-eta)`, with `lp` the
+#'     log of the inverse link computed as above;
+#'   * `poisson(exp(eta))`: `y * eta - exp(eta) - lgamma(y + 1)`, without the
+#'     `log(exp(eta))` (`dpois(y, exp(eta), log = TRUE)` is `-Inf` once
+#'     `exp(eta)` underflows, below `eta = -745`).
+#'
+#'   This applies when `prob` (`lambda`) is the result of [ilogit()],
+#'   [iprobit()] (or [exp()]) directly. `negative_binomial()` has no such form,
+#'   as in greta.
 #'
 #' @return a greta array: a variable following the distribution
 #' @examples
@@ -251,6 +266,12 @@ f <- function(df1, df2, dim = NULL, truncation = c(0, Inf)) {
 #' @export
 poisson <- function(lambda, dim = NULL) {
   if (missing(lambda) && is.null(dim)) return(stats::poisson())  # glm()'s family, see below
+  if (is_operation(lambda, "exp")) {
+    # the representation: the family on the log scale, of exp's input
+    return(new_distribution("poisson_log", list(lambda = link_input(lambda)), dim,
+                            c(-Inf, Inf), support = c(0, Inf), discrete = TRUE,
+                            label = "poisson"))
+  }
   new_distribution("poisson", list(lambda = lambda), dim, c(-Inf, Inf),
                    nonnegative = "lambda", support = c(0, Inf), discrete = TRUE)
 }
@@ -262,6 +283,12 @@ binomial <- function(size, prob, dim = NULL) {
   # (as greta's do); glm(y ~ x, family = binomial) calls family() with no
   # arguments, which therefore still gives stats::binomial().
   if (missing(size) && missing(prob) && is.null(dim)) return(stats::binomial())
+  link <- probability_link(prob)
+  if (!is.null(link)) {
+    return(new_distribution(paste0("binomial_", link), list(size = size, prob = link_input(prob)),
+                            dim, c(-Inf, Inf), whole = "size", support = c(0, Inf),
+                            discrete = TRUE, label = "binomial"))
+  }
   new_distribution("binomial", list(size = size, prob = prob), dim, c(-Inf, Inf),
                    whole = "size", unit = "prob", support = c(0, Inf), discrete = TRUE)
 }
@@ -301,22 +328,40 @@ hypergeometric <- function(m, n, k, dim = NULL) {
 #' @rdname distributions
 #' @export
 bernoulli <- function(prob, dim = NULL) {
-  if (is_ilogit(prob)) {
-    # the representation: the family on the logit scale, of ilogit's input
-    eta <- as_greta_array_from_node(get_node(prob)$parents[[1]])
-    return(new_distribution("bernoulli_logit", list(prob = eta), dim, c(-Inf, Inf),
-                            support = c(0, 1), discrete = TRUE, label = "bernoulli"))
+  link <- probability_link(prob)
+  if (!is.null(link)) {
+    # the representation: the family on the link's scale, of its input
+    return(new_distribution(paste0("bernoulli_", link), list(prob = link_input(prob)), dim,
+                            c(-Inf, Inf), support = c(0, 1), discrete = TRUE,
+                            label = "bernoulli"))
   }
   new_distribution("bernoulli", list(prob = prob), dim, c(-Inf, Inf), unit = "prob",
                    support = c(0, 1), discrete = TRUE)
 }
 
-# A greta array made by ilogit().
-is_ilogit <- function(x) {
+# greta's representations: a probability computed by ilogit() or iprobit()
+# (directly), or a rate by exp(), is replaced in its distribution by the
+# input of that function, and the family by the one on the link's scale
+# (bernoulli_logit, binomial_probit, poisson_log, ...; their math is in
+# inst/include/lockstep/distributions/link.hpp and poisson_log.hpp). The
+# link's own node is then used by nothing, and model() leaves it out.
+
+# A greta array made by the operation `op`.
+is_operation <- function(x, op) {
   if (!is.greta_array(x)) return(FALSE)
   node <- get_node(x)
-  identical(node$type, "operation") && identical(node$op, "ilogit")
+  identical(node$type, "operation") && identical(node$op, op)
 }
+
+# "logit" or "probit" for a probability made by ilogit() or iprobit(), else NULL.
+probability_link <- function(prob) {
+  if (is_operation(prob, "ilogit")) return("logit")
+  if (is_operation(prob, "iprobit")) return("probit")
+  NULL
+}
+
+# The input of the link function that made `x`, as a greta array.
+link_input <- function(x) as_greta_array_from_node(get_node(x)$parents[[1]])
 
 # `label` names the distribution in messages when the family is an internal
 # representation (bernoulli_logit is what bernoulli(ilogit(eta)) becomes).

@@ -12,6 +12,23 @@
 # F(upper) - F(lower). Functions are called as stats:: because lockstep
 # exports `beta`, `gamma`, `f` and `binomial`, which mask base and stats names.
 
+# binomial(size, g^-1(eta)) for a symmetric link with inverse `cdf` (plogis,
+# pnorm), computed from log g^-1(eta) and log g^-1(-eta); as binomial's lchoose
+# through lgamma. A count of 0 contributes 0 (not 0 * -Inf).
+link_binomial_family <- function(cdf) {
+  list(
+    r = function(n, p) stats::rbinom(n, p[[1]], cdf(p[[2]])),
+    d = function(x, p) {
+      size <- p[[1]]
+      times <- function(count, v) ifelse(count == 0, 0, count * v)
+      ok <- x >= 0 & x <= size & x == round(x)
+      ifelse(ok, lgamma(size + 1) - lgamma(x + 1) - lgamma(pmax(size - x, 0) + 1) +
+               times(x, cdf(p[[2]], log.p = TRUE)) +
+               times(size - x, cdf(-p[[2]], log.p = TRUE)), -Inf)
+    }
+  )
+}
+
 r_families <- list(
   normal = list(
     r = function(n, p) stats::rnorm(n, p[[1]], p[[2]]),
@@ -139,9 +156,24 @@ r_families <- list(
     r = function(n, p) stats::rbinom(n, 1, stats::plogis(p[[1]])),
     d = function(x, p) stats::plogis(ifelse(x == 1, p[[1]], -p[[1]]), log.p = TRUE)
   ),
+  # bernoulli(iprobit(eta)), on the probit scale: log P(x) = log Phi(+-eta)
+  bernoulli_probit = list(
+    r = function(n, p) stats::rbinom(n, 1, stats::pnorm(p[[1]])),
+    d = function(x, p) stats::pnorm(ifelse(x == 1, p[[1]], -p[[1]]), log.p = TRUE)
+  ),
   binomial = list(
     r = function(n, p) stats::rbinom(n, p[[1]], p[[2]]),
     d = function(x, p) stats::dbinom(x, p[[1]], p[[2]], log = TRUE)
+  ),
+  # binomial(size, ilogit(eta)) and binomial(size, iprobit(eta)), on the link's
+  # scale: the log probabilities of success and failure from plogis() or
+  # pnorm() with log.p, finite where the probability rounds to 0 or 1
+  binomial_logit = link_binomial_family(stats::plogis),
+  binomial_probit = link_binomial_family(stats::pnorm),
+  # poisson(exp(eta)), on the log scale
+  poisson_log = list(
+    r = function(n, p) stats::rpois(n, exp(p[[1]])),
+    d = function(x, p) ifelse(x == 0, 0, x * p[[1]]) - exp(p[[1]]) - lgamma(x + 1)
   ),
   negative_binomial = list(
     r = function(n, p) stats::rnbinom(n, p[[1]], p[[2]]),

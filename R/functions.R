@@ -32,6 +32,15 @@
 #' overflows nor loses precision. On an R matrix (or vector, as a column) it
 #' returns the same computed in R.
 #'
+#' @section Representations: As in greta, `log(exp(x))` and `exp(log(x))` are
+#'   `x` itself: the pair is never computed, so `log(exp(x))` stays finite
+#'   where `exp(x)` overflows. (`exp(log(x))` is therefore `x` also where `x`
+#'   is negative, where R's would be `NaN`.) In the same way a distribution
+#'   whose probability is `ilogit(eta)` or `iprobit(eta)`, or whose Poisson
+#'   rate is `exp(eta)`, is computed from `eta` on that scale (see
+#'   [distributions]), and a covariance matrix `chol2symm(U)` is used through
+#'   `U` (see [multivariate_distributions] and [matrix_distributions]).
+#'
 #' @section Gradients: Every function is differentiated exactly where it is
 #'   differentiable. The steps `sign()`, `ceiling()`, `floor()`, `round()` and
 #'   `trunc()` have gradient 0 (also at their steps), and `abs()` has gradient
@@ -100,8 +109,13 @@ Math.greta_array <- function(x, ...) {
   }
   if (.Generic == "log" && length(args) > 0L) {
     # log(x, base) = log(x) / log(base); base may be a greta array too
-    return(elementwise_unary("log", x) / log(args[[1]]))
+    return(log(x) / log(args[[1]]))
   }
+  # greta's representations: log(exp(x)) is x and exp(log(x)) is x, the inner
+  # function's own input, so that the pair is never computed (log(exp(800))
+  # would be Inf) and a density on the log scale sees x itself
+  inverse <- unname(c(log = "exp", exp = "log")[.Generic])
+  if (!is.na(inverse) && is_operation(x, inverse)) return(link_input(x))
   if (.Generic %in% cumulative_functions) {
     node <- get_node(x)
     return(new_operation(.Generic, list(node), c(prod(node$dim), 1L)))

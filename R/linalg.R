@@ -17,7 +17,10 @@
 #'   with the transposed triangle, and `k` uses only the first `k` rows and
 #'   columns of the matrix (and rows of `x`), as in R.
 #' * `chol2symm(x)` is `t(x) %*% x` for an upper triangular Cholesky factor
-#'   `x` (greta's inverse of `chol()`), and `cov2cor(V)` scales a covariance
+#'   `x` with a positive diagonal (greta's inverse of `chol()`); as in greta,
+#'   `multivariate_normal()` and `wishart()` with `Sigma = chol2symm(x)` use
+#'   `x` as the Cholesky factor of `Sigma` directly, so `x` must be one (the
+#'   lower triangle is never read there). And `cov2cor(V)` scales a covariance
 #'   matrix into a correlation matrix, with a diagonal of exactly 1, as
 #'   [stats::cov2cor()] does.
 #'
@@ -213,11 +216,27 @@ chol2symm.default <- function(x) {
   t(x) %*% x
 }
 
+# greta's "cholesky" representation: chol2symm(x) keeps x on its node
+# (`cholesky_factor`), and the densities with a covariance parameter
+# (multivariate_normal(), wishart(): upper_factor(), R/multivariate.R)
+# use x itself as its Cholesky factor instead of factorising t(x) %*% x again.
+# x must be upper triangular with a positive
+# diagonal, as chol2symm() requires (as greta's does); data are checked here,
+# and data that are not such a factor are not kept.
 #' @export
 chol2symm.greta_array <- function(x) {
   check_square(x, "x", "chol2symm")
-  t(x) %*% x
+  symm <- t(x) %*% x
+  node <- get_node(x)
+  if (node$type != "data" || is_upper_cholesky(matrix(as.numeric(node$value), nrow(x)))) {
+    symm_node <- get_node(symm)
+    symm_node$cholesky_factor <- node
+  }
+  symm
 }
+
+# Upper triangular with a positive diagonal: R's chol() of t(U) %*% U is U.
+is_upper_cholesky <- function(U) all(U[lower.tri(U)] == 0) && all(diag(U) > 0)
 
 #' @rdname linear_algebra
 #' @export

@@ -25,8 +25,9 @@
 #' Every family of [distributions] is supported: `normal`, `cauchy`,
 #' `student`, `exponential`, `uniform`, `lognormal`, `gamma`,
 #' `inverse_gamma`, `weibull`, `pareto`, `laplace`, `beta`, `chi_squared`,
-#' `logistic`, `f`, `poisson`, `bernoulli` (also `bernoulli(ilogit(eta))`,
-#' computed on the logit scale), `binomial`, `negative_binomial`,
+#' `logistic`, `f`, `poisson`, `bernoulli`, `binomial` (each also in its
+#' link-scale form, e.g. `bernoulli(ilogit(eta))`, `binomial(n,
+#' iprobit(eta))`, `poisson(exp(eta))`, computed on that scale), `negative_binomial`,
 #' `beta_binomial` and `hypergeometric`; a family added to the engine without
 #' an R counterpart gives an error naming it.
 #'

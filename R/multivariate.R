@@ -36,6 +36,15 @@
 #' k` covariance matrix, shared by all rows, and `size` a number or an `n x 1`
 #' column of the numbers of trials of each row.
 #'
+#' When `Sigma` is `chol2symm(U)` (or a [wishart()] or [lkj_correlation()]
+#' variable, itself `t(U) %*% U` of its Cholesky factor), `multivariate_normal()`
+#' uses `U` directly, as greta does with its Cholesky "representation": the
+#' density is computed from `U` (`log det(Sigma) = 2 sum(log(diag(U)))`, the
+#' quadratic form by a triangular solve with `U`), and `Sigma` is not
+#' factorised again, which is cheaper and better conditioned. `U`
+#' must then be upper triangular with a positive diagonal, as [chol2symm()]
+#' requires.
+#'
 #' `multivariate_normal()` variables are unconstrained, `dirichlet()`
 #' variables are simplexes (each row positive and summing to 1, sampled as a
 #' [simplex_variable()]). `categorical()`, `multinomial()` and
@@ -209,7 +218,7 @@ dirichlet_multinomial <- function(size, alpha, n_realisations = NULL, dimension 
 mvn_log_density <- function(y, p) {
   n <- nrow(y)
   k <- ncol(y)
-  U <- chol(p$Sigma)
+  U <- upper_factor(p$Sigma)
   z <- backsolve(U, t(y - by_row(p$mean, n)), transpose = TRUE)  # k x n
   log_det <- sum(log(diag(U)))
   -0.5 * colSums(z * z) - (log_det + 0.5 * k * log(2 * pi))
@@ -371,6 +380,15 @@ add_target <- function(expr, label) {
                    support = c(-Inf, Inf), param_names = character(), label = label)
   add_child(target, dist)
   invisible(dist)
+}
+
+# The upper Cholesky factor U of a covariance parameter (t(U) %*% U is Sigma):
+# greta's "cholesky" representation, the factor Sigma was made from when it
+# is chol2symm(U) (R/linalg.R) or a wishart() or lkj_correlation() prior
+# (factor_matrix(), R/wishart_lkj.R), used as it is; else chol(Sigma).
+upper_factor <- function(Sigma) {
+  factor <- get_node(Sigma)$cholesky_factor
+  if (is.null(factor)) chol(Sigma) else as_greta_array_from_node(factor)
 }
 
 # `Sigma` of multivariate_normal() and wishart(): a square greta array, and,

@@ -30,6 +30,11 @@
 #' matrix (symmetric, positive definite). As in greta (TensorFlow
 #' Probability), both log densities include their normalising constants.
 #'
+#' When `Sigma` of `wishart()` is `chol2symm(S)` (or a `wishart()` or
+#' `lkj_correlation()` variable), its Cholesky factor `S` is used directly, as
+#' greta does: `Sigma` is not factorised again (`S` must then be upper
+#' triangular with a positive diagonal, as [chol2symm()] requires).
+#'
 #' [calculate()] with `nsim` and [simulate()] draw them: `wishart()` with
 #' [stats::rWishart()] (by the Bartlett decomposition when `df < k`),
 #' `lkj_correlation()` by the C-vine method of Lewandowski, Kurowicka and Joe
@@ -122,19 +127,14 @@ scalar_parameter <- function(x, name, family) {
   x
 }
 
-# t(U) %*% U, with U kept on its node for the density
-factor_matrix <- function(U) {
-  x <- t(U) %*% U
-  node <- get_node(x)
-  node$cholesky_factor <- get_node(U)
-  x
-}
+# t(U) %*% U, with U kept on its node for the density (chol2symm()'s
+# representation, R/linalg.R)
+factor_matrix <- function(U) chol2symm(U)
 
 # The upper Cholesky factor of the target: the prior's own, or chol() of data
+# (a target is data or the prior's matrix, so a kept factor is the prior's)
 target_factor <- function(y) {
-  factor <- get_node(y)$cholesky_factor
-  if (is.null(factor)) list(U = chol(y), prior = FALSE)
-  else list(U = as_greta_array_from_node(factor), prior = TRUE)
+  list(U = upper_factor(y), prior = !is.null(get_node(y)$cholesky_factor))
 }
 
 # LKJ: log p(Omega) = (eta - 1) log det(Omega) - log c_K(eta), with L = t(U),
@@ -178,7 +178,7 @@ wishart_log_density <- function(y, p) {
   K <- nrow(y)
   df <- p$df
   f <- target_factor(y)
-  S <- chol(p$Sigma)
+  S <- upper_factor(p$Sigma)
   log_diag <- log(diag(f$U))
   z <- backsolve(S, t(f$U), transpose = TRUE)
   half <- as_data(matrix((1 - seq_len(K)) / 2, ncol = 1))

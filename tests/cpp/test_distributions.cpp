@@ -54,6 +54,22 @@ double u(std::mt19937& rng, double lo, double hi) {
   return std::uniform_real_distribution<double>(lo, hi)(rng);
 }
 
+// binomial(size, g^-1(eta)), naively, for an inverse link g^-1 and eta drawn
+// in (-range, range): the binomial references of the link-scale families.
+FamilyRef link_binomial_ref(double (*inverse_link)(double), double range) {
+  return {[inverse_link](double x, const double* p) {
+            const double n = p[0], q = inverse_link(p[1]);
+            const double choose =
+                std::tgamma(n + 1) / (std::tgamma(x + 1) * std::tgamma(n - x + 1));
+            return std::log(choose * std::pow(q, x) * std::pow(1 - q, n - x));
+          },
+          [range](std::mt19937& r, double* x, double* p) {
+            p[0] = std::floor(u(r, 1, 16));
+            p[1] = u(r, -range, range);
+            *x = std::floor(u(r, 0, p[0]));
+          }};
+}
+
 const std::map<std::string, FamilyRef>& family_refs() {
   static const std::map<std::string, FamilyRef> m = {
       {"normal",
@@ -111,6 +127,28 @@ const std::map<std::string, FamilyRef>& family_refs() {
         [](std::mt19937& r, double* x, double* p) {
           p[0] = u(r, -4, 4);
           *x = u(r, 0, 1) < 0.5 ? 0 : 1;
+        }}},
+      // greta's representations, naive forms (fine for moderate eta); Phi by erfc
+      {"bernoulli_probit",
+       {[](double x, const double* p) {
+          const double q = 0.5 * std::erfc(-p[0] / std::sqrt(2.0));
+          return std::log(x == 1 ? q : 1 - q);
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, -3, 3);
+          *x = u(r, 0, 1) < 0.5 ? 0 : 1;
+        }}},
+      {"binomial_logit", link_binomial_ref([](double e) { return 1 / (1 + std::exp(-e)); }, 3)},
+      {"binomial_probit",
+       link_binomial_ref([](double e) { return 0.5 * std::erfc(-e / std::sqrt(2.0)); }, 2)},
+      {"poisson_log",
+       {[](double x, const double* p) {
+          const double l = std::exp(p[0]);
+          return std::log(std::pow(l, x) * std::exp(-l) / std::tgamma(x + 1));
+        },
+        [](std::mt19937& r, double* x, double* p) {
+          p[0] = u(r, -1.5, 2);
+          *x = std::floor(u(r, 0, 11));
         }}},
       {"uniform",
        {[](double, const double* p) { return std::log(1 / (p[1] - p[0])); },
@@ -390,6 +428,27 @@ TEST_CASE("lpdf matches R's d* functions", "[distributions][lpdf][R]") {
   CHECK(close(lpdf(Family::bernoulli_logit, 0, {0.3}), -0.85435524446852718, tol));
   CHECK(close(lpdf(Family::bernoulli_logit, 1, {-2.5}), -2.5788897342925496, tol));
   CHECK(close(lpdf(Family::bernoulli_logit, 0, {4.2}), -4.2148842546719187, tol));
+  // R: pnorm(0.3, log.p = TRUE); pnorm(-0.3, log.p = TRUE); pnorm(-2.5, log.p = TRUE);
+  //    pnorm(-4.2, log.p = TRUE)
+  CHECK(close(lpdf(Family::bernoulli_probit, 1, {0.3}), -0.48141016158848116, tol));
+  CHECK(close(lpdf(Family::bernoulli_probit, 0, {0.3}), -0.96210281816885079, tol));
+  CHECK(close(lpdf(Family::bernoulli_probit, 1, {-2.5}), -5.0816482772786902, tol));
+  CHECK(close(lpdf(Family::bernoulli_probit, 0, {4.2}), -11.224312649601075, tol));
+  // R: dbinom(3, 10, plogis(0.4), log = TRUE); dbinom(7, 7, plogis(2.2), log = TRUE);
+  //    dbinom(0, 5, plogis(-1.1), log = TRUE)
+  CHECK(close(lpdf(Family::binomial_logit, 3, {10, 0.4}), -3.1426607812174798, 1e-12));
+  CHECK(close(lpdf(Family::binomial_logit, 7, {7, 2.2}), -0.73558323838087181, tol));
+  CHECK(close(lpdf(Family::binomial_logit, 0, {5, -1.1}), -1.4366766255771535, tol));
+  // R: dbinom(3, 10, pnorm(0.4), log = TRUE); dbinom(7, 7, pnorm(1.2), log = TRUE);
+  //    dbinom(0, 5, pnorm(-1.1), log = TRUE)
+  CHECK(close(lpdf(Family::binomial_probit, 3, {10, 0.4}), -3.9379757122283183, 1e-12));
+  CHECK(close(lpdf(Family::binomial_probit, 7, {7, 1.2}), -0.85572452341192407, tol));
+  CHECK(close(lpdf(Family::binomial_probit, 0, {5, -1.1}), -0.72898040658526386, tol));
+  // R: dpois(3, exp(0.9), log = TRUE); dpois(0, exp(-2.3), log = TRUE);
+  //    dpois(40, exp(2.5), log = TRUE)
+  CHECK(close(lpdf(Family::poisson_log, 3, {0.9}), -1.5513625803850049, tol));
+  CHECK(close(lpdf(Family::poisson_log, 0, {-2.3}), -0.10025884372280375, tol));
+  CHECK(close(lpdf(Family::poisson_log, 40, {2.5}), -22.503133675460873, 1e-12));
 }
 
 TEST_CASE("lpdf of greta's other families matches R's d* functions", "[distributions][lpdf][R]") {
@@ -568,6 +627,96 @@ TEST_CASE("bernoulli_logit is stable in the tails and agrees with bernoulli(ilog
       const double lb = dist_lpdf(Family::bernoulli, x, p, &dx, dp);
       CHECK(close(both(x, eta, &d), lb, 1e-12));
       CHECK(close(d, dp[0] * q * (1 - q), 1e-10, 1e-15));
+    }
+  }
+}
+
+TEST_CASE("log Phi and the Mills ratio match R in both tails", "[distributions][special][R]") {
+  // R: pnorm(z, log.p = TRUE) for z = 0.3, -8.5, 8.5, -19.9, -20.1, -25, -40, 40
+  const double tol = 1e-14;
+  CHECK(close(lockstep::log_std_normal_cdf(0.3), -0.48141016158848116, tol));
+  CHECK(close(lockstep::log_std_normal_cdf(-8.5), -39.197396428217672, tol));
+  CHECK(close(lockstep::log_std_normal_cdf(8.5), -9.4795348222033192e-18, 1e-13));
+  CHECK(close(lockstep::log_std_normal_cdf(-19.9), -201.9171677073326, tol));
+  CHECK(close(lockstep::log_std_normal_cdf(-20.1), -205.92711840194823, tol));
+  CHECK(close(lockstep::log_std_normal_cdf(-25), -316.63940800802027, tol));
+  CHECK(close(lockstep::log_std_normal_cdf(-40), -804.6084420137538, tol));
+  CHECK(lockstep::log_std_normal_cdf(40) == 0);
+  CHECK(lockstep::log_std_normal_cdf(inf) == 0);
+  CHECK(lockstep::log_std_normal_cdf(-inf) == -inf);
+  // mpmath (40 digits): npdf(z) / ncdf(z) for z = -40, -25, 1.3 (R's
+  // exp(dnorm(z, log = TRUE) - pnorm(z, log.p = TRUE)) is off by 1e-13 at -40,
+  // the rounding of -804.6 magnified)
+  CHECK(close(lockstep::std_normal_mills(-40), 40.024968847207264, tol));
+  CHECK(close(lockstep::std_normal_mills(-25), 25.039873012057563, tol));
+  CHECK(close(lockstep::std_normal_mills(1.3), 0.18973503541925962, tol));
+  // the Mills ratio is the derivative of log Phi, across the switch at -20
+  for (double z : {-45.0, -30.0, -20.5, -20.0, -19.5, -5.0, -0.7, 0.0, 0.6, 3.0, 9.0}) {
+    INFO("z = " << z);
+    const double fd = central_difference([](double v) { return lockstep::log_std_normal_cdf(v); },
+                                         z, 1e-5);
+    CHECK(close(lockstep::std_normal_mills(z), fd, 1e-8, 1e-12));
+  }
+}
+
+TEST_CASE("the link-scale families are stable in the tails", "[distributions][lpdf][representations]") {
+  auto at = [](Family f, double x, std::vector<double> p, double* d) {
+    double dx = 1, dp[max_dist_params] = {0, 0, 0};
+    const int k = lockstep::family_n_params(f);
+    p.resize(max_dist_params, 0);
+    const double lp = dist_lpdf(f, x, p.data(), &dx, dp);
+    CHECK(dx == 0);
+    *d = dp[k - 1];
+    return lp;
+  };
+  double d = 0;
+  // R: pnorm(-40, log.p = TRUE); dbinom(0, 1, pnorm(40), log = TRUE) is -Inf
+  CHECK(close(at(Family::bernoulli_probit, 0, {40}, &d), -804.6084420137538, 1e-14));
+  CHECK(close(d, -40.024968847207264, 1e-14));  // -phi(40) / Phi(-40), mpmath
+  CHECK(close(at(Family::bernoulli_probit, 1, {-40}, &d), -804.6084420137538, 1e-14));
+  CHECK(close(d, 40.024968847207264, 1e-14));
+  CHECK(at(Family::bernoulli_probit, 1, {40}, &d) == 0);
+  CHECK(d == 0);
+  CHECK(at(Family::bernoulli_probit, 0, {-inf}, &d) == 0);
+  CHECK(at(Family::bernoulli_probit, 1, {-inf}, &d) == -inf);
+  CHECK(at(Family::bernoulli_probit, 0.5, {0.3}, &d) == -inf);
+  // R: lchoose(10, 3) + 3 * pnorm(-40, log.p = TRUE) + 7 * pnorm(40, log.p = TRUE)
+  CHECK(close(at(Family::binomial_probit, 3, {10, -40}, &d), -2409.0378342984791, 1e-14));
+  CHECK(close(d, 3 * 40.024968847207264, 1e-14));
+  // R: lchoose(10, 3) - 3 * 40 - 10 * log1p(exp(-40)): 1 - plogis(40) rounds to 0
+  CHECK(close(at(Family::binomial_logit, 3, {10, 40}, &d), std::log(120.0) - 7 * 40, 1e-14));
+  CHECK(close(d, -7, 1e-14));
+  CHECK(close(at(Family::binomial_logit, 10, {10, 40}, &d), -10 * 4.2483542552915889e-18, 1e-12));
+  CHECK(at(Family::binomial_logit, 0, {10, -inf}, &d) == 0);
+  CHECK(at(Family::binomial_logit, 11, {10, 0.2}, &d) == -inf);
+  // R: 3 * (-800) - exp(-800) - lgamma(4); dpois(3, exp(-800), log = TRUE) is -Inf
+  CHECK(close(at(Family::poisson_log, 3, {-800}, &d), -2401.7917594692281, 1e-14));
+  CHECK(d == 3);
+  CHECK(at(Family::poisson_log, 0, {-inf}, &d) == 0);
+  CHECK(at(Family::poisson_log, 2.5, {0.1}, &d) == -inf);
+  // where the probability form is accurate the two agree, partials by the
+  // chain rule through the inverse link
+  for (double eta : {-3.0, -0.8, 0.0, 0.5, 2.4}) {
+    const double pl = 1 / (1 + std::exp(-eta)), pp = 0.5 * std::erfc(-eta / std::sqrt(2.0));
+    const double phi = std::exp(-0.5 * eta * eta) / std::sqrt(2 * M_PI);
+    struct Pair {
+      Family link, plain;
+      double x, n, q, dq;
+    };
+    const Pair pairs[] = {{Family::bernoulli_probit, Family::bernoulli, 1, 0, pp, phi},
+                          {Family::bernoulli_probit, Family::bernoulli, 0, 0, pp, phi},
+                          {Family::binomial_logit, Family::binomial, 4, 9, pl, pl * (1 - pl)},
+                          {Family::binomial_probit, Family::binomial, 2, 6, pp, phi},
+                          {Family::poisson_log, Family::poisson, 5, 0, std::exp(eta), std::exp(eta)}};
+    for (const Pair& c : pairs) {
+      INFO(lockstep::family_name(c.link) << ", x " << c.x << ", eta " << eta);
+      const bool two = lockstep::family_n_params(c.link) == 2;
+      std::vector<double> pl_args = two ? std::vector<double>{c.n, eta} : std::vector<double>{eta};
+      std::vector<double> pq_args = two ? std::vector<double>{c.n, c.q} : std::vector<double>{c.q};
+      double dl = 0, dq = 0;
+      const double a = at(c.link, c.x, pl_args, &dl), b = at(c.plain, c.x, pq_args, &dq);
+      CHECK(close(a, b, 1e-12));
+      CHECK(close(dl, dq * c.dq, 1e-10, 1e-14));
     }
   }
 }
@@ -946,6 +1095,16 @@ FamilyProgram family_program(Family f, double lo = -inf, double hi = inf) {
     case Family::bernoulli_logit:
       fp.inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
       break;
+    case Family::bernoulli_probit:
+      fp.inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
+      break;
+    case Family::binomial_logit:
+    case Family::binomial_probit:
+      fp.inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})), par(n)};
+      break;
+    case Family::poisson_log:
+      fp.inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(n)};
+      break;
     case Family::uniform:
       fp.inputs = {p.add(data_node({0.1, 0.5, 0.9, 1.2, -0.3})), p.add(data_node({-0.5})),
                    par(1, Transform::lower, 1.5)};
@@ -1041,7 +1200,9 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
   const Case cases[] = {
       {Family::normal, -inf, inf},    {Family::cauchy, -inf, inf},   {Family::student, -inf, inf},
       {Family::exponential, -inf, inf}, {Family::bernoulli, -inf, inf},
-      {Family::bernoulli_logit, -inf, inf},
+      {Family::bernoulli_logit, -inf, inf}, {Family::bernoulli_probit, -inf, inf},
+      {Family::binomial_logit, -inf, inf},  {Family::binomial_probit, -inf, inf},
+      {Family::poisson_log, -inf, inf},
       // truncated: half-normal target, cauchy on (-2, 3.5), student on (1, 3),
       // exponential on (0.5, 2)
       {Family::normal, 0, inf},       {Family::cauchy, -2, 3.5},     {Family::student, 1, 3},
@@ -1150,6 +1311,57 @@ TEST_CASE("bernoulli_logit in a program at extreme eta: finite, exact gradient, 
   CHECK(close(evaluate(p, 1, {40, 40, -40, -40}).lp[0], -80, 1e-15));
 }
 
+TEST_CASE("the link-scale families in a program at extreme eta: finite, exact gradient, both backends",
+          "[distributions][executor][representations]") {
+  // y ~ family(eta) with eta far in both tails in some chains, where the
+  // probability (rate) form gives log(0); the gradient against central
+  // differences on the cpu and emulated backends, for 1, 2 and 3 chains.
+  // poisson_log's unstable tail is the negative one (exp(eta) underflowing):
+  // at eta = 40 its log density is -2e17, past what differences resolve.
+  const std::vector<double> links = {40, -40, 25, -30,  -35, 38, 0.5, 22,  0.3, -0.6, 3, -3};
+  const std::vector<double> logs = {-800, -40, 2, -30,  -35, 1.5, 0.5, -750,  0.3, -0.6, 2.2, -3};
+  struct Spec {
+    Family f;
+    std::vector<double> y, size;
+  };
+  const Spec specs[] = {{Family::bernoulli_probit, {1, 0, 0, 1}, {}},
+                        {Family::binomial_logit, {2, 0, 5, 3}, {4, 3, 5, 6}},
+                        {Family::binomial_probit, {2, 0, 5, 3}, {4, 3, 5, 6}},
+                        {Family::poisson_log, {0, 3, 1, 7}, {}}};
+  for (const Spec& sp : specs) {
+    const std::vector<double>& state = sp.f == Family::poisson_log ? logs : links;
+    Program p;
+    const int yd = p.add(data_node(sp.y));
+    std::vector<int> inputs = {yd};
+    if (!sp.size.empty()) inputs.push_back(p.add(data_node(sp.size)));
+    const int eta = p.add(param_node(4, 0));
+    inputs.push_back(eta);
+    add_term(p, density_node(sp.f, inputs));
+    p.n_free = 4;
+    lockstep::plan(p);
+    for (long chains : {1L, 2L, 3L}) {
+      const std::vector<double> s(state.begin(), state.begin() + 4 * chains);
+      for (Backend b : {Backend::cpu, Backend::emulated}) {
+        INFO(lockstep::family_name(sp.f) << ", chains " << chains
+                                         << (b == Backend::cpu ? ", cpu" : ", emulated"));
+        const Eval e = evaluate(p, chains, s, b);
+        for (long c = 0; c < chains; ++c) {
+          double expected = 0;
+          for (long i = 0; i < 4; ++i) {
+            double dx, dp[max_dist_params] = {0, 0, 0};
+            std::vector<double> q = sp.size.empty() ? std::vector<double>{s[c * 4 + i], 0, 0}
+                                                    : std::vector<double>{sp.size[i], s[c * 4 + i], 0};
+            expected += dist_lpdf(sp.f, sp.y[i], q.data(), &dx, dp);
+          }
+          REQUIRE(std::isfinite(e.lp[c]));
+          CHECK(close(e.lp[c], expected, 1e-14));
+        }
+        check_gradient(p, chains, s, 1e-6, 1e-7, 1e-4, b);
+      }
+    }
+  }
+}
+
 TEST_CASE("invalid parameters give NaN", "[distributions][nan]") {
   const double nan = std::nan("");
   CHECK(std::isnan(lpdf(Family::normal, 0.3, {0, 0})));
@@ -1168,6 +1380,11 @@ TEST_CASE("invalid parameters give NaN", "[distributions][nan]") {
   CHECK(std::isnan(lpdf(Family::bernoulli, 0, {nan})));
   CHECK(std::isnan(lpdf(Family::bernoulli_logit, 0, {nan})));
   CHECK(std::isnan(lpdf(Family::bernoulli_logit, 1, {nan})));
+  CHECK(std::isnan(lpdf(Family::bernoulli_probit, 0, {nan})));
+  CHECK(std::isnan(lpdf(Family::bernoulli_probit, 1, {nan})));
+  CHECK(std::isnan(lpdf(Family::binomial_logit, 1, {3, nan})));
+  CHECK(std::isnan(lpdf(Family::binomial_probit, 1, {-1, 0.2})));
+  CHECK(std::isnan(lpdf(Family::poisson_log, 1, {nan})));
   CHECK(std::isnan(lpdf(Family::uniform, 0.3, {1, 1})));
   CHECK(std::isnan(lpdf(Family::uniform, 0.3, {2, 1})));
   CHECK(std::isnan(lpdf(Family::lognormal, 0.3, {0, 0})));

@@ -709,6 +709,16 @@ Case family_case(Family f, double lo, double hi) {
     case Family::bernoulli_logit:
       inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
       break;
+    case Family::bernoulli_probit:
+      inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
+      break;
+    case Family::binomial_logit:
+    case Family::binomial_probit:
+      inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})), par(n)};
+      break;
+    case Family::poisson_log:
+      inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(n)};
+      break;
     case Family::uniform:
       inputs = {p.add(data_node({0.1, 0.5, 0.9, 1.2, -0.3})), p.add(data_node({-0.5})),
                 par(1, Transform::lower, 1.5)};
@@ -818,6 +828,8 @@ std::vector<Case> family_cases() {
       {Family::normal, -inf, inf},        {Family::cauchy, -inf, inf},
       {Family::student, -inf, inf},       {Family::exponential, -inf, inf},
       {Family::bernoulli, -inf, inf},     {Family::bernoulli_logit, -inf, inf},
+      {Family::bernoulli_probit, -inf, inf}, {Family::binomial_logit, -inf, inf},
+      {Family::binomial_probit, -inf, inf}, {Family::poisson_log, -inf, inf},
       {Family::normal, 0, inf},           {Family::cauchy, -2, 3.5},
       {Family::student, 1, 3},            {Family::exponential, 0.5, 2},
       {Family::uniform, -inf, inf},       {Family::lognormal, -inf, inf},
