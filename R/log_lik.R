@@ -36,6 +36,8 @@
 #' columns are the log densities of the rows of the data, in order. Data
 #' with a distribution over matrices ([matrix_distributions]:
 #' `lkj_correlation`, `wishart`) count one observation per matrix.
+#' Data given a [mixture()] count one observation per element, data given a
+#' [joint()] distribution one per row.
 #'
 #' @param draws a `greta_mcmc_list` from [mcmc()] (or [extra_samples()])
 #' @param merge_chains `TRUE` (the default) for a matrix of draws x

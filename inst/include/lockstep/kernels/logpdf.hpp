@@ -21,11 +21,21 @@ template <class T> struct LogpdfInputs {
   Operand<T> x;
   Operand<T> p[max_dist_params];
 
-  // The family's log density at element i of chain c, its partials in gx, gp.
-  template <Family F> LS_HD double at(long c, long i, double* gx, double* gp) const {
-    double pv[max_dist_params] = {0};
-    for (int k = 0; k < Dist<F>::n_params; ++k) pv[k] = static_cast<double>(p[k].at(c, i));
-    return truncated_lpdf_of<F>(static_cast<double>(x.at(c, i)), pv, lower, upper, gx, gp);
+  // Calls g(k, c, i, lp, gx, gp, n_params) at every element this lane owns:
+  // the family's log density lp there and its partials gx (target) and gp
+  // (parameters), the family chosen once, outside the loop.
+  template <class G>
+  LS_HD void each(const Lane& lane, long chains, long size, G&& g) const {
+    with_family(family, [&](auto tag) {
+      using D = Dist<decltype(tag)::value>;
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        double pv[max_dist_params] = {0}, gx = 0, gp[max_dist_params] = {0};
+        for (int j = 0; j < D::n_params; ++j) pv[j] = static_cast<double>(p[j].at(c, i));
+        const double lp = truncated_lpdf_of<decltype(tag)::value>(
+            static_cast<double>(x.at(c, i)), pv, lower, upper, &gx, gp);
+        g(k, c, i, lp, gx, gp, D::n_params);
+      });
+    });
   }
 };
 
@@ -35,12 +45,8 @@ template <class T> struct LogpdfForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    with_family(in.family, [&](auto tag) {
-      constexpr Family F = decltype(tag)::value;
-      for_each_element(lane, chains, size, [&](long k, long c, long i) {
-        double gx = 0, gp[max_dist_params] = {0};
-        y[k] = static_cast<T>(in.template at<F>(c, i, &gx, gp));
-      });
+    in.each(lane, chains, size, [&](long k, long, long, double lp, double, const double*, int) {
+      y[k] = static_cast<T>(lp);
     });
   }
 };
@@ -55,20 +61,16 @@ template <class T> struct LogpdfBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
-    with_family(in.family, [&](auto tag) {
-      constexpr Family F = decltype(tag)::value;
-      for_each_element(lane, chains, size, [&](long k, long c, long i) {
-        double gx = 0, gp[max_dist_params] = {0};
-        in.template at<F>(c, i, &gx, gp);
-        const double g = static_cast<double>(dy[k]);
-        // a zero adjoint adds nothing, and must not turn an infinite partial
-        // (an element outside a truncation) into NaN
-        if (g == 0) return;
-        if (dx.data) dx.add(c, i, static_cast<T>(g * gx));
-        for (int j = 0; j < Dist<F>::n_params; ++j)
-          if (dp[j].data) dp[j].add(c, i, static_cast<T>(g * gp[j]));
-      });
-    });
+    in.each(lane, chains, size,
+            [&](long k, long c, long i, double, double gx, const double* gp, int n_params) {
+              const double g = static_cast<double>(dy[k]);
+              // a zero adjoint adds nothing, and must not turn an infinite
+              // partial (an element outside a truncation) into NaN
+              if (g == 0) return;
+              if (dx.data) dx.add(c, i, static_cast<T>(g * gx));
+              for (int j = 0; j < n_params; ++j)
+                if (dp[j].data) dp[j].add(c, i, static_cast<T>(g * gp[j]));
+            });
   }
 };
 
