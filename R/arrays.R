@@ -364,7 +364,9 @@ str.greta_array <- function(object, ...) {
   } else {
     "?"
   }
-  cat(" 'greta_array' ", node$type, " num [", paste(extents, collapse = ", "), "] ", shown,
+  # a constrained variable (R/constrained.R, joint()) is computed from free ones
+  type <- if (is.null(node$constraint)) node$type else "variable"
+  cat(" 'greta_array' ", type, " num [", paste(extents, collapse = ", "), "] ", shown,
       "\n", sep = "")
   invisible()
 }

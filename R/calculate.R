@@ -42,6 +42,8 @@
 #'   multinomial one). So are the [matrix_distributions], a matrix per
 #'   simulation: `wishart` (with [stats::rWishart()]) and `lkj_correlation`
 #'   (by the C-vine method of Lewandowski, Kurowicka and Joe, 2009).
+#'   A [mixture()] is drawn by picking each element's component by the
+#'   weights, then drawing from it, a [joint()] column by column.
 #'
 #'   The draws are computed as chains of the engine: the parameters of every
 #'   distribution at one level of the model are computed for all simulations

@@ -501,12 +501,19 @@ check_truncation <- function(truncation, support, family) {
     stop("the left-hand side of `distribution(y) <-` already has a distribution", call. = FALSE)
   }
   if (multivariate) {
+    # a 1 x 1 mixture() applies to every element, as a univariate distribution does
+    if (isTRUE(dist$expands) && prod(dist$dim) == 1) dist$dim <- target$dim
     # rows are realisations: the dimensions must match exactly (no recycling)
     if (!identical(dist$dim, target$dim)) {
+      hint <- if (is.null(dist$dim_hint)) {
+        "set its `n_realisations` to the number of rows of the data"
+      } else {
+        dist$dim_hint
+      }
       stop("left and right hand sides of `distribution(y) <-` have different dimensions: ",
            "the data have dimension ", paste(target$dim, collapse = " x "), " but the ",
            dist$family, "() distribution ", paste(dist$dim, collapse = " x "),
-           " (set its `n_realisations` to the number of rows of the data)", call. = FALSE)
+           " (", hint, ")", call. = FALSE)
     }
     dist$check_data(matrix(as.numeric(target$value), target$dim[1], target$dim[2]))
   }

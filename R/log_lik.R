@@ -37,6 +37,8 @@
 #' columns are the log densities of the rows of the data, in order. Data
 #' with a distribution over matrices ([matrix_distributions]:
 #' `lkj_correlation`, `wishart`) count one observation per matrix.
+#' Data given a [mixture()] count one observation per element, data given a
+#' [joint()] distribution one per row.
 #'
 #' @param draws a `greta_mcmc_list` from [mcmc()] (or [extra_samples()])
 #' @param merge_chains `TRUE` (the default) for a matrix of draws x
@@ -93,8 +95,9 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
   terms <- lapply(order, function(t) {
     if (!is.null(t$family)) {
       f <- mv_family(t$family, "log_lik()")
-      # a distribution over matrices: the whole matrix is one realisation
-      n <- if (isTRUE(f$matrix)) 1L else nrow(t$y)
+      # a distribution over matrices: the whole matrix is one realisation; a
+      # mixture: each element is one
+      n <- if (isTRUE(f$matrix)) 1L else if (isTRUE(f$elementwise)) length(t$y) else nrow(t$y)
       return(c(t, list(multivariate = TRUE, n = n)))
     }
     node <- nodes[[t$ir + 1L]]
@@ -131,7 +134,7 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
         d <- mv_families[[term$family]]$d
         cols <- lapply(term$params, cols_of)
         for (i in seq_along(idx)) {
-          p <- mv_params(values[i, ], cols, term$param_dims, term$param_names)
+          p <- mv_params(values[i, ], cols, term$param_dims, term$param_names, term$spec)
           out[idx[i], col + seq_len(n)] <- d(term$y, p)
         }
       } else {

@@ -197,7 +197,16 @@ lower_dag <- function(nodes, fixed = list(), sampled = character()) {
         offset <- offset + size
         entry
       },
-      operation = list(op = node$op, dim = node$dim, inputs = inputs, index = node$index),
+      operation = {
+        entry <- list(op = node$op, dim = node$dim, inputs = inputs, index = node$index)
+        if (!is.null(node$family)) {
+          # logpdf: a family's log density per element (mixture(), joint())
+          entry$family <- node$family
+          entry$trunc_lower <- node$truncation[1]
+          entry$trunc_upper <- node$truncation[2]
+        }
+        entry
+      },
       distribution = {
         terms <- c(terms, k - 1L)
         list(op = "density", dim = c(1L, 1L), inputs = inputs, family = node$family,

@@ -97,7 +97,7 @@ likelihood_order <- function(nodes, multivariate, ids) {
       list(family = n$family, declared = declared_of(n),
            y = matrix(as.numeric(n$target$value), n$target$dim[1], n$target$dim[2]),
            params = vapply(n$parents, function(q) ids[[as.character(q$id)]], integer(1)),
-           param_names = n$param_names,
+           param_names = n$param_names, spec = n$spec,
            param_dims = lapply(n$parents, function(q) q$dim))
     }))
   if (length(terms) == 0) return(list())

@@ -336,15 +336,19 @@ widen <- function(x, k) {
 # greta array), or for a discrete family a plain variable that model()
 # refuses unless `distribution(y) <-` replaces it by data. `density(y, p)`
 # builds the log density expression and `check_data(values)` checks data.
+# `...` are further fields of the node: `spec` (mixture() and joint(): their
+# components, which the R-side draws and log densities read) and `expands`
+# (a 1 x 1 distribution applies to every element of data, as univariate
+# ones do: mixture()).
 new_multivariate <- function(family, params, dim, density, prior = NULL,
-                             discrete = FALSE, check_data = function(y) NULL) {
+                             discrete = FALSE, check_data = function(y) NULL, ...) {
   nodes <- lapply(params, get_node)
   target <- if (discrete) new_node("variable", dim, lower = -Inf, upper = Inf)
             else get_node(prior(dim))
   dist <- new_node("distribution", dim, parents = unname(nodes), family = family,
                    truncation = c(-Inf, Inf), target = target, discrete = discrete,
                    support = c(-Inf, Inf), param_names = names(params), label = family,
-                   multivariate = TRUE, density = density, check_data = check_data)
+                   multivariate = TRUE, density = density, check_data = check_data, ...)
   target$distribution <- dist
   as_greta_array_from_node(target)
 }

@@ -15,6 +15,10 @@ mv_rows <- function(x, n) {
 mv_size <- function(x, n) rep_len(as.numeric(x), n)
 
 mv_families <- list(
+  # mixture() and joint() (R/mixture.R, R/joint.R): one log density per element
+  # (`elementwise`) or per row, their components in attr(p, "spec")
+  mixture = mixture_family,
+  joint = joint_family,
   multivariate_normal = list(
     d = function(y, p) {
       U <- chol(p$Sigma)
@@ -155,9 +159,11 @@ mv_family <- function(family, what) {
 
 # One draw's parameters from a row of engine values: `values` a vector, `cols`
 # the positions of each parameter in it, `dims` their dimensions, `names`
-# their names.
-mv_params <- function(values, cols, dims, names) {
+# their names; `spec` the components of a mixture() or joint(), which their
+# functions read as attr(p, "spec").
+mv_params <- function(values, cols, dims, names, spec = NULL) {
   p <- lapply(seq_along(cols), function(j) matrix(values[cols[[j]]], dims[[j]][1], dims[[j]][2]))
   names(p) <- names
+  attr(p, "spec") <- spec
   p
 }

@@ -85,7 +85,7 @@ draw_multivariate <- function(dist, dim, nsim, values, cols) {
   dims <- lapply(dist$parents, function(q) q$dim)
   out <- matrix(0, nsim, prod(dim))
   for (s in seq_len(nsim)) {
-    p <- mv_params(values[s, ], cols, dims, dist$param_names)
+    p <- mv_params(values[s, ], cols, dims, dist$param_names, dist$spec)
     out[s, ] <- as.vector(r(p, dim[1], dim[2]))
   }
   out

@@ -86,6 +86,22 @@ long product(const std::vector<long>& dim) {
   return s;
 }
 
+// A density's or logpdf's inputs (the target, then the family's parameters,
+// each a scalar or the target's size) and truncation.
+template <class InSize> void check_distribution(size_t id, const Node& n, InSize in_size) {
+  const int k = family_n_params(n.family);
+  if (static_cast<int>(n.inputs.size()) != k + 1)
+    fail(id, n, std::string(family_name(n.family)) + " needs the target and " +
+                    std::to_string(k) + " parameters");
+  const long target = in_size(0);
+  for (int j = 1; j <= k; ++j)
+    if (in_size(j) != 1 && in_size(j) != target)
+      fail(id, n, "parameter " + std::to_string(j) + " must be a scalar or match the target");
+  if (!(n.trunc_lower < n.trunc_upper)) fail(id, n, "truncation needs lower < upper");
+  if (!family_continuous(n.family) && !(std::isinf(n.trunc_lower) && std::isinf(n.trunc_upper)))
+    fail(id, n, "a discrete distribution cannot be truncated");
+}
+
 }  // namespace
 
 void validate(const Program& p) {
@@ -235,19 +251,17 @@ void validate(const Program& p) {
         }
         break;
       }
-      case OpFamily::density: {
-        const int k = family_n_params(n.family);
-        if (static_cast<int>(n.inputs.size()) != k + 1)
-          fail(id, n, std::string(family_name(n.family)) + " needs the target and " +
-                          std::to_string(k) + " parameters");
-        const long target = in_size(0);
-        for (int j = 1; j <= k; ++j)
-          if (in_size(j) != 1 && in_size(j) != target)
-            fail(id, n, "parameter " + std::to_string(j) + " must be a scalar or match the target");
-        if (!(n.trunc_lower < n.trunc_upper)) fail(id, n, "truncation needs lower < upper");
-        if (!family_continuous(n.family) && !(std::isinf(n.trunc_lower) && std::isinf(n.trunc_upper)))
-          fail(id, n, "a discrete distribution cannot be truncated");
+      case OpFamily::density:
+        check_distribution(id, n, in_size);
         if (n.size != 1) fail(id, n, "a density term has one element");
+        break;
+      case OpFamily::logpdf: {
+        check_distribution(id, n, in_size);
+        // log_jacobian and target are terms of the log density, not families
+        // with a density of their own
+        if (family_n_params(n.family) == 0)
+          fail(id, n, std::string(family_name(n.family)) + " has no elementwise log density");
+        if (n.dim != p.nodes[n.inputs[0]].dim) fail(id, n, "the output must have the target's shape");
         break;
       }
     }

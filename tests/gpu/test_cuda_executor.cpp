@@ -623,12 +623,46 @@ std::vector<Case> index_cases() {
   return out;
 }
 
+// logpdf: per-element log densities of a normal (a scalar sd broadcast), a
+// truncated normal and a poisson on data, combined elementwise (a mixture's
+// log-sum-exp uses them so) before the objective.
+Case logpdf_case() {
+  Builder b(1312);
+  const long n = 5;
+  const int x = b.param(n, any_value);
+  const int mean = b.param(n, any_value);
+  const int sd = b.node(unary_node(Op::exp, b.param(1, Domain{-0.5, 0.5}), b.p));
+  Node ln;
+  ln.op = Op::logpdf;
+  ln.dim = b.p.nodes[x].dim;
+  ln.size = n;
+  ln.family = Family::normal;
+  ln.inputs = {x, mean, sd};
+  const int lx = b.node(ln);
+  const int xt = b.param(n, Domain{-0.9, 1.9}, Transform::interval, -1, 2);
+  ln.inputs = {xt, b.param(1, any_value), sd};
+  ln.trunc_lower = -1;
+  ln.trunc_upper = 2;
+  const int lt = b.node(ln);
+  Node lp = ln;
+  lp.family = Family::poisson;
+  lp.trunc_lower = -HUGE_VAL;
+  lp.trunc_upper = HUGE_VAL;
+  const int lambda = b.node(unary_node(Op::exp, b.param(n, any_value), b.p));
+  lp.inputs = {b.data({0, 2, 1, 5, 3}), lambda};
+  const int lq = b.node(lp);
+  const int both = b.node(binary_node(Op::add, b.node(binary_node(Op::mul, lx, lt, b.p)), lq, b.p));
+  b.objective(both);
+  return b.finish("logpdf", Tol{1e-10, 1e-11, 1e-10, 1e-11});
+}
+
 std::vector<Case> fold_cumulative_concat_linalg_cases() {
   std::vector<Case> out;
   out.push_back(fold_case());
   out.push_back(cumulative_case());
   out.push_back(concat_case());
   out.push_back(linalg_case());
+  out.push_back(logpdf_case());
   return out;
 }
 

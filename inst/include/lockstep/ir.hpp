@@ -20,7 +20,7 @@ enum class Op : int {
 // The family column of ops.def, so that dispatch code can select one family.
 enum class OpFamily : int {
   leaf, unary, binary, reduce, rowsum, colsum, matmul, transpose, gather, gather_rows,
-  rowdot_rows, density, fold, cumulative, concat, linalg
+  rowdot_rows, density, logpdf, fold, cumulative, concat, linalg
 };
 
 constexpr OpFamily op_family(Op op) {
@@ -74,7 +74,7 @@ struct Node {
   double lower = 0, upper = 0;
   // gather: flat 0-based indices into the input, one per output element
   std::vector<long> index;
-  // density: family, truncation bounds (-inf, inf when untruncated)
+  // density and logpdf: family, truncation bounds (-inf, inf when untruncated)
   Family family = Family::normal;
   double trunc_lower = -HUGE_VAL, trunc_upper = HUGE_VAL;
   // rowdot_rows: input 2 scales b's columns (the planner's fusion of a

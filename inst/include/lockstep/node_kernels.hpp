@@ -17,6 +17,7 @@
 #include "kernels/fold.hpp"
 #include "kernels/gather.hpp"
 #include "kernels/linalg.hpp"
+#include "kernels/logpdf.hpp"
 #include "kernels/matmul.hpp"
 #include "kernels/param.hpp"
 #include "kernels/reduce.hpp"
@@ -152,6 +153,16 @@ template <class T> const Slot<T>* rowdot_input(const NodeCall<T>& call, int k) {
   return k >= 0 ? &call.in[k] : nullptr;
 }
 
+// A logpdf node's target and parameters, addressed at its output's elements.
+template <class T> LogpdfInputs<T> logpdf_inputs(const NodeCall<T>& call) {
+  const Node& node = *call.node;
+  LogpdfInputs<T> in{node.family, node.trunc_lower, node.trunc_upper,
+                     operand(call.in[0], call.out), {}};
+  for (int k = 1; k < static_cast<int>(node.inputs.size()); ++k)
+    in.p[k - 1] = operand(call.in[k], call.out);
+  return in;
+}
+
 }  // namespace detail
 
 // Forward: writes the node's value; densities add theirs to their value and to
@@ -251,6 +262,9 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       launch(StoreChains<T>{call.scratch, y, call.lp, true, call.chains});
       break;
     }
+    case OpFamily::logpdf:
+      launch(LogpdfForward<T>{logpdf_inputs(call), y, C, n});
+      break;
     case OpFamily::fold:
       launch(FoldForward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), y, C,
                             call.in[0].size()});
@@ -351,6 +365,16 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
     }
     case OpFamily::density:
       break;
+    case OpFamily::logpdf: {
+      LogpdfBackward<T> body{logpdf_inputs(call), dy, sink(call.in[0], call.out), {}, C, n};
+      bool any = body.dx.data != nullptr;
+      for (int k = 1; k < static_cast<int>(node.inputs.size()); ++k) {
+        body.dp[k - 1] = sink(call.in[k], call.out);
+        any = any || body.dp[k - 1].data;
+      }
+      if (any) launch(body);
+      break;
+    }
     case OpFamily::fold:
       if (call.in[0].adjoint)
         launch(FoldBackward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), dy,

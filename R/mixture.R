@@ -1,0 +1,183 @@
+# mixture(): greta's mixture of univariate distributions. Its log density at
+# each element, log sum_k w_k p_k(y), is built from engine ops: each
+# component's log density per element (the logpdf op, the component's own
+# family and truncation) plus its log weight, combined by a log-sum-exp that
+# stays finite where every component's density underflows. It reaches the
+# engine as a multivariate distribution does (R/multivariate.R: a term of
+# family target, built by model()); its draws and log_lik() columns are
+# computed in R (mixture_family).
+
+#' Mixtures of probability distributions
+#'
+#' `mixture()` combines univariate probability distributions into a mixture
+#' distribution, over a variable or, with [distribution()], over data, as
+#' greta's does: the density of each element is the weighted sum of the
+#' components' densities, `sum_k w_k p_k(y)`.
+#'
+#' @param ... two or more distributions, such as `normal(0, 1)` or
+#'   `poisson(3)` (see [distributions]), not used anywhere else: the
+#'   components. They must all be continuous or all discrete, have the same
+#'   support (truncation included) and the same dimensions, or be scalars.
+#' @param weights the mixing weights: a greta array or numbers, positive, one
+#'   per component (a vector, a column vector, or a row vector such as a
+#'   [simplex_variable()]), or a `K x n` matrix giving the `K` components'
+#'   weights of each of the `n` elements of an `n x 1` distribution. As in
+#'   greta they need not sum to one: they are divided by their sum (over the
+#'   components).
+#' @param dim the dimensions of the result, when the components are scalars
+#'   (`NULL`, a number for a column vector, or a vector of dimensions)
+#'
+#' @details A continuous mixture may be the distribution of a variable (its
+#'   support is the components'), a discrete one only that of data. Data
+#'   given a mixture must lie in the support of every component.
+#'
+#'   [log_lik()] counts each element of data given a mixture as one
+#'   observation, and [calculate()] with `nsim` and [simulate()] draw it by
+#'   picking each element's component by the weights, then drawing from it.
+#'
+#' @return a greta array following the mixture distribution
+#' @examples
+#' # a bimodal prior
+#' w <- simplex_variable(2)
+#' x <- mixture(normal(-2, 0.5), normal(2, 0.5), weights = w)
+#' # a mixture of two normals as the likelihood of data
+#' y <- c(-2.1, -1.7, 2.2, 1.9, 2.4)
+#' mu <- normal(0, 3, dim = 2)
+#' distribution(y) <- mixture(normal(mu[1], 1), normal(mu[2], 1), weights = c(0.4, 0.6))
+#' # counts from a mixture of two rates, each with its own weight per element
+#' counts <- as_data(c(0, 2, 9, 11))
+#' rates <- gamma(2, 0.2, dim = 2)
+#' pw <- matrix(c(0.9, 0.1, 0.8, 0.2, 0.3, 0.7, 0.1, 0.9), 2, 4)
+#' distribution(counts) <- mixture(poisson(rates[1], dim = 4), poisson(rates[2], dim = 4),
+#'                                 weights = pw)
+#' m <- model(mu, rates)
+#' @export
+mixture <- function(..., weights, dim = NULL) {
+  if (missing(weights)) stop("mixture() needs `weights`, one per component", call. = FALSE)
+  dots <- list(...)
+  components <- component_distributions(dots, "mixture")
+  shape <- mixture_shape(dots, dim)
+  weights <- mixture_weights(weights, length(dots), shape)
+  supports <- lapply(components, function(comp) c(comp$lower, comp$upper))
+  if (length(unique(supports)) > 1L) {
+    stop("the component distributions of mixture() must have the same support, but have ",
+         paste(unique(vapply(supports, function(s) sprintf("(%s, %s)", s[1], s[2]), "")),
+               collapse = " and "), call. = FALSE)
+  }
+  detach_components(components)
+  parts <- component_parameters(components)
+  discrete <- components[[1]]$discrete
+  support <- supports[[1]]
+  new_multivariate("mixture", c(parts$params, list(weights = weights)), shape,
+                   density = function(y, p) mixture_log_density(y, p, parts$spec),
+                   prior = function(dim) variable(support[1], support[2], dim = dim),
+                   discrete = discrete,
+                   check_data = function(y) {
+                     for (comp in parts$spec) check_component_data(y, comp)
+                   },
+                   spec = parts$spec, expands = TRUE)
+}
+
+# The dimensions of the mixture: those of its components (all the same, or
+# scalars), or `dim`.
+mixture_shape <- function(dots, dim) {
+  dims <- lapply(dots, function(x) get_node(x)$dim)
+  not_scalar <- Filter(function(d) prod(d) != 1, dims)
+  if (length(unique(not_scalar)) > 1L) {
+    stop("the component distributions of mixture() must have the same dimensions, but have ",
+         paste(vapply(seq_along(dims), function(k) {
+           sprintf("%s (argument %d)", paste(dims[[k]], collapse = " x "), k)
+         }, ""), collapse = ", "), call. = FALSE)
+  }
+  shape <- if (length(not_scalar)) not_scalar[[1]] else c(1L, 1L)
+  if (is.null(dim)) return(shape)
+  dim <- check_dim(dim)
+  if (length(not_scalar) && !identical(shape, dim)) {
+    stop("the dimensions of the components of mixture() (", paste(shape, collapse = " x "),
+         ") do not match `dim` (", paste(dim, collapse = " x "), ")", call. = FALSE)
+  }
+  dim
+}
+
+# `weights` as a K x 1 column (one weight per component) or a K x n matrix
+# (the components' weights of each element of an n x 1 mixture); numbers must
+# be positive. A row vector (such as a simplex_variable()) is taken as a
+# column.
+mixture_weights <- function(weights, K, shape) {
+  if (!is.greta_array(weights) && is.numeric(weights) && is.null(dim(weights))) {
+    weights <- matrix(weights, ncol = 1L)
+  }
+  weights <- as.greta_array(weights, "weights")
+  d <- dim(weights)
+  if (length(d) == 2L && d[1] == 1L && d[2] == K && K > 1L) {
+    weights <- t(weights)
+    d <- dim(weights)
+  }
+  per_element <- length(d) == 2L && d[1] == K && shape[2] == 1L && d[2] == shape[1]
+  if (!(length(d) == 2L && d[1] == K && (d[2] == 1L || per_element))) {
+    stop("`weights` of mixture() must have one weight per component (", K, "), as a vector ",
+         "or a ", K, " x 1 column", if (shape[2] == 1L && shape[1] > 1L) {
+           paste0(", or a ", K, " x ", shape[1], " matrix (one column per element)")
+         }, ", but has dimension ", paste(d, collapse = " x "), call. = FALSE)
+  }
+  node <- get_node(weights)
+  if (node$type == "data" && any(!is.finite(node$value) | node$value <= 0)) {
+    stop("`weights` of mixture() must be positive", call. = FALSE)
+  }
+  weights
+}
+
+# log sum_k w_k p_k(y) at each element of y, the weights divided by their sum
+# over the components (as greta does).
+mixture_log_density <- function(y, p, spec) {
+  w <- p$weights
+  K <- length(spec)
+  log_total <- if (ncol(w) == 1L) log(sum(w)) else log(colSums(w))
+  terms <- lapply(seq_len(K), function(k) {
+    wk <- if (ncol(w) == 1L) w[k] else t(w[k, ])
+    component_log_density(y, p, spec[[k]]) + (log(wk) - log_total)
+  })
+  Reduce(log_add_exp, terms)
+}
+
+# log(exp(a) + exp(b)) elementwise from the engine's ops, stable for finite a
+# and b: max(a, b) + log1p(exp(-|a - b|)), with max(a, b) = (a + b + |a - b|) / 2.
+# Its gradient is the softmax of (a, b) (one half each where a = b, since the
+# derivative of |x| at 0 is 0).
+log_add_exp <- function(a, b) {
+  gap <- abs(a - b)
+  (a + b + gap) * 0.5 + log1p(exp(-gap))
+}
+
+# In R: the log density of each element and draws (R/multivariate_families.R
+# calls these with one draw's parameters `p`, the components in attr(p, "spec")).
+mixture_log_weights_r <- function(p, K, n) {
+  w <- matrix(p$weights, nrow = K)
+  w <- w[, rep_len(seq_len(ncol(w)), n), drop = FALSE]
+  log(sweep(w, 2, colSums(w), "/"))  # K x n
+}
+
+mixture_family <- list(
+  elementwise = TRUE,
+  d = function(y, p) {
+    spec <- attr(p, "spec")
+    y <- as.vector(y)
+    lw <- mixture_log_weights_r(p, length(spec), length(y))
+    lp <- vapply(seq_along(spec), function(k) {
+      component_log_density_r(y, p, spec[[k]]) + lw[k, ]
+    }, numeric(length(y)))
+    lp <- matrix(lp, nrow = length(y))
+    top <- apply(lp, 1, max)
+    top + log(rowSums(exp(lp - top)))
+  },
+  r = function(p, n, k) {
+    spec <- attr(p, "spec")
+    size <- n * k
+    w <- exp(mixture_log_weights_r(p, length(spec), size))
+    pick <- vapply(seq_len(size), function(i) sample.int(length(spec), 1L, prob = w[, i]),
+                   integer(1))
+    draws <- vapply(spec, component_draws_r, numeric(size), p = p, n = size)
+    draws <- matrix(draws, nrow = size)
+    matrix(draws[cbind(seq_len(size), pick)], n, k)
+  }
+)
