@@ -32,7 +32,7 @@ Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& ini
   ChainVectors& v = vectors();
   for (double** a : {&xf_, &pf_, &gf_, &xb_, &pb_, &gb_, &xw_, &pw_, &gw_, &xp_, &gp_, &pp_, &ps_,
                      &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_, &rho_b_, &sub_first_,
-                     &sub_rho_, &right_rho_, &both_rho_})
+                     &sub_rho_})
     *a = v.make();
   for (auto* v : {&lpf_, &lpb_, &lpw_, &lpp_}) v->assign(C_, 0.0);
 }
@@ -76,6 +76,7 @@ void Nuts::transition() {
   std::vector<double> H0(C), lsw(C, 0.0), lsw_sub(C, -HUGE_VAL), sum_metro(C, 0.0);
   std::vector<int> depth(C, 0), done(C, 0), building(C, 0), valid(C, 0), dir(C, 1);
   std::vector<int> n_leap(C, 0), divergent(C, 0), moved(C, 0);
+  std::vector<double> sums(C * 6);  // the merge checks' sums
   {
     const std::vector<double> k = kinetic_energies(ps_, all);
     for (long c = 0; c < C; ++c) H0[c] = -lp_[c] + k[c];
@@ -154,15 +155,14 @@ void Nuts::transition() {
           v.add(l.left_rho, sub_rho_, l.prefix, -1, on);
           break;
         }
+        // the right sibling's rho is sub_rho - prefix (SubtreeChecksTerm)
         const double* left_begin = j + 1 < d ? levels_[j + 1].begin : sub_first_;
-        v.add(right_rho_, sub_rho_, l.prefix, -1, on);
-        v.add(both_rho_, l.left_rho, right_rho_, 1, on);
-        const Check checks[3] = {{left_begin, pw_, both_rho_, nullptr},
-                                 {left_begin, l.begin, l.left_rho, l.begin},
-                                 {l.left_end, pw_, right_rho_, l.left_end}};
-        const std::vector<int> ok = criteria(checks, 3, on);
+        const SubtreeVectors sv{sub_rho_, l.prefix, l.left_rho, left_begin, pw_, l.begin,
+                                l.left_end};
+        v.subtree_checks(sv, m_v_, on, sums.data());
+        auto positive = [](double x) { return x > 0; };
         for (long c = 0; c < C; ++c)
-          if (on[c] && !ok[c]) {
+          if (on[c] && !std::all_of(&sums[c * 6], &sums[c * 6] + 6, positive)) {
             valid[c] = 0;
             building[c] = 0;
             on.set(c, false);

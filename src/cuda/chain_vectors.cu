@@ -25,6 +25,7 @@ class DeviceChainVectors final : public ChainVectors {
     select_device(gpu_);
     lp_ = static_cast<double*>(allocate(sizeof(double) * chains_));
     out_ = static_cast<double*>(allocate(sizeof(double) * chains_ * DotTerm::max_specs));
+    value_ = static_cast<double*>(allocate(sizeof(double) * chains_));
     streams_ = static_cast<Stream*>(allocate(sizeof(Stream) * chains_));
   }
   ~DeviceChainVectors() override {
@@ -109,6 +110,32 @@ class DeviceChainVectors final : public ChainVectors {
           "copying dot products to the host");
     wait("the sampler's dot products");
   }
+  void subtree_checks(const SubtreeVectors& sv, const double* m, const ChainMask& on,
+                      double* out) override {
+    std::fill(out, out + chains_ * 6, 0.0);
+    if (!on.any()) return;
+    // out_ holds the five slots of each chain, value_ the first sum
+    check(cudaMemsetAsync(out_, 0, sizeof(double) * chains_ * 5, stream_), "clearing sums");
+    check(cudaMemsetAsync(value_, 0, sizeof(double) * chains_, stream_), "clearing sums");
+    const long group = 32;  // 6 sums per chain: 192 doubles of shared scratch per lane
+    for (long c0 = 0; c0 < chains_; c0 += group) {
+      const long c1 = std::min(chains_, c0 + group);
+      StreamLaunch{stream_, (c1 - c0) * dim_, multiprocessors_}(ChainSum<SubtreeChecksTerm>(
+          SubtreeChecksTerm{sv, m, on, c0, dim_, out_}, value_ + c0, c1 - c0, dim_));
+    }
+    std::vector<double> value(chains_), slots(chains_ * 5);
+    check(cudaMemcpyAsync(value.data(), value_, sizeof(double) * chains_, cudaMemcpyDeviceToHost,
+                          stream_),
+          "copying sums to the host");
+    check(cudaMemcpyAsync(slots.data(), out_, sizeof(double) * chains_ * 5,
+                          cudaMemcpyDeviceToHost, stream_),
+          "copying sums to the host");
+    wait("the sampler's merge checks");
+    for (long c = 0; c < chains_; ++c) {
+      out[c * 6] = value[c];
+      std::copy(slots.begin() + c * 5, slots.begin() + (c + 1) * 5, out + c * 6 + 1);
+    }
+  }
   void log_density(const double* x, double* lp, double* g) override {
     target_.log_density_device(x, lp_, g);
     check(cudaMemcpyAsync(lp, lp_, sizeof(double) * chains_, cudaMemcpyDeviceToHost, stream_),
@@ -145,6 +172,7 @@ class DeviceChainVectors final : public ChainVectors {
   int gpu_, multiprocessors_;
   std::vector<void*> owned_;
   double *lp_ = nullptr, *out_ = nullptr;  // [chains], [chains, max_specs]
+  double* value_ = nullptr;                // [chains]
   Stream* streams_ = nullptr;              // [chains]
 };
 

@@ -212,6 +212,45 @@ TEST_CASE("chain vectors: dot products per chain, of every kind",
   });
 }
 
+TEST_CASE("chain vectors: NUTS's fused merge checks equal the checks' dot products",
+          "[chain_vectors][nuts]") {
+  // SubtreeChecksTerm against the unfused sums NUTS made before: the rhos
+  // formed by add() and six DotKind::product dot products (the same numbers
+  // up to the order in which a backend's lanes add them)
+  std::mt19937 rng(41);
+  each_place({1L, 7L, 300L}, [&](ChainVectors& v, long C, long D) {
+    std::vector<double*> a;
+    for (int k = 0; k < 8; ++k) {
+      const std::vector<double> h = random_values(C * D, rng, k == 7 ? 0.1 : -2, 2);
+      a.push_back(v.make());
+      v.upload(a.back(), h.data());
+    }
+    double *S = a[0], *prefix = a[1], *left_rho = a[2], *left_begin = a[3], *p = a[4],
+           *right_begin = a[5], *left_end = a[6], *m = a[7];
+    const ChainMask on = C == 1 ? ChainMask::all(1) : alternate(C);
+    std::vector<double> fused(C * 6, -1.0);
+    v.subtree_checks({S, prefix, left_rho, left_begin, p, right_begin, left_end}, m, on,
+                     fused.data());
+    double *right_rho = v.make(), *both = v.make();
+    v.add(right_rho, S, prefix, -1, on);
+    v.add(both, left_rho, right_rho, 1, on);
+    using K = lockstep::DotKind;
+    const DotSpec specs[6] = {{left_begin, both, nullptr, K::product},
+                              {p, both, nullptr, K::product},
+                              {left_begin, left_rho, right_begin, K::product},
+                              {right_begin, left_rho, right_begin, K::product},
+                              {left_end, right_rho, left_end, K::product},
+                              {p, right_rho, left_end, K::product}};
+    std::vector<double> unfused(C * 6);
+    v.dots(specs, 6, m, on, unfused.data());
+    for (long k = 0; k < C * 6; ++k) {
+      INFO("chain " << k / 6 << ", sum " << k % 6);
+      CHECK(fused[k] == Approx(unfused[k]).epsilon(1e-13).margin(1e-13));
+      if (!on[k / 6]) CHECK(fused[k] == 0);
+    }
+  });
+}
+
 TEST_CASE("chain vectors: the mean over chains, in every row", "[chain_vectors]") {
   std::mt19937 rng(31);
   each_place({1L, 7L, 300L}, [&](ChainVectors& v, long C, long D) {

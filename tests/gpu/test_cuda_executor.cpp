@@ -1432,6 +1432,9 @@ TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
                                             {a[1], a[2], mom, K::difference_product}};
         dots.assign(C * 5, 0.0);
         v.dots(specs, 5, a[3], lockstep::ChainMask::all(C), dots.data());
+        std::vector<double> checks(C * 6);
+        v.subtree_checks({a[0], a[1], a[2], mom, mean, m2, a[1]}, a[3], on, checks.data());
+        dots.insert(dots.end(), checks.begin(), checks.end());
         std::vector<double> out;
         for (double* arr : {a[0], a[1], a[2], a[3], mom, mean, m2}) {
           std::vector<double> h(n);

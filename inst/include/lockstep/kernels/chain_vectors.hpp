@@ -276,6 +276,50 @@ struct DotTerm {
   }
 };
 
+// NUTS's three U-turn checks when a subtree's right sibling is merged with its
+// stored left sibling (Stan's checks across merged subtrees), fused into one
+// pass that reads each vector once and forms the rhos on the fly:
+//   right_rho = S - prefix,  both = left_rho + right_rho,
+//   (m left_begin) both, (m p) both,
+//   (m left_begin)(left_rho + right_begin), (m right_begin)(left_rho + right_begin),
+//   (m left_end)(right_rho + left_end), (m p)(right_rho + left_end).
+// Written with the same expressions as the DotKind::product sums of the
+// same checks, so the sums are the same numbers. The term of a ChainSum with
+// five slots: the first sum goes to the ChainSum's own out (value), the other
+// five to slots[c * 5 + s].
+struct SubtreeVectors {
+  const double *S, *prefix, *left_rho, *left_begin, *p, *right_begin, *left_end;
+};
+
+struct SubtreeChecksTerm {
+  SubtreeVectors v;
+  const double* m;
+  ChainMask on;
+  long c0, dim;
+  double* slot_out;  // [chains, 5], added to
+  int slots() const { return 5; }
+  LS_HD double operator()(long t, long i) const {
+    double sums[5] = {0, 0, 0, 0, 0};
+    return (*this)(t, i, sums);
+  }
+  LS_HD double operator()(long t, long i, double* sums) const {
+    const long c = c0 + t;
+    if (!on[c]) return 0;
+    const long k = c * dim + i;
+    const double right_rho = v.S[k] - v.prefix[k], both = v.left_rho[k] + right_rho;
+    const double left = v.left_rho[k] + v.right_begin[k], right = right_rho + v.left_end[k];
+    sums[0] += m[k] * v.p[k] * both;
+    sums[1] += m[k] * v.left_begin[k] * left;
+    sums[2] += m[k] * v.right_begin[k] * left;
+    sums[3] += m[k] * v.left_end[k] * right;
+    sums[4] += m[k] * v.p[k] * right;
+    return m[k] * v.left_begin[k] * both;
+  }
+  LS_HD void add_sum(long t, int slot, double total) const {
+    lane_add(slot_out + (c0 + t) * 5 + slot, total);
+  }
+};
+
 }  // namespace lockstep
 
 #endif

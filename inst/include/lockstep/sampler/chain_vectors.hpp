@@ -63,6 +63,11 @@ class ChainVectors {
   // inverse mass; chains outside `on` get 0. Waits for the results.
   virtual void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
                     double* out) = 0;
+  // NUTS's three merge checks of a subtree (SubtreeChecksTerm), in one pass:
+  // out[c * 6 + s] = the six sums for chain c (0 for chains outside `on`).
+  // Waits for the results.
+  virtual void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
+                              double* out) = 0;
   // The target's log density at x into lp[chains] (host memory) and its
   // gradient into g.
   virtual void log_density(const double* x, double* lp, double* g) = 0;
@@ -94,6 +99,8 @@ class HostChainVectors final : public ChainVectors {
                           bool pooled) override;
   void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
             double* out) override;
+  void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
+                      double* out) override;
   void log_density(const double* x, double* lp, double* g) override;
 
  private:

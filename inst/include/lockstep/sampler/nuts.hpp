@@ -79,9 +79,6 @@ class Nuts : public LeapfrogSampler {
   double *xf_, *pf_, *gf_, *xb_, *pb_, *gb_;
   double *xw_, *pw_, *gw_, *xp_, *gp_, *pp_, *ps_;
   double *p_ff_, *p_fb_, *p_bf_, *p_bb_, *rho_, *rho_f_, *rho_b_, *sub_first_, *sub_rho_;
-  // scratch of the merge checks inside a subtree (the right sibling's rho
-  // and both siblings'), kept so that no leaf allocates
-  double *right_rho_, *both_rho_;
   std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
   std::vector<Level> levels_;
 };
