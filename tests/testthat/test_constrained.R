@@ -345,6 +345,10 @@ test_that("initials() of constrained variables explain values outside their supp
   expect_error(start(Sigma = matrix(c(1, 2, 2, 1), 2)), "`Sigma` must be a positive definite")
   expect_error(start(x = c(0, -1)), "some initial values for `x` are outside the range")
   expect_error(start(x = 1), "`x` have 1 elements, but `x` has dimensions 1 x 2")
+  # the 1 x 1 correlation factor has nothing to sample, but is still checked
+  r1 <- cholesky_variable(1, correlation = TRUE)
+  expect_error(start(r1 = matrix(0.5)), "`r1` must be the upper Cholesky factor of a correlation")
+  expect_error(start(r1 = c(1, 0)), "`r1` have 2 elements, but `r1` has dimensions 1 x 1")
   # a constrained variable outside the model
   other <- simplex_variable(2)
   expect_error(start(other = c(0.5, 0.5)), "`other`, which is not a variable of this model")
