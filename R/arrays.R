@@ -767,7 +767,11 @@ function_name <- function(FUN, allowed, what) {
   if (is.character(FUN) && length(FUN) >= 1L && identical(FUN, allowed)) return(allowed[1])
   if (is.character(FUN) && length(FUN) == 1L && FUN %in% allowed) return(FUN)
   if (is.function(FUN)) {
-    for (name in allowed) if (identical(FUN, get(name, envir = baseenv()))) return(name)
+    # base's function, or lockstep's own that masks it (sum, max, ...: R/functions.R)
+    for (name in allowed) {
+      if (identical(FUN, get(name, envir = baseenv())) ||
+          identical(FUN, get(name, envir = topenv()))) return(name)
+    }
   }
   stop("`FUN` of ", what, " on a greta array must be one of ",
        paste0("\"", allowed, "\"", collapse = ", "), " (a name, or the function itself)",

@@ -30,8 +30,10 @@
 #'
 #' Like a [variable()], a constrained variable has no distribution of its own:
 #' it cannot be drawn by [calculate()] with `nsim` or [simulate()]. Their
-#' initial values cannot be given with [initials()] (they start at random
-#' values of their free scale).
+#' initial values are given to [initials()] on the constrained scale, with all
+#' their elements (e.g. `initials(p = c(0.2, 0.3, 0.5))`); they are mapped to
+#' the free scale by the inverse of the transform, and must be in the
+#' variable's support.
 #'
 #' @param dim for `simplex_variable()` and `ordered_variable()`, the
 #'   dimensions: a number `K` for a `1 x K` row vector (as in greta), or a
@@ -80,7 +82,25 @@ simplex_variable <- function(dim) {
   # of the k < K, hence its weight K - j.
   weight <- matrix(K - col, R, K - 1L)
   add_log_jacobian(-sum(log1pe(-u)) - sum(log1pe(u) * weight))
-  constrained_array(x, dim, "simplex")
+  constrained_array(x, dim, "simplex", function(value, name) {
+    list(list(node = get_node(free), value = simplex_to_free(matrix(value, R, K), name)))
+  })
+}
+
+# The inverse of the stick-breaking: with the sums of what follows each
+# element, rest_k = sum_{j > k} x_j, z_k = x_k / (x_k + rest_k), so
+# u_k = logit(z_k) = log x_k - log rest_k. Tail sums rather than 1 - cumsum(x)
+# keep the last elements exact, and the forward map then gives x / sum(x).
+simplex_to_free <- function(x, name) {
+  K <- ncol(x)
+  if (any(x <= 0) || any(abs(rowSums(x) - 1) > 1e-8)) {
+    stop("the initial values for `", name, "` must be a simplex: positive, and summing to 1 ",
+         "(within 1e-8) along its last dimension", call. = FALSE)
+  }
+  after <- outer(seq_len(K), seq_len(K - 1L), `>`) * 1  # [j, k]: j > k
+  rest <- x %*% after
+  u <- log(x[, -K, drop = FALSE]) - log(rest)
+  u + matrix(log(K - seq_len(K - 1L)), nrow(x), K - 1L, byrow = TRUE)
 }
 
 #' @rdname constrained_variables
@@ -97,7 +117,21 @@ ordered_variable <- function(dim) {
   upto <- outer(seq_len(K), seq_len(K), `<=`) * 1  # [j, k]: j <= k
   x <- steps %*% upto
   add_log_jacobian(sum(free[, 2:K]))
-  constrained_array(x, dim, "ordered")
+  constrained_array(x, dim, "ordered", function(value, name) {
+    list(list(node = get_node(free), value = ordered_to_free(matrix(value, R, K), name)))
+  })
+}
+
+# The inverse of ordered_variable()'s map: the first column, then the logs of
+# the increments.
+ordered_to_free <- function(x, name) {
+  K <- ncol(x)
+  steps <- x[, -1L, drop = FALSE] - x[, -K, drop = FALSE]
+  if (any(steps <= 0)) {
+    stop("the initial values for `", name, "` must be strictly increasing along its last ",
+         "dimension", call. = FALSE)
+  }
+  cbind(x[, 1L], log(steps))
 }
 
 #' @rdname constrained_variables
@@ -116,12 +150,33 @@ cholesky_variable <- function(dim, correlation = FALSE) {
     stop("`correlation` of cholesky_variable() must be TRUE or FALSE", call. = FALSE)
   }
   n <- as.integer(dim[1])
-  x <- if (correlation) correlation_factor(n) else covariance_factor(n)
-  constrained_array(x, c(n, n), if (correlation) "cholesky_correlation" else "cholesky")
+  made <- if (correlation) correlation_factor(n) else covariance_factor(n)
+  constrained_array(made$U, c(n, n), if (correlation) "cholesky_correlation" else "cholesky",
+                    function(value, name) {
+                      check_upper_factor(value, name, correlation)
+                      if (is.null(made$free)) return(list())  # the 1 x 1 correlation factor
+                      list(list(node = get_node(made$free), value = made$to_free(value)))
+                    })
+}
+
+# A cholesky_variable()'s initial value must be in its support: upper
+# triangular with a positive diagonal, and for a correlation matrix's factor
+# columns of unit length (the rows of L = t(U)).
+check_upper_factor <- function(U, name, correlation) {
+  if (!is_upper_cholesky(U)) {
+    stop("the initial values for `", name, "` must be an upper triangular matrix with a ",
+         "positive diagonal (zeros below it)", call. = FALSE)
+  }
+  if (correlation && any(abs(colSums(U^2) - 1) > 1e-8)) {
+    stop("the initial values for `", name, "` must be the upper Cholesky factor of a ",
+         "correlation matrix: its columns (the rows of t(U)) must have unit length (within ",
+         "1e-8)", call. = FALSE)
+  }
 }
 
 # The upper factor U = t(L) of a covariance matrix: the diagonal exp(y) (log
-# |J| = the sum of those y), the elements above it free.
+# |J| = the sum of those y), the elements above it free. Returns U, the free
+# variable and the inverse map (from U to the free values).
 covariance_factor <- function(n) {
   free <- variable(dim = n * (n + 1L) / 2L)
   upper <- which(upper.tri(diag(n), diag = TRUE))  # column-major positions
@@ -131,7 +186,12 @@ covariance_factor <- function(n) {
   U[upper[on_diag]] <- exp(diag_free)
   if (n > 1L) U[upper[!on_diag]] <- free[which(!on_diag)]
   add_log_jacobian(sum(diag_free))
-  U
+  to_free <- function(value) {
+    y <- value[upper]
+    y[on_diag] <- log(y[on_diag])
+    y
+  }
+  list(U = U, free = free, to_free = to_free)
 }
 
 # The upper factor U = t(L) of a correlation matrix, by Stan's transform: the
@@ -145,7 +205,7 @@ covariance_factor <- function(n) {
 correlation_factor <- function(n) {
   if (n == 1L) {
     # nothing to sample: the 1 x 1 factor of a correlation matrix is 1
-    return(as_data(matrix(1, 1, 1)))
+    return(list(U = as_data(matrix(1, 1, 1)), free = NULL))
   }
   m <- n * (n - 1L) / 2L
   free <- variable(dim = m)
@@ -170,7 +230,16 @@ correlation_factor <- function(n) {
   U[(row_of - 1L) * n + col_of] <- below
   U[(2:n - 1L) * n + 2:n] <- s[m + seq_len(n - 1L)]
   add_log_jacobian(sum(a * ((row_of - col_of + 1) / 2)))
-  U
+  # The inverse: with T[i, j] = sum_{k >= j} L[i, k]^2 (tail sums of the row),
+  # w[i, j] = L[i, j] / sqrt(T[i, j]), since 1 - w^2 = T[i, j + 1] / T[i, j]
+  # telescopes to s[i, j] = sqrt(T[i, j] / T[i, 1]); so the forward map gives
+  # back each row over its length.
+  to_free <- function(value) {
+    L <- t(value)
+    tails <- t(apply(L^2, 1L, function(r) rev(cumsum(rev(r)))))
+    atanh(L[lower] / sqrt(tails[lower]))
+  }
+  list(U = U, free = free, to_free = to_free)
 }
 
 # greta's rule for simplex and ordered variables: a number K is a 1 x K row
@@ -193,11 +262,14 @@ check_constrained_dim <- function(dim, what) {
 
 # The rows-by-last-dimension matrix `x` in the variable's dimensions (column-
 # major: the first dimensions vary fastest, as the matrix's rows do), marked
-# as a constrained variable for print().
-constrained_array <- function(x, dim, constraint) {
+# as a constrained variable for print(). `initial_values` maps a value of the
+# variable (an array of its dimensions) and its name in initials() to the
+# free variable's value (initial_pieces(), R/mcmc.R).
+constrained_array <- function(x, dim, constraint, initial_values) {
   if (!identical(as.integer(dim(x)), as.integer(dim))) dim(x) <- dim
   node <- get_node(x)
   node$constraint <- constraint
+  node$initial_values <- initial_values
   x
 }
 

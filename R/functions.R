@@ -9,9 +9,12 @@
 #' `sum()` adds up every element of its arguments, and `mean()` averages the
 #' elements of a greta array (its sum over its length). `max()`, `min()` and
 #' `prod()` are the largest, the smallest and the product of every element of
-#' their arguments (greta arrays and numbers, as R's; the first argument must
-#' be a greta array, as R dispatches these on their first argument), and
-#' `range()` is `c(min(...), max(...))`. `cumsum()` and `cumprod()` are the cumulative sums
+#' their arguments (greta arrays and numbers in any order, as R's: `max(3, a)`
+#' and `min(a, b, 0)` are the largest and smallest of every element), and
+#' `range()` is `c(min(...), max(...))`. (R dispatches these on their first
+#' argument only, so lockstep masks base's `sum()`, `prod()`, `max()`, `min()`
+#' and `range()` with versions that look for a greta array in every argument
+#' and otherwise call base's.) `cumsum()` and `cumprod()` are the cumulative sums
 #' and products of a greta array's elements in R's (column-major) order, and
 #' return a column vector, as greta does.
 #'
@@ -59,7 +62,9 @@
 #' @param ... greta arrays or numbers (for `sum()`, `max()`, `min()`,
 #'   `prod()` and `range()`); `base` for `log()`,
 #'   `digits` (0 only) for `round()`
-#' @param na.rm ignored: greta arrays have no missing values
+#' @param na.rm as R's: greta arrays have no missing values, and missing
+#'   numbers among the arguments are dropped with `na.rm = TRUE` (and are an
+#'   error otherwise)
 #' @return a greta array (for the link functions on R numbers, R numbers)
 #' @examples
 #' x <- variable(dim = 3)
@@ -126,16 +131,82 @@ Math.greta_array <- function(x, ...) {
 #' @rdname functions
 #' @export
 Summary.greta_array <- function(..., na.rm = FALSE) {
+  greta_summary(.Generic, list(...), na.rm)
+}
+
+# R dispatches the Summary group on the first argument only, so max(3, a) on a
+# greta array `a` would never reach Summary.greta_array() (base's max() fails
+# on the list that a greta array is). These mask base's sum(), prod(), max(),
+# min() and range(): with a greta array anywhere among the arguments they give
+# the greta array, and otherwise base's own result.
+
+#' @rdname functions
+#' @export
+sum <- function(..., na.rm = FALSE) {
+  if (any_greta_array(...)) greta_summary("sum", list(...), na.rm) else base::sum(..., na.rm = na.rm)
+}
+
+#' @rdname functions
+#' @export
+prod <- function(..., na.rm = FALSE) {
+  if (any_greta_array(...)) greta_summary("prod", list(...), na.rm) else base::prod(..., na.rm = na.rm)
+}
+
+#' @rdname functions
+#' @export
+max <- function(..., na.rm = FALSE) {
+  if (any_greta_array(...)) greta_summary("max", list(...), na.rm) else base::max(..., na.rm = na.rm)
+}
+
+#' @rdname functions
+#' @export
+min <- function(..., na.rm = FALSE) {
+  if (any_greta_array(...)) greta_summary("min", list(...), na.rm) else base::min(..., na.rm = na.rm)
+}
+
+#' @rdname functions
+#' @param finite for `range()`: as R's on numbers; it must be `FALSE` with
+#'   greta arrays (which take no missing values)
+#' @export
+range <- function(..., na.rm = FALSE, finite = FALSE) {
+  if (!any_greta_array(...)) return(base::range(..., na.rm = na.rm, finite = finite))
+  if (!identical(finite, FALSE)) {
+    stop("`finite` of range() must be FALSE with greta arrays", call. = FALSE)
+  }
+  greta_summary("range", list(...), na.rm)
+}
+
+any_greta_array <- function(...) {
+  any(vapply(list(...), is.greta_array, logical(1)))
+}
+
+# sum(), prod(), max(), min() or range() (`generic`) over every element of
+# `args`, greta arrays and numbers. Greta arrays hold no missing values; missing
+# numbers are dropped with na.rm = TRUE, as R does, and otherwise an error
+# (R's NA result cannot be a greta array).
+greta_summary <- function(generic, args, na.rm) {
   supported <- c("sum", "max", "min", "prod", "range")
-  if (!.Generic %in% supported) {
-    stop("`", .Generic, "()` is not supported for greta arrays yet (supported: ",
+  if (!generic %in% supported) {
+    stop("`", generic, "()` is not supported for greta arrays yet (supported: ",
          paste(supported, collapse = ", "), "; and mean())", call. = FALSE)
   }
-  args <- list(...)
-  if (.Generic == "range") {
+  if (!is.logical(na.rm) || length(na.rm) != 1L || is.na(na.rm)) {
+    stop("`na.rm` of ", generic, "() must be TRUE or FALSE", call. = FALSE)
+  }
+  for (k in seq_along(args)) {
+    x <- args[[k]]
+    if (is.greta_array(x) || !anyNA(x)) next
+    if (!na.rm) {
+      stop("argument ", k, " of ", generic, "() has missing values (NA), which a greta ",
+           "array cannot hold: drop them, or use na.rm = TRUE", call. = FALSE)
+    }
+    args[k] <- list(x[!is.na(x)])
+  }
+  args <- args[vapply(args, function(x) is.greta_array(x) || length(x) > 0L, logical(1))]
+  if (generic == "range") {
     return(c(do.call(min, args), do.call(max, args)))
   }
-  if (.Generic == "sum") {
+  if (generic == "sum") {
     parts <- lapply(args, function(x) {
       node <- get_node(as.greta_array(x))
       new_operation("sum", list(node), c(1L, 1L))
@@ -144,7 +215,7 @@ Summary.greta_array <- function(..., na.rm = FALSE) {
   }
   # max, min, prod: one op over every element of the arguments, concatenated
   x <- if (length(args) == 1L) as.greta_array(args[[1]]) else do.call(c.greta_array, args)
-  new_operation(.Generic, list(get_node(x)), c(1L, 1L))
+  new_operation(generic, list(get_node(x)), c(1L, 1L))
 }
 
 #' @rdname functions

@@ -78,6 +78,10 @@ joint_prior <- function(dim, bounds) {
   x <- do.call(cbind, columns)
   node <- get_node(x)
   node$constraint <- "joint"  # printed as a variable
+  # initials(): column k is the value of the k-th variable
+  node$initial_values <- function(value, name) {
+    lapply(seq_along(columns), function(k) list(node = get_node(columns[[k]]), value = value[, k]))
+  }
   x
 }
 

@@ -293,6 +293,9 @@ initial_free_state <- function(model, initial_values, chains, options, env) {
 
 # Positions and free-scale values of the variables named in an initials object;
 # names are looked up as greta arrays in the caller's environment, as greta does.
+# A constrained variable (or a joint() variable, or a wishart() or
+# lkj_correlation() matrix) is not itself a variable of the model: its value is
+# first mapped to the values of the variables it is built on (initial_pieces()).
 initials_to_free <- function(model, values, env) {
   index <- integer()
   value <- numeric()
@@ -302,30 +305,82 @@ initials_to_free <- function(model, values, env) {
       stop("initial values were given for `", name, "`, which is not a greta array",
            call. = FALSE)
     }
-    info <- model$variables[[as.character(get_node(ga)$id)]]
-    if (is.null(info)) {
-      stop("initial values were given for `", name, "`, which is not a variable of this model",
-           call. = FALSE)
+    for (piece in initial_pieces(ga, values[[name]], name)) {
+      info <- model$variables[[as.character(piece$node$id)]]
+      if (is.null(info)) {
+        stop("initial values were given for `", name, "`, which is not a variable of this model",
+             call. = FALSE)
+      }
+      v <- piece$value
+      if (length(v) == 1) v <- rep(v, info$size)
+      if (length(v) != info$size) {
+        stop("the initial values for `", name, "` have ", length(v), " elements, but `", name,
+             "` has ", info$size, call. = FALSE)
+      }
+      if (any(v <= info$lower | v >= info$upper)) {
+        stop("some initial values for `", name, "` are outside the range of values it can take",
+             call. = FALSE)
+      }
+      index <- c(index, info$offset + seq_len(info$size))
+      value <- c(value, to_free(as.numeric(v), info$lower, info$upper))
     }
-    v <- values[[name]]
-    if (length(v) == 1) v <- rep(v, info$size)
-    if (length(v) != info$size) {
-      stop("the initial values for `", name, "` have ", length(v), " elements, but `", name,
-           "` has ", info$size, call. = FALSE)
-    }
-    if (any(v <= info$lower | v >= info$upper)) {
-      stop("some initial values for `", name, "` are outside the range of values it can take",
-           call. = FALSE)
-    }
-    index <- c(index, info$offset + seq_len(info$size))
-    value <- c(value, to_free(as.numeric(v), info$lower, info$upper))
   }
   list(index = index, value = value)
 }
 
+# The variables behind greta array `ga` and their values (on each variable's
+# own scale), given `v`, the value of `ga`: list(list(node, value), ...). A
+# plain variable is itself; a greta array whose node has `initial_values` (a
+# function of the value as an array of ga's dimensions and the name, set by
+# constrained_array() and joint_prior()) is mapped by it, after its shape is
+# checked, since a joint constraint cannot take one number for every element;
+# chol2symm() of such a factor (a wishart() or lkj_correlation() variable)
+# goes through its Cholesky factor.
+initial_pieces <- function(ga, v, name) {
+  node <- get_node(ga)
+  factor <- node$cholesky_factor
+  if (is.null(node$initial_values) && !is.null(factor$initial_values)) {
+    v <- check_initial_shape(v, ga, name)
+    if (max(abs(v - t(v))) > 1e-8 * max(1, abs(v))) {
+      stop("the initial values for `", name, "` must be a symmetric matrix", call. = FALSE)
+    }
+    U <- tryCatch(chol(v), error = function(e) NULL)
+    if (is.null(U)) {
+      stop("the initial values for `", name, "` must be a positive definite matrix",
+           call. = FALSE)
+    }
+    return(factor$initial_values(U, name))
+  }
+  if (is.null(node$initial_values)) return(list(list(node = node, value = v)))
+  node$initial_values(check_initial_shape(v, ga, name), name)
+}
+
+# `v` as an array of greta array ga's dimensions: all its elements, and its own
+# dimensions (if it has any) those of ga.
+check_initial_shape <- function(v, ga, name) {
+  d <- dim(ga)
+  if (length(v) != prod(d) || (!is.null(dim(v)) && !identical(as.integer(dim(v)), d))) {
+    shape <- if (is.null(dim(v))) paste(length(v), "elements") else
+      paste("dimensions", paste(dim(v), collapse = " x "))
+    stop("the initial values for `", name, "` have ", shape, ", but `", name,
+         "` has dimensions ", paste(d, collapse = " x "), call. = FALSE)
+  }
+  array(as.numeric(v), d)
+}
+
 #' @rdname mcmc
 #' @param ... named numeric values: initial values of some or all of the
-#'   variables in the model, on their own (constrained) scale
+#'   variables in the model, on their own (constrained) scale. Constrained
+#'   variables take values on their constrained scale too, with all their
+#'   elements: a [simplex_variable()] a simplex (positive, summing to 1 along
+#'   its last dimension), an [ordered_variable()] values strictly increasing
+#'   along its last dimension, a [cholesky_variable()] an upper-triangular
+#'   factor with a positive diagonal (with `correlation = TRUE`, with columns
+#'   of unit length), a [wishart()] or [lkj_correlation()] variable a
+#'   symmetric positive definite matrix (a correlation matrix for
+#'   [lkj_correlation()]), and a [joint()] variable values in each column's
+#'   support. They are mapped to the free scale by the inverse of the
+#'   variable's transform, so that sampling starts at exactly that value
 #' @export
 initials <- function(...) {
   values <- list(...)

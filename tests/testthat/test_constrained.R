@@ -249,3 +249,107 @@ test_that("constrained variables explain bad arguments", {
   expect_error(cholesky_variable(2.5), "`dim` of cholesky_variable")
   expect_error(cholesky_variable(2, correlation = NA), "`correlation`")
 })
+
+# -- initials() on the constrained scale ---------------------------------------
+
+# The first draw of each chain with no warmup and steps of 1e-12: the start,
+# to well within 1e-10 (mcmc() finds initials() in its caller's frame, so the
+# greta arrays are looked up in `env`).
+first_draws <- function(m, initial_values, chains, env = parent.frame()) {
+  still <- hmc(Lmin = 1, Lmax = 1, epsilon = 1e-12)
+  draws <- suppressMessages(eval(quote(
+    mcmc(m, sampler = still, warmup = 0, n_samples = 1, chains = chains, verbose = FALSE,
+         initial_values = initial_values)
+  ), list(m = m, still = still, chains = chains, initial_values = initial_values), env))
+  lapply(draws, function(chain) as.numeric(chain[1, ]))
+}
+
+test_that("initials() starts simplex, ordered and Cholesky variables at the given values", {
+  set.seed(612)
+  w <- simplex_variable(3)
+  w2 <- simplex_variable(c(2, 2, 4))  # a simplex along the last of three dimensions
+  o <- ordered_variable(c(2, 3))
+  u <- cholesky_variable(3)
+  r <- cholesky_variable(3, correlation = TRUE)
+  r1 <- cholesky_variable(1, correlation = TRUE)  # nothing to sample
+  y <- as_data(0.1)
+  distribution(y) <- normal(sum(w) + sum(w2) + sum(o) + sum(u) + sum(r), 10)
+  m <- model(w, w2, o, u, r)
+  S <- matrix(c(2, 0.3, 0.1, 0.3, 1, -0.2, 0.1, -0.2, 1.5), 3)
+  w2_value <- array(0, c(2, 2, 4))
+  for (i in 1:2) for (j in 1:2) w2_value[i, j, ] <- prop.table(runif(4))
+  one <- list(w = c(0.2, 0.3, 0.5), w2 = w2_value, o = matrix(c(-1, 0, 0.5, 1, 2, 3.5), 2),
+              u = chol(S), r = chol(stats::cov2cor(S)))
+  # a far corner: near-zero simplex elements, tiny steps, a strong correlation
+  S2 <- matrix(c(1, 0.99, 0.99, 1.01), 2)
+  S3 <- diag(3); S3[1:2, 1:2] <- S2
+  w2_far <- w2_value; w2_far[1, 1, ] <- c(1e-9, 1 - 3e-9, 1e-9, 1e-9)
+  two <- list(w = c(1e-6, 1 - 2e-6, 1e-6), w2 = w2_far, o = matrix(c(5, -3, 5 + 1e-6, 0, 9, 4), 2),
+              u = chol(S3 * 100), r = chol(stats::cov2cor(S3)), r1 = matrix(1))
+  expected <- function(values) unlist(lapply(values[c("w", "w2", "o", "u", "r")], as.numeric), use.names = FALSE)
+  got <- first_draws(m, do.call(initials, one), 1)
+  expect_equal(got[[1]], expected(one), tolerance = 1e-10)
+  # a list with one set per chain
+  got <- first_draws(m, list(do.call(initials, one), do.call(initials, two)), 2)
+  expect_equal(got[[1]], expected(one), tolerance = 1e-10)
+  expect_equal(got[[2]], expected(two), tolerance = 1e-10)
+  expect_lt(max(abs(got[[2]] - expected(two))), 1e-10)  # absolutely, near zero too
+  # one set for several chains, and a partial set: w2 then starts at random
+  got <- first_draws(m, initials(o = one$o, r = one$r), 3)
+  for (chain in got) {
+    expect_equal(chain[20:25], as.numeric(one$o), tolerance = 1e-10)
+    expect_equal(chain[35:43], as.numeric(one$r), tolerance = 1e-10)
+  }
+  expect_false(isTRUE(all.equal(got[[1]][4:19], got[[2]][4:19])))
+})
+
+test_that("initials() of dirichlet(), wishart(), lkj_correlation() and joint() variables", {
+  p <- dirichlet(t(c(1, 2, 3)))
+  Sigma <- wishart(5, diag(2))
+  Omega <- lkj_correlation(2, dimension = 3)
+  x <- joint(normal(0, 1), exponential(2), normal(1, 2, truncation = c(0, 3)), dim = 2)
+  m <- model(p, Sigma, Omega, x)
+  S <- matrix(c(2, 0.5, 0.5, 1), 2)
+  C <- matrix(c(1, 0.3, -0.2, 0.3, 1, 0.1, -0.2, 0.1, 1), 3)
+  xv <- cbind(c(-0.5, 2), c(0.1, 3), c(1e-3, 2.9))
+  got <- first_draws(m, initials(p = c(0.1, 0.6, 0.3), Sigma = S, Omega = C, x = xv), 1)
+  expect_equal(got[[1]], c(0.1, 0.6, 0.3, S, C, xv), tolerance = 1e-10)
+})
+
+test_that("initials() of constrained variables explain values outside their support", {
+  w <- simplex_variable(3)
+  o <- ordered_variable(3)
+  u <- cholesky_variable(2)
+  r <- cholesky_variable(2, correlation = TRUE)
+  Sigma <- wishart(4, diag(2))
+  x <- joint(normal(0, 1), exponential(2))
+  y <- as_data(0.1)
+  distribution(y) <- normal(sum(w) + sum(o) + sum(u) + sum(r), 10)
+  m <- model(w, o, u, r, Sigma, x)
+  start <- function(...) {
+    mcmc(m, chains = 1, verbose = FALSE, warmup = 0, n_samples = 1, initial_values = initials(...))
+  }
+  expect_error(start(w = c(0.2, 0.3, 0.6)), "`w` must be a simplex")
+  expect_error(start(w = c(-0.1, 0.6, 0.5)), "`w` must be a simplex")
+  expect_error(start(w = c(0, 0.5, 0.5)), "`w` must be a simplex")
+  expect_error(start(w = 1 / 3), "initial values for `w` have 1 elements, but `w` has dimensions 1 x 3")
+  expect_error(start(w = matrix(1 / 3, 3, 1)), "`w` have dimensions 3 x 1, but `w` has dimensions 1 x 3")
+  expect_error(start(o = c(1, 2, 2)), "`o` must be strictly increasing")
+  expect_error(start(o = c(1, 0, 2)), "`o` must be strictly increasing")
+  expect_error(start(o = 1:4), "`o` have 4 elements")
+  expect_error(start(u = matrix(c(1, 0.5, 0, 1), 2)), "`u` must be an upper triangular matrix")
+  expect_error(start(u = diag(c(1, -1))), "`u` must be an upper triangular matrix with a positive")
+  expect_error(start(r = matrix(c(1, 0, 0.5, 0.5), 2)), "`r` must be the upper Cholesky factor of a correlation")
+  expect_error(start(r = diag(c(1, -1))), "`r` must be an upper triangular")
+  expect_error(start(Sigma = matrix(c(1, 0.5, 0.4, 1), 2)), "`Sigma` must be a symmetric matrix")
+  expect_error(start(Sigma = matrix(c(1, 2, 2, 1), 2)), "`Sigma` must be a positive definite")
+  expect_error(start(x = c(0, -1)), "some initial values for `x` are outside the range")
+  expect_error(start(x = 1), "`x` have 1 elements, but `x` has dimensions 1 x 2")
+  # the 1 x 1 correlation factor has nothing to sample, but is still checked
+  r1 <- cholesky_variable(1, correlation = TRUE)
+  expect_error(start(r1 = matrix(0.5)), "`r1` must be the upper Cholesky factor of a correlation")
+  expect_error(start(r1 = c(1, 0)), "`r1` have 2 elements, but `r1` has dimensions 1 x 1")
+  # a constrained variable outside the model
+  other <- simplex_variable(2)
+  expect_error(start(other = c(0.5, 0.5)), "`other`, which is not a variable of this model")
+})

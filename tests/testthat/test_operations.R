@@ -412,6 +412,37 @@ test_that("max, min and prod match R, for one or several arguments, with gradien
   expect_equal(dim(range(x)), c(2L, 1L))
 })
 
+test_that("max, min, sum, prod and range take greta arrays anywhere among numbers", {
+  set.seed(322)
+  # R dispatches these on the first argument only: lockstep's versions look at all
+  check_operation(function(a) max(0.5, a), list(a = vec(4)))
+  check_operation(function(a, b) min(a, b, 0), list(a = vec(3), b = mat(2, 2)))
+  check_operation(function(a, b) min(0.2, a, -0.1, b), list(a = vec(3), b = scalar()))
+  check_operation(function(a) max(c(-1, 0.5), a, na.rm = TRUE), list(a = vec(2)))
+  check_operation(function(a) max(c(NA, 0.3), a, na.rm = TRUE), list(a = vec(3)))
+  check_operation(function(a, b) sum(1, a, b), list(a = vec(3), b = scalar()))
+  check_operation(function(a) prod(2, a), list(a = vec(3)))
+  check_operation(function(a) range(-0.5, a, 0.5), list(a = vec(4)))
+  # the value against R's on a fixed array
+  a <- as_data(c(1, 5, -2))
+  expect_equal(as.numeric(calculate(max(3, a))[[1]]), max(3, c(1, 5, -2)))
+  expect_equal(as.numeric(calculate(max(7, a))[[1]]), 7)
+  expect_equal(as.numeric(calculate(min(4, a, 0))[[1]]), -2)
+  expect_equal(as.numeric(calculate(min(4, a, -9))[[1]]), -9)
+  expect_equal(as.numeric(calculate(range(10, a, NA, na.rm = TRUE))[[1]]), c(-2, 10))
+  expect_error(max(3, a, NA), "argument 3 of max\\(\\) has missing values")
+  expect_error(min(a, na.rm = NA), "`na.rm` of min\\(\\) must be TRUE or FALSE")
+  expect_error(range(1, a, finite = TRUE), "`finite` of range\\(\\) must be FALSE")
+  # without greta arrays, base's own results
+  expect_identical(max(3L, 1:4), 4L)
+  expect_identical(max(3, 1:4), base::max(3, 1:4))
+  expect_identical(min(c(2, NA), 5, na.rm = TRUE), 2)
+  expect_identical(max(c(2, NA), 5), NA_real_)
+  expect_identical(range(c(1, Inf, 3), finite = TRUE), c(1, 3))
+  expect_identical(sum(1:3, 4L), 10L)
+  expect_identical(prod(numeric()), 1)
+})
+
 test_that("prod passes its gradient exactly at zeros, max to one of repeated elements", {
   x <- variable(dim = 3)
   y <- as_data(0.3)
