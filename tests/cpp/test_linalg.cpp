@@ -132,6 +132,15 @@ Matrix plus(Matrix a, const Matrix& b) {
   return a;
 }
 
+// Z^T Z + I for an n x n parameter matrix Z at coordinates [offset, offset +
+// n^2) of the state: symmetric and positive definite, both triangles
+// depending on Z (so a gradient reaches every element). Returns its node.
+int gram_of_parameters(Program& p, long n, long offset) {
+  const int Z = p.add(param_node(n * n, offset, Transform::none, 0, 0, {n, n}));
+  const int ZtZ = p.add(matmul_node(p.add(transpose_node(Z, p)), Z, p));
+  return p.add(binary_node(Op::add, ZtZ, p.add(data_node(identity(n), {n, n})), p));
+}
+
 // Runs f(chains, backend) for 1, 3, 8 and 17 chains on both backends: 17 is
 // more than the emulated launch's 15 lanes, so a lane strides over chains.
 template <class F> void each_setting(F f) {
@@ -181,9 +190,7 @@ TEST_CASE("chol: the upper factor of the upper triangle against Cholesky-Banachi
     const int A = p.add(binary_node(Op::add, P, I4, p));
     const int R = p.add(linalg_node(Op::chol, A, p));
     // a Gram matrix Z^T Z + I: symmetric, both triangles depend on Z
-    const int Z = p.add(param_node(nn, nn, Transform::none, 0, 0, {n, n}));
-    const int ZtZ = p.add(matmul_node(p.add(transpose_node(Z, p)), Z, p));
-    const int G = p.add(binary_node(Op::add, ZtZ, p.add(data_node(identity(n), {n, n})), p));
+    const int G = gram_of_parameters(p, n, nn);
     const int RG = p.add(linalg_node(Op::chol, G, p));
     // chol of data: no chain dimension, computed once
     Matrix dA = plus(triangle(uniform_vector(rng, nn, -0.5, 0.5), n, true), identity(n, 3));
@@ -269,9 +276,7 @@ TEST_CASE("chol2inv: (R^T R)^-1 of the upper triangle against Gauss-Jordan and g
     const int Rm = p.add(binary_node(Op::add, P, I3, p));
     const int Y = p.add(linalg_node(Op::chol2inv, Rm, p));
     // chol2inv(chol(G)) = G^-1, with G = Z^T Z + I
-    const int Z = p.add(param_node(nn, nn, Transform::none, 0, 0, {n, n}));
-    const int ZtZ = p.add(matmul_node(p.add(transpose_node(Z, p)), Z, p));
-    const int G = p.add(binary_node(Op::add, ZtZ, p.add(data_node(identity(n), {n, n})), p));
+    const int G = gram_of_parameters(p, n, nn);
     const int GI = p.add(linalg_node(Op::chol2inv, p.add(linalg_node(Op::chol, G, p)), p));
     p.n_free = 2 * nn;
     for (int t : {Y, GI}) objective(p, t, rng);

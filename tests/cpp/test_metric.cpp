@@ -74,30 +74,27 @@ void check_one_chain_same(Settings s) {
   CHECK(pooled.epsilon == own.epsilon);
 }
 
+// A sampler with per-chain metrics on chains with different scales: n draws
+// after 1000 warmup iterations, keys k0 and k0 + 1.
+template <class Sampler, class Settings> void per_chain_fits(long n, uint32_t k0) {
+  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
+  Settings s;
+  s.per_chain_metric = true;
+  check_per_chain(run_sampler<Sampler>(t, s, 1000, n, k0, k0 + 1), n);
+}
+
 }  // namespace
 
 TEST_CASE("nuts: per-chain metrics fit chains with different scales", "[metric][nuts]") {
-  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
-  NutsSettings s;
-  s.per_chain_metric = true;
-  const long n = 1000;
-  check_per_chain(run_sampler<Nuts>(t, s, 1000, n, 11, 12), n);
+  per_chain_fits<Nuts, NutsSettings>(1000, 11);
 }
 
 TEST_CASE("hmc: per-chain metrics fit chains with different scales", "[metric][hmc]") {
-  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
-  HmcSettings s;
-  s.per_chain_metric = true;
-  const long n = 2000;
-  check_per_chain(run_sampler<Hmc>(t, s, 1000, n, 13, 14), n);
+  per_chain_fits<Hmc, HmcSettings>(2000, 13);
 }
 
 TEST_CASE("chees: per-chain metrics fit chains with different scales", "[metric][chees]") {
-  PerChainGaussian t(chain_mu, chain_sd, metric_chains);
-  CheesSettings s;
-  s.per_chain_metric = true;
-  const long n = 2000;
-  check_per_chain(run_sampler<Chees>(t, s, 1000, n, 15, 16), n);
+  per_chain_fits<Chees, CheesSettings>(2000, 15);
 }
 
 TEST_CASE("pooled metrics are one metric for every chain", "[metric]") {
