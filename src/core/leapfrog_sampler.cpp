@@ -37,8 +37,6 @@ LeapfrogSampler::LeapfrogSampler(Target& target, double epsilon,
   }
   for (double s : sd_)
     if (!(s > 0)) throw std::invalid_argument(name + ": diag_sd must be positive");
-  sd2_.resize(C_ * D_);
-  for (long k = 0; k < C_ * D_; ++k) sd2_[k] = sd_[k] * sd_[k];
   dual_ = DualAveraging(target_accept);
   epsilon_ = epsilon;
   x_ = init;
@@ -46,7 +44,6 @@ LeapfrogSampler::LeapfrogSampler(Target& target, double epsilon,
   grad_.assign(C_ * D_, 0);
   xn_ = x_;
   lpn_ = lp_;
-  gn_ = grad_;
   accepted_.assign(C_, 0);
   bad_.assign(C_, 0);
   stats_.accept_stat.assign(C_, 0);
@@ -83,8 +80,11 @@ void LeapfrogSampler::sync_vectors() {
     state_in_vectors_ = true;
   }
   if (metric_in_vectors_ != metric_version_) {
+    // the inverse mass sd^2 is derived here: the host keeps sd alone
+    std::vector<double> sd2(sd_.size());
+    for (size_t k = 0; k < sd_.size(); ++k) sd2[k] = sd_[k] * sd_[k];
     v.upload(sd_v_, sd_.data());
-    v.upload(m_v_, sd2_.data());
+    v.upload(m_v_, sd2.data());
     metric_in_vectors_ = metric_version_;
   }
 }
@@ -242,7 +242,6 @@ void LeapfrogSampler::adapt() {
       v.metric_from_window(sd_v_, m_v_, window_m2_v_, static_cast<double>(window_n_),
                            !per_chain_metric_);
       v.download(sd_.data(), sd_v_);
-      v.download(sd2_.data(), m_v_);
       ++metric_version_;
       metric_in_vectors_ = metric_version_;
       ++next_window_;

@@ -93,14 +93,13 @@ class LeapfrogSampler {
     else
       for (long c = 0; c < C_; ++c) f(c);
   }
-  // Chain c's row of diag_sd and of the inverse mass diag_sd^2, [dim] each.
+  // Chain c's row of diag_sd, [dim].
   const double* chain_sd(long c) const { return sd_.data() + c * D_; }
-  const double* inverse_mass(long c) const { return sd2_.data() + c * D_; }
 
   // The leapfrog samplers (HMC, ChEES, NUTS) keep their vectors in the
   // target's ChainVectors (sampler/chain_vectors.hpp; with a GPU executor, in
-  // its memory), made on first use: x_v_, g_v_, sd_v_ and m_v_ mirror x_,
-  // grad_, sd_ and sd2_ (the inverse mass); xn_v_ and gn_v_ are the scratch
+  // its memory), made on first use: x_v_, g_v_ and sd_v_ mirror x_, grad_ and
+  // sd_, m_v_ holds the inverse mass sd^2; xn_v_ and gn_v_ are the scratch
   // point and p_v_ the momenta. rwmh and slice work on the host vectors alone.
   ChainVectors& vectors();
   // Brings the mirrors up to date (the state once, the metric after each
@@ -143,12 +142,12 @@ class LeapfrogSampler {
   Target& target_;
   long C_, D_;
   std::vector<double> x_, lp_, grad_;  // current state
-  std::vector<double> xn_, lpn_, gn_;  // scratch point (lpn_ for every sampler)
+  // scratch point: xn_ for rwmh and slice, lpn_ for every sampler
+  std::vector<double> xn_, lpn_;
   double *x_v_ = nullptr, *g_v_ = nullptr, *sd_v_ = nullptr, *m_v_ = nullptr;
   double *xn_v_ = nullptr, *gn_v_ = nullptr, *p_v_ = nullptr;
-  // diag_sd and its square (the inverse mass), [chains, dim] each: read them
-  // through chain_sd(c) and inverse_mass(c)
-  std::vector<double> sd_, sd2_;
+  // diag_sd, [chains, dim]: read it through chain_sd(c)
+  std::vector<double> sd_;
   double epsilon_;
   std::vector<Stream> chain_streams_;
   Stream run_stream_;
