@@ -104,15 +104,11 @@ void HostChainVectors::dots(const DotSpec* specs, int n, const double* m, const 
 
 void HostChainVectors::subtree_checks(const SubtreeVectors& sv, const double* m,
                                       const ChainMask& on, double* out) {
-  std::vector<double> value(chains_, 0.0), slots(chains_ * 5, 0.0);
+  std::fill(out, out + chains_ * 6, 0.0);
   run([&](long c0, long c1) {
-    return ChainSum<SubtreeChecksTerm>(SubtreeChecksTerm{sv, m, on, c0, dim_, slots.data()},
-                                       value.data() + c0, c1 - c0, dim_);
+    return ChainSum<SubtreeChecksTerm>(SubtreeChecksTerm{sv, m, on, c0, dim_, out}, out + c0 * 6,
+                                       c1 - c0, dim_, 6);
   });
-  for (long c = 0; c < chains_; ++c) {
-    out[c * 6] = value[c];
-    std::copy(slots.begin() + c * 5, slots.begin() + (c + 1) * 5, out + c * 6 + 1);
-  }
 }
 
 void HostChainVectors::log_density(const double* x, double* lp, double* g) {

@@ -25,7 +25,6 @@ class DeviceChainVectors final : public ChainVectors {
     select_device(gpu_);
     lp_ = static_cast<double*>(allocate(sizeof(double) * chains_));
     out_ = static_cast<double*>(allocate(sizeof(double) * chains_ * DotTerm::max_specs));
-    value_ = static_cast<double*>(allocate(sizeof(double) * chains_));
     streams_ = static_cast<Stream*>(allocate(sizeof(Stream) * chains_));
   }
   ~DeviceChainVectors() override {
@@ -88,53 +87,19 @@ class DeviceChainVectors final : public ChainVectors {
   }
   void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
             double* out) override {
-    std::fill(out, out + chains_ * n, 0.0);
-    if (!on.any()) return;
     const DotTerm term = DotTerm::make(specs, n, m, on, dim_);
-    check(cudaMemsetAsync(out_, 0, sizeof(double) * chains_ * n, stream_), "clearing dots");
-    // A ChainSum's block-shared scratch holds every sum it makes per lane:
-    // groups of chains keep it within 48 KiB at 32 lanes per block.
-    const long group = std::max<long>(1, 192 / n);
-    for (long c0 = 0; c0 < chains_; c0 += group) {
-      const long c1 = std::min(chains_, c0 + group);
-      bool any = false;
-      for (long c = c0; c < c1; ++c) any = any || on[c];
-      if (!any) continue;
+    sum_chains(n, on, out, [&](long c0, long c1) {
       DotTerm t = term;
       t.c0 = c0;
-      StreamLaunch{stream_, (c1 - c0) * dim_, multiprocessors_}(
-          ChainSum<DotTerm>(t, out_ + c0 * n, (c1 - c0) * n, dim_));
-    }
-    check(cudaMemcpyAsync(out, out_, sizeof(double) * chains_ * n, cudaMemcpyDeviceToHost,
-                          stream_),
-          "copying dot products to the host");
-    wait("the sampler's dot products");
+      return ChainSum<DotTerm>(t, out_ + c0 * n, (c1 - c0) * n, dim_);
+    });
   }
   void subtree_checks(const SubtreeVectors& sv, const double* m, const ChainMask& on,
                       double* out) override {
-    std::fill(out, out + chains_ * 6, 0.0);
-    if (!on.any()) return;
-    // out_ holds the five slots of each chain, value_ the first sum
-    check(cudaMemsetAsync(out_, 0, sizeof(double) * chains_ * 5, stream_), "clearing sums");
-    check(cudaMemsetAsync(value_, 0, sizeof(double) * chains_, stream_), "clearing sums");
-    const long group = 32;  // 6 sums per chain: 192 doubles of shared scratch per lane
-    for (long c0 = 0; c0 < chains_; c0 += group) {
-      const long c1 = std::min(chains_, c0 + group);
-      StreamLaunch{stream_, (c1 - c0) * dim_, multiprocessors_}(ChainSum<SubtreeChecksTerm>(
-          SubtreeChecksTerm{sv, m, on, c0, dim_, out_}, value_ + c0, c1 - c0, dim_));
-    }
-    std::vector<double> value(chains_), slots(chains_ * 5);
-    check(cudaMemcpyAsync(value.data(), value_, sizeof(double) * chains_, cudaMemcpyDeviceToHost,
-                          stream_),
-          "copying sums to the host");
-    check(cudaMemcpyAsync(slots.data(), out_, sizeof(double) * chains_ * 5,
-                          cudaMemcpyDeviceToHost, stream_),
-          "copying sums to the host");
-    wait("the sampler's merge checks");
-    for (long c = 0; c < chains_; ++c) {
-      out[c * 6] = value[c];
-      std::copy(slots.begin() + c * 5, slots.begin() + (c + 1) * 5, out + c * 6 + 1);
-    }
+    sum_chains(6, on, out, [&](long c0, long c1) {
+      return ChainSum<SubtreeChecksTerm>(SubtreeChecksTerm{sv, m, on, c0, dim_, out_},
+                                         out_ + c0 * 6, c1 - c0, dim_, 6);
+    });
   }
   void log_density(const double* x, double* lp, double* g) override {
     target_.log_density_device(x, lp_, g);
@@ -149,6 +114,28 @@ class DeviceChainVectors final : public ChainVectors {
     StreamLaunch{stream_, chains_ * dim_, multiprocessors_}(body);
   }
   void wait(const char* what) { check(cudaStreamSynchronize(stream_), what); }
+  // n sums per chain into out[chains, n] (host memory) through out_: the
+  // ChainSums make_sum(c0, c1) makes, over groups of chains (a ChainSum's
+  // block-shared scratch holds every sum it makes per lane, and groups keep
+  // it within 48 KiB at 32 lanes per block), skipping groups with no chain
+  // in `on`. Waits for the results.
+  template <class MakeSum>
+  void sum_chains(int n, const ChainMask& on, double* out, const MakeSum& make_sum) {
+    std::fill(out, out + chains_ * n, 0.0);
+    if (!on.any()) return;
+    check(cudaMemsetAsync(out_, 0, sizeof(double) * chains_ * n, stream_), "clearing sums");
+    const long group = std::max<long>(1, 192 / n);
+    for (long c0 = 0; c0 < chains_; c0 += group) {
+      const long c1 = std::min(chains_, c0 + group);
+      bool any = false;
+      for (long c = c0; c < c1; ++c) any = any || on[c];
+      if (any) StreamLaunch{stream_, (c1 - c0) * dim_, multiprocessors_}(make_sum(c0, c1));
+    }
+    check(cudaMemcpyAsync(out, out_, sizeof(double) * chains_ * n, cudaMemcpyDeviceToHost,
+                          stream_),
+          "copying the sampler's sums to the host");
+    wait("the sampler's sums");
+  }
   void* allocate(size_t n) {
     void* p = nullptr;
     if (cudaMalloc(&p, n > 0 ? n : 1) != cudaSuccess) {
@@ -171,8 +158,8 @@ class DeviceChainVectors final : public ChainVectors {
   cudaStream_t stream_;
   int gpu_, multiprocessors_;
   std::vector<void*> owned_;
-  double *lp_ = nullptr, *out_ = nullptr;  // [chains], [chains, max_specs]
-  double* value_ = nullptr;                // [chains]
+  double *lp_ = nullptr, *out_ = nullptr;  // [chains], [chains, max_specs]: sums
+  static_assert(DotTerm::max_specs >= 6, "out_ holds the merge checks' six sums per chain too");
   Stream* streams_ = nullptr;              // [chains]
 };
 

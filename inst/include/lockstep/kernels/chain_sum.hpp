@@ -37,8 +37,9 @@ struct has_slots<Term, std::void_t<decltype(&Term::slots)>> : std::true_type {};
 
 template <class Term> struct ChainSum {
   Term term;
-  double* out;  // [chains], added to
+  double* out;  // out[c * stride] for chain c, added to
   long chains, size;
+  long stride;  // between chains' totals in out (a term's other sums may sit between)
   static constexpr int tree_phases = 9;  // h = 256 (every lane beyond 256), 128, ..., 1
   int phases = 1 + tree_phases;
   // Blocks per multiprocessor on a GPU (StreamLaunch): the tree keeps the
@@ -47,8 +48,8 @@ template <class Term> struct ChainSum {
   int per_chain;        // 1 + the term's slots: the value and its sums
   int shared_per_lane;  // = chains * per_chain
 
-  ChainSum(Term t, double* o, long c, long n)
-      : term(t), out(o), chains(c), size(n), per_chain(1 + slots_of(t)),
+  ChainSum(Term t, double* o, long c, long n, long out_stride = 1)
+      : term(t), out(o), chains(c), size(n), stride(out_stride), per_chain(1 + slots_of(t)),
         shared_per_lane(static_cast<int>(c) * per_chain) {}
 
   static int slots_of(const Term& t) {
@@ -97,7 +98,7 @@ template <class Term> struct ChainSum {
         for (int s = 0; s < per_chain; ++s) {
           const double total = mine[c * per_chain + s];
           if (s == 0) {
-            lane_add(out + c, total);
+            lane_add(out + c * stride, total);
           } else if constexpr (has_slots<Term>::value) {
             term.add_sum(c, s - 1, total);
           }

@@ -285,8 +285,9 @@ struct DotTerm {
 //   (m left_end)(right_rho + left_end), (m p)(right_rho + left_end).
 // Written with the same expressions as the DotKind::product sums of the
 // same checks, so the sums are the same numbers. The term of a ChainSum with
-// five slots: the first sum goes to the ChainSum's own out (value), the other
-// five to slots[c * 5 + s].
+// five slots over the chains [c0, ...): chain c's six sums go to
+// out[c * 6, c * 6 + 6), the first (the ChainSum's value, out stride 6) then
+// the five slots.
 struct SubtreeVectors {
   const double *S, *prefix, *left_rho, *left_begin, *p, *right_begin, *left_end;
 };
@@ -296,7 +297,7 @@ struct SubtreeChecksTerm {
   const double* m;
   ChainMask on;
   long c0, dim;
-  double* slot_out;  // [chains, 5], added to
+  double* out;  // [chains, 6], added to
   int slots() const { return 5; }
   LS_HD double operator()(long t, long i) const {
     double sums[5] = {0, 0, 0, 0, 0};
@@ -316,7 +317,7 @@ struct SubtreeChecksTerm {
     return m[k] * v.left_begin[k] * both;
   }
   LS_HD void add_sum(long t, int slot, double total) const {
-    lane_add(slot_out + (c0 + t) * 5 + slot, total);
+    lane_add(out + (c0 + t) * 6 + 1 + slot, total);
   }
 };
 
