@@ -160,6 +160,29 @@ inline void chain_moments(const Run& r, long C, long D, long c, long i, double* 
   *var = s2 / (m - 1);
 }
 
+// A sampler's draws, log densities and leapfrog steps over `warmup` adapting
+// iterations (the step size search, dual averaging, the metric's window sums
+// and ChEES's trajectory length) and five more, on one target, then its step
+// size: per iteration chains x dim states, chains log densities and chains
+// step counts, and one value at the end. For comparing the same sampler on
+// two backends or two kinds of vectors.
+template <class Sampler, class Settings>
+std::vector<double> sampler_trace(Target& target, const Settings& s,
+                                  const std::vector<double>& init, int warmup, uint32_t key0,
+                                  uint32_t key1) {
+  Sampler sampler(target, s, init, key0, key1);
+  sampler.begin_warmup(warmup);
+  std::vector<double> out;
+  for (int i = 0; i < warmup + 5; ++i) {
+    sampler.iterate(i < warmup);
+    out.insert(out.end(), sampler.state().begin(), sampler.state().end());
+    out.insert(out.end(), sampler.log_density().begin(), sampler.log_density().end());
+    for (long c = 0; c < target.chains(); ++c) out.push_back(sampler.last().n_leapfrog[c]);
+  }
+  out.push_back(sampler.epsilon());
+  return out;
+}
+
 }  // namespace sampler_tests
 
 #endif

@@ -24,6 +24,7 @@ using lockstep::DotSpec;
 using lockstep::HostChainVectors;
 using lockstep::Launcher;
 using lockstep::Stream;
+using sampler_tests::sampler_trace;
 using namespace lstest;
 
 namespace {
@@ -315,25 +316,6 @@ TEST_CASE("chain vectors: warmup's window sums and the metric from them", "[chai
   });
 }
 
-// A sampler's draws, log densities and leapfrog steps over `warmup`
-// adapting iterations (the step size search, dual averaging, the metric's
-// window sums and ChEES's trajectory length) and five more, on one target.
-template <class Sampler, class Settings>
-std::vector<double> sampler_trace(lockstep::Target& target, const Settings& s,
-                                  const std::vector<double>& init, int warmup) {
-  Sampler sampler(target, s, init, 3u, 4u);
-  sampler.begin_warmup(warmup);
-  std::vector<double> out;
-  for (int i = 0; i < warmup + 5; ++i) {
-    sampler.iterate(i < warmup);
-    out.insert(out.end(), sampler.state().begin(), sampler.state().end());
-    out.insert(out.end(), sampler.log_density().begin(), sampler.log_density().end());
-    for (long c = 0; c < target.chains(); ++c) out.push_back(sampler.last().n_leapfrog[c]);
-  }
-  out.push_back(sampler.epsilon());
-  return out;
-}
-
 // The same sampler on the cpu and emulated backends: eight schools' shape
 // from one start; the emulated backend's sums differ only in their last bits,
 // far too little to change a decision in a few iterations.
@@ -347,14 +329,14 @@ void emulated_follows_cpu(const Settings& s, double min_steps) {
   for (int warmup : {0, 8}) {
     INFO("warmup " << warmup);
     Executor<double> cpu_ex(p, C, Backend::cpu);
-    const std::vector<double> cpu = sampler_trace<Sampler>(cpu_ex, s, init, warmup);
+    const std::vector<double> cpu = sampler_trace<Sampler>(cpu_ex, s, init, warmup, 3, 4);
     double steps = 0;
     for (size_t k = 0; k + 1 < cpu.size(); k += 9 * C + 2 * C)
       for (long c = 0; c < C; ++c) steps += cpu[k + 9 * C + C + c];
     CHECK(steps >= min_steps * C * (warmup + 5));
     for (EmulatedGeometry g : {EmulatedGeometry{3, 5}, EmulatedGeometry{2, 4}}) {
       Executor<double> emu_ex(p, C, Backend::emulated, g);
-      const std::vector<double> emu = sampler_trace<Sampler>(emu_ex, s, init, warmup);
+      const std::vector<double> emu = sampler_trace<Sampler>(emu_ex, s, init, warmup, 3, 4);
       REQUIRE(emu.size() == cpu.size());
       for (size_t k = 0; k < cpu.size(); ++k) CHECK(emu[k] == Approx(cpu[k]).epsilon(1e-10));
     }

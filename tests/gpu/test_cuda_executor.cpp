@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "sampler_helpers.hpp"
 #include "lockstep/backends/cuda.hpp"
 #include "lockstep/backends/cuda_executor.hpp"
 #include "lockstep/communicator.hpp"
@@ -1458,23 +1459,6 @@ TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
     }
 }
 
-// A sampler's draws, log densities and leapfrog steps over `warmup` adapting
-// iterations and five more.
-template <class Sampler, class Settings>
-std::vector<double> sampler_trace(Target& target, const Settings& s,
-                                  const std::vector<double>& init, int warmup) {
-  Sampler sampler(target, s, init, 31u, 41u);
-  sampler.begin_warmup(warmup);
-  std::vector<double> out;
-  for (int i = 0; i < warmup + 5; ++i) {
-    sampler.iterate(i < warmup);
-    out.insert(out.end(), sampler.state().begin(), sampler.state().end());
-    out.insert(out.end(), sampler.log_density().begin(), sampler.log_density().end());
-    for (long c = 0; c < target.chains(); ++c) out.push_back(sampler.last().n_leapfrog[c]);
-  }
-  return out;
-}
-
 // The same executor, keys and start, the sampler's vectors on the GPU and on
 // the host: the two differ only in rounding, far too little to change a
 // decision in a few iterations.
@@ -1486,16 +1470,17 @@ template <class Sampler, class Settings> void device_follows_host(const Settings
   std::mt19937 rng(77);
   const std::vector<double> init = draw_state(k, C, rng);
   lockstep::WithHostVectors host_target(*ex);
-  const std::vector<double> device = sampler_trace<Sampler>(*ex, s, init, warmup),
-                            host = sampler_trace<Sampler>(host_target, s, init, warmup);
+  using sampler_tests::sampler_trace;
+  const std::vector<double> device = sampler_trace<Sampler>(*ex, s, init, warmup, 31, 41),
+                            host = sampler_trace<Sampler>(host_target, s, init, warmup, 31, 41);
   REQUIRE(device.size() == host.size());
   for (size_t j = 0; j < host.size(); ++j) {
     INFO("value " << j << " of " << host.size() << " (dim " << D << ")");
     CHECK(device[j] == Approx(host[j]).epsilon(1e-9).margin(1e-9));
   }
-  // the chains moved
+  // the chains moved (the trace ends with the step size)
   const size_t per_iteration = C * D + 2 * C;
-  const std::vector<double> last(device.end() - per_iteration, device.end() - 2 * C);
+  const std::vector<double> last(device.end() - 1 - per_iteration, device.end() - 1 - 2 * C);
   CHECK(last != init);
 }
 
