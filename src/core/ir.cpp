@@ -180,11 +180,14 @@ void validate(const Program& p) {
         break;
       }
       case OpFamily::rowdot_rows: {
-        const int most = n.scaled ? 5 : 4, least = n.scaled ? 3 : 2;
+        const int least = 2 + (n.scaled ? 1 : 0) + (n.gathered ? 1 : 0), most = least + 2;
         if (static_cast<int>(n.inputs.size()) < least || static_cast<int>(n.inputs.size()) > most)
-          fail(id, n, n.scaled ? "a scaled row dot product has 3 to 5 inputs"
-                               : "a row dot product has 2 to 4 inputs");
+          fail(id, n, "a row dot product " + std::string(n.scaled ? "scaled " : "") +
+                          std::string(n.gathered ? "with a gathered offset " : "") + "has " +
+                          std::to_string(least) + " to " + std::to_string(most) + " inputs");
         const RowDotParts parts = rowdot_parts(n);
+        if (parts.q >= 0 && !(in_cols(parts.q) == 1 && in_rows(parts.q) == in_rows(1)))
+          fail(id, n, "the gathered offset must be a column with one value per row of b");
         if (cols != 1) fail(id, n, "a row dot product has one column");
         if (parts.s >= 0 && in_size(parts.s) != 1 &&
             !(in_rows(parts.s) == 1 && in_cols(parts.s) == in_cols(0)))

@@ -22,7 +22,9 @@ long cols_of(const Node& n) { return n.size / n.dim[0]; }
 // entry of the node's index per tile row names the only row of b that the row
 // reads, and whose adjoint its backward adds to.
 bool reads_by_row(const Node& n, size_t k, const Node& b) {
-  return (n.op == Op::gather_rows && k == 0) || (n.op == Op::rowdot_rows && k == 1) ||
+  const bool rowdot_groups =
+      n.op == Op::rowdot_rows && (k == 1 || static_cast<int>(k) == rowdot_parts(n).q);
+  return (n.op == Op::gather_rows && k == 0) || rowdot_groups ||
          (n.op == Op::gather && b.size == b.dim[0] && n.size == n.dim[0]);
 }
 

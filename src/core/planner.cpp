@@ -178,10 +178,11 @@ class StageAssigner {
         return global(in(0));
       case OpFamily::rowdot_rows: {
         // a and the offset p row-aligned (or p a global scalar), b, the scale
-        // s and the shared coefficients v global
+        // s, the gathered offset q and the shared coefficients v global
         const RowDotParts parts = rowdot_parts(n);
         if (!row_aligned(in(0), e) || !global(in(1))) return false;
         if (parts.s >= 0 && !global(in(parts.s))) return false;
+        if (parts.q >= 0 && !global(in(parts.q))) return false;
         if (parts.v >= 0 && !global(in(parts.v))) return false;
         if (parts.p >= 0 &&
             !(row_aligned(in(parts.p), e) || (global(in(parts.p)) && size(parts.p) == 1)))
@@ -224,10 +225,13 @@ class StageAssigner {
   std::vector<bool> row_preserving_;
 };
 
-std::vector<std::vector<int>> consumers_of(const Program& p) {
+// With live_only, the nodes that fusion left dead (Node::live, after
+// mark_live) are not counted.
+std::vector<std::vector<int>> consumers_of(const Program& p, bool live_only = false) {
   std::vector<std::vector<int>> consumers(p.nodes.size());
   for (size_t id = 0; id < p.nodes.size(); ++id)
-    for (int in : p.nodes[id].inputs) consumers[in].push_back(static_cast<int>(id));
+    if (!live_only || p.nodes[id].live)
+      for (int in : p.nodes[id].inputs) consumers[in].push_back(static_cast<int>(id));
   return consumers;
 }
 
@@ -344,9 +348,62 @@ void fuse_linear_predictors(Program& p) {
   }
 }
 
+void mark_live(Program& p);
+
+// A row dot product's offset that is, or adds, a gather q[index] from a
+// column q with the row dot product's own index and b's rows (a hierarchical
+// regression's random intercept alpha_g[g], beside its slopes):
+//   rowdot(a, b, ..., p = gather(q))         -> rowdot(a, b, ..., q)
+//   rowdot(a, b, ..., p = add(S, gather(q)))  -> rowdot(a, b, ..., q, p = S)
+// (either operand order; S a scalar or a column of the rows), where the
+// gather and the add are read by nothing else. The row dot product then adds
+// q[g] once per row and sums its adjoint once per run of a group, and the
+// gather's and the add's passes over the rows, and their adjoints, are gone.
+// Counts live readers only (the linear predictor's fusion leaves the adds it
+// replaced reading the gather): mark_live first.
+void fuse_gathered_offsets(Program& p) {
+  const auto consumers = consumers_of(p, true);
+  auto single = [&](int id) { return consumers[id].size() == 1; };
+  for (Node& n : p.nodes) {
+    if (n.op != Op::rowdot_rows || n.gathered) continue;
+    const RowDotParts parts = rowdot_parts(n);
+    if (parts.p < 0) continue;
+    const Node& b = p.nodes[n.inputs[1]];
+    auto is_offset_gather = [&](int id) {
+      const Node& g = p.nodes[id];
+      if (g.op != Op::gather || !single(id) || g.index != n.index) return false;
+      const Node& q = p.nodes[g.inputs[0]];
+      return q.dim.size() == 2 && q.dim[1] == 1 && q.dim[0] == b.dim[0] && g.inputs[0] != n.inputs[0];
+    };
+    const int P = n.inputs[parts.p];
+    int q = -1, rest = -1;
+    if (is_offset_gather(P)) {
+      q = p.nodes[P].inputs[0];
+    } else if (p.nodes[P].op == Op::add && single(P)) {
+      const Node& add = p.nodes[P];
+      for (int k = 0; k < 2 && q < 0; ++k) {
+        const int u = add.inputs[k], w = add.inputs[1 - k];
+        const Node& wn = p.nodes[w];
+        const bool offset = wn.size == 1 || (wn.dim.size() == 2 && wn.dim[1] == 1 && wn.dim[0] == n.dim[0]);
+        if (is_offset_gather(u) && offset && u != w) q = p.nodes[u].inputs[0], rest = w;
+      }
+    }
+    if (q < 0) continue;
+    std::vector<int> inputs(n.inputs.begin(), n.inputs.begin() + (parts.s >= 0 ? 3 : 2));
+    inputs.push_back(q);
+    if (parts.v >= 0) inputs.push_back(n.inputs[parts.v]);
+    if (rest >= 0) {
+      if (parts.v < 0) continue;  // p only after v (rowdot_parts)
+      inputs.push_back(rest);
+    }
+    n.inputs = std::move(inputs);
+    n.gathered = true;
+  }
+}
+
 // The log density is its terms plus every parameter's log Jacobian: those are
 // the roots.
-void mark_live(Program& p) {
+void mark_live(Program& p) {  // (declared above fuse_gathered_offsets)
   for (Node& n : p.nodes) n.live = n.op == Op::param;
   for (int t : p.terms) p.nodes[t].live = true;
   for (size_t k = p.nodes.size(); k-- > 0;)
@@ -361,6 +418,8 @@ void plan(Program& p, PlanOptions options) {
   if (options.fuse) {
     fuse_row_dots(p);
     fuse_linear_predictors(p);
+    mark_live(p);
+    fuse_gathered_offsets(p);
   }
   mark_live(p);
   for (Node& n : p.nodes) {

@@ -340,14 +340,16 @@ struct Seed {
 
 // groups: the rows' groups (random when empty); with extra_reader, a second
 // likelihood reads gamma by flat element index, gather(gamma, g + G (r % K)),
-// not by row.
+// not by row. With intercept_first, eta is built in the order R's lowering
+// builds a + alpha_g[g] + X %*% beta + rowSums(X * gamma[g, ]) (the bench's
+// program): ((a + alpha_g[g]) + X beta) + rowSums(...).
 // The global value the row dot product reads the group slopes from: z_g when
 // the planner has fused the non-centred gamma = z_g * sigma_g into it (gamma
 // is then dead), gamma when something else reads gamma too.
 int slopes(const Seed& s) { return s.p.nodes[s.gamma].live ? s.gamma : s.z_g; }
 
 Seed seed_model(long N, long G, long K, std::mt19937& rng, std::vector<long> groups = {},
-                bool extra_reader = false) {
+                bool extra_reader = false, bool intercept_first = false) {
   Seed s;
   Program& p = s.p;
   std::normal_distribution<double> norm;
@@ -384,9 +386,15 @@ Seed seed_model(long N, long G, long K, std::mt19937& rng, std::vector<long> gro
   s.gamma_rows = p.add(gather_rows_node(s.gamma, g, p));
   s.prod = p.add(binary_node(Op::mul, s.X, s.gamma_rows, p));
   s.rs = p.add(rowsum_node(s.prod, p));
-  const int e1 = s.e1 = p.add(binary_node(Op::add, xb, ga, p));
-  const int e2 = s.e2 = p.add(binary_node(Op::add, e1, s.rs, p));
-  s.eta = p.add(binary_node(Op::add, e2, a, p));
+  if (intercept_first) {
+    const int e1 = s.e1 = p.add(binary_node(Op::add, a, ga, p));
+    const int e2 = s.e2 = p.add(binary_node(Op::add, e1, xb, p));
+    s.eta = p.add(binary_node(Op::add, e2, s.rs, p));
+  } else {
+    const int e1 = s.e1 = p.add(binary_node(Op::add, xb, ga, p));
+    const int e2 = s.e2 = p.add(binary_node(Op::add, e1, s.rs, p));
+    s.eta = p.add(binary_node(Op::add, e2, a, p));
+  }
   const int yd = p.add(data_node(y));
   s.lik = add_term(p, density_node(Family::bernoulli_logit, {yd, s.eta}));
   if (extra_reader) {
@@ -417,14 +425,16 @@ TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are til
   CHECK_FALSE(s.p.nodes[s.prod].live);
   CHECK_FALSE(s.p.nodes[s.gamma_rows].live);
   // ... reading the non-centred gamma = z_g * sigma_g as z_g scaled by
-  // sigma_g, and (X %*% beta + alpha_g[g]) + that row dot product into one
-  // rowdot_rows(X, z_g, sigma_g, beta, alpha_g[g]) in the outer add's place
+  // sigma_g, (X %*% beta + alpha_g[g]) + that row dot product into one
+  // rowdot_rows(X, z_g, sigma_g, beta, alpha_g[g]) in the outer add's place,
+  // and the offset alpha_g[g] as the gathered offset alpha_g
   const Node& lin = s.p.nodes[s.e2];
   CHECK(lin.op == Op::rowdot_rows);
   CHECK(lin.scaled);
-  CHECK(lin.inputs == std::vector<int>{s.X, s.z_g, s.sigma_g, s.beta, s.ga});
-  for (int id : {s.xb, s.e1, s.rs, s.gamma}) CHECK_FALSE(s.p.nodes[id].live);
-  for (int id : {s.X, s.e2, s.ga, s.eta, s.lik}) {
+  CHECK(lin.gathered);
+  CHECK(lin.inputs == std::vector<int>{s.X, s.z_g, s.sigma_g, s.alpha_g, s.beta});
+  for (int id : {s.xb, s.e1, s.rs, s.gamma, s.ga}) CHECK_FALSE(s.p.nodes[id].live);
+  for (int id : {s.X, s.e2, s.eta, s.lik}) {
     INFO("node " << id << " (" << lockstep::op_name(s.p.nodes[id].op) << ")");
     CHECK(s.p.nodes[id].extent == 0);
   }
@@ -432,7 +442,9 @@ TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are til
   // unfused, the gather and the product are row-aligned too
   CHECK(unfused.nodes[s.rs].op == Op::rowsum);
   for (int id : {s.gamma_rows, s.prod, s.rs}) CHECK(unfused.nodes[id].extent == 0);
-  for (long chains : {1L, 4L}) {
+  // 4 and 6 chains: the CPU's row dot product takes four chains at a time
+  // (the rest one by one) when the rows are sorted by group
+  for (long chains : {1L, 4L, 6L}) {
     const std::vector<double> state = random_state(rng, chains, s.p.n_free);
     ExecOptions plain;
     plain.observation_stage = false;
@@ -457,6 +469,62 @@ TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are til
     em.tile_rows = 6;
     em.devices = 2;
     check_same(run(s.p, chains, state, em), reference);
+  }
+  check_gradient(s.p, 2, random_state(rng, 2, s.p.n_free), 1e-6, 1e-7);
+}
+
+TEST_CASE("the seed model as R lowers it: a + alpha_g[g] becomes the row dot product's "
+          "scalar offset and gathered offset",
+          "[stages][executor][tiles][seed]") {
+  std::mt19937 rng(17);
+  Seed s = seed_model(53, 7, 3, rng, {}, false, true);
+  Program unfused = s.p;
+  lockstep::plan(unfused, lockstep::PlanOptions{true, false});
+  Program plain_plan = s.p;
+  lockstep::PlanOptions no_fusion;
+  no_fusion.fuse = false;
+  lockstep::plan(plain_plan, no_fusion);
+  lockstep::plan(s.p);
+  const Node& lin = s.p.nodes[s.eta];
+  REQUIRE(lin.op == Op::rowdot_rows);
+  CHECK(lin.scaled);
+  CHECK(lin.gathered);
+  const int a = s.p.nodes[s.e1].inputs[0];
+  CHECK(lin.inputs == std::vector<int>{s.X, s.z_g, s.sigma_g, s.alpha_g, s.beta, a});
+  const lockstep::RowDotParts parts = lockstep::rowdot_parts(lin);
+  CHECK(parts.s == 2);
+  CHECK(parts.q == 3);
+  CHECK(parts.v == 4);
+  CHECK(parts.p == 5);
+  for (int id : {s.ga, s.e1, s.e2, s.xb, s.rs}) CHECK_FALSE(s.p.nodes[id].live);
+  CHECK(s.p.nodes[s.alpha_g].extent == -1);
+  for (long chains : {1L, 4L, 5L}) {
+    const std::vector<double> state = random_state(rng, chains, s.p.n_free);
+    ExecOptions plain;
+    plain.observation_stage = false;
+    // the reference: no fusion at all, op by op
+    const Result reference = run(plain_plan, chains, state, plain);
+    check_same(run(s.p, chains, state, plain), reference);
+    for (int devices : {1, 3})
+      for (int threads : {1, 2})
+        for (long tile : {0L, 6L})
+          for (bool reorder : {false, true}) {
+            INFO("chains " << chains << " devices " << devices << " threads " << threads
+                           << " tile " << tile << " reorder " << reorder);
+            ExecOptions o;
+            o.devices = devices;
+            o.threads = threads;
+            o.tile_rows = tile;
+            o.reorder_rows = reorder;
+            check_same(run(s.p, chains, state, o), reference);
+          }
+    for (long tile : {5L, 0L}) {
+      ExecOptions em;
+      em.backend = Backend::emulated;
+      em.tile_rows = tile;
+      em.devices = 2;
+      check_same(run(s.p, chains, state, em), reference);
+    }
   }
   check_gradient(s.p, 2, random_state(rng, 2, s.p.n_free), 1e-6, 1e-7);
 }

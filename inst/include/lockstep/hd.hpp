@@ -24,14 +24,15 @@
 #endif
 
 // LS_CPU_CLONES: the CPU's hot loops (a kernel body's one-lane path) compiled
-// twice, for the baseline x86-64 and for x86-64-v3 (AVX2 and FMA), the better
-// one picked when the library is loaded (GCC's target_clones, an ifunc): the
-// package is built with the compiler's portable flags, and still gets four
-// doubles per instruction on the processors that have them. Elsewhere (other
-// compilers and processors, nvcc) it is nothing.
+// three times, for the baseline x86-64, x86-64-v3 (AVX2 and FMA) and
+// x86-64-v4 (AVX-512), the best one picked when the library is loaded (GCC's
+// target_clones, an ifunc): the package is built with the compiler's portable
+// flags, and still gets four or eight doubles per instruction on the
+// processors that have them. Elsewhere (other compilers and processors, nvcc)
+// it is nothing.
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && defined(__x86_64__) && \
     defined(__linux__) && !defined(LOCKSTEP_NO_CLONES)
-#define LS_CPU_CLONES __attribute__((target_clones("default", "arch=x86-64-v3")))
+#define LS_CPU_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define LS_CPU_CLONES
 #endif

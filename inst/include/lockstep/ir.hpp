@@ -80,6 +80,10 @@ struct Node {
   // rowdot_rows: input 2 scales b's columns (the planner's fusion of a
   // non-centred b = z * s; see rowdot_parts)
   bool scaled = false;
+  // rowdot_rows: a column q, one value per row of b, is gathered by the
+  // node's index and added (the planner's fusion of a group offset
+  // alpha_g[g]; see rowdot_parts)
+  bool gathered = false;
 
   // Filled by the planner.
   bool chain = false;  // carries the leading chain dimension
@@ -92,16 +96,18 @@ struct Node {
 };
 
 // Where rowdot_rows' optional inputs are: inputs are {a, b}, then the scale
-// s when the node is scaled, then the shared coefficients v, then the offset
-// p (p only after v). -1: absent.
+// s when the node is scaled, then the gathered offset q when it is gathered,
+// then the shared coefficients v, then the offset p (p only after v). -1:
+// absent.
 struct RowDotParts {
-  int s = -1, v = -1, p = -1;
+  int s = -1, q = -1, v = -1, p = -1;
 };
 inline RowDotParts rowdot_parts(const Node& n) {
   RowDotParts parts;
   const int count = static_cast<int>(n.inputs.size());
   int k = 2;
   if (n.scaled && k < count) parts.s = k++;
+  if (n.gathered && k < count) parts.q = k++;
   if (k < count) parts.v = k++;
   if (k < count) parts.p = k++;
   return parts;

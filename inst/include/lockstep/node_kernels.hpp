@@ -53,8 +53,9 @@ template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint)
   return s;
 }
 
-// A density's target and parameters, or rowdot_rows' a, b, s, v and p.
-constexpr int max_node_inputs = 1 + max_dist_params > 5 ? 1 + max_dist_params : 5;
+// A density's target and parameters, or rowdot_rows' a, b, s, q, v and p
+// (ir.cpp's validate() allows a row dot product no more).
+constexpr int max_node_inputs = 1 + max_dist_params > 6 ? 1 + max_dist_params : 6;
 
 // Doubles of workspace per chain that a node's kernels need (NodeCall::work):
 // the linalg ops' factors and columns; 0 for every other op. Executors
@@ -230,10 +231,16 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       const Slot<T>* sc = rowdot_input(call, parts.s);
       const Slot<T>* v = rowdot_input(call, parts.v);
       const Slot<T>* p = rowdot_input(call, parts.p);
-      launch(RowDotForward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
-                              v ? v->value : nullptr,
-                              p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C,
-                              sc ? sc->value : nullptr});
+      const Slot<T>* q = rowdot_input(call, parts.q);
+      RowDotForward<T> body{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
+                            v ? v->value : nullptr,
+                            p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C,
+                            sc ? sc->value : nullptr};
+      if (q) {
+        body.q = q->value;
+        body.q_stride = q->chain_stride();
+      }
+      launch(body);
       break;
     }
     case OpFamily::density: {
@@ -356,11 +363,16 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
       T* dv = v ? v->adjoint : nullptr;
       T* ds = sc ? sc->adjoint : nullptr;
       const AdjointSink<T> dp = p ? sink(*p, call.out) : AdjointSink<T>{nullptr, 0, false};
-      if (call.in[0].adjoint || call.in[1].adjoint || dv || ds || dp.data)
-        launch(RowDotBackward<T>{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
-                                 v ? v->value : nullptr, dy, call.in[0].adjoint,
-                                 call.in[1].adjoint, dv, dp, C, sc ? sc->value : nullptr, ds}
-                   .with_dv_phases());
+      const Slot<T>* q = rowdot_input(call, parts.q);
+      T* dq = q ? q->adjoint : nullptr;
+      if (call.in[0].adjoint || call.in[1].adjoint || dv || ds || dp.data || dq) {
+        RowDotBackward<T> body{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
+                               v ? v->value : nullptr, dy, call.in[0].adjoint,
+                               call.in[1].adjoint, dv, dp, C, sc ? sc->value : nullptr, ds};
+        body.dq = dq;
+        body.q_stride = q ? q->chain_stride() : 0;
+        launch(body.with_dv_phases());
+      }
       break;
     }
     case OpFamily::density:

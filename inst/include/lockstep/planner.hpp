@@ -36,8 +36,8 @@ struct PlanOptions {
   // false: every node stays in the global stage (the plain op-by-op executor).
   bool observation_stage = true;
   // Fuse rowSums(a * b[index, ]) into one rowdot_rows node (no rows x cols
-  // intermediates), and a %*% v + offset into it; the fused-away nodes stay,
-  // dead, for tracing.
+  // intermediates), and a %*% v + offset and an offset's gather q[index] into
+  // it; the fused-away nodes stay, dead, for tracing.
   bool fuse = true;
 };
 

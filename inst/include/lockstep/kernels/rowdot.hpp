@@ -1,24 +1,28 @@
 // rowdot_rows: the linear predictor of a hierarchical regression, per chain,
-//   y[r] = p[r] + sum_j a[r, j] (b[index[r], j] s[j] + v[j])
+//   y[r] = p[r] + q[g_r] + sum_j a[r, j] (b[g_r, j] s[j] + v[j]),  g_r = index[r]
 // for a (rows x cols, the covariates), b (G x cols, the group slopes), and the
 // optional s (a scale of b's columns: 1 x cols or one value), v (cols, the
-// slopes shared by every row: X %*% beta) and p (an offset, rows x 1 or a
-// scalar). The planner fuses rowSums(a * b[index, ]) into it, then a
-// non-centred b = z * s (the scale; b is then z), then X %*% beta and an added
-// offset (planner.cpp), so that X is read once per chain and no rows x cols or
-// G x cols intermediate is written or differentiated.
-//   forward    y[r] = p[r] + sum_j a[r, j] w[r, j],  w[r, j] = b[g_r, j] s[j] + v[j]
+// slopes shared by every row: X %*% beta), p (an offset, rows x 1 or a
+// scalar) and q (G x 1, the group intercepts). The planner fuses
+// rowSums(a * b[index, ]) into it, then a non-centred b = z * s (the scale; b
+// is then z), then X %*% beta and an added offset, then the offset's gather
+// q[index] (planner.cpp), so that X is read once per chain and no rows x cols
+// or G x cols intermediate is written or differentiated.
+//   forward    y[r] = p[r] + q[g_r] + sum_j a[r, j] w[r, j],  w[r, j] = b[g_r, j] s[j] + v[j]
 //   backward   da[r, j] += dy[r] w[r, j]
-//              with q[r, j] = dy[r] a[r, j]:
-//              db[g_r, j] += q s[j];  ds[j] += q b[g_r, j];  dv[j] += q;  dp[r] += dy[r]
+//              with t[r, j] = dy[r] a[r, j]:
+//              db[g_r, j] += t s[j];  ds[j] += t b[g_r, j];  dv[j] += t
+//              dp[r] += dy[r];  dq[g_r] += dy[r]
 // Sums are kept in double.
 //
-// The CPU (one lane) walks runs of rows with the same group, which the
-// observation stage's row order makes long: w is formed once per run, and the
-// run's partials sum_r dy[r] a[r, j] are added to db and dv once per run,
-// not once per row. In the lanes path (emulated, CUDA) the forward gives each
-// lane a row of a chain; the backward gives each lane a column of a piece of
-// rows and likewise sums each run's partials before its one atomic add to db.
+// The CPU (one lane), with rows sorted by group (the observation stage's row
+// order) and row data a, takes four chains at a time through a table of the
+// tile's groups (cpu_chain_block); otherwise it goes chain by chain through
+// runs of rows of one group, w formed once per run and the run's partials
+// added to db and dv once per run (cpu_chain). In the lanes path (emulated,
+// CUDA) the forward gives each lane a row of a chain; the backward gives each
+// lane a column of a piece of rows and likewise sums each run's partials
+// before its one atomic add to db.
 #ifndef LOCKSTEP_KERNELS_ROWDOT_HPP
 #define LOCKSTEP_KERNELS_ROWDOT_HPP
 
@@ -60,7 +64,34 @@ LS_HD double rowdot_w(const RowDotShape& s, const T* b, const T* sc, const T* v,
   return x;
 }
 
+// The CPU's chains per pass over row data (kernels' cpu_chain_block): four
+// doubles, one AVX2 vector.
+constexpr long rowdot_chain_block = 4;
+
 namespace detail {
+#if !defined(__CUDA_ARCH__)
+// The span [first, last] of the groups of rows sorted by group, or false
+// when they are not sorted or the span is more than four groups a row (the
+// CPU's per-tile tables of groups would then be mostly empty).
+inline bool sorted_group_span(const long* index, long rows, long& first, long& last) {
+  if (rows <= 0) return false;
+  for (long r = 1; r < rows; ++r)
+    if (index[r] < index[r - 1]) return false;
+  first = index[0];
+  last = index[rows - 1];
+  return last - first < 4 * rows + 64;
+}
+
+// The calling thread's table of groups (kernels' cpu_chain_block), of n
+// values: kept between calls, since a table of a tile is large enough that
+// allocating it anew each time would map fresh pages each time.
+inline std::vector<double>& group_table(long n) {
+  thread_local std::vector<double> table;
+  table.resize(static_cast<size_t>(n));
+  return table;
+}
+#endif
+
 // Rows [r, end) with the group of row r.
 LS_HD long run_end(const long* index, long r, long rows) {
   long e = r + 1;
@@ -79,18 +110,86 @@ template <class T> struct RowDotForward {
   T* y;               // [chains, rows]
   long chains;
   const T* sc = nullptr;  // the scale s, or nullptr
+  const T* q = nullptr;   // the gathered offset q ([chains, b_rows]), or nullptr
+  long q_stride = 0;      // its chain stride
   int phases = 1, shared_per_lane = 0;
 
   LS_HD double w(long c, long g, long j) const { return rowdot_w(s, b, sc, v, c, g, j); }
+  // p[r] + q[index[r]] of chain c (either may be absent)
+  LS_HD double offset(long c, long r) const {
+    double o = p.data ? static_cast<double>(p.at(c, r)) : 0.0;
+    if (q) o += static_cast<double>(q[c * q_stride + index[r]]);
+    return o;
+  }
 
 #if !defined(__CUDA_ARCH__)
-  // The CPU's one lane: column by column over each run of rows of one group,
-  // so that a's reads are contiguous and the row loop vectorises.
+  // The CPU's one lane. Row data a (one copy for every chain, stored row by
+  // row) takes the chains four at a time (cpu_chain_block): each row's values
+  // are read once for the four, and each multiply-add is one vector
+  // instruction across them. Other chains go one by one (cpu_chain).
   LS_CPU_CLONES void cpu() const {
+    long c = 0;
+    if (s.a_row_major && s.a_stride == 0)
+      for (; c + rowdot_chain_block <= chains && cpu_chain_block(c); c += rowdot_chain_block) {}
+    for (; c < chains; ++c) cpu_chain(c);
+  }
+
+  // Chains [c0, c0 + 4) of rows sorted by group: first a table of w for the
+  // tile's span of groups, the four chains side by side (wt[g][j][k]),
+  // filled column by column from b's contiguous columns (one scattered load
+  // per group, column and chain instead would be a long wait each); then per
+  // row four sums per chain over alternate columns, so that consecutive
+  // multiply-adds do not wait on each other. False (nothing done) when the
+  // rows are not sorted by group.
+  LS_CPU_CLONES bool cpu_chain_block(long c0) const {
+    constexpr long B = rowdot_chain_block;
+    const long K = s.cols;
+    long g0, g1;
+    if (!detail::sorted_group_span(index, s.rows, g0, g1)) return false;
+    const long span = g1 - g0 + 1;
+    std::vector<double>& wt = detail::group_table(span * K * B);
+    for (long k = 0; k < B; ++k)
+      for (long j = 0; j < K; ++j) {
+        const long c = c0 + k;
+        const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
+        const double sj = rowdot_scale(sc, s, c, j);
+        const double vj = v ? static_cast<double>(v[c * s.v_stride + j]) : 0.0;
+        double* out = wt.data() + j * B + k;
+        for (long g = 0; g < span; ++g) out[g * K * B] = static_cast<double>(bj[g]) * sj + vj;
+      }
+    for (long r = 0; r < s.rows; ++r) {
+      const T* ar = a + r * K;
+      const double* w4 = wt.data() + (index[r] - g0) * K * B;
+      double a0[B] = {}, a1[B] = {}, a2[B] = {}, a3[B] = {};
+      long j = 0;
+      for (; j + 4 <= K; j += 4) {
+        const double x0 = static_cast<double>(ar[j]), x1 = static_cast<double>(ar[j + 1]),
+                     x2 = static_cast<double>(ar[j + 2]), x3 = static_cast<double>(ar[j + 3]);
+        const double* wj = w4 + j * B;
+        for (long k = 0; k < B; ++k) a0[k] += x0 * wj[k];
+        for (long k = 0; k < B; ++k) a1[k] += x1 * wj[B + k];
+        for (long k = 0; k < B; ++k) a2[k] += x2 * wj[2 * B + k];
+        for (long k = 0; k < B; ++k) a3[k] += x3 * wj[3 * B + k];
+      }
+      for (; j < K; ++j) {
+        const double x = static_cast<double>(ar[j]);
+        for (long k = 0; k < B; ++k) a0[k] += x * w4[j * B + k];
+      }
+      for (long k = 0; k < B; ++k) {
+        y[(c0 + k) * s.rows + r] =
+            static_cast<T>(offset(c0 + k, r) + ((a0[k] + a1[k]) + (a2[k] + a3[k])));
+      }
+    }
+    return true;
+  }
+
+  // One chain: column by column over each run of rows of one group, so that
+  // a's reads are contiguous and the row loop vectorises.
+  void cpu_chain(long c) const {
     std::vector<double> acc(s.rows), wr(s.cols);
-    for (long c = 0; c < chains; ++c) {
+    {
       const T* ac = a + c * s.a_stride;
-      for (long r = 0; r < s.rows; ++r) acc[r] = p.data ? static_cast<double>(p.at(c, r)) : 0.0;
+      for (long r = 0; r < s.rows; ++r) acc[r] = offset(c, r);
       for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
         r1 = detail::run_end(index, r0, s.rows);
         for (long j = 0; j < s.cols; ++j) wr[j] = w(c, index[r0], j);
@@ -125,7 +224,7 @@ template <class T> struct RowDotForward {
 #endif
     for_each_element(lane, chains, s.rows, [&](long k, long c, long r) {
       const T* ac = a + c * s.a_stride;
-      double acc = p.data ? static_cast<double>(p.at(c, r)) : 0.0;
+      double acc = offset(c, r);
       for (long j = 0; j < s.cols; ++j) acc += static_cast<double>(ac[s.a_at(r, j)]) * w(c, index[r], j);
       y[k] = static_cast<T>(acc);
     });
@@ -146,6 +245,8 @@ template <class T> struct RowDotBackward {
   long chains;
   const T* sc = nullptr;  // the scale s, or nullptr
   T* ds = nullptr;        // its adjoint (s's layout), or nullptr
+  T* dq = nullptr;        // the gathered offset's adjoint ([chains, b_rows]), or nullptr
+  long q_stride = 0;      // its chain stride
   // With dv or ds, the lanes go through the chains one by one, two phases
   // each. Each lane keeps one column (lane % cols) and takes every
   // (count / cols)-th piece of rows of it (see column_of_piece); phase 2c adds
@@ -176,63 +277,142 @@ template <class T> struct RowDotBackward {
   }
 
 #if !defined(__CUDA_ARCH__)
-  // The CPU's one lane, run by run of rows of one group: the run's sums
-  // sum_r dy[r] a[r, j] row by row with the columns inside, so that the cols
-  // sums are independent additions in flight together (column by column,
-  // each would wait on its own previous addition); added to db and dv once
-  // per run.
+  // The CPU's one lane, run by run of rows of one group. Row data a (one
+  // copy for every chain, stored row by row, so no da) takes the chains four
+  // at a time (cpu_chain_block); other chains go one by one (cpu_chain).
   LS_CPU_CLONES void cpu() const {
-    std::vector<double> dv_acc(s.cols), ds_acc(s.cols), run(s.cols), scale(s.cols);
-    for (long c = 0; c < chains; ++c) {
-      const T* ac = a + c * s.a_stride;
-      const T* dyc = dy + c * s.rows;
-      const T* bc = b + c * s.b_stride;
-      std::fill(dv_acc.begin(), dv_acc.end(), 0.0);
-      std::fill(ds_acc.begin(), ds_acc.end(), 0.0);
-      for (long j = 0; j < s.cols; ++j) scale[j] = rowdot_scale(sc, s, c, j);
-      for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
-        r1 = detail::run_end(index, r0, s.rows);
-        const long g = index[r0];
-        if (db || dv || ds) {
-          std::fill(run.begin(), run.end(), 0.0);
-          if (s.a_row_major)  // contiguous: the column loop vectorises
-            for (long r = r0; r < r1; ++r) {
-              const double d = static_cast<double>(dyc[r]);
-              const T* ar = ac + r * s.cols;
-              for (long j = 0; j < s.cols; ++j) run[j] += d * static_cast<double>(ar[j]);
-            }
-          else
-            for (long r = r0; r < r1; ++r) {
-              const double d = static_cast<double>(dyc[r]);
-              for (long j = 0; j < s.cols; ++j) run[j] += d * static_cast<double>(ac[r + j * s.rows]);
-            }
-          for (long j = 0; j < s.cols; ++j) {
-            if (db) db[c * s.b_rows * s.cols + g + j * s.b_rows] += static_cast<T>(run[j] * scale[j]);
-            if (ds) ds_acc[j] += run[j] * static_cast<double>(bc[g + j * s.b_rows]);
-            dv_acc[j] += run[j];
-          }
-        }
-        if (da)
-          for (long j = 0; j < s.cols; ++j) {
-            T* dcol = da + c * s.rows * s.cols + j * s.rows;
-            const double wj = w(c, g, j);
-            for (long r = r0; r < r1; ++r) dcol[r] += static_cast<T>(static_cast<double>(dyc[r]) * wj);
-          }
-      }
-      if (dv)
-        for (long j = 0; j < s.cols; ++j) dv[c * s.v_stride + j] += static_cast<T>(dv_acc[j]);
-      if (ds) {
-        if (s.s_scalar) {
-          double total = 0;
-          for (long j = 0; j < s.cols; ++j) total += ds_acc[j];
-          add_ds(c, 0, total);
-        } else {
-          for (long j = 0; j < s.cols; ++j) add_ds(c, j, ds_acc[j]);
-        }
-      }
-      if (dp.data)
-        for (long r = 0; r < s.rows; ++r) dp.add(c, r, dyc[r]);
+    long c = 0;
+    if (s.a_row_major && s.a_stride == 0 && !da)
+      for (; c + rowdot_chain_block <= chains && cpu_chain_block(c); c += rowdot_chain_block) {}
+    for (; c < chains; ++c) cpu_chain(c);
+  }
+
+  // Adds a run's sums run[j] = sum_r dy[r] a[r, j] of chain c, group g, to
+  // db and ds (and to the chain's dv and ds sums).
+  void add_run(long c, long g, const double* run, const double* scale, double* dv_acc,
+               double* ds_acc) const {
+    const T* bc = b + c * s.b_stride;
+    for (long j = 0; j < s.cols; ++j) {
+      if (db) db[c * s.b_rows * s.cols + g + j * s.b_rows] += static_cast<T>(run[j] * scale[j]);
+      if (ds) ds_acc[j] += run[j] * static_cast<double>(bc[g + j * s.b_rows]);
+      dv_acc[j] += run[j];
     }
+  }
+
+  // A chain's dv and ds sums, and its dp, once its runs are done.
+  void finish_chain(long c, const double* dv_acc, const double* ds_acc) const {
+    if (dv)
+      for (long j = 0; j < s.cols; ++j) dv[c * s.v_stride + j] += static_cast<T>(dv_acc[j]);
+    if (ds) {
+      if (s.s_scalar) {
+        double total = 0;
+        for (long j = 0; j < s.cols; ++j) total += ds_acc[j];
+        add_ds(c, 0, total);
+      } else {
+        for (long j = 0; j < s.cols; ++j) add_ds(c, j, ds_acc[j]);
+      }
+    }
+    if (dp.data)
+      for (long r = 0; r < s.rows; ++r) dp.add(c, r, dy[c * s.rows + r]);
+  }
+
+  // Chains [c0, c0 + 4) of rows sorted by group: each row's values read once
+  // for the four, its terms dy[r] a[r, j] of the four side by side added to
+  // a table of the tile's span of groups (dt[g][j][k]); then the table added
+  // to db column by column, b's and db's columns read contiguously (one
+  // scattered access per group, column and chain instead would be a long wait
+  // each), with the dv and ds sums on the way. Groups of the span with no
+  // rows add zero. False (nothing done) when the rows are not sorted by group.
+  LS_CPU_CLONES bool cpu_chain_block(long c0) const {
+    constexpr long B = rowdot_chain_block;
+    const long K = s.cols;
+    long g0, g1;
+    if (!detail::sorted_group_span(index, s.rows, g0, g1)) return false;
+    const long span = g1 - g0 + 1;
+    if (db || dv || ds) {
+      std::vector<double>& dt = detail::group_table(span * K * B);
+      std::fill(dt.begin(), dt.end(), 0.0);
+      for (long r = 0; r < s.rows; ++r) {
+        double d[B];
+        for (long k = 0; k < B; ++k) d[k] = static_cast<double>(dy[(c0 + k) * s.rows + r]);
+        const T* ar = a + r * K;
+        double* t = dt.data() + (index[r] - g0) * K * B;
+        for (long j = 0; j < K; ++j) {
+          const double x = static_cast<double>(ar[j]);
+          for (long k = 0; k < B; ++k) t[j * B + k] += x * d[k];
+        }
+      }
+      for (long k = 0; k < B; ++k) {
+        const long c = c0 + k;
+        double total_ds = 0;
+        for (long j = 0; j < K; ++j) {
+          const double* t = dt.data() + j * B + k;
+          const double scale = rowdot_scale(sc, s, c, j);
+          double sum_v = 0, sum_s = 0;
+          if (db) {
+            T* dbj = db + c * s.b_rows * K + j * s.b_rows + g0;
+            for (long g = 0; g < span; ++g) dbj[g] += static_cast<T>(t[g * K * B] * scale);
+          }
+          if (ds) {
+            const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
+            for (long g = 0; g < span; ++g) sum_s += t[g * K * B] * static_cast<double>(bj[g]);
+          }
+          for (long g = 0; g < span; ++g) sum_v += t[g * K * B];
+          if (dv) dv[c * s.v_stride + j] += static_cast<T>(sum_v);
+          if (ds && !s.s_scalar) add_ds(c, j, sum_s);
+          total_ds += sum_s;
+        }
+        if (ds && s.s_scalar) add_ds(c, 0, total_ds);
+      }
+    }
+    if (dp.data)
+      for (long k = 0; k < B; ++k)
+        for (long r = 0; r < s.rows; ++r) dp.add(c0 + k, r, dy[(c0 + k) * s.rows + r]);
+    if (dq)
+      for (long k = 0; k < B; ++k) add_dq_runs(c0 + k, 0, s.rows);
+    return true;
+  }
+
+  // One chain: the run's sums row by row with the columns inside, so that
+  // the cols sums are independent additions in flight together (column by
+  // column, each would wait on its own previous addition); added to db and
+  // dv once per run.
+  void cpu_chain(long c) const {
+    std::vector<double> dv_acc(s.cols, 0.0), ds_acc(s.cols, 0.0), run(s.cols), scale(s.cols);
+    const T* ac = a + c * s.a_stride;
+    const T* dyc = dy + c * s.rows;
+    for (long j = 0; j < s.cols; ++j) scale[j] = rowdot_scale(sc, s, c, j);
+    for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
+      r1 = detail::run_end(index, r0, s.rows);
+      const long g = index[r0];
+      if (db || dv || ds) {
+        std::fill(run.begin(), run.end(), 0.0);
+        if (s.a_row_major)  // contiguous: the column loop vectorises
+          for (long r = r0; r < r1; ++r) {
+            const double d = static_cast<double>(dyc[r]);
+            const T* ar = ac + r * s.cols;
+            for (long j = 0; j < s.cols; ++j) run[j] += d * static_cast<double>(ar[j]);
+          }
+        else
+          for (long r = r0; r < r1; ++r) {
+            const double d = static_cast<double>(dyc[r]);
+            for (long j = 0; j < s.cols; ++j) run[j] += d * static_cast<double>(ac[r + j * s.rows]);
+          }
+        add_run(c, g, run.data(), scale.data(), dv_acc.data(), ds_acc.data());
+      }
+      if (dq) {
+        double sum = 0;
+        for (long r = r0; r < r1; ++r) sum += static_cast<double>(dyc[r]);
+        dq[c * q_stride + g] += static_cast<T>(sum);
+      }
+      if (da)
+        for (long j = 0; j < s.cols; ++j) {
+          T* dcol = da + c * s.rows * s.cols + j * s.rows;
+          const double wj = w(c, g, j);
+          for (long r = r0; r < r1; ++r) dcol[r] += static_cast<T>(static_cast<double>(dyc[r]) * wj);
+        }
+    }
+    finish_chain(c, dv_acc.data(), ds_acc.data());
   }
 #endif
 
@@ -310,8 +490,26 @@ template <class T> struct RowDotBackward {
   static constexpr int blocks_per_multiprocessor = 8;
   LS_HD long pieces() const { return (s.rows + rows_per_piece - 1) / rows_per_piece; }
 
-  // Column j of piece `piece` of chain c: da and dp (with the first column)
-  // directly, db per run, and the piece's dv and ds partials added to tv, ts.
+  // dq[index[r]] += dy[r] for rows [r0, r1) of chain c, summed per run of
+  // rows of one group first (one add per run).
+  LS_HD void add_dq_runs(long c, long r0, long r1) const {
+    const T* dyc = dy + c * s.rows;
+    double sum = 0;
+    long g_run = index[r0];
+    for (long r = r0; r < r1; ++r) {
+      if (index[r] != g_run) {
+        lane_add(dq + c * q_stride + g_run, static_cast<T>(sum));
+        sum = 0;
+        g_run = index[r];
+      }
+      sum += static_cast<double>(dyc[r]);
+    }
+    lane_add(dq + c * q_stride + g_run, static_cast<T>(sum));
+  }
+
+  // Column j of piece `piece` of chain c: da, dp and dq (with the first
+  // column) directly, db per run, and the piece's dv and ds partials added to
+  // tv, ts.
   LS_HD void column_of_piece(long c, long piece, long j, double& tv, double& ts) const {
     const long r0 = piece * rows_per_piece;
     const long r1 = r0 + rows_per_piece < s.rows ? r0 + rows_per_piece : s.rows;
@@ -339,6 +537,7 @@ template <class T> struct RowDotBackward {
     flush();
     if (dp.data && j == 0)
       for (long r = r0; r < r1; ++r) dp.add(c, r, dyc[r]);
+    if (dq && j == 0) add_dq_runs(c, r0, r1);
   }
 };
 
