@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
         for (double single : singles) {
           ExecOptions o;
           o.threads = static_cast<int>(td);
+          o.alias_parameters = true;
           o.tile_rows = tile_rows;
           std::unique_ptr<Target> ex;
           if (single != 0) ex = std::make_unique<Executor<float>>(p, C, o);

@@ -55,6 +55,7 @@ struct Engine {
     // what depends on them are the same on every rank.
     o.observation_stage = false;
     o.world = nullptr;
+    o.alias_parameters = false;  // tracing reads parameters' own values
     // and on the CPU: traced values are few and small, and come back to R.
     if (o.backend == lockstep::Backend::cuda) o.backend = lockstep::Backend::cpu;
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), nodes);
@@ -187,6 +188,8 @@ lockstep::ExecOptions exec_options(const List& o) {
   if (o.containsElementNamed("jacobian")) e.jacobian = as<bool>(o["jacobian"]);
   if (o.containsElementNamed("gpu")) e.gpu = as<int>(o["gpu"]);
   if (o.containsElementNamed("threads_auto")) e.threads_auto = as<bool>(o["threads_auto"]);
+  // (tracer() turns it off: tracing reads parameters' values)
+  e.alias_parameters = true;
   return e;
 }
 

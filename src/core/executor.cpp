@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace lockstep {
 
@@ -61,6 +62,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   const size_t n = program.nodes.size();
   values_.resize(n);
   adjoints_.resize(n);
+  alias_stride_.assign(n, 0);
   scratch_.assign(chains, 0);
   long work = 0;
   for (const Node& node : program.nodes) work = std::max(work, workspace_per_chain(program, node));
@@ -114,6 +116,56 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
       if (!global(static_cast<int>(id)) && !program.nodes[id].chain)
         std::vector<T>().swap(values_[id]);
   }
+  for (size_t id = 0; id < n; ++id)
+    if (can_alias(static_cast<int>(id))) {
+      alias_stride_[id] = program.n_free;
+      std::vector<T>().swap(values_[id]);
+      std::vector<T>().swap(adjoints_[id]);
+    }
+  alias_value_.assign(n, nullptr);
+  alias_adjoint_.assign(n, nullptr);
+}
+
+// An unconstrained, live parameter in double on the cpu backend, whose every
+// live reader addresses it through its chain stride (elementwise ops and
+// densities through their operands, row dot products as b, s, q or v; the
+// other kernels assume [chains, size]), and which every observation stage
+// reading it adds to directly (no private copies, which are [chains, size]).
+template <class T> bool Executor<T>::can_alias(int id) const {
+  const Node& n = program_.nodes[id];
+  if (!std::is_same<T, double>::value || !options_.alias_parameters ||
+      options_.backend != Backend::cpu || options_.world || n.op != Op::param ||
+      n.transform != Transform::none || !n.live)
+    return false;
+  for (const Node& reader : program_.nodes) {
+    if (!reader.live) continue;
+    for (size_t k = 0; k < reader.inputs.size(); ++k) {
+      if (reader.inputs[k] != id) continue;
+      const OpFamily f = op_family(reader.op);
+      const bool strided = f == OpFamily::unary || f == OpFamily::binary ||
+                           f == OpFamily::density || (f == OpFamily::rowdot_rows && k >= 1);
+      if (!strided) return false;
+    }
+  }
+  for (const auto& stage : stages_)
+    if (stage->reads(id) && !stage->direct(id)) return false;
+  return true;
+}
+
+template <class T>
+GlobalBuffers<T> Executor<T>::global_buffers(const double* state, double* grad) {
+  GlobalBuffers<T> g{&values_, &adjoints_};
+  if constexpr (std::is_same<T, double>::value) {
+    for (size_t id = 0; id < alias_stride_.size(); ++id)
+      if (alias_stride_[id]) {
+        alias_value_[id] = state + program_.nodes[id].offset;
+        alias_adjoint_[id] = grad ? grad + program_.nodes[id].offset : nullptr;
+      }
+    g.alias_stride = &alias_stride_;
+    g.alias_value = &alias_value_;
+    g.alias_adjoint = &alias_adjoint_;
+  }
+  return g;
 }
 
 template <class T>
@@ -126,6 +178,14 @@ NodeCall<T> Executor<T>::call(int id, const double* state, double* lp, double* g
   // group's part starts c0 values in.
   auto slot = [&](int k) {
     const Node& n = program_.nodes[k];
+    if constexpr (std::is_same<T, double>::value) {
+      if (alias_stride_[k]) {  // the state's and the gradient's own slices
+        const long at = c0 * program_.n_free + n.offset;
+        Slot<T> s = whole_slot(n, state ? state + at : nullptr, grad ? grad + at : nullptr);
+        s.stride = program_.n_free;
+        return s;
+      }
+    }
     const long offset = n.chain ? c0 * n.size : 0;
     return whole_slot(n, values_[k].data() + offset,
                       adjoints_[k].empty() ? nullptr : adjoints_[k].data() + offset);
@@ -159,12 +219,13 @@ template <class T> void Executor<T>::forward(const double* state) {
   for (int t : program_.terms) std::fill(values_[t].begin(), values_[t].end(), T(0));
   for_chain_groups([&](long c0, long nc) {
     for (int id = 0; id < n; ++id)
-      if (program_.nodes[id].chain && global(id) && (program_.nodes[id].live || !tiled_))
+      if (program_.nodes[id].chain && global(id) && (program_.nodes[id].live || !tiled_) &&
+          !alias_stride_[id])
         forward_call(call(id, state, lp.data(), nullptr, c0, nc), launch_);
   });
   for (auto& stage : stages_)
-    stage->run(GlobalBuffers<T>{&values_, &adjoints_}, state, lp.data(), false, *pool_, *comm_,
-               launch_, options_.world);
+    stage->run(global_buffers(state, nullptr), state, lp.data(), false, *pool_, *comm_, launch_,
+               options_.world);
 }
 
 template <class T>
@@ -187,8 +248,8 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
       if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc), launch_);
   });
   for (auto& stage : stages_)
-    stage->run(GlobalBuffers<T>{&values_, &adjoints_}, state, lp, grad != nullptr, *pool_,
-               *comm_, launch_, options_.world);
+    stage->run(global_buffers(state, grad), state, lp, grad != nullptr, *pool_, *comm_, launch_,
+               options_.world);
   if (!grad) return;
   for_chain_groups([&](long c0, long nc) {
     for (int id = n - 1; id >= 0; --id)

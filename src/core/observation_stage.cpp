@@ -286,8 +286,11 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
   const long start = tile_start_[tile], rows = tile_length(tile);
   auto slot = [&](int k) {
     const Node& n = program_.nodes[k];
-    if (n.extent != extent_)  // a global value, whole
-      return whole_slot(n, (*global.values)[k].data(), gradient && n.chain ? w.sink[k] : nullptr);
+    if (n.extent != extent_) {  // a global value, whole
+      Slot<T> s = whole_slot(n, global.value(k), gradient && n.chain ? w.sink[k] : nullptr);
+      if (global.stride(k)) s.stride = global.stride(k);
+      return s;
+    }
     Slot<T> s;
     s.cols = cols_of(n);
     s.chain = n.chain;
@@ -338,7 +341,7 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
   if (gradient)
     for (int id : boundary_) {
       if (!whole && direct_[id]) {
-        w.sink[id] = (*global.adjoints)[id].data();
+        w.sink[id] = global.adjoint(id);
         continue;
       }
       std::vector<T>& buf = w.boundary[id];

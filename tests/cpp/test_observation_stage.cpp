@@ -529,6 +529,73 @@ TEST_CASE("the seed model as R lowers it: a + alpha_g[g] becomes the row dot pro
   check_gradient(s.p, 2, random_state(rng, 2, s.p.n_free), 1e-6, 1e-7);
 }
 
+TEST_CASE("aliased parameters: values and adjoints in the state and the gradient agree with "
+          "parameters' own buffers",
+          "[stages][executor][tiles][alias]") {
+  std::mt19937 rng(23);
+  for (bool intercept_first : {false, true})
+    for (bool extra_reader : {false, true}) {
+      Seed s = seed_model(61, 8, 3, rng, {}, extra_reader, intercept_first);
+      lockstep::plan(s.p);
+      for (long chains : {1L, 4L, 5L}) {
+        const std::vector<double> state = random_state(rng, chains, s.p.n_free);
+        ExecOptions plain;
+        plain.observation_stage = false;
+        const Result reference = run(s.p, chains, state, plain);
+        plain.alias_parameters = true;
+        check_same(run(s.p, chains, state, plain), reference);
+        for (int devices : {1, 3})
+          for (int threads : {1, 2})
+            for (bool reorder : {false, true}) {
+              INFO("intercept_first " << intercept_first << " extra_reader " << extra_reader
+                                      << " chains " << chains << " devices " << devices
+                                      << " threads " << threads << " reorder " << reorder);
+              ExecOptions o;
+              o.devices = devices;
+              o.threads = threads;
+              o.reorder_rows = reorder;
+              o.alias_parameters = true;
+              check_same(run(s.p, chains, state, o), reference);
+              Executor<double> ex(s.p, chains, o);
+              // z_g, read by the row dot product and its prior, is aliased when
+              // the stage adds to it directly (one shard); with the extra
+              // reader, gamma = z_g * sigma_g is computed in the global stage
+              // (an elementwise reader) and z_g is always aliased
+              const bool direct = ex.stage(0).direct(s.z_g);
+              CHECK(ex.value(s.z_g).empty() == (extra_reader || direct));
+              if (devices > 1) CHECK_FALSE(direct);
+              // sigma_g is constrained: never aliased
+              CHECK_FALSE(ex.value(s.sigma_g).empty());
+            }
+        // single precision and the emulated backend keep the parameters' buffers
+        ExecOptions em;
+        em.backend = Backend::emulated;
+        em.alias_parameters = true;
+        check_same(run(s.p, chains, state, em), reference);
+        Executor<float> single(s.p, chains, ExecOptions{});
+        CHECK_FALSE(single.value(s.z_g).empty());
+      }
+    }
+  // a parameter read by a gather (whose kernel addresses [chains, size]) keeps
+  // its buffers; one read only by its density is aliased
+  Program p;
+  const int x = p.add(param_node(3, 0, Transform::none, 0, 0, {3, 1}));
+  const int u = p.add(param_node(2, 3, Transform::none, 0, 0, {2, 1}));
+  p.n_free = 5;
+  const int picked = p.add(gather_node(x, {2, 0, 1, 1}));
+  const int zero = p.add(data_node({0})), one = p.add(data_node({1}));
+  add_term(p, density_node(Family::normal, {p.add(data_node({0.3, -1, 2, 0.5})), picked, one}));
+  add_term(p, density_node(Family::normal, {u, zero, one}));
+  lockstep::plan(p);
+  const std::vector<double> state = random_state(rng, 3, p.n_free);
+  ExecOptions o;
+  o.alias_parameters = true;
+  Executor<double> ex(p, 3, o);
+  CHECK_FALSE(ex.value(x).empty());
+  CHECK(ex.value(u).empty());
+  check_same(run(p, 3, state, o), run(p, 3, state, ExecOptions{}));
+}
+
 TEST_CASE("subprogram: tracing a value computes only what it is computed from",
           "[ir][trace]") {
   std::mt19937 rng(8);

@@ -50,6 +50,13 @@ struct ExecOptions {
   // thread instead of paying a hand-over to the pool at every leapfrog step.
   // R's cpu_only() sets it when the user did not choose the threads.
   bool threads_auto = false;
+  // In double precision on the cpu backend, an unconstrained parameter read
+  // only by elementwise ops, densities and row dot products (as b, s, q or v)
+  // has no buffers of its own: its value is its slice of the state and its
+  // adjoint its slice of the gradient, so that the copies in and out of a
+  // large model's parameters, and the zeroing of their adjoints, are gone.
+  // value() of such a node is then empty (tracing executors leave this off).
+  bool alias_parameters = false;
 };
 
 // Values one log density and gradient of `chains` chains touches, roughly:
@@ -103,7 +110,8 @@ template <class T> class Executor : public Target {
   void forward(const double* state);
   // A node's value after log_density or forward: [chains, size] when the node
   // carries the chain dimension, [size] otherwise; empty for a node of the
-  // observation stage, which exists only tile by tile.
+  // observation stage, which exists only tile by tile, and for a parameter
+  // aliased to the state (ExecOptions::alias_parameters).
   const std::vector<T>& value(int node) const { return values_[node]; }
   // The observation stage of an extent (when tiled): how it runs, for tests.
   const ObservationStage<T>& stage(int extent) const { return *stages_[extent]; }
@@ -114,8 +122,12 @@ template <class T> class Executor : public Target {
   // chain dimension (the others are constant, tiled or do not matter).
   bool runs(int id) const {
     const Node& n = program_.nodes[id];
-    return n.chain && n.live && global(id);
+    return n.chain && n.live && global(id) && !alias_stride_[id];
   }
+  // Whether parameter `id` may be aliased to the state (alias_parameters).
+  bool can_alias(int id) const;
+  // The stage's view of the global buffers for one call.
+  GlobalBuffers<T> global_buffers(const double* state, double* grad);
   NodeCall<T> call(int id, const double* state, double* lp, double* grad, long c0, long nc);
   // Runs f(c0, nc) over chain groups, one per thread.
   template <class F> void for_chain_groups(F&& f);
@@ -126,6 +138,10 @@ template <class T> class Executor : public Target {
   Launcher launch_;
   bool tiled_;
   std::vector<std::vector<T>> values_, adjoints_;
+  // per node: n_free for a parameter aliased to the state, else 0
+  std::vector<long> alias_stride_;
+  std::vector<const T*> alias_value_;  // filled per call by global_buffers()
+  std::vector<T*> alias_adjoint_;
   std::vector<double> scratch_;  // [chains]
   std::vector<double> work_;     // [chains, the largest workspace_per_chain]
   std::unique_ptr<ThreadPool> pool_;

@@ -36,9 +36,13 @@ template <class T> struct Slot {
   // column-major: the CPU observation stage's layout for the covariates of a
   // row dot product, its only reader (observation_stage.cpp).
   bool row_major = false;
+  // The distance between chains' values (and adjoints) when it is not the
+  // size: a parameter whose value and adjoint are its slices of the state and
+  // the gradient ([chains, n_free]; ExecOptions::alias_parameters). -1: the size.
+  long stride = -1;
 
   long size() const { return rows * cols; }
-  long chain_stride() const { return chain ? rows * cols : 0; }
+  long chain_stride() const { return stride >= 0 ? stride : chain ? rows * cols : 0; }
 };
 
 // A node's whole value (and adjoint) as a Slot: how the op-by-op executors

@@ -23,6 +23,7 @@
 #ifndef LOCKSTEP_OBSERVATION_STAGE_HPP
 #define LOCKSTEP_OBSERVATION_STAGE_HPP
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -44,9 +45,20 @@ struct StageOptions {
 };
 
 // The global pass's buffers, which the stage reads and whose adjoints it adds to.
+// A parameter aliased to the state (ExecOptions::alias_parameters) has its
+// value and adjoint at chain 0's slice of the state and the gradient, chain c
+// `stride` further on; the stage then adds to its adjoint directly (the
+// executor aliases only parameters the stage reads directly).
 template <class T> struct GlobalBuffers {
   std::vector<std::vector<T>>* values;
   std::vector<std::vector<T>>* adjoints;
+  const std::vector<long>* alias_stride = nullptr;  // per node: 0 when not aliased
+  const std::vector<const T*>* alias_value = nullptr;
+  const std::vector<T*>* alias_adjoint = nullptr;
+
+  long stride(int k) const { return alias_stride ? (*alias_stride)[k] : 0; }
+  const T* value(int k) const { return stride(k) ? (*alias_value)[k] : (*values)[k].data(); }
+  T* adjoint(int k) const { return stride(k) ? (*alias_adjoint)[k] : (*adjoints)[k].data(); }
 };
 
 template <class T> class ObservationStage {
@@ -72,6 +84,10 @@ template <class T> class ObservationStage {
   // `world`: with one shard, when no two workers' tiles touch the same row of
   // it. Otherwise each worker has a private copy, summed afterwards.
   bool direct(int node) const { return direct_[node]; }
+  // Whether the stage reads the global value `node`.
+  bool reads(int node) const {
+    return std::find(boundary_.begin(), boundary_.end(), node) != boundary_.end();
+  }
 
  private:
   struct Worker {

@@ -239,7 +239,7 @@ template <class T> struct RowDotBackward {
   const T* v;
   const T* dy;
   T* da;           // [chains, rows * cols] or nullptr
-  T* db;           // [chains, b_rows * cols] or nullptr
+  T* db;           // b's layout (chain stride b_stride) or nullptr
   T* dv;           // [chains, cols] or nullptr
   AdjointSink<T> dp;  // dp.data == nullptr: none
   long chains;
@@ -293,7 +293,7 @@ template <class T> struct RowDotBackward {
                double* ds_acc) const {
     const T* bc = b + c * s.b_stride;
     for (long j = 0; j < s.cols; ++j) {
-      if (db) db[c * s.b_rows * s.cols + g + j * s.b_rows] += static_cast<T>(run[j] * scale[j]);
+      if (db) db[c * s.b_stride + g + j * s.b_rows] += static_cast<T>(run[j] * scale[j]);
       if (ds) ds_acc[j] += run[j] * static_cast<double>(bc[g + j * s.b_rows]);
       dv_acc[j] += run[j];
     }
@@ -312,8 +312,24 @@ template <class T> struct RowDotBackward {
         for (long j = 0; j < s.cols; ++j) add_ds(c, j, ds_acc[j]);
       }
     }
-    if (dp.data)
-      for (long r = 0; r < s.rows; ++r) dp.add(c, r, dy[c * s.rows + r]);
+    if (dp.data) add_dp(c);
+  }
+
+  // dp[r] += dy[r] for chain c; a scalar p's one adjoint gets the sum, in
+  // four running sums (one addition per row to one address would each wait
+  // on the one before).
+  void add_dp(long c) const {
+    const T* dyc = dy + c * s.rows;
+    if (!dp.scalar) {
+      for (long r = 0; r < s.rows; ++r) dp.add(c, r, dyc[r]);
+      return;
+    }
+    double part[4] = {0, 0, 0, 0};
+    long r = 0;
+    for (; r + 4 <= s.rows; r += 4)
+      for (long u = 0; u < 4; ++u) part[u] += static_cast<double>(dyc[r + u]);
+    for (; r < s.rows; ++r) part[0] += static_cast<double>(dyc[r]);
+    dp.add(c, 0, static_cast<T>((part[0] + part[1]) + (part[2] + part[3])));
   }
 
   // Chains [c0, c0 + 4) of rows sorted by group: each row's values read once
@@ -347,17 +363,28 @@ template <class T> struct RowDotBackward {
         double total_ds = 0;
         for (long j = 0; j < K; ++j) {
           const double* t = dt.data() + j * B + k;
+          const long step = K * B;
           const double scale = rowdot_scale(sc, s, c, j);
-          double sum_v = 0, sum_s = 0;
           if (db) {
-            T* dbj = db + c * s.b_rows * K + j * s.b_rows + g0;
-            for (long g = 0; g < span; ++g) dbj[g] += static_cast<T>(t[g * K * B] * scale);
+            T* dbj = db + c * s.b_stride + j * s.b_rows + g0;
+            for (long g = 0; g < span; ++g) dbj[g] += static_cast<T>(t[g * step] * scale);
           }
-          if (ds) {
-            const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
-            for (long g = 0; g < span; ++g) sum_s += t[g * K * B] * static_cast<double>(bj[g]);
+          // four running sums each, so that the additions overlap
+          double sv[4] = {0, 0, 0, 0}, ss[4] = {0, 0, 0, 0};
+          const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
+          long g = 0;
+          for (; g + 4 <= span; g += 4)
+            for (long u = 0; u < 4; ++u) {
+              const double tg = t[(g + u) * step];
+              sv[u] += tg;
+              if (ds) ss[u] += tg * static_cast<double>(bj[g + u]);
+            }
+          for (; g < span; ++g) {
+            sv[0] += t[g * step];
+            if (ds) ss[0] += t[g * step] * static_cast<double>(bj[g]);
           }
-          for (long g = 0; g < span; ++g) sum_v += t[g * K * B];
+          const double sum_v = (sv[0] + sv[1]) + (sv[2] + sv[3]);
+          const double sum_s = (ss[0] + ss[1]) + (ss[2] + ss[3]);
           if (dv) dv[c * s.v_stride + j] += static_cast<T>(sum_v);
           if (ds && !s.s_scalar) add_ds(c, j, sum_s);
           total_ds += sum_s;
@@ -366,8 +393,7 @@ template <class T> struct RowDotBackward {
       }
     }
     if (dp.data)
-      for (long k = 0; k < B; ++k)
-        for (long r = 0; r < s.rows; ++r) dp.add(c0 + k, r, dy[(c0 + k) * s.rows + r]);
+      for (long k = 0; k < B; ++k) add_dp(c0 + k);
     if (dq)
       for (long k = 0; k < B; ++k) add_dq_runs(c0 + k, 0, s.rows);
     return true;
@@ -519,7 +545,7 @@ template <class T> struct RowDotBackward {
     double run = 0;
     long g_run = index[r0];
     auto flush = [&] {
-      if (db) lane_add(db + c * s.b_rows * s.cols + g_run + j * s.b_rows, static_cast<T>(run * scale));
+      if (db) lane_add(db + c * s.b_stride + g_run + j * s.b_rows, static_cast<T>(run * scale));
       tv += run;
       if (ds) ts += run * static_cast<double>(b[c * s.b_stride + g_run + j * s.b_rows]);
       run = 0;
