@@ -369,22 +369,31 @@ template <class T> struct RowDotBackward {
             T* dbj = db + c * s.b_stride + j * s.b_rows + g0;
             for (long g = 0; g < span; ++g) dbj[g] += static_cast<T>(t[g * step] * scale);
           }
-          // four running sums each, so that the additions overlap
-          double sv[4] = {0, 0, 0, 0}, ss[4] = {0, 0, 0, 0};
+          // four running sums each (named: an array of them is kept in
+          // memory), so that the additions overlap
+          double v0 = 0, v1 = 0, v2 = 0, v3 = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
           const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
           long g = 0;
-          for (; g + 4 <= span; g += 4)
-            for (long u = 0; u < 4; ++u) {
-              const double tg = t[(g + u) * step];
-              sv[u] += tg;
-              if (ds) ss[u] += tg * static_cast<double>(bj[g + u]);
+          for (; g + 4 <= span; g += 4) {
+            const double t0 = t[g * step], t1 = t[(g + 1) * step], t2 = t[(g + 2) * step],
+                         t3 = t[(g + 3) * step];
+            v0 += t0;
+            v1 += t1;
+            v2 += t2;
+            v3 += t3;
+            if (ds) {
+              s0 += t0 * static_cast<double>(bj[g]);
+              s1 += t1 * static_cast<double>(bj[g + 1]);
+              s2 += t2 * static_cast<double>(bj[g + 2]);
+              s3 += t3 * static_cast<double>(bj[g + 3]);
             }
-          for (; g < span; ++g) {
-            sv[0] += t[g * step];
-            if (ds) ss[0] += t[g * step] * static_cast<double>(bj[g]);
           }
-          const double sum_v = (sv[0] + sv[1]) + (sv[2] + sv[3]);
-          const double sum_s = (ss[0] + ss[1]) + (ss[2] + ss[3]);
+          for (; g < span; ++g) {
+            v0 += t[g * step];
+            if (ds) s0 += t[g * step] * static_cast<double>(bj[g]);
+          }
+          const double sum_v = (v0 + v1) + (v2 + v3);
+          const double sum_s = (s0 + s1) + (s2 + s3);
           if (dv) dv[c * s.v_stride + j] += static_cast<T>(sum_v);
           if (ds && !s.s_scalar) add_ds(c, j, sum_s);
           total_ds += sum_s;
