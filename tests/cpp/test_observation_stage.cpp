@@ -328,6 +328,26 @@ TEST_CASE("single precision: log density and gradient within float tolerance of 
 
 namespace {
 
+// The tiled executor against `reference`: devices 1 and 3, threads 1 and 2,
+// the given tile sizes (0: chosen from the cache), rows in and out of group
+// order.
+void check_tilings(const Program& p, long chains, const std::vector<double>& state,
+                   const Result& reference, const std::vector<long>& tiles) {
+  for (int devices : {1, 3})
+    for (int threads : {1, 2})
+      for (long tile : tiles)
+        for (bool reorder : {false, true}) {
+          INFO("chains " << chains << " devices " << devices << " threads " << threads
+                         << " tile " << tile << " reorder " << reorder);
+          ExecOptions o;
+          o.devices = devices;
+          o.threads = threads;
+          o.tile_rows = tile;
+          o.reorder_rows = reorder;
+          check_same(run(p, chains, state, o), reference);
+        }
+}
+
 // The seed's hierarchical logistic regression, non-centred, on N rows, G
 // groups and K covariates:
 //   gamma = sweep(z_gamma, 2, sigma_gamma, "*")       (global: G x K)
@@ -451,19 +471,7 @@ TEST_CASE("the seed model: row gathers, rowSums and the logit likelihood are til
     const Result reference = run(s.p, chains, state, plain);
     check_same(run(unfused, chains, state, plain), reference);
     check_same(run(unfused, chains, state, ExecOptions()), reference);
-    for (int devices : {1, 3})
-      for (int threads : {1, 2})
-        for (long tile : {0L, 5L})
-          for (bool reorder : {false, true}) {
-            INFO("chains " << chains << " devices " << devices << " threads " << threads
-                           << " tile " << tile << " reorder " << reorder);
-            ExecOptions o;
-            o.devices = devices;
-            o.threads = threads;
-            o.tile_rows = tile;
-            o.reorder_rows = reorder;
-            check_same(run(s.p, chains, state, o), reference);
-          }
+    check_tilings(s.p, chains, state, reference, {0, 5});
     ExecOptions em;
     em.backend = Backend::emulated;
     em.tile_rows = 6;
@@ -478,8 +486,6 @@ TEST_CASE("the seed model as R lowers it: a + alpha_g[g] becomes the row dot pro
           "[stages][executor][tiles][seed]") {
   std::mt19937 rng(17);
   Seed s = seed_model(53, 7, 3, rng, {}, false, true);
-  Program unfused = s.p;
-  lockstep::plan(unfused, lockstep::PlanOptions{true, false});
   Program plain_plan = s.p;
   lockstep::PlanOptions no_fusion;
   no_fusion.fuse = false;
@@ -505,19 +511,7 @@ TEST_CASE("the seed model as R lowers it: a + alpha_g[g] becomes the row dot pro
     // the reference: no fusion at all, op by op
     const Result reference = run(plain_plan, chains, state, plain);
     check_same(run(s.p, chains, state, plain), reference);
-    for (int devices : {1, 3})
-      for (int threads : {1, 2})
-        for (long tile : {0L, 6L})
-          for (bool reorder : {false, true}) {
-            INFO("chains " << chains << " devices " << devices << " threads " << threads
-                           << " tile " << tile << " reorder " << reorder);
-            ExecOptions o;
-            o.devices = devices;
-            o.threads = threads;
-            o.tile_rows = tile;
-            o.reorder_rows = reorder;
-            check_same(run(s.p, chains, state, o), reference);
-          }
+    check_tilings(s.p, chains, state, reference, {0, 6});
     for (long tile : {5L, 0L}) {
       ExecOptions em;
       em.backend = Backend::emulated;

@@ -70,16 +70,16 @@ constexpr long rowdot_chain_block = 4;
 
 namespace detail {
 #if !defined(__CUDA_ARCH__)
-// The span [first, last] of the groups of rows sorted by group, or false
-// when they are not sorted or the span is more than four groups a row (the
-// CPU's per-tile tables of groups would then be mostly empty).
-inline bool sorted_group_span(const long* index, long rows, long& first, long& last) {
+// The span [first, first + count) of the groups of rows sorted by group, or
+// false when they are not sorted or the span is more than four groups a row
+// (the CPU's per-tile tables of groups would then be mostly empty).
+inline bool sorted_group_span(const long* index, long rows, long& first, long& count) {
   if (rows <= 0) return false;
   for (long r = 1; r < rows; ++r)
     if (index[r] < index[r - 1]) return false;
   first = index[0];
-  last = index[rows - 1];
-  return last - first < 4 * rows + 64;
+  count = index[rows - 1] - first + 1;
+  return count <= 4 * rows + 64;
 }
 
 // The calling thread's table of groups (kernels' cpu_chain_block), of n
@@ -144,9 +144,8 @@ template <class T> struct RowDotForward {
   LS_CPU_CLONES bool cpu_chain_block(long c0) const {
     constexpr long B = rowdot_chain_block;
     const long K = s.cols;
-    long g0, g1;
-    if (!detail::sorted_group_span(index, s.rows, g0, g1)) return false;
-    const long span = g1 - g0 + 1;
+    long g0, span;
+    if (!detail::sorted_group_span(index, s.rows, g0, span)) return false;
     std::vector<double>& wt = detail::group_table(span * K * B);
     for (long k = 0; k < B; ++k)
       for (long j = 0; j < K; ++j) {
@@ -342,9 +341,8 @@ template <class T> struct RowDotBackward {
   LS_CPU_CLONES bool cpu_chain_block(long c0) const {
     constexpr long B = rowdot_chain_block;
     const long K = s.cols;
-    long g0, g1;
-    if (!detail::sorted_group_span(index, s.rows, g0, g1)) return false;
-    const long span = g1 - g0 + 1;
+    long g0, span;
+    if (!detail::sorted_group_span(index, s.rows, g0, span)) return false;
     if (db || dv || ds) {
       std::vector<double>& dt = detail::group_table(span * K * B);
       std::fill(dt.begin(), dt.end(), 0.0);
