@@ -5,6 +5,12 @@
 #' native engine. The greta arrays given are those whose values [mcmc()]
 #' records.
 #'
+#' As in greta, the model is what the given greta arrays depend on or what
+#' depends on them: a likelihood of data that is connected to none of them,
+#' such as `distribution(y) <- normal(0, 2)` with fixed parameters, is not part
+#' of it. Such a term is a constant, so sampling is the same either way, but the
+#' model's log density does not include it.
+#'
 #' @param ... greta arrays to trace, usually the model's parameters; named
 #'   arguments give the names of their draws
 #' @param precision the floating point precision: `"double"` (the default),

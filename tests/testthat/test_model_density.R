@@ -345,3 +345,17 @@ test_that("the cuda backend without a GPU (or without CUDA) is an R error, not a
   expect_error(model_log_density(m, free, compute_options = options),
                if (isTRUE(info$cuda_built)) "no CUDA device is visible" else "built without CUDA")
 })
+
+test_that("a likelihood connected to none of the model's greta arrays is not part of it (as greta)", {
+  x <- normal(0, 1)
+  y <- as_data(c(0.5, 1.2))
+  distribution(y) <- normal(0, 2)  # fixed parameters, and nothing links it to x
+  z <- as_data(c(-0.4, 0.9))
+  distribution(z) <- normal(x, 2)  # linked to x: part of the model
+  m <- model(x)
+  d <- model_log_density(m, matrix(c(0.3, -1.1), 2, 1))
+  expected <- vapply(c(0.3, -1.1), function(v) {
+    stats::dnorm(v, log = TRUE) + sum(stats::dnorm(c(-0.4, 0.9), v, 2, log = TRUE))
+  }, numeric(1))
+  expect_equal(as.numeric(d$log_density), expected, tolerance = 1e-12)
+})
