@@ -41,29 +41,6 @@ flat_regression_log_density <- function(z, r) {
   z[k + 1] + sum(stats::dnorm(r$y, r$X %*% z[seq_len(k)], sigma, log = TRUE))
 }
 
-# L z for the lower Cholesky factor L of an n x n greta array K (symmetric
-# positive definite) and a greta vector z, with the operations lockstep has
-# (there is no chol() or element assignment yet): the columns of L are built one
-# at a time as full-length vectors, the Cholesky-Crout recurrence
-#   v_j = K[, j] - sum_{k < j} L[, k] L[j, k],  L[, j] = v_j / sqrt(v_j[j]),
-# with the entries above the diagonal masked to exact zeros, and L z summed as
-# sum_j L[, j] z[j]. A K that is not positive definite in floating point gives
-# the sqrt of a negative number, hence a non-finite log density, which the
-# sampler rejects (Stan's cholesky_decompose rejects it too).
-gp_lower_cholesky_times <- function(K, z, n) {
-  columns <- vector("list", n)
-  result <- NULL
-  for (j in seq_len(n)) {
-    v <- K[, j]
-    for (k in seq_len(j - 1)) v <- v - columns[[k]] * columns[[k]][j]
-    below <- as.numeric(seq_len(n) >= j)
-    columns[[j]] <- below * v / sqrt(v[j])
-    term <- columns[[j]] * z[j]
-    result <- if (is.null(result)) term else result + term
-  }
-  result
-}
-
 # The design matrices, shared by the lockstep models, their R log densities and
 # bench/posteriordb.R's Stan data. Each returns list(X, y), X with an intercept
 # column except for diamonds (whose intercept is a separate parameter).
@@ -212,8 +189,6 @@ posteriordb_posteriors <- list(
   # rho ~ gamma(25, 4), alpha ~ half-normal(0, 2), f_tilde ~ normal(0, 1),
   # K[i, j] = alpha^2 exp(-(x_i - x_j)^2 / (2 rho^2)) + 1e-10 [i == j],
   # f = chol(K)' f_tilde (the lower Cholesky factor), k ~ poisson(exp(f)).
-  # lockstep has no chol() yet, so the factor is written out column by column
-  # by gp_lower_cholesky_times().
   "gp_pois_regr-gp_pois_regr" = list(
     build = function(d) {
       n <- d$N
@@ -222,7 +197,7 @@ posteriordb_posteriors <- list(
       f_tilde <- normal(0, 1, dim = n)
       squared_distance <- outer(d$x, d$x, "-")^2
       K <- exp(-squared_distance * (1 / (2 * rho * rho))) * (alpha * alpha) + diag(1e-10, n)
-      f <- gp_lower_cholesky_times(K, f_tilde, n)
+      f <- t(chol(K)) %*% f_tilde
       k <- d$k
       distribution(k) <- poisson(exp(f))
       model(rho, alpha, f)
@@ -371,8 +346,7 @@ test_that("gp_pois_regr-gp_pois_regr (latent GP, Poisson counts) matches the pos
   # 1000 iterations, 8 seeds), lockstep (1000 + 500, 8 seeds) 7 to 53 of 2000,
   # 0.35% to 2.65%: more than Stan. A chain stuck in that tail shows as many more
   # divergences (with 500 warmup iterations one seed gave 175 of a chain's 500).
-  # 500 kept draws per chain (about 550 effective): each gradient goes through
-  # the ~290 small operations of the unrolled Cholesky factor.
+  # 500 kept draws per chain (about 550 effective).
   expect_posteriordb_match("gp_pois_regr-gp_pois_regr", seed = 608, n_samples = 500,
                            max_divergent = 0.03)
 })
