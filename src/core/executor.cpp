@@ -116,8 +116,21 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
       if (!global(static_cast<int>(id)) && !program.nodes[id].chain)
         std::vector<T>().swap(values_[id]);
   }
+  // Which values every live reader addresses through its chain stride
+  // (elementwise ops and densities through their operands, row dot products
+  // as b, s, q or v; the other kernels assume [chains, size]): one pass over
+  // the readers, not one per parameter.
+  std::vector<char> strided(n, 1);
+  for (const Node& reader : program.nodes) {
+    if (!reader.live) continue;
+    const OpFamily f = op_family(reader.op);
+    for (size_t k = 0; k < reader.inputs.size(); ++k)
+      if (!(f == OpFamily::unary || f == OpFamily::binary || f == OpFamily::density ||
+            (f == OpFamily::rowdot_rows && k >= 1)))
+        strided[reader.inputs[k]] = 0;
+  }
   for (size_t id = 0; id < n; ++id)
-    if (can_alias(static_cast<int>(id))) {
+    if (strided[id] && can_alias(static_cast<int>(id))) {
       alias_stride_[id] = program.n_free;
       std::vector<T>().swap(values_[id]);
       std::vector<T>().swap(adjoints_[id]);
@@ -126,27 +139,16 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   alias_adjoint_.assign(n, nullptr);
 }
 
-// An unconstrained, live parameter in double on the cpu backend, whose every
-// live reader addresses it through its chain stride (elementwise ops and
-// densities through their operands, row dot products as b, s, q or v; the
-// other kernels assume [chains, size]), and which every observation stage
-// reading it adds to directly (no private copies, which are [chains, size]).
+// An unconstrained, live parameter in double on the cpu backend (whose
+// readers all address it through its chain stride: the constructor checks
+// that), which every observation stage reading it adds to directly (no
+// private copies, which are [chains, size]).
 template <class T> bool Executor<T>::can_alias(int id) const {
   const Node& n = program_.nodes[id];
   if (!std::is_same<T, double>::value || !options_.alias_parameters ||
       options_.backend != Backend::cpu || options_.world || n.op != Op::param ||
       n.transform != Transform::none || !n.live)
     return false;
-  for (const Node& reader : program_.nodes) {
-    if (!reader.live) continue;
-    for (size_t k = 0; k < reader.inputs.size(); ++k) {
-      if (reader.inputs[k] != id) continue;
-      const OpFamily f = op_family(reader.op);
-      const bool strided = f == OpFamily::unary || f == OpFamily::binary ||
-                           f == OpFamily::density || (f == OpFamily::rowdot_rows && k >= 1);
-      if (!strided) return false;
-    }
-  }
   for (const auto& stage : stages_)
     if (stage->reads(id) && !stage->direct(id)) return false;
   return true;

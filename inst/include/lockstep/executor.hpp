@@ -124,7 +124,8 @@ template <class T> class Executor : public Target {
     const Node& n = program_.nodes[id];
     return n.chain && n.live && global(id) && !alias_stride_[id];
   }
-  // Whether parameter `id` may be aliased to the state (alias_parameters).
+  // Whether parameter `id`, whose readers all address it through its chain
+  // stride, may be aliased to the state (alias_parameters).
   bool can_alias(int id) const;
   // The stage's view of the global buffers for one call.
   GlobalBuffers<T> global_buffers(const double* state, double* grad);

@@ -186,34 +186,32 @@ template <class T> struct RowDotForward {
   // a's reads are contiguous and the row loop vectorises.
   void cpu_chain(long c) const {
     std::vector<double> acc(s.rows), wr(s.cols);
-    {
-      const T* ac = a + c * s.a_stride;
-      for (long r = 0; r < s.rows; ++r) acc[r] = offset(c, r);
-      for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
-        r1 = detail::run_end(index, r0, s.rows);
-        for (long j = 0; j < s.cols; ++j) wr[j] = w(c, index[r0], j);
-        if (s.a_row_major) {
-          // Row by row, each a contiguous dot product with w, in four
-          // running sums that the compiler turns into one vector's lanes.
-          for (long r = r0; r < r1; ++r) {
-            const T* ar = ac + r * s.cols;
-            double part[4] = {0, 0, 0, 0};
-            long j = 0;
-            for (; j + 4 <= s.cols; j += 4)
-              for (int k = 0; k < 4; ++k) part[k] += static_cast<double>(ar[j + k]) * wr[j + k];
-            for (; j < s.cols; ++j) part[0] += static_cast<double>(ar[j]) * wr[j];
-            acc[r] += (part[0] + part[1]) + (part[2] + part[3]);
-          }
-          continue;
+    const T* ac = a + c * s.a_stride;
+    for (long r = 0; r < s.rows; ++r) acc[r] = offset(c, r);
+    for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
+      r1 = detail::run_end(index, r0, s.rows);
+      for (long j = 0; j < s.cols; ++j) wr[j] = w(c, index[r0], j);
+      if (s.a_row_major) {
+        // Row by row, each a contiguous dot product with w, in four
+        // running sums that the compiler turns into one vector's lanes.
+        for (long r = r0; r < r1; ++r) {
+          const T* ar = ac + r * s.cols;
+          double part[4] = {0, 0, 0, 0};
+          long j = 0;
+          for (; j + 4 <= s.cols; j += 4)
+            for (int k = 0; k < 4; ++k) part[k] += static_cast<double>(ar[j + k]) * wr[j + k];
+          for (; j < s.cols; ++j) part[0] += static_cast<double>(ar[j]) * wr[j];
+          acc[r] += (part[0] + part[1]) + (part[2] + part[3]);
         }
-        for (long j = 0; j < s.cols; ++j) {
-          const T* col = ac + j * s.rows;
-          const double wj = wr[j];
-          for (long r = r0; r < r1; ++r) acc[r] += static_cast<double>(col[r]) * wj;
-        }
+        continue;
       }
-      for (long r = 0; r < s.rows; ++r) y[c * s.rows + r] = static_cast<T>(acc[r]);
+      for (long j = 0; j < s.cols; ++j) {
+        const T* col = ac + j * s.rows;
+        const double wj = wr[j];
+        for (long r = r0; r < r1; ++r) acc[r] += static_cast<double>(col[r]) * wj;
+      }
     }
+    for (long r = 0; r < s.rows; ++r) y[c * s.rows + r] = static_cast<T>(acc[r]);
   }
 #endif
 
@@ -298,7 +296,7 @@ template <class T> struct RowDotBackward {
     }
   }
 
-  // A chain's dv and ds sums, and its dp, once its runs are done.
+  // A chain's dv and ds sums, its dp and its dq, once its runs are done.
   void finish_chain(long c, const double* dv_acc, const double* ds_acc) const {
     if (dv)
       for (long j = 0; j < s.cols; ++j) dv[c * s.v_stride + j] += static_cast<T>(dv_acc[j]);
@@ -312,6 +310,7 @@ template <class T> struct RowDotBackward {
       }
     }
     if (dp.data) add_dp(c);
+    if (dq) add_dq_runs(c, 0, s.rows);
   }
 
   // dp[r] += dy[r] for chain c; a scalar p's one adjoint gets the sum, in
@@ -432,11 +431,6 @@ template <class T> struct RowDotBackward {
             for (long j = 0; j < s.cols; ++j) run[j] += d * static_cast<double>(ac[r + j * s.rows]);
           }
         add_run(c, g, run.data(), scale.data(), dv_acc.data(), ds_acc.data());
-      }
-      if (dq) {
-        double sum = 0;
-        for (long r = r0; r < r1; ++r) sum += static_cast<double>(dyc[r]);
-        dq[c * q_stride + g] += static_cast<T>(sum);
       }
       if (da)
         for (long j = 0; j < s.cols; ++j) {
