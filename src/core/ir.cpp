@@ -74,10 +74,48 @@ Transform transform_from_name(const std::string& name) {
   throw std::invalid_argument("unknown transform '" + name + "'");
 }
 
+std::vector<long> segment_layout(const std::vector<long>& group, long groups) {
+  const long rows = static_cast<long>(group.size());
+  std::vector<long> out(group);
+  out.resize(rows + groups + 1, 0);
+  long* offsets = out.data() + rows;
+  for (long g : group) {
+    if (g < -1 || g >= groups)
+      throw std::invalid_argument("segment_layout: group " + std::to_string(g) +
+                                  " outside -1 .. " + std::to_string(groups - 1));
+    if (g >= 0) ++offsets[g + 1];
+  }
+  for (long g = 0; g < groups; ++g) offsets[g + 1] += offsets[g];
+  // a counting sort, stable: each group's rows stay in increasing order
+  const long kept = offsets[groups];
+  std::vector<long> next(offsets, offsets + groups);
+  out.resize(rows + groups + 1 + kept);
+  long* sorted = out.data() + rows + groups + 1;
+  for (long r = 0; r < rows; ++r)
+    if (group[r] >= 0) sorted[next[group[r]]++] = r;
+  return out;
+}
+
 namespace {
 
 [[noreturn]] void fail(size_t id, const Node& n, const std::string& what) {
   throw std::invalid_argument("node " + std::to_string(id) + " (" + op_name(n.op) + "): " + what);
+}
+
+// A segment node's index is the layout segment_layout() gives for its groups
+// (the output's rows) and the input's rows: the kernels trust it.
+void check_segment_layout(size_t id, const Node& n, long rows, long groups) {
+  const std::vector<long>& index = n.index;
+  if (static_cast<long>(index.size()) < rows + groups + 1)
+    fail(id, n, "the grouping needs a group per input row and the group offsets");
+  const std::vector<long> group(index.begin(), index.begin() + rows);
+  std::vector<long> expected;
+  try {
+    expected = segment_layout(group, groups);
+  } catch (const std::invalid_argument&) {
+    fail(id, n, "a group outside -1 .. " + std::to_string(groups - 1));
+  }
+  if (expected != index) fail(id, n, "the grouping is not in segment_layout()'s layout");
 }
 
 long product(const std::vector<long>& dim) {
@@ -254,6 +292,11 @@ void validate(const Program& p) {
         }
         break;
       }
+      case OpFamily::segment:
+        if (cols != in_cols(0))
+          fail(id, n, "the output must be groups x " + std::to_string(in_cols(0)));
+        check_segment_layout(id, n, in_rows(0), rows);
+        break;
       case OpFamily::density:
         check_distribution(id, n, in_size);
         if (n.size != 1) fail(id, n, "a density term has one element");

@@ -238,6 +238,20 @@ inline Node concat_node(int a, int b, const Program& p, std::vector<long> dim = 
   return n;
 }
 
+// A grouped reduction (segment_sum, _max, _min or _prod) of in's rows into
+// `groups` groups (group[r] 0-based, -1: row r left out): groups x cols.
+inline Node segment_node(Op op, int in, const std::vector<long>& group, long groups,
+                         const Program& p) {
+  Node n;
+  n.op = op;
+  n.inputs = {in};
+  const long cols = p.nodes[in].size / p.nodes[in].dim[0];
+  n.dim = {groups, cols};
+  n.size = groups * cols;
+  n.index = lockstep::segment_layout(group, groups);
+  return n;
+}
+
 // A linalg op of a square a: chol(a), chol2inv(a) (b < 0), or a solve of the
 // right-hand side b, whose shape the output takes.
 inline Node linalg_node(Op op, int a, const Program& p, int b = -1) {

@@ -165,13 +165,14 @@ const std::map<std::string, BinaryRef>& binary_refs() {
 // Ops with a TEST_CASE of their own: below, the shape ops in
 // test_ops_shapes.cpp (which also covers the binary ops' row and column
 // vector broadcasting), the linalg ops in test_linalg.cpp and logpdf in
-// test_logpdf.cpp.
+// test_logpdf.cpp, the grouped reductions in test_segment.cpp.
 const std::set<std::string> dedicated_ops = {
     "data",   "param",       "sum",         "matmul", "gather", "density", "rowsum",
     "colsum", "transpose",   "gather_rows", "rowdot_rows",      "max",     "min",
     "prod",   "cumsum",      "cumprod",     "concat", "chol",   "chol2inv", "solve",
     "logpdf",
-    "backsolve", "forwardsolve", "eigen"};
+    "backsolve", "forwardsolve", "eigen",
+    "segment_sum", "segment_max", "segment_min", "segment_prod"};
 
 // The value of node `id` for chain c, element i, whatever its chain layout.
 double node_value(const Executor<double>& ex, const Program& p, int id, long c, long i) {

@@ -20,7 +20,7 @@ enum class Op : int {
 // The family column of ops.def, so that dispatch code can select one family.
 enum class OpFamily : int {
   leaf, unary, binary, reduce, rowsum, colsum, matmul, transpose, gather, gather_rows,
-  rowdot_rows, density, logpdf, fold, cumulative, concat, linalg
+  rowdot_rows, density, logpdf, fold, cumulative, concat, linalg, segment
 };
 
 constexpr OpFamily op_family(Op op) {
@@ -72,7 +72,9 @@ struct Node {
   long offset = 0;
   Transform transform = Transform::none;
   double lower = 0, upper = 0;
-  // gather: flat 0-based indices into the input, one per output element
+  // gather: flat 0-based indices into the input, one per output element;
+  // gather_rows and rowdot_rows: one row of the input per output row;
+  // segment: the grouping of the input's rows (segment_layout())
   std::vector<long> index;
   // density and logpdf: family, truncation bounds (-inf, inf when untruncated)
   Family family = Family::normal;
@@ -126,6 +128,18 @@ struct Program {
     return static_cast<int>(nodes.size()) - 1;
   }
 };
+
+// The index of a segment node that reduces the rows of a value with
+// group.size() rows into `groups` groups (group[r] in 0 .. groups - 1, or -1
+// to leave row r out): a CSR layout, so that each output element reduces its
+// own group's rows in a fixed order and the backward pass needs no atomics:
+//   [0, rows)                    group[r]
+//   [rows, rows + groups + 1)    offsets: group g's rows are sorted[offsets[g]
+//                                .. offsets[g + 1]), offsets[0] = 0
+//   [rows + groups + 1, ...)     sorted: the kept rows by group, each group's
+//                                in increasing order (so "first" is R's)
+// Throws std::invalid_argument for a group outside -1 .. groups - 1.
+std::vector<long> segment_layout(const std::vector<long>& group, long groups);
 
 // Checks a program's structure (arity, input order, shapes, broadcasting, index
 // ranges, parameter slices) and throws std::invalid_argument naming the node.

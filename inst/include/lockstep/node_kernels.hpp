@@ -22,6 +22,7 @@
 #include "kernels/param.hpp"
 #include "kernels/reduce.hpp"
 #include "kernels/rowdot.hpp"
+#include "kernels/segment.hpp"
 #include "kernels/transpose.hpp"
 
 namespace lockstep {
@@ -75,7 +76,7 @@ template <class T> struct NodeCall {
   Slot<T> out;  // out.value is written (const only to share Slot)
   Slot<T> in[max_node_inputs];
   // gather: one index per output element of this call; gather_rows: one per
-  // output row of this call (a tile's rows)
+  // output row of this call (a tile's rows); segment: the node's grouping
   const long* index = nullptr;
   long chains = 1;
   const double* state = nullptr;  // param: [chains, n_free]
@@ -289,6 +290,10 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
                               rhs ? call.in[1].value : nullptr, y, call.work, C});
       break;
     }
+    case OpFamily::segment:
+      launch(SegmentForward<T>{segment_fold(node.op), call.in[0].value, call.in[0].chain_stride(),
+                               call.in[0].rows, call.index, y, C, call.out.rows, call.out.cols});
+      break;
     case OpFamily::concat:
       launch(ConcatForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].size(),
                               call.in[1].value, call.in[1].chain_stride(), y, C, n});
@@ -409,6 +414,12 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
                                  call.in[0].adjoint, db, call.work, C});
       break;
     }
+    case OpFamily::segment:
+      if (call.in[0].adjoint)
+        launch(SegmentBackward<T>{segment_fold(node.op), call.in[0].value,
+                                  call.in[0].chain_stride(), call.in[0].rows, call.index, dy,
+                                  call.in[0].adjoint, C, call.out.rows, call.out.cols});
+      break;
     case OpFamily::concat:
       if (call.in[0].adjoint || call.in[1].adjoint)
         launch(ConcatBackward<T>{dy, call.in[0].adjoint, call.in[0].chain_stride(),
