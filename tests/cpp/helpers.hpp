@@ -367,6 +367,46 @@ inline void check_gradient(const Program& p, long chains, const std::vector<doub
   }
 }
 
+// Adds a normal(target, mean = random data, sd = 1.3) term: a scalar objective
+// whose gradient reaches every element of the target.
+inline void add_normal_objective(Program& p, int target, std::mt19937& rng) {
+  const int mean = p.add(data_node(uniform_vector(rng, p.nodes[target].size, -1, 1),
+                                   p.nodes[target].dim));
+  const int sd = p.add(data_node({1.3}, {1, 1}));
+  add_term(p, density_node(Family::normal, {target, mean, sd}));
+}
+
+// The emulated backend, for several geometries, against the cpu backend: log
+// density, gradient and every node's value, to 1e-12 relative.
+inline void check_emulated_matches_cpu(
+    const Program& p, long chains, const std::vector<double>& state,
+    const std::vector<EmulatedGeometry>& geometries = {{1, 1}, {3, 5}, {7, 3}, {4, 64}}) {
+  const long D = p.n_free;
+  Executor<double> cpu(p, chains, Backend::cpu);
+  std::vector<double> lp_cpu(chains), grad_cpu(chains * D);
+  cpu.log_density(state.data(), lp_cpu.data(), grad_cpu.data());
+  for (const EmulatedGeometry& g : geometries) {
+    INFO("emulated, " << g.blocks << " blocks of " << g.lanes_per_block << " lanes");
+    Executor<double> emu(p, chains, Backend::emulated, g);
+    std::vector<double> lp(chains), grad(chains * D);
+    emu.log_density(state.data(), lp.data(), grad.data());
+    for (long c = 0; c < chains; ++c) CHECK(close(lp[c], lp_cpu[c], 1e-12));
+    for (long k = 0; k < chains * D; ++k) {
+      INFO("gradient element " << k << ": emulated " << grad[k] << ", cpu " << grad_cpu[k]);
+      CHECK(close(grad[k], grad_cpu[k], 1e-12, 1e-13));
+    }
+    for (size_t id = 0; id < p.nodes.size(); ++id) {
+      const std::vector<double>& a = emu.value(static_cast<int>(id));
+      const std::vector<double>& b = cpu.value(static_cast<int>(id));
+      REQUIRE(a.size() == b.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        INFO("node " << id << " (" << lockstep::op_name(p.nodes[id].op) << ") element " << i);
+        CHECK(close(a[i], b[i], 1e-12, 1e-13));
+      }
+    }
+  }
+}
+
 // Eight schools' shape, planned: mu ~ normal(0, 5), theta[8] ~ normal(mu, 5);
 // a small model for the samplers on an executor.
 inline Program eight_schools_shape() {

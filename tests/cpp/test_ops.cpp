@@ -180,15 +180,6 @@ double node_value(const Executor<double>& ex, const Program& p, int id, long c, 
   return ex.value(id)[(n.chain ? c * n.size : 0) + i];
 }
 
-// Adds a normal(target, mean = random data, sd = 1.3) term: a scalar objective whose
-// gradient reaches every element of the target.
-void add_normal_objective(Program& p, int target, std::mt19937& rng) {
-  const long n = p.nodes[target].size;
-  const int mean = p.add(data_node(uniform_vector(rng, n, -1, 1), p.nodes[target].dim));
-  const int sd = p.add(data_node({1.3}, {1, 1}));
-  add_term(p, density_node(Family::normal, {target, mean, sd}));
-}
-
 }  // namespace
 
 TEST_CASE("every op in ops.def has a test", "[ops][coverage]") {

@@ -32,46 +32,6 @@ std::vector<double> value_of(const Executor<double>& ex, const Program& p, int i
   return std::vector<double>(v.begin() + off, v.begin() + off + n.size);
 }
 
-// Adds a normal(target, mean = random data, sd = 1.3) term: a scalar objective
-// whose gradient reaches every element of the target.
-void add_objective(Program& p, int target, std::mt19937& rng) {
-  const int mean = p.add(data_node(uniform_vector(rng, p.nodes[target].size, -1, 1),
-                                   p.nodes[target].dim));
-  const int sd = p.add(data_node({1.3}, {1, 1}));
-  add_term(p, density_node(Family::normal, {target, mean, sd}));
-}
-
-const EmulatedGeometry geometries[] = {{1, 1}, {3, 5}, {7, 3}, {4, 64}};
-
-// The emulated backend, for several geometries, against the cpu backend: log
-// density, gradient and every node's value.
-void check_emulated_matches_cpu(const Program& p, long chains, const std::vector<double>& state) {
-  const long D = p.n_free;
-  Executor<double> cpu(p, chains, Backend::cpu);
-  std::vector<double> lp_cpu(chains), grad_cpu(chains * D);
-  cpu.log_density(state.data(), lp_cpu.data(), grad_cpu.data());
-  for (const EmulatedGeometry& g : geometries) {
-    INFO("emulated, " << g.blocks << " blocks of " << g.lanes_per_block << " lanes");
-    Executor<double> emu(p, chains, Backend::emulated, g);
-    std::vector<double> lp(chains), grad(chains * D);
-    emu.log_density(state.data(), lp.data(), grad.data());
-    for (long c = 0; c < chains; ++c) CHECK(close(lp[c], lp_cpu[c], 1e-12));
-    for (long k = 0; k < chains * D; ++k) {
-      INFO("gradient element " << k << ": emulated " << grad[k] << ", cpu " << grad_cpu[k]);
-      CHECK(close(grad[k], grad_cpu[k], 1e-12, 1e-13));
-    }
-    for (size_t id = 0; id < p.nodes.size(); ++id) {
-      const std::vector<double>& a = emu.value(static_cast<int>(id));
-      const std::vector<double>& b = cpu.value(static_cast<int>(id));
-      REQUIRE(a.size() == b.size());
-      for (size_t i = 0; i < a.size(); ++i) {
-        INFO("node " << id << " (" << lockstep::op_name(p.nodes[id].op) << ") element " << i);
-        CHECK(close(a[i], b[i], 1e-12, 1e-13));
-      }
-    }
-  }
-}
-
 }  // namespace
 
 TEST_CASE("rowsum and colsum: values against loops, and gradients", "[ops][rowsum][colsum]") {
@@ -100,7 +60,7 @@ TEST_CASE("rowsum and colsum: values against loops, and gradients", "[ops][rowsu
     const int rse = p.add(rowsum_node(ex_x, p));
     const long D = R * K + K + 1;
     p.n_free = D;
-    for (int t : {rs, cs, rsr, csr, rsd_s, csd_s, rse}) add_objective(p, t, rng);
+    for (int t : {rs, cs, rsr, csr, rsd_s, csd_s, rse}) add_normal_objective(p, t, rng);
     lockstep::plan(p);
     CHECK(p.nodes[rs].chain);
     CHECK_FALSE(p.nodes[rsd].chain);
@@ -163,7 +123,7 @@ TEST_CASE("transpose: values by hand and gradients, including into a matmul",
     const int gram = p.add(matmul_node(tx, x, p));  // t(x) %*% x: K x K
     const long D = R * K + 5 + 1;
     p.n_free = D;
-    for (int t : {tx, ttx, tv, tds, gram}) add_objective(p, t, rng);
+    for (int t : {tx, ttx, tv, tds, gram}) add_normal_objective(p, t, rng);
     lockstep::plan(p);
     CHECK(p.nodes[tx].dim == std::vector<long>({K, R}));
     CHECK(p.nodes[tv].dim == std::vector<long>({1, 5}));
@@ -217,7 +177,7 @@ TEST_CASE("gather_rows: values by hand and scatter-add gradients with repeated r
     const int gds = p.add(binary_node(Op::mul, gd, s, p));
     const long D = G * K + G + K + 1;
     p.n_free = D;
-    for (int t : {g, gv, g1, gds}) add_objective(p, t, rng);
+    for (int t : {g, gv, g1, gds}) add_normal_objective(p, t, rng);
     lockstep::plan(p);
     CHECK(p.nodes[g].dim == std::vector<long>({N, K}));
     CHECK(p.nodes[g].chain);
@@ -380,7 +340,7 @@ TEST_CASE("binary ops broadcast a row or a column vector: values, gradients, bac
             objective = p.add(binary_node(Op::add, y, x, p));
           }
           p.n_free = n_free;
-          add_objective(p, objective, rng);
+          add_normal_objective(p, objective, rng);
           lockstep::plan(p);
           CHECK(p.nodes[y].chain == (ac.a.param || ac.b.param));
 

@@ -104,14 +104,18 @@ TEST_CASE("segment_layout: the groups, their offsets and their rows in order; ba
 TEST_CASE("segment ops: values by group against R's tapply, gradients against finite differences",
           "[ops][segment]") {
   std::mt19937 rng(501);
-  const long R = 11, K = 2, G = 5, D = R * K;
+  const long R = 11, K = 2, G = 5, D = 2 * R * K;
   // group 3 is empty, rows 4 and 9 are left out
   const std::vector<long> group = {1, 0, 4, 1, -1, 0, 2, 4, 1, -1, 2};
   Program p;
-  const int x = p.add(param_node(D, 0, Transform::none, 0, 0, {R, K}));
+  const int x = p.add(param_node(R * K, 0, Transform::none, 0, 0, {R, K}));
+  // a product over z, which holds zeros (zeros tie max and min, whose finite
+  // differences are then one-sided)
+  const int z = p.add(param_node(R * K, R * K, Transform::none, 0, 0, {R, K}));
   p.n_free = D;
   int seg[4];
   for (int k = 0; k < 4; ++k) seg[k] = p.add(segment_node(segment_ops[k], x, group, G, p));
+  const int zprod = p.add(segment_node(Op::segment_prod, z, group, G, p));
   // a grouping of data (no chain dimension) mixed with the parameters
   const std::vector<double> dv = uniform_vector(rng, R, -1, 1);
   const int d = p.add(data_node(dv));
@@ -120,7 +124,7 @@ TEST_CASE("segment ops: values by group against R's tapply, gradients against fi
   // max and min of the empty group are -Inf and Inf: the objective reads the others
   const std::vector<long> nonempty = {0, 1, 2, 4};
   for (int k : {1, 2}) add_normal_objective(p, p.add(gather_node(seg[k], rows_of(nonempty, G, K))), rng);
-  for (int t : {seg[0], seg[3], mix}) add_normal_objective(p, t, rng);
+  for (int t : {seg[0], seg[3], zprod, mix}) add_normal_objective(p, t, rng);
   lockstep::plan(p);
   for (int k = 0; k < 4; ++k) CHECK(p.nodes[seg[k]].chain);
   CHECK_FALSE(p.nodes[dsum].chain);
@@ -130,10 +134,11 @@ TEST_CASE("segment ops: values by group against R's tapply, gradients against fi
       INFO("chains " << chains << ", " << backend_name(backend));
       std::vector<double> state = signed_vector(rng, chains * D, 0.5, 1.5);
       for (long c = 0; c < chains; ++c) {
-        // prod: chain 1 has one zero in group 1's first column, chain 2 two
+        // z: chain 1 has one zero in group 1's first column, chain 2 two
         // zeros in its second column
-        if (c % 3 == 1) state[c * D + 3] = 0;
-        if (c % 3 == 2) state[c * D + 0 + R] = state[c * D + 8 + R] = 0;
+        double* zc = state.data() + c * D + R * K;
+        if (c % 3 == 1) zc[3] = 0;
+        if (c % 3 == 2) zc[0 + R] = zc[8 + R] = 0;
       }
       Executor<double> ex(p, chains, backend);
       ex.forward(state.data());
@@ -143,15 +148,19 @@ TEST_CASE("segment ops: values by group against R's tapply, gradients against fi
           if (group[r] == g) dg.push_back(dv[r]);
         CHECK(close(ex.value(dsum)[g], reference(Op::segment_sum, dg), 1e-14, 1e-15));
       }
-      for (int k = 0; k < 4; ++k)
-        for (long c = 0; c < chains; ++c)
-          for (long j = 0; j < K; ++j)
-            for (long g = 0; g < G; ++g) {
-              INFO(lockstep::op_name(segment_ops[k]) << " chain " << c << " group " << g
-                                                     << " column " << j);
+      for (long c = 0; c < chains; ++c)
+        for (long j = 0; j < K; ++j)
+          for (long g = 0; g < G; ++g) {
+            INFO("chain " << c << " group " << g << " column " << j);
+            const long at = c * G * K + g + j * G;
+            for (int k = 0; k < 4; ++k) {
+              INFO(lockstep::op_name(segment_ops[k]));
               const double want = reference(segment_ops[k], group_values(state, D, c, group, g, j));
-              CHECK(close(ex.value(seg[k])[c * G * K + g + j * G], want, 1e-14, 1e-15));
+              CHECK(close(ex.value(seg[k])[at], want, 1e-14, 1e-15));
             }
+            const std::vector<double> zg = group_values(state, D, c, group, g, j + K);
+            CHECK(close(ex.value(zprod)[at], reference(Op::segment_prod, zg), 1e-14, 1e-15));
+          }
       // the empty group: 0, -Inf, Inf, 1, as R's sum, max, min, prod of nothing
       CHECK(ex.value(seg[0])[3] == 0);
       CHECK(ex.value(seg[1])[3] == -inf);
@@ -242,33 +251,15 @@ TEST_CASE("segment ops: the emulated backend equals the cpu backend, single prec
   std::vector<int> segments;
   const Program p = larger(rng, &segments);
   const long D = p.n_free;
-  const EmulatedGeometry geometries[] = {{1, 1}, {1, 5}, {3, 5}, {2, 32}, {7, 3}, {4, 64}};
   for (long chains : {1L, 3L, 4L}) {
+    INFO("chains " << chains);
     std::vector<double> state = signed_vector(rng, chains * D, 0.8, 1.2);
     state[7] = 0;  // a zero in a product
+    check_emulated_matches_cpu(p, chains, state, {{1, 1}, {1, 5}, {3, 5}, {2, 32}, {7, 3}, {4, 64}});
     Executor<double> cpu(p, chains, Backend::cpu);
     std::vector<double> lp_cpu(chains), grad_cpu(chains * D);
     cpu.log_density(state.data(), lp_cpu.data(), grad_cpu.data());
     for (long c = 0; c < chains; ++c) REQUIRE(std::isfinite(lp_cpu[c]));
-    for (const EmulatedGeometry& g : geometries) {
-      INFO("chains " << chains << ", " << g.blocks << " blocks of " << g.lanes_per_block << " lanes");
-      Executor<double> emu(p, chains, Backend::emulated, g);
-      std::vector<double> lp(chains), grad(chains * D);
-      for (int rep = 0; rep < 2; ++rep) {  // twice: adjoints must be reset between calls
-        emu.log_density(state.data(), lp.data(), grad.data());
-        for (long c = 0; c < chains; ++c) CHECK(close(lp[c], lp_cpu[c], 1e-12));
-        for (long k = 0; k < chains * D; ++k) {
-          INFO("gradient element " << k);
-          CHECK(close(grad[k], grad_cpu[k], 1e-12, 1e-13));
-        }
-      }
-      for (int s : segments) {
-        const std::vector<double>& a = emu.value(s);
-        const std::vector<double>& b = cpu.value(s);
-        REQUIRE(a.size() == b.size());
-        for (size_t i = 0; i < a.size(); ++i) CHECK(close(a[i], b[i], 1e-12, 1e-13));
-      }
-    }
     Executor<float> single(p, chains, Backend::cpu);
     std::vector<double> lpf(chains), gradf(chains * D);
     single.log_density(state.data(), lpf.data(), gradf.data());
@@ -294,8 +285,9 @@ TEST_CASE("segment ops stay in the global stage, with the row-aligned values the
   const int gamma = p.add(param_node(2, 2));
   p.n_free = 4;
   const int X = p.add(data_node(uniform_vector(rng, N * 2, -1, 1), {N, 2}));
-  const int mu = p.add(matmul_node(X, beta, p));   // read by a segment op too
-  const int eta = p.add(matmul_node(X, gamma, p));  // read by its likelihood only
+  const int X2 = p.add(data_node(uniform_vector(rng, N * 2, -1, 1), {N, 2}));
+  const int mu = p.add(matmul_node(X, beta, p));    // read by a segment op too
+  const int eta = p.add(matmul_node(X2, gamma, p));  // read by its likelihood only
   std::vector<long> group(N);
   for (long r = 0; r < N; ++r) group[r] = static_cast<long>(rng() % G);
   const int s = p.add(segment_node(Op::segment_sum, mu, group, G, p));
@@ -310,6 +302,7 @@ TEST_CASE("segment ops stay in the global stage, with the row-aligned values the
   REQUIRE(p.extents == std::vector<long>{N});
   CHECK(p.nodes[s].extent == -1);
   CHECK(p.nodes[mu].extent == -1);
+  CHECK(p.nodes[X].extent == -1);
   CHECK(p.nodes[first].extent == -1);
   CHECK(p.nodes[eta].extent == 0);
   CHECK(p.nodes[second].extent == 0);
