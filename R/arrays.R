@@ -680,11 +680,17 @@ kronecker_dim <- function(x, arg) {
 #' group present in `INDEX`, in sorted order. Elements whose `INDEX` is `NA`
 #' are left out, as base R leaves them out.
 #'
-#' `FUN` is a name or the function itself (e.g. `sum`). Sums and means are row
-#' and column sums, or for `tapply()` a matrix product with a matrix of group
-#' indicators when it is small (up to a million elements) and otherwise a sum
-#' per group; the other functions are computed slice by slice (one gather and
-#' one reduction for each).
+#' `FUN` is a name or the function itself (e.g. `sum`). Sums and means over the
+#' rows or columns of a matrix are row and column sums. Otherwise `"sum"`,
+#' `"max"`, `"min"` and `"prod"` are one grouped reduction, whatever the number
+#' of slices or groups: for `tapply()` the elements of `X` reduced by group,
+#' for `apply()` the elements of `X` reduced by the slice they belong to. Each
+#' group is reduced in the order of its elements (sums in double precision), so
+#' results do not depend on the backend; the gradient of `"max"` and `"min"`
+#' goes to the first maximum or minimum of each group (`which.max()`'s), and
+#' that of `"prod"` handles zeros exactly. `"mean"` is the sum divided by the
+#' number of elements. `"cumsum"` and `"cumprod"` are computed slice by slice
+#' (one gather and one cumulative op for each).
 #'
 #' On R values these are base R's functions.
 #'
@@ -736,15 +742,16 @@ apply.greta_array <- function(X, MARGIN, FUN = c("sum", "max", "mean", "min", "p
   }
   # column k of `by_slice` holds the positions of the elements of slice k
   by_slice <- matrix(aperm(element_positions(d), c(slice_axes, margin)), slice_size, slices)
-  if (fun %in% c("sum", "mean")) {
-    sums <- colSums(gather_positions(node, by_slice, c(slice_size, slices)))
-    out <- if (fun == "mean") sums / slice_size else sums
-    return(reshape_node(get_node(out), dim_out))
+  if (!fun %in% c("cumsum", "cumprod")) {
+    # X's elements as a column, grouped by their slice: one grouped reduction
+    slice_of <- integer(prod(d))
+    slice_of[as.vector(by_slice)] <- rep(seq_len(slices), each = slice_size)
+    column <- get_node(reshape_node(node, c(prod(d), 1L)))
+    return(reshape_node(get_node(tapply_groups(column, slice_of, slices, fun)), dim_out))
   }
   parts <- lapply(seq_len(slices), function(k) {
     slice <- get_node(gather_positions(node, by_slice[, k], c(slice_size, 1L)))
-    size <- if (fun %in% c("cumsum", "cumprod")) c(slice_size, 1L) else c(1L, 1L)
-    get_node(new_operation(fun, list(slice), size))
+    get_node(new_operation(fun, list(slice), c(slice_size, 1L)))
   })
   concat_balanced(parts, dim_out)
 }
@@ -818,26 +825,12 @@ tapply.greta_array <- function(X, INDEX, FUN = c("sum", "max", "mean", "min", "p
 }
 
 # Reduces the elements of column vector `node` by group (`group[i]` in 1..G,
-# or NA to leave element i out), giving a G x 1 greta array.
+# or NA to leave element i out), giving a G x 1 greta array: one segment op
+# (the engine's grouped reduction, kernels/segment.hpp), however many groups
+# there are. A mean is the sum over the group's count.
 tapply_groups <- function(node, group, G, fun) {
-  n <- prod(node$dim)
-  counts <- tabulate(group, nbins = G)
-  # the indicator matrix is G * n numbers of data: worth one matrix product
-  # while small. (The option lets the tests take the other way on small data.)
-  if (fun %in% c("sum", "mean") && G * n <= getOption("lockstep.tapply_dense_limit", 1e6)) {
-    # a G x n matrix of indicators times x: one matrix product
-    indicators <- matrix(0, G, n)
-    kept <- !is.na(group)
-    indicators[cbind(group[kept], which(kept))] <- 1
-    sums <- as_data_array(indicators, "INDEX") %*% as_greta_array_from_node(node)
-  } else {
-    op <- if (fun == "mean") "sum" else fun
-    parts <- lapply(seq_len(G), function(g) {
-      slice <- get_node(gather_positions(node, which(group == g), c(counts[g], 1L)))
-      get_node(new_operation(op, list(slice), c(1L, 1L)))
-    })
-    sums <- concat_balanced(parts, c(G, 1L))
-    if (fun != "mean") return(sums)
-  }
-  if (fun == "mean") sums / counts else sums
+  op <- if (fun == "mean") "sum" else fun
+  index <- ifelse(is.na(group), -1L, as.integer(group) - 1L)
+  out <- new_operation(paste0("segment_", op), list(node), c(G, 1L), index = index)
+  if (fun == "mean") out / tabulate(group, nbins = G) else out
 }

@@ -163,6 +163,10 @@ lockstep::Program program_from_ir(const List& ir) {
     node.lower = scalar_or(n, "lower", -HUGE_VAL);
     node.upper = scalar_or(n, "upper", HUGE_VAL);
     if (n.containsElementNamed("index")) node.index = as_longs(n["index"]);
+    // R records a segment op's grouping (0-based group per input row, -1:
+    // left out); its kernels read the rows sorted by group as well
+    if (lockstep::op_family(node.op) == lockstep::OpFamily::segment)
+      node.index = lockstep::segment_layout(node.index, node.dim[0]);
     if (n.containsElementNamed("family"))
       node.family = lockstep::family_from_name(as<std::string>(n["family"]));
     node.trunc_lower = scalar_or(n, "trunc_lower", -HUGE_VAL);

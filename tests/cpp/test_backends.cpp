@@ -119,7 +119,8 @@ const Named programs[] = {
 };
 
 // {2, 300}: blocks wider than the 256 lanes that a ChainSum's tree starts from.
-const EmulatedGeometry geometries[] = {{1, 1}, {1, 5}, {3, 5}, {2, 32}, {7, 3}, {4, 64}, {2, 300}};
+const std::vector<EmulatedGeometry> geometries = {{1, 1}, {1, 5}, {3, 5}, {2, 32},
+                                                  {7, 3}, {4, 64}, {2, 300}};
 
 }  // namespace
 
@@ -156,36 +157,9 @@ TEST_CASE("emulated backend equals the cpu backend: log density, gradient and no
   for (const Named& np : programs) {
     const Program p = np.make();
     for (long chains : {1L, 3L}) {
-      const long D = p.n_free;
-      const std::vector<double> state = uniform_vector(rng, chains * D, -1, 1);
-      Executor<double> cpu(p, chains, Backend::cpu);
-      std::vector<double> lp_cpu(chains), grad_cpu(chains * D);
-      cpu.log_density(state.data(), lp_cpu.data(), grad_cpu.data());
-      for (long c = 0; c < chains; ++c) REQUIRE(std::isfinite(lp_cpu[c]));
-      for (const EmulatedGeometry& g : geometries) {
-        INFO(np.label << ", chains " << chains << ", " << g.blocks << " blocks of "
-                      << g.lanes_per_block << " lanes");
-        Executor<double> emu(p, chains, Backend::emulated, g);
-        std::vector<double> lp(chains), grad(chains * D);
-        // twice: buffers must be reset between calls
-        for (int rep = 0; rep < 2; ++rep) {
-          emu.log_density(state.data(), lp.data(), grad.data());
-          for (long c = 0; c < chains; ++c) CHECK(close(lp[c], lp_cpu[c], 1e-12));
-          for (long k = 0; k < chains * D; ++k) {
-            INFO("gradient element " << k << ": emulated " << grad[k] << ", cpu " << grad_cpu[k]);
-            CHECK(close(grad[k], grad_cpu[k], 1e-12, 1e-13));
-          }
-        }
-        for (size_t id = 0; id < p.nodes.size(); ++id) {
-          const std::vector<double>& a = emu.value(static_cast<int>(id));
-          const std::vector<double>& b = cpu.value(static_cast<int>(id));
-          REQUIRE(a.size() == b.size());
-          for (size_t i = 0; i < a.size(); ++i) {
-            INFO("node " << id << " (" << lockstep::op_name(p.nodes[id].op) << ") element " << i);
-            CHECK(close(a[i], b[i], 1e-12, 1e-13));
-          }
-        }
-      }
+      INFO(np.label << ", chains " << chains);
+      const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
+      check_emulated_matches_cpu(p, chains, state, geometries);
     }
   }
 }

@@ -61,7 +61,7 @@ const char* backend_name(Backend b) { return b == Backend::cpu ? "cpu" : "emulat
 
 }  // namespace
 
-TEST_CASE("segment_layout: the groups, their offsets and their rows in order; bad groups refused",
+TEST_CASE("segment_layout: the groups, their offsets and their rows in order, bad groups refused",
           "[ops][segment][ir]") {
   const std::vector<long> group = {2, -1, 0, 2, 0, -1, 2};
   // groups 1 and 3 are empty; rows 1 and 5 left out
@@ -259,7 +259,6 @@ TEST_CASE("segment ops: the emulated backend equals the cpu backend, single prec
     Executor<double> cpu(p, chains, Backend::cpu);
     std::vector<double> lp_cpu(chains), grad_cpu(chains * D);
     cpu.log_density(state.data(), lp_cpu.data(), grad_cpu.data());
-    for (long c = 0; c < chains; ++c) REQUIRE(std::isfinite(lp_cpu[c]));
     Executor<float> single(p, chains, Backend::cpu);
     std::vector<double> lpf(chains), gradf(chains * D);
     single.log_density(state.data(), lpf.data(), gradf.data());

@@ -84,11 +84,14 @@ expect_density_matches <- function(model, expected, chains = c(1, 3), sd = 1,
 }
 
 # Central finite differences of the engine's log density at free states (one
-# row per chain). Each chain's log density depends only on its own row, so one
-# engine call perturbs coordinate j of every chain at once.
-finite_difference_gradient <- function(model, free, eps = 1e-6) {
-  grad <- matrix(0, nrow(free), ncol(free))
-  for (j in seq_len(ncol(free))) {
+# row per chain), in the coordinates `columns` (all of them by default; the
+# result has one column per coordinate of `columns`). Each chain's log density
+# depends only on its own row, so one engine call perturbs coordinate j of
+# every chain at once.
+finite_difference_gradient <- function(model, free, eps = 1e-6, columns = seq_len(ncol(free))) {
+  grad <- matrix(0, nrow(free), length(columns))
+  for (k in seq_along(columns)) {
+    j <- columns[k]
     up <- free
     down <- free
     h <- eps * pmax(1, abs(free[, j]))
@@ -96,7 +99,7 @@ finite_difference_gradient <- function(model, free, eps = 1e-6) {
     down[, j] <- down[, j] - h
     f_up <- engine_density(model, up, gradient = FALSE)$log_density
     f_down <- engine_density(model, down, gradient = FALSE)$log_density
-    grad[, j] <- (f_up - f_down) / (2 * h)
+    grad[, k] <- (f_up - f_down) / (2 * h)
   }
   grad
 }

@@ -247,7 +247,7 @@ test_that("apply() matches R over rows, columns and margins of arrays, for greta
   expect_error(apply(a, variable(), "sum"), "`MARGIN` of apply\\(\\) must be R numbers, not a greta array")
 })
 
-test_that("tapply() matches R by group, through both of its ways of summing", {
+test_that("tapply() matches R by group", {
   set.seed(411)
   g <- c(2, 1, 2, 3, 3, 1, 2)
   for (fun in c("sum", "max", "mean", "min", "prod")) {
@@ -258,12 +258,8 @@ test_that("tapply() matches R by group, through both of its ways of summing", {
   check_operation(function(a) tapply(a, s, sum), list(a = vec(6)))
   check_operation(function(a) tapply(a, factor(s, levels = c("c", "b", "a")), mean), list(a = vec(6)))
   check_operation(function(a) tapply(a, c(1, NA, 2, 2, 1), "sum"), list(a = vec(5)))
-  # sums by group without the dense indicator matrix
-  old <- options(lockstep.tapply_dense_limit = 0)
-  on.exit(options(old))
-  check_operation(function(a) tapply(a, g, "sum"), list(a = vec(7)))
   check_operation(function(a) tapply(a, c(1, NA, 2, 2, 1), "mean"), list(a = vec(5)))
-  options(old)
+  check_operation(function(a) tapply(a, c(3, 3, NA, 1, 3), "max"), list(a = vec(5)))
   expect_equal(dim(tapply(variable(dim = 7), g, "sum")), c(3L, 1L))
   expect_identical(tapply(1:4, c(1, 2, 1, 2), sum), base::tapply(1:4, c(1, 2, 1, 2), sum))
   y <- variable(dim = 4)
@@ -272,6 +268,102 @@ test_that("tapply() matches R by group, through both of its ways of summing", {
   expect_error(tapply(y, as_data(1:4), "sum"), "`INDEX` of tapply\\(\\) must be R values, not a greta array")
   expect_error(tapply(y, list(1:4, 1:4), "sum"), "one grouping, not a list")
   expect_error(tapply(y, 1:4, "median"), "`FUN` of tapply\\(\\) on a greta array must be one of")
+})
+
+# The gradient of sum(dout * f(x)) in x, written by hand, for f a reduction
+# `fun` of x's elements by group (`group[i]` in 1..G, or NA: left out): max
+# and min send it to the first maximum or minimum (which.max()'s).
+grouped_gradient <- function(x, group, fun, dout) {
+  grad <- numeric(length(x))
+  for (g in seq_along(dout)) {
+    i <- which(group == g)
+    grad[i] <- switch(fun,
+      sum = dout[g],
+      mean = dout[g] / length(i),
+      prod = dout[g] * prod(x[i]) / x[i],
+      max = dout[g] * (seq_along(i) == which.max(x[i])),
+      min = dout[g] * (seq_along(i) == which.min(x[i])))
+  }
+  grad
+}
+
+# y ~ normal(f(x), 1) for one variable x of dimension `dim` (so the free state
+# is x): the engine's values of f(x), log density and gradient against base R's
+# r_f(x) and the gradient grouped_gradient() gives for the grouping `group`
+# of x's elements; finite differences check a few coordinates too.
+check_grouped <- function(f, r_f, dim, group, fun, chains = c(1, 3)) {
+  x <- variable(dim = dim)
+  out <- f(x)
+  y_values <- stats::rnorm(length(out))
+  y <- as_data(array(y_values, dim = dim(out)))
+  distribution(y) <- normal(out, 1)
+  m <- model(out)
+  for (n_chains in chains) {
+    free <- random_free(m, n_chains)
+    want <- t(apply(free, 1, function(z) as.numeric(r_f(array(z, dim)))))
+    expect_equal(unname(traced_values(m, free)), unname(want), tolerance = 1e-12)
+    got <- engine_density(m, free)
+    lp <- apply(want, 1, function(o) sum(stats::dnorm(y_values, o, 1, log = TRUE)))
+    expect_equal(got$log_density, lp, tolerance = 1e-12)
+    grad <- t(vapply(seq_len(n_chains), function(k) {
+      grouped_gradient(free[k, ], group, fun, y_values - want[k, ])
+    }, numeric(ncol(free))))
+    expect_equal(got$gradient, grad, tolerance = 1e-10)
+    columns <- sample(ncol(free), 10)
+    numeric <- finite_difference_gradient(m, free, columns = columns)
+    expect_lt(max(abs(got$gradient[, columns] - numeric)), 1e-6 * max(1, abs(numeric)))
+  }
+}
+
+test_that("tapply() on 2000 groups matches R's values, with gradients", {
+  set.seed(412)
+  n <- 5000
+  G <- 2000
+  # every group present, in a shuffled order, and some elements left out
+  INDEX <- sample(c(seq_len(G), sample(G, n - G, replace = TRUE)))
+  INDEX[sample(n, 40)] <- NA
+  group <- match(INDEX, sort(unique(INDEX)))
+  for (fun in c("sum", "max", "mean", "min", "prod")) {
+    check_grouped(function(x) tapply(x, INDEX, fun),
+                  function(x) base::tapply(x, INDEX, fun), c(n, 1L), group, fun)
+  }
+})
+
+test_that("apply() over 2000 slices matches R's values, with gradients", {
+  set.seed(413)
+  for (fun in c("sum", "max", "mean", "min", "prod")) {
+    # rows of a matrix (elements of a slice are not next to each other), and
+    # two margins of an array
+    check_grouped(function(x) apply(x, 1, fun), function(x) base::apply(x, 1, fun),
+                  c(2000L, 3L), rep(seq_len(2000), 3), fun)
+    d <- c(20L, 3L, 100L)
+    slice <- as.vector(array(seq_len(20), d) + 20 * (slice.index(array(0, d), 3) - 1))
+    check_grouped(function(x) apply(x, c(1, 3), fun), function(x) base::apply(x, c(1, 3), fun),
+                  d, slice, fun)
+  }
+})
+
+test_that("tapply() and apply() over 10^4 groups are a handful of IR nodes", {
+  set.seed(414)
+  G <- 10000
+  INDEX <- c(seq_len(G), sample(G, 2 * G, replace = TRUE))
+  x <- variable(dim = length(INDEX))
+  X <- variable(dim = c(G, 3))
+  node_ops <- function(out) {
+    y <- as_data(array(0, dim = dim(out)))
+    distribution(y) <- normal(out, 1)
+    vapply(model(out)$ir$nodes, function(node) node$op, "")
+  }
+  for (fun in c("sum", "max", "mean", "min", "prod")) {
+    op <- paste0("segment_", if (fun == "mean") "sum" else fun)
+    ops <- node_ops(tapply(x, INDEX, fun))
+    expect_lte(length(ops), 8)
+    expect_equal(sum(ops == op), 1)
+    ops <- node_ops(apply(X, 1, fun))
+    expect_lte(length(ops), 8)
+    if (!fun %in% c("sum", "mean")) expect_equal(sum(ops == op), 1)  # else rowSums()
+    expect_equal(sum(node_ops(apply(X, c(1, 2), fun)) == op), 1)
+  }
 })
 
 test_that("identity() and str() work on greta arrays; cummax and cummin are refused as in greta", {
