@@ -523,6 +523,37 @@ TEST_CASE("the seed model as R lowers it: a + alpha_g[g] becomes the row dot pro
   check_gradient(s.p, 2, random_state(rng, 2, s.p.n_free), 1e-6, 1e-7);
 }
 
+TEST_CASE("the seed model with 13 covariates and groups without rows: the row dot "
+          "product's blocks of columns and chains agree with the plain executor",
+          "[stages][executor][tiles][seed]") {
+  // 13 columns take the CPU's backward through blocks of 8, 4 and 1 column
+  // (RowDotBackward::add_run_columns); only every third group of 40 has rows,
+  // so each tile's span of groups has groups without rows between its runs;
+  // 4 and 9 chains take one and two blocks of four chains, and one chain
+  // by itself.
+  std::mt19937 rng(29);
+  std::vector<long> groups(97);
+  for (long r = 0; r < 97; ++r) groups[r] = 3 * ((r * 7) % 13) + 1;
+  Seed s = seed_model(97, 40, 13, rng, groups, false, true);
+  Program plain_plan = s.p;
+  lockstep::PlanOptions no_fusion;
+  no_fusion.fuse = false;
+  lockstep::plan(plain_plan, no_fusion);
+  lockstep::plan(s.p);
+  REQUIRE(s.p.nodes[s.eta].op == Op::rowdot_rows);
+  for (long chains : {4L, 9L}) {
+    const std::vector<double> state = random_state(rng, chains, s.p.n_free);
+    ExecOptions plain;
+    plain.observation_stage = false;
+    const Result reference = run(plain_plan, chains, state, plain);
+    check_tilings(s.p, chains, state, reference, {0, 7});
+    ExecOptions aliased;
+    aliased.alias_parameters = true;
+    aliased.tile_rows = 11;
+    check_same(run(s.p, chains, state, aliased), reference);
+  }
+}
+
 TEST_CASE("aliased parameters: values and adjoints in the state and the gradient agree with "
           "parameters' own buffers",
           "[stages][executor][tiles][alias]") {

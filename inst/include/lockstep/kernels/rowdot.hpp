@@ -31,6 +31,7 @@
 
 #if !defined(__CUDA_ARCH__)
 #include <algorithm>
+#include <utility>
 #include <vector>
 #endif
 
@@ -330,13 +331,38 @@ template <class T> struct RowDotBackward {
     dp.add(c, 0, static_cast<T>((part[0] + part[1]) + (part[2] + part[3])));
   }
 
-  // Chains [c0, c0 + 4) of rows sorted by group: each row's values read once
-  // for the four, its terms dy[r] a[r, j] of the four side by side added to
-  // a table of the tile's span of groups (dt[g][j][k]); then the table added
-  // to db column by column, b's and db's columns read contiguously (one
-  // scattered access per group, column and chain instead would be a long wait
-  // each), with the dv and ds sums on the way. Groups of the span with no
-  // rows add zero. False (nothing done) when the rows are not sorted by group.
+  // Columns [j0, j0 + J) of the sums over rows [r0, r1) of dy[r] a[r, j] for
+  // chains [c0, c0 + 4), J = sizeof...(jj), written to t[jj][k]: the J sums
+  // of four chains are J vectors kept in registers over the run (GCC's
+  // vector type, each indexed by a constant of the pack, so that they are
+  // not an array in memory). Inlined into each of cpu_chain_block's clones.
+  template <long... jj>
+  inline __attribute__((always_inline)) void add_run_columns(
+      long c0, long r0, long r1, long j0, double* t, std::integer_sequence<long, jj...>) const {
+    typedef double Four __attribute__((vector_size(4 * sizeof(double))));
+    static_assert(rowdot_chain_block == 4, "Four holds one value of each chain of the block");
+    Four acc[sizeof...(jj)] = {};
+    const T* dy0 = dy + c0 * s.rows;
+    for (long r = r0; r < r1; ++r) {
+      const Four d = {static_cast<double>(dy0[r]), static_cast<double>(dy0[s.rows + r]),
+                      static_cast<double>(dy0[2 * s.rows + r]),
+                      static_cast<double>(dy0[3 * s.rows + r])};
+      const T* ar = a + r * s.cols + j0;
+      ((acc[jj] += static_cast<double>(ar[jj]) * d), ...);
+    }
+    (__builtin_memcpy(t + jj * 4, &acc[jj], sizeof(Four)), ...);
+  }
+
+  // Chains [c0, c0 + 4) of rows sorted by group: each run of rows of one
+  // group summed into its row of a table of the tile's span of groups
+  // (dt[g][j][k], the four chains side by side), eight columns at a time in
+  // registers (add_run_columns), each row's values read once for the four
+  // chains; then the table added to db column by column, b's and db's
+  // columns read contiguously (one scattered access per group, column and
+  // chain instead would be a long wait each), with the dv and ds sums on the
+  // way. Groups of the span with no rows get zeros. (Adding each row's terms
+  // to the table instead made every row a load and a store per column.)
+  // False (nothing done) when the rows are not sorted by group.
   LS_CPU_CLONES bool cpu_chain_block(long c0) const {
     constexpr long B = rowdot_chain_block;
     const long K = s.cols;
@@ -344,16 +370,20 @@ template <class T> struct RowDotBackward {
     if (!detail::sorted_group_span(index, s.rows, g0, span)) return false;
     if (db || dv || ds) {
       std::vector<double>& dt = detail::group_table(span * K * B);
-      std::fill(dt.begin(), dt.end(), 0.0);
-      for (long r = 0; r < s.rows; ++r) {
-        double d[B];
-        for (long k = 0; k < B; ++k) d[k] = static_cast<double>(dy[(c0 + k) * s.rows + r]);
-        const T* ar = a + r * K;
-        double* t = dt.data() + (index[r] - g0) * K * B;
-        for (long j = 0; j < K; ++j) {
-          const double x = static_cast<double>(ar[j]);
-          for (long k = 0; k < B; ++k) t[j * B + k] += x * d[k];
-        }
+      long next = g0;  // the first group of the span not yet in the table
+      for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
+        r1 = detail::run_end(index, r0, s.rows);
+        const long g = index[r0];
+        std::fill(dt.data() + (next - g0) * K * B, dt.data() + (g - g0) * K * B, 0.0);
+        next = g + 1;
+        double* t = dt.data() + (g - g0) * K * B;
+        long j = 0;
+        for (; j + 8 <= K; j += 8)
+          add_run_columns(c0, r0, r1, j, t + j * B, std::make_integer_sequence<long, 8>());
+        for (; j + 4 <= K; j += 4)
+          add_run_columns(c0, r0, r1, j, t + j * B, std::make_integer_sequence<long, 4>());
+        for (; j < K; ++j)
+          add_run_columns(c0, r0, r1, j, t + j * B, std::make_integer_sequence<long, 1>());
       }
       for (long k = 0; k < B; ++k) {
         const long c = c0 + k;
