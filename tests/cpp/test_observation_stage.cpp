@@ -368,8 +368,11 @@ struct Seed {
 // is then dead), gamma when something else reads gamma too.
 int slopes(const Seed& s) { return s.p.nodes[s.gamma].live ? s.gamma : s.z_g; }
 
+// With intercept_first and row_offset, a column of data (an offset per row,
+// as log exposure) takes the intercept a's place.
 Seed seed_model(long N, long G, long K, std::mt19937& rng, std::vector<long> groups = {},
-                bool extra_reader = false, bool intercept_first = false) {
+                bool extra_reader = false, bool intercept_first = false,
+                bool row_offset = false) {
   Seed s;
   Program& p = s.p;
   std::normal_distribution<double> norm;
@@ -407,7 +410,10 @@ Seed seed_model(long N, long G, long K, std::mt19937& rng, std::vector<long> gro
   s.prod = p.add(binary_node(Op::mul, s.X, s.gamma_rows, p));
   s.rs = p.add(rowsum_node(s.prod, p));
   if (intercept_first) {
-    const int e1 = s.e1 = p.add(binary_node(Op::add, a, ga, p));
+    std::vector<double> offsets(N);
+    for (double& v : offsets) v = norm(rng);
+    const int u = row_offset ? p.add(data_node(offsets, {N, 1})) : a;
+    const int e1 = s.e1 = p.add(binary_node(Op::add, u, ga, p));
     const int e2 = s.e2 = p.add(binary_node(Op::add, e1, xb, p));
     s.eta = p.add(binary_node(Op::add, e2, s.rs, p));
   } else {
@@ -534,14 +540,19 @@ TEST_CASE("the seed model with 13 covariates and groups without rows: the row do
   std::mt19937 rng(29);
   std::vector<long> groups(97);
   for (long r = 0; r < 97; ++r) groups[r] = 3 * ((r * 7) % 13) + 1;
-  Seed s = seed_model(97, 40, 13, rng, groups, false, true);
-  Program plain_plan = s.p;
-  lockstep::PlanOptions no_fusion;
-  no_fusion.fuse = false;
-  lockstep::plan(plain_plan, no_fusion);
-  lockstep::plan(s.p);
-  REQUIRE(s.p.nodes[s.eta].op == Op::rowdot_rows);
+  // the offset: the intercept (one value, in the forward's table of groups)
+  // or a column of data (added row by row)
+  for (bool row_offset : {false, true})
   for (long chains : {4L, 9L}) {
+    INFO("row_offset " << row_offset);
+    Seed s = seed_model(97, 40, 13, rng, groups, false, true, row_offset);
+    Program plain_plan = s.p;
+    lockstep::PlanOptions no_fusion;
+    no_fusion.fuse = false;
+    lockstep::plan(plain_plan, no_fusion);
+    lockstep::plan(s.p);
+    REQUIRE(s.p.nodes[s.eta].op == Op::rowdot_rows);
+    CHECK(lockstep::rowdot_parts(s.p.nodes[s.eta]).p >= 0);
     const std::vector<double> state = random_state(rng, chains, s.p.n_free);
     ExecOptions plain;
     plain.observation_stage = false;

@@ -147,19 +147,29 @@ template <class T> struct RowDotForward {
     const long K = s.cols;
     long g0, span;
     if (!detail::sorted_group_span(index, s.rows, g0, span)) return false;
-    std::vector<double>& wt = detail::group_table(span * K * B);
-    for (long k = 0; k < B; ++k)
+    // Each group's row of the table: w's K columns, then the offset's part
+    // that is the same for every row of the group (q, and a scalar p).
+    const long L = (K + 1) * B;
+    std::vector<double>& wt = detail::group_table(span * L);
+    for (long k = 0; k < B; ++k) {
+      const long c = c0 + k;
       for (long j = 0; j < K; ++j) {
-        const long c = c0 + k;
         const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
         const double sj = rowdot_scale(sc, s, c, j);
         const double vj = v ? static_cast<double>(v[c * s.v_stride + j]) : 0.0;
         double* out = wt.data() + j * B + k;
-        for (long g = 0; g < span; ++g) out[g * K * B] = static_cast<double>(bj[g]) * sj + vj;
+        for (long g = 0; g < span; ++g) out[g * L] = static_cast<double>(bj[g]) * sj + vj;
       }
+      // offset()'s sum in offset()'s order
+      const double p_all = p.data && p.scalar ? static_cast<double>(p.at(c, 0)) : 0.0;
+      const T* qc = q ? q + c * q_stride + g0 : nullptr;
+      double* out = wt.data() + K * B + k;
+      for (long g = 0; g < span; ++g) out[g * L] = qc ? p_all + static_cast<double>(qc[g]) : p_all;
+    }
+    const bool p_rows = p.data && !p.scalar;
     for (long r = 0; r < s.rows; ++r) {
       const T* ar = a + r * K;
-      const double* w4 = wt.data() + (index[r] - g0) * K * B;
+      const double* w4 = wt.data() + (index[r] - g0) * L;
       double a0[B] = {}, a1[B] = {}, a2[B] = {}, a3[B] = {};
       long j = 0;
       for (; j + 4 <= K; j += 4) {
@@ -175,9 +185,10 @@ template <class T> struct RowDotForward {
         const double x = static_cast<double>(ar[j]);
         for (long k = 0; k < B; ++k) a0[k] += x * w4[j * B + k];
       }
+      const double* o4 = w4 + K * B;
       for (long k = 0; k < B; ++k) {
-        y[(c0 + k) * s.rows + r] =
-            static_cast<T>(offset(c0 + k, r) + ((a0[k] + a1[k]) + (a2[k] + a3[k])));
+        const double o = p_rows ? static_cast<double>(p.at(c0 + k, r)) + o4[k] : o4[k];
+        y[(c0 + k) * s.rows + r] = static_cast<T>(o + ((a0[k] + a1[k]) + (a2[k] + a3[k])));
       }
     }
     return true;
@@ -392,18 +403,22 @@ template <class T> struct RowDotBackward {
           const double* t = dt.data() + j * B + k;
           const long step = K * B;
           const double scale = rowdot_scale(sc, s, c, j);
-          if (db) {
-            T* dbj = db + c * s.b_stride + j * s.b_rows + g0;
-            for (long g = 0; g < span; ++g) dbj[g] += static_cast<T>(t[g * step] * scale);
-          }
+          // One pass over the column's groups: db, and the dv and ds sums in
           // four running sums each (named: an array of them is kept in
-          // memory), so that the additions overlap
+          // memory), so that the additions overlap.
+          T* dbj = db ? db + c * s.b_stride + j * s.b_rows + g0 : nullptr;
           double v0 = 0, v1 = 0, v2 = 0, v3 = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
           const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
           long g = 0;
           for (; g + 4 <= span; g += 4) {
             const double t0 = t[g * step], t1 = t[(g + 1) * step], t2 = t[(g + 2) * step],
                          t3 = t[(g + 3) * step];
+            if (dbj) {
+              dbj[g] += static_cast<T>(t0 * scale);
+              dbj[g + 1] += static_cast<T>(t1 * scale);
+              dbj[g + 2] += static_cast<T>(t2 * scale);
+              dbj[g + 3] += static_cast<T>(t3 * scale);
+            }
             v0 += t0;
             v1 += t1;
             v2 += t2;
@@ -416,6 +431,7 @@ template <class T> struct RowDotBackward {
             }
           }
           for (; g < span; ++g) {
+            if (dbj) dbj[g] += static_cast<T>(t[g * step] * scale);
             v0 += t[g * step];
             if (ds) s0 += t[g * step] * static_cast<double>(bj[g]);
           }
