@@ -97,8 +97,9 @@ template <class T, Family F> struct DensityTerm {
   // the compiler vectorises it, and with the LS_HD elementary functions
   // (math/elementary.hpp) through exp and log too. The sums, and the
   // partials' way to the adjoints, follow in short loops of their own. When
-  // every parameter is one value for the chain and the family can prepare,
-  // its parameter-only math (log sd, 1 / sd) is done once, here.
+  // every parameter is one value for the chain (or every one but a varying
+  // location, has_prepared_location) and the family can prepare, its
+  // parameter-only math (log sd, 1 / sd) is done once, here.
   static constexpr long chunk = 256;
 
   LS_CPU_CLONES double sum_chain_chunked(long c, long size) const {
@@ -107,12 +108,12 @@ template <class T, Family F> struct DensityTerm {
     double pb[max_dist_params][chunk], gpb[max_dist_params][chunk];
     double pv[max_dist_params] = {0};
     const T* ps[max_dist_params] = {nullptr};
-    bool scalars = true;
+    bool prepared = true;  // whether the family's prepared lpdf serves this term
     if (size <= 0) return 0;
     for (int k = 0; k < n_params; ++k) {
       ps[k] = p[k].data + c * p[k].chain_stride;
       pv[k] = static_cast<double>(ps[k][0]);
-      scalars = scalars && p[k].scalar;
+      prepared = prepared && (p[k].scalar || (k == 0 && has_prepared_location<D>::value));
       if (p[k].scalar)
         for (long i = 0; i < chunk; ++i) pb[k][i] = pv[k];
     }
@@ -133,10 +134,13 @@ template <class T, Family F> struct DensityTerm {
           for (long i = 0; i < n; ++i) pb[k][i] = static_cast<double>(ps[k][i0 + i]);
       bool done = false;
       if constexpr (has_prepared<D>::value) {
-        if (scalars) {
-          const typename D::Prepared q = D::prepare(pv);
+        if (prepared) {
+          const typename D::Prepared q0 = D::prepare(pv);
           for (long i = 0; i < n; ++i) {
             double gx, gp[max_dist_params];
+            typename D::Prepared q = q0;
+            // (pb[0] holds the location, spread when it is one value)
+            if constexpr (has_prepared_location<D>::value) q.location = pb[0][i];
             lpb[i] = D::lpdf(xb[i], q, &gx, gp);
             gxb[i] = gx;
             for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
