@@ -8,25 +8,9 @@
 #include "../distributions.hpp"
 #include "chain_sum.hpp"
 #include "elementwise.hpp"
+#include "running_sums.hpp"
 
 namespace lockstep {
-
-namespace detail {
-// The sum of x[0, n) with four running sums, so that the additions overlap
-// instead of each waiting for the one before.
-inline double sum_doubles(const double* x, long n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  long i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += x[i];
-    s1 += x[i + 1];
-    s2 += x[i + 2];
-    s3 += x[i + 3];
-  }
-  for (; i < n; ++i) s0 += x[i];
-  return (s0 + s1) + (s2 + s3);
-}
-}  // namespace detail
 
 // One family's term (the family a template argument, so that its math is
 // inlined into the element loop instead of dispatched per element).
