@@ -5,6 +5,8 @@
 #ifndef LOCKSTEP_KERNELS_DENSITY_HPP
 #define LOCKSTEP_KERNELS_DENSITY_HPP
 
+#include <type_traits>
+
 #include "../distributions.hpp"
 #include "chain_sum.hpp"
 #include "elementwise.hpp"
@@ -86,6 +88,17 @@ template <class T, Family F> struct DensityTerm {
   // parameter-only math (log sd, 1 / sd) is done once, here.
   static constexpr long chunk = 256;
 
+  // n values of an operand as doubles: the values themselves when they are
+  // doubles, else converted into buf.
+  static const double* in_doubles(const T* values, long n, double* buf) {
+    if constexpr (std::is_same<T, double>::value) {
+      return values;
+    } else {
+      for (long i = 0; i < n; ++i) buf[i] = static_cast<double>(values[i]);
+      return buf;
+    }
+  }
+
   LS_CPU_CLONES double sum_chain_chunked(long c, long size) const {
     using D = Dist<F>;
     double xb[chunk], lpb[chunk], gxb[chunk];
@@ -111,11 +124,13 @@ template <class T, Family F> struct DensityTerm {
     double lp = 0, sum_gx = 0, sum_gp[max_dist_params] = {0};
     for (long i0 = 0; i0 < size; i0 += chunk) {
       const long n = size - i0 < chunk ? size - i0 : chunk;
-      if (!x.scalar)
-        for (long i = 0; i < n; ++i) xb[i] = static_cast<double>(xs[i0 + i]);
-      for (int k = 0; k < n_params; ++k)
-        if (!p[k].scalar)
-          for (long i = 0; i < n; ++i) pb[k][i] = static_cast<double>(ps[k][i0 + i]);
+      // Where the chunk's operands are read: a double operand with a value
+      // per element in place (a copy would only repeat it), the others from
+      // their local arrays.
+      const double* xr = xb;
+      const double* pr[max_dist_params];
+      if (!x.scalar) xr = in_doubles(xs + i0, n, xb);
+      for (int k = 0; k < n_params; ++k) pr[k] = p[k].scalar ? pb[k] : in_doubles(ps[k] + i0, n, pb[k]);
       bool done = false;
       if constexpr (has_prepared<D>::value) {
         if (prepared) {
@@ -123,9 +138,9 @@ template <class T, Family F> struct DensityTerm {
           for (long i = 0; i < n; ++i) {
             double gx, gp[max_dist_params];
             typename D::Prepared q = q0;
-            // (pb[0] holds the location, spread when it is one value)
-            if constexpr (has_prepared_location<D>::value) q.location = pb[0][i];
-            lpb[i] = D::lpdf(xb[i], q, &gx, gp);
+            // (pr[0] holds the location, spread when it is one value)
+            if constexpr (has_prepared_location<D>::value) q.location = pr[0][i];
+            lpb[i] = D::lpdf(xr[i], q, &gx, gp);
             gxb[i] = gx;
             for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
           }
@@ -135,8 +150,8 @@ template <class T, Family F> struct DensityTerm {
       if (!done)
         for (long i = 0; i < n; ++i) {
           double gx, gp[max_dist_params], pi[max_dist_params];
-          for (int k = 0; k < n_params; ++k) pi[k] = pb[k][i];
-          lpb[i] = D::lpdf(xb[i], pi, &gx, gp);
+          for (int k = 0; k < n_params; ++k) pi[k] = pr[k][i];
+          lpb[i] = D::lpdf(xr[i], pi, &gx, gp);
           gxb[i] = gx;
           for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
         }
