@@ -199,6 +199,8 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     }
   }
 
+  lps_.resize(options.shards);
+  bufs_.resize(options.shards);
   workers_.resize(contexts);
   for (long k = 0; k < contexts; ++k) {
     Worker& w = workers_[k];
@@ -377,7 +379,7 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     run_worker(workers_[k], tiles.first, tiles.second, global, state, gradient, launch, whole);
   });
   // Within a shard: its workers' partials into its first worker's buffers.
-  std::vector<double*> lps(S);
+  std::vector<double*>& lps = lps_;
   for (long s = 0; s < S; ++s) {
     Worker& lead = workers_[s * W];
     for (long w = 1; w < W; ++w) {
@@ -397,7 +399,7 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
   comm.all_reduce_sum(lps.data(), chains_);
   if (world) world->all_reduce_sum(lps.data(), chains_);
   for (long c = 0; c < chains_; ++c) lp[c] += lps[0][c];
-  std::vector<T*> bufs(S);
+  std::vector<T*>& bufs = bufs_;
   for (int id : nodes_) {
     if (program_.nodes[id].op != Op::density) continue;
     for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].terms[id].data();

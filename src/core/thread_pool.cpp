@@ -51,12 +51,8 @@ void ThreadPool::drain() {
   }
 }
 
-void ThreadPool::parallel_for(long n, const std::function<void(long)>& f) {
-  if (n <= 0) return;
-  if (workers_.empty() || n == 1) {
-    for (long i = 0; i < n; ++i) f(i);
-    return;
-  }
+// parallel_for's work on the pool's threads (n > 1, more than one thread).
+void ThreadPool::run(long n, const std::function<void(long)>& f) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &f;

@@ -133,6 +133,10 @@ template <class T> class ObservationStage {
   std::vector<bool> row_major_;  // row data stored row by row within each tile
   std::vector<std::vector<long>> row_index_;
   std::vector<Worker> workers_;  // shards * workers
+  // per shard: run()'s pointers to the partials it all-reduces (members, so
+  // that a call allocates nothing)
+  std::vector<double*> lps_;
+  std::vector<T*> bufs_;
 };
 
 extern template class ObservationStage<double>;

@@ -23,9 +23,20 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
-  void parallel_for(long n, const std::function<void(long)>& f);
+  // With one thread (or one item) f runs inline, never wrapped in a
+  // std::function, whose copy of a lambda's captures may be allocated: a
+  // one-thread executor comes here several times per leapfrog step. The pool
+  // sees f through a reference.
+  template <class F> void parallel_for(long n, F&& f) {
+    if (workers_.empty() || n <= 1) {
+      for (long i = 0; i < n; ++i) f(i);
+      return;
+    }
+    run(n, std::function<void(long)>(std::ref(f)));
+  }
 
  private:
+  void run(long n, const std::function<void(long)>& f);
   void work(long generation);
   void drain();
 

@@ -21,12 +21,18 @@
 //     LS_HD static double lpdf(double x, const Prepared& q, double* dx, double* dp);
 //
 // with the same results as lpdf(x, p, ...) up to rounding (has_prepared<D>).
+// A location family whose Prepared has a member `location`, set from p[0] by
+// prepare() and read by nothing else, also serves terms whose location varies
+// by element while its other parameters are one value per chain (a
+// regression's likelihood, y ~ normal(X beta, sigma)): the element loop sets
+// q.location per element (has_prepared_location<D>).
 //
 // Everything is computed in double, whatever the executor's element type.
 #ifndef LOCKSTEP_DISTRIBUTIONS_DIST_HPP
 #define LOCKSTEP_DISTRIBUTIONS_DIST_HPP
 
 #include <type_traits>
+#include <utility>
 
 #include "../hd.hpp"
 #include "../ir.hpp"
@@ -40,6 +46,10 @@ template <Family f> struct Dist;  // a family without math fails to build
 
 template <class D, class = void> struct has_prepared : std::false_type {};
 template <class D> struct has_prepared<D, std::void_t<typename D::Prepared>> : std::true_type {};
+template <class D, class = void> struct has_prepared_location : std::false_type {};
+template <class D>
+struct has_prepared_location<D, std::void_t<decltype(std::declval<typename D::Prepared&>().location)>>
+    : std::true_type {};
 
 // The CDFs of a discrete family with one parameter: truncation is refused
 // when the model is built, so they are never called.

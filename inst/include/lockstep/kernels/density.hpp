@@ -5,28 +5,14 @@
 #ifndef LOCKSTEP_KERNELS_DENSITY_HPP
 #define LOCKSTEP_KERNELS_DENSITY_HPP
 
+#include <type_traits>
+
 #include "../distributions.hpp"
 #include "chain_sum.hpp"
 #include "elementwise.hpp"
+#include "running_sums.hpp"
 
 namespace lockstep {
-
-namespace detail {
-// The sum of x[0, n) with four running sums, so that the additions overlap
-// instead of each waiting for the one before.
-inline double sum_doubles(const double* x, long n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  long i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += x[i];
-    s1 += x[i + 1];
-    s2 += x[i + 2];
-    s3 += x[i + 3];
-  }
-  for (; i < n; ++i) s0 += x[i];
-  return (s0 + s1) + (s2 + s3);
-}
-}  // namespace detail
 
 // One family's term (the family a template argument, so that its math is
 // inlined into the element loop instead of dispatched per element).
@@ -97,9 +83,21 @@ template <class T, Family F> struct DensityTerm {
   // the compiler vectorises it, and with the LS_HD elementary functions
   // (math/elementary.hpp) through exp and log too. The sums, and the
   // partials' way to the adjoints, follow in short loops of their own. When
-  // every parameter is one value for the chain and the family can prepare,
-  // its parameter-only math (log sd, 1 / sd) is done once, here.
+  // every parameter is one value for the chain (or every one but a varying
+  // location, has_prepared_location) and the family can prepare, its
+  // parameter-only math (log sd, 1 / sd) is done once, here.
   static constexpr long chunk = 256;
+
+  // n values of an operand as doubles: the values themselves when they are
+  // doubles, else converted into buf.
+  static const double* in_doubles(const T* values, long n, double* buf) {
+    if constexpr (std::is_same<T, double>::value) {
+      return values;
+    } else {
+      for (long i = 0; i < n; ++i) buf[i] = static_cast<double>(values[i]);
+      return buf;
+    }
+  }
 
   LS_CPU_CLONES double sum_chain_chunked(long c, long size) const {
     using D = Dist<F>;
@@ -107,12 +105,12 @@ template <class T, Family F> struct DensityTerm {
     double pb[max_dist_params][chunk], gpb[max_dist_params][chunk];
     double pv[max_dist_params] = {0};
     const T* ps[max_dist_params] = {nullptr};
-    bool scalars = true;
+    bool prepared = true;  // whether the family's prepared lpdf serves this term
     if (size <= 0) return 0;
     for (int k = 0; k < n_params; ++k) {
       ps[k] = p[k].data + c * p[k].chain_stride;
       pv[k] = static_cast<double>(ps[k][0]);
-      scalars = scalars && p[k].scalar;
+      prepared = prepared && (p[k].scalar || (k == 0 && has_prepared_location<D>::value));
       if (p[k].scalar)
         for (long i = 0; i < chunk; ++i) pb[k][i] = pv[k];
     }
@@ -126,18 +124,23 @@ template <class T, Family F> struct DensityTerm {
     double lp = 0, sum_gx = 0, sum_gp[max_dist_params] = {0};
     for (long i0 = 0; i0 < size; i0 += chunk) {
       const long n = size - i0 < chunk ? size - i0 : chunk;
-      if (!x.scalar)
-        for (long i = 0; i < n; ++i) xb[i] = static_cast<double>(xs[i0 + i]);
-      for (int k = 0; k < n_params; ++k)
-        if (!p[k].scalar)
-          for (long i = 0; i < n; ++i) pb[k][i] = static_cast<double>(ps[k][i0 + i]);
+      // Where the chunk's operands are read: a double operand with a value
+      // per element in place (a copy would only repeat it), the others from
+      // their local arrays.
+      const double* xr = xb;
+      const double* pr[max_dist_params];
+      if (!x.scalar) xr = in_doubles(xs + i0, n, xb);
+      for (int k = 0; k < n_params; ++k) pr[k] = p[k].scalar ? pb[k] : in_doubles(ps[k] + i0, n, pb[k]);
       bool done = false;
       if constexpr (has_prepared<D>::value) {
-        if (scalars) {
-          const typename D::Prepared q = D::prepare(pv);
+        if (prepared) {
+          const typename D::Prepared q0 = D::prepare(pv);
           for (long i = 0; i < n; ++i) {
             double gx, gp[max_dist_params];
-            lpb[i] = D::lpdf(xb[i], q, &gx, gp);
+            typename D::Prepared q = q0;
+            // (pr[0] holds the location, spread when it is one value)
+            if constexpr (has_prepared_location<D>::value) q.location = pr[0][i];
+            lpb[i] = D::lpdf(xr[i], q, &gx, gp);
             gxb[i] = gx;
             for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
           }
@@ -147,8 +150,8 @@ template <class T, Family F> struct DensityTerm {
       if (!done)
         for (long i = 0; i < n; ++i) {
           double gx, gp[max_dist_params], pi[max_dist_params];
-          for (int k = 0; k < n_params; ++k) pi[k] = pb[k][i];
-          lpb[i] = D::lpdf(xb[i], pi, &gx, gp);
+          for (int k = 0; k < n_params; ++k) pi[k] = pr[k][i];
+          lpb[i] = D::lpdf(xr[i], pi, &gx, gp);
           gxb[i] = gx;
           for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
         }
