@@ -5,14 +5,18 @@
 #'
 #' @param max_treedepth the most times a NUTS trajectory is doubled: at most
 #'   `2^max_treedepth - 1` leapfrog steps per iteration (Stan's default, 10)
-#' @param adapt_delta the mean acceptance statistic that warmup tunes the step
-#'   size towards (Stan's default, 0.8); higher values give smaller steps and
-#'   fewer divergences
+#' @param adapt_delta the acceptance statistic that warmup tunes the step size
+#'   towards (Stan's default, 0.8), averaged over iterations as Stan does and
+#'   over chains by their harmonic mean: all chains share one step size, and
+#'   the harmonic mean keeps it small enough for a chain that accepts little
+#'   (a chain in a posterior's difficult tail), which the plain mean would let
+#'   the others hide. Higher values give smaller steps and fewer divergences
 #'
 #' @param Lmin,Lmax the number of leapfrog steps of each iteration is drawn
 #'   uniformly from `Lmin` to `Lmax`
 #' @param epsilon the leapfrog step size, a starting value: warmup tunes it by
-#'   dual averaging on the mean acceptance rate of all chains
+#'   dual averaging on the acceptance rate of all chains (for `nuts()`, their
+#'   harmonic mean; for `hmc()`, their mean)
 #' @param diag_sd an estimate of the posterior standard deviations of the free
 #'   parameters (one value, or one per free parameter), a starting value:
 #'   warmup re-estimates it from the draws, as `adapt_metric` says
@@ -36,8 +40,9 @@
 #'   subtrees), and a divergence when the energy error exceeds 1000. Each
 #'   chain builds its own tree; a chain whose tree is finished waits while the
 #'   others finish theirs, so an iteration costs the longest trajectory of the
-#'   chains. Warmup (both samplers) tunes the step size by dual averaging on
-#'   the mean acceptance statistic of all chains, and `diag_sd` in Stan's
+#'   chains. Warmup tunes the step size by dual averaging on the acceptance
+#'   statistic of all chains (`nuts()`: their harmonic mean; `hmc()`: their
+#'   mean), and `diag_sd` in Stan's
 #'   windows, from the pooled draws of all chains or each chain's own
 #'   (`adapt_metric`).
 #'

@@ -21,13 +21,8 @@ Chees::Chees(Target& target, CheesSettings settings, const std::vector<double>& 
                       key0, key1, "chees",
                       settings.per_chain_metric),
       settings_(checked(settings)),
-      T_(settings.epsilon) {}
-
-double Chees::pooled_accept() const {
-  // harmonic mean: a chain that accepts nothing pulls the step size down
-  double inv = 0;
-  for (long c = 0; c < C_; ++c) inv += 1 / std::max(stats_.accept_stat[c], 1e-20);
-  return C_ / inv;
+      T_(settings.epsilon) {
+  harmonic_accept_ = true;
 }
 
 void Chees::transition() {

@@ -213,9 +213,10 @@ void LeapfrogSampler::iterate(bool warmup) {
 }
 
 double LeapfrogSampler::pooled_accept() const {
-  double mean_accept = 0;
-  for (long c = 0; c < C_; ++c) mean_accept += stats_.accept_stat[c];
-  return mean_accept / C_;
+  double sum = 0;
+  for (long c = 0; c < C_; ++c)
+    sum += harmonic_accept_ ? 1 / std::max(stats_.accept_stat[c], 1e-20) : stats_.accept_stat[c];
+  return harmonic_accept_ ? C_ / sum : sum / C_;
 }
 
 void LeapfrogSampler::adapt() {

@@ -29,6 +29,7 @@ Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& ini
     : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.adapt_delta, init,
                       key0, key1, "nuts", settings.per_chain_metric),
       settings_(checked(settings)) {
+  harmonic_accept_ = true;
   ChainVectors& v = vectors();
   for (double** a : {&xf_, &pf_, &gf_, &xb_, &pb_, &gb_, &xw_, &pw_, &gw_, &xp_, &gp_, &pp_, &ps_,
                      &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_, &rho_b_, &sub_first_,

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <random>
+#include <iomanip>
 #include <vector>
 
 #include "helpers.hpp"
@@ -318,7 +319,10 @@ TEST_CASE("chain vectors: warmup's window sums and the metric from them", "[chai
 
 // The same sampler on the cpu and emulated backends: eight schools' shape
 // from one start; the emulated backend's sums differ only in their last bits,
-// far too little to change a decision in a few iterations.
+// far too little to change a decision in a few iterations. The trajectories
+// amplify those bits: after 8 warmup and 3 kept iterations of nuts a state
+// differed by 2e-10 relative, so the traces are compared to 1e-8 (a changed
+// decision would differ in the first digits).
 // min_steps: the fewest leapfrog steps per chain-iteration expected on average.
 template <class Sampler, class Settings>
 void emulated_follows_cpu(const Settings& s, double min_steps) {
@@ -338,7 +342,11 @@ void emulated_follows_cpu(const Settings& s, double min_steps) {
       Executor<double> emu_ex(p, C, Backend::emulated, g);
       const std::vector<double> emu = sampler_trace<Sampler>(emu_ex, s, init, warmup, 3, 4);
       REQUIRE(emu.size() == cpu.size());
-      for (size_t k = 0; k < cpu.size(); ++k) CHECK(emu[k] == Approx(cpu[k]).epsilon(1e-10));
+      for (size_t k = 0; k < cpu.size(); ++k) {
+        INFO("trace entry " << k << ": " << std::setprecision(17) << emu[k] << " against "
+                            << cpu[k]);
+        CHECK(emu[k] == Approx(cpu[k]).epsilon(1e-8));
+      }
     }
   }
 }

@@ -4,11 +4,14 @@
 // divergences reported, reproducibility from the keys, bad settings refused.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include "helpers.hpp"
+#include "lockstep/sampler/dual_averaging.hpp"
+#include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
 #include "sampler_helpers.hpp"
 
@@ -175,4 +178,46 @@ TEST_CASE("nuts refuses bad settings and a non-finite start", "[nuts][errors]") 
   CHECK_THROWS_AS(Nuts(t, s, ok, 1, 2), std::invalid_argument);
   BadStart minus_inf(-HUGE_VAL);
   CHECK_THROWS_AS(Nuts(minus_inf, NutsSettings(), ok, 1, 2), std::invalid_argument);
+}
+
+TEST_CASE("warmup's step size: dual averaging on the harmonic mean of the chains' "
+          "acceptance for nuts, on their mean for hmc",
+          "[nuts][hmc][warmup]") {
+  // Chains started at different distances from the mode of a narrow and a
+  // wide direction accept differently; the first iterations of warmup (the
+  // initial buffer: no metric window ends) each update the step size once.
+  IndependentGaussian t({0, 0}, {0.2, 5}, n_chains);
+  std::vector<double> init(2 * n_chains);
+  for (long c = 0; c < n_chains; ++c) init[2 * c] = 0.3 * c, init[2 * c + 1] = 4.0 * c;
+  auto harmonic = [](const std::vector<double>& a) {
+    double inv = 0;
+    for (double x : a) inv += 1 / std::max(x, 1e-20);
+    return static_cast<double>(a.size()) / inv;
+  };
+  auto mean = [](const std::vector<double>& a) {
+    double sum = 0;
+    for (double x : a) sum += x;
+    return sum / static_cast<double>(a.size());
+  };
+  auto check = [&](lockstep::LeapfrogSampler& h, bool use_harmonic) {
+    h.begin_warmup(200);
+    lockstep::DualAveraging ours(0.8), other(0.8);
+    ours.restart(h.epsilon());
+    other.restart(h.epsilon());
+    bool differ = false;
+    for (int it = 0; it < 20; ++it) {
+      h.iterate(true);
+      const std::vector<double>& a = h.last().accept_stat;
+      const double expected = ours.update(use_harmonic ? harmonic(a) : mean(a));
+      const double not_expected = other.update(use_harmonic ? mean(a) : harmonic(a));
+      CHECK(h.epsilon() == Approx(expected).epsilon(1e-12));
+      differ = differ || std::fabs(expected - not_expected) > 1e-6 * expected;
+    }
+    CHECK(differ);  // the chains' acceptance differed: the test tells the two apart
+  };
+  Nuts nuts(t, NutsSettings(), init, 11, 12);
+  check(nuts, true);
+  lockstep::HmcSettings hs;
+  lockstep::Hmc hmc(t, hs, init, 11, 12);
+  check(hmc, false);
 }

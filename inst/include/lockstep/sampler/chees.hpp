@@ -41,7 +41,6 @@ class Chees : public LeapfrogSampler {
 
  protected:
   void transition() override;
-  double pooled_accept() const override;
 
  private:
   CheesSettings settings_;
