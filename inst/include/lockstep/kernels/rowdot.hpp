@@ -116,11 +116,18 @@ template <class T> struct RowDotForward {
   int phases = 1, shared_per_lane = 0;
 
   LS_HD double w(long c, long g, long j) const { return rowdot_w(s, b, sc, v, c, g, j); }
+  // The part of chain c's offset that every row of group g shares: q[g] plus
+  // a scalar p (0 without either). The CPU's four-chain forward keeps it in
+  // its table of groups.
+  LS_HD double group_offset(long c, long g) const {
+    double o = p.data && p.scalar ? static_cast<double>(p.at(c, 0)) : 0.0;
+    if (q) o += static_cast<double>(q[c * q_stride + g]);
+    return o;
+  }
   // p[r] + q[index[r]] of chain c (either may be absent)
   LS_HD double offset(long c, long r) const {
-    double o = p.data ? static_cast<double>(p.at(c, r)) : 0.0;
-    if (q) o += static_cast<double>(q[c * q_stride + index[r]]);
-    return o;
+    const double o = group_offset(c, index[r]);
+    return p.data && !p.scalar ? static_cast<double>(p.at(c, r)) + o : o;
   }
 
 #if !defined(__CUDA_ARCH__)
@@ -160,11 +167,8 @@ template <class T> struct RowDotForward {
         double* out = wt.data() + j * B + k;
         for (long g = 0; g < span; ++g) out[g * L] = static_cast<double>(bj[g]) * sj + vj;
       }
-      // offset()'s sum in offset()'s order
-      const double p_all = p.data && p.scalar ? static_cast<double>(p.at(c, 0)) : 0.0;
-      const T* qc = q ? q + c * q_stride + g0 : nullptr;
       double* out = wt.data() + K * B + k;
-      for (long g = 0; g < span; ++g) out[g * L] = qc ? p_all + static_cast<double>(qc[g]) : p_all;
+      for (long g = 0; g < span; ++g) out[g * L] = group_offset(c, g0 + g);
     }
     const bool p_rows = p.data && !p.scalar;
     for (long r = 0; r < s.rows; ++r) {
@@ -185,7 +189,7 @@ template <class T> struct RowDotForward {
         const double x = static_cast<double>(ar[j]);
         for (long k = 0; k < B; ++k) a0[k] += x * w4[j * B + k];
       }
-      const double* o4 = w4 + K * B;
+      const double* o4 = w4 + K * B;  // group_offset(), then offset()'s per-row p
       for (long k = 0; k < B; ++k) {
         const double o = p_rows ? static_cast<double>(p.at(c0 + k, r)) + o4[k] : o4[k];
         y[(c0 + k) * s.rows + r] = static_cast<T>(o + ((a0[k] + a1[k]) + (a2[k] + a3[k])));
