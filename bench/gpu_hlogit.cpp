@@ -10,6 +10,7 @@
 // Built and run by bench/gpu_run.sh (the GPU machine has no R, so this is C++):
 //   bench/gpu_hlogit [--n 1e5,1e6,1e7] [--chains 1,4,16] [--threads T] [--reps R]
 //                    [--nuts-n 1e5] [--nuts W,S] [--nuts-vectors host,device]
+//                    [--nuts-precision double,single]
 // For each N, chains and precision it prints the GPU's milliseconds per
 // gradient (median of R timed calls after warm-up, state, lp and gradient in
 // device memory, each call synchronised), per chain-gradient, the CPU
@@ -19,7 +20,9 @@
 // each --nuts-n N, twice: with the sampler's vectors in host memory (state
 // and gradient copied at every leapfrog step), and device-resident (the
 // vectors in GPU memory, only per-chain numbers crossing at each step), each
-// timed as a whole, with the leapfrog calls it made.
+// timed as a whole, with the leapfrog calls it made, and the bulk effective
+// sample size and R-hat of the hyperparameters' and lp's draws (per second
+// of sampling), with their posterior means against the simulation's values.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -29,6 +32,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lockstep/backends/cuda.hpp"
@@ -56,6 +60,104 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The standard normal quantile (Acklam's rational approximation, relative
+// error under 1.2e-9: plenty for rank-normalised draws).
+double qnorm(double p) {
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+                             1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00};
+  static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
+                             6.680131188771972e+01, -1.328068155288572e+01};
+  static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
+                             -2.549732539343734e+00, 4.374664141464968e+00, 2.938163982698783e+00};
+  static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
+                             3.754408661907416e+00};
+  if (p < 0.02425) {
+    const double q = std::sqrt(-2 * std::log(p));
+    return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) /
+           ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1);
+  }
+  if (p > 1 - 0.02425) return -qnorm(1 - p);
+  const double q = p - 0.5, r = q * q;
+  return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
+         (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+// Bulk effective sample size and split R-hat of one quantity's draws
+// (draws[c][i], chain c, iteration i), as Stan and the posterior package
+// compute them (Vehtari et al. 2021): the draws rank-normalised over all
+// chains, each chain split in two, autocorrelations combined across the
+// halves and summed by Geyer's initial monotone sequence. The R side
+// reports the same diagnostics; this is the C++ bench's copy, since the GPU
+// machine has no R.
+void bulk_ess_rhat(const std::vector<std::vector<double>>& draws, double& ess, double& rhat) {
+  const long C = static_cast<long>(draws.size()), S = static_cast<long>(draws[0].size());
+  const long n = S / 2, M = 2 * C;
+  std::vector<std::pair<double, long>> all;
+  for (long c = 0; c < C; ++c)
+    for (long i = 0; i < 2 * n; ++i) all.push_back({draws[c][i + (S - 2 * n)], c * 2 * n + i});
+  std::sort(all.begin(), all.end());
+  std::vector<double> z(all.size());
+  for (size_t k = 0; k < all.size();) {  // average ranks of ties
+    size_t e = k;
+    while (e < all.size() && all[e].first == all[k].first) ++e;
+    const double rank = 0.5 * (k + 1 + e);
+    for (size_t t = k; t < e; ++t) z[all[t].second] = qnorm((rank - 0.375) / (all.size() + 0.25));
+    k = e;
+  }
+  std::vector<double> mean(M), var(M);
+  std::vector<std::vector<double>> acov(M, std::vector<double>(n));
+  for (long m = 0; m < M; ++m) {
+    const double* x = z.data() + m * n;
+    double mu = 0;
+    for (long i = 0; i < n; ++i) mu += x[i];
+    mu /= n;
+    mean[m] = mu;
+    for (long t = 0; t < n; ++t) {
+      double s = 0;
+      for (long i = 0; i + t < n; ++i) s += (x[i] - mu) * (x[i + t] - mu);
+      acov[m][t] = s / n;
+    }
+    var[m] = acov[m][0] * n / (n - 1.0);
+  }
+  double W = 0, mbar = 0, B = 0;
+  for (long m = 0; m < M; ++m) {
+    W += var[m] / M;
+    mbar += mean[m] / M;
+  }
+  for (long m = 0; m < M; ++m) B += (mean[m] - mbar) * (mean[m] - mbar) / (M - 1.0);
+  const double var_plus = W * (n - 1.0) / n + B;
+  rhat = std::sqrt(var_plus / W);
+  auto rho = [&](long t) {
+    double a = 0;
+    for (long m = 0; m < M; ++m) a += acov[m][t] / M;
+    return 1 - (W - a) / var_plus;
+  };
+  // Geyer's initial positive and monotone sequences, as ess_basic() in
+  // R/diagnostics.R (Stan's): rho[t] while adjacent pairs sum to more than 0
+  std::vector<double> r(n + 2, 0.0);
+  r[0] = 1;
+  double even = 1, odd = rho(1);
+  r[1] = odd;
+  long t = 1;
+  while (t < n - 4 && even + odd > 0) {
+    even = rho(t + 1);
+    odd = rho(t + 2);
+    if (even + odd >= 0) {
+      r[t + 1] = even;
+      r[t + 2] = odd;
+    }
+    t += 2;
+  }
+  const long max_t = t;
+  if (even > 0) r[max_t + 1] = even;
+  for (long k = 1; k + 3 <= max_t; k += 2)
+    if (r[k + 1] + r[k + 2] > r[k - 1] + r[k]) r[k + 1] = r[k + 2] = (r[k - 1] + r[k]) / 2;
+  double tau = -1 + r[max_t + 1];
+  for (long k = 0; k < max_t; ++k) tau += 2 * r[k];
+  const double total = static_cast<double>(M * n);
+  ess = std::min(total / tau, total * std::log10(total));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,7 +165,7 @@ int main(int argc, char** argv) {
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   int reps = 20;
   std::vector<double> nuts_ns = {1e5}, nuts_iters = {150, 150};
-  std::string nuts_vectors = "host,device";
+  std::string nuts_vectors = "host,device", nuts_precision = "double,single";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") ns = parse_list(argv[i + 1]);
@@ -73,6 +175,7 @@ int main(int argc, char** argv) {
     else if (a == "--nuts-n") nuts_ns = parse_list(argv[i + 1]);
     else if (a == "--nuts") nuts_iters = parse_list(argv[i + 1]);
     else if (a == "--nuts-vectors") nuts_vectors = argv[i + 1];
+    else if (a == "--nuts-precision") nuts_precision = argv[i + 1];
   }
   const std::vector<cuda::DeviceInfo> devs = cuda::devices();
   if (devs.empty()) {
@@ -165,6 +268,7 @@ int main(int argc, char** argv) {
     const long N = static_cast<long>(nd), K = 20, G = std::max(1L, N / 10), C = 4;
     const long W = static_cast<long>(nuts_iters[0]), S = static_cast<long>(nuts_iters[1]);
     for (int single = 0; single < 2; ++single) {
+      if (nuts_precision.find(single ? "single" : "double") == std::string::npos) continue;
       try {
         const Program p = hlogit(N, G, K, 20240601u);
         const long D = p.n_free;
@@ -201,12 +305,19 @@ int main(int argc, char** argv) {
           const double warm_s = seconds_since(t0);
           t0 = std::chrono::steady_clock::now();
           long divergent = 0, leapfrog = 0;
+          // draws of the 2K + 2 hyperparameters (alpha, beta, log sigma_alpha,
+          // log sigma_gamma: the first free values) and lp, per chain
+          const long H = 2 * K + 2;
+          std::vector<std::vector<std::vector<double>>> draws(
+              H + 1, std::vector<std::vector<double>>(C, std::vector<double>(S)));
           for (long i = 0; i < S; ++i) {
             nuts.iterate(false);
             sample_calls += calls();
             for (long c = 0; c < C; ++c) {
               divergent += nuts.last().divergent[c];
               leapfrog += nuts.last().n_leapfrog[c];
+              for (long h = 0; h < H; ++h) draws[h][c][i] = nuts.state()[c * D + h];
+              draws[H][c][i] = nuts.log_density()[c];
             }
           }
           const double sample_s = seconds_since(t0);
@@ -218,6 +329,34 @@ int main(int argc, char** argv) {
                       1e3 * sample_s / std::max(1L, sample_calls),
                       static_cast<double>(leapfrog) / (C * std::max(1L, S)), nuts.epsilon(),
                       divergent);
+          if (S >= 20) {
+            double min_ess = HUGE_VAL, max_rhat = 0, lp_ess = 0, lp_rhat = 0;
+            for (long h = 0; h <= H; ++h) {
+              double e, r;
+              bulk_ess_rhat(draws[h], e, r);
+              if (h == H) {
+                lp_ess = e;
+                lp_rhat = r;
+              } else {
+                min_ess = std::min(min_ess, e);
+                max_rhat = std::max(max_rhat, r);
+              }
+            }
+            // posterior means against the simulation's true values
+            // (alpha 0.3, sigma_alpha 0.8, sigma_gamma 0.3)
+            double m_alpha = 0, m_sa = 0, m_sg = 0;
+            for (long c = 0; c < C; ++c)
+              for (long i = 0; i < S; ++i) {
+                m_alpha += draws[0][c][i] / (C * S);
+                m_sa += std::exp(draws[K + 1][c][i]) / (C * S);
+                for (long j = 0; j < K; ++j) m_sg += std::exp(draws[K + 2 + j][c][i]) / (C * S * K);
+              }
+            std::printf("  draws: bulk ESS of the %ld hyperparameters min %.0f (%.1f per second of "
+                        "sampling), max R-hat %.3f; lp bulk ESS %.0f (%.1f/s), R-hat %.3f; means: "
+                        "alpha %.3f (true 0.3), sigma_alpha %.3f (0.8), sigma_gamma %.3f (0.3)\n",
+                        H, min_ess, min_ess / sample_s, max_rhat, lp_ess, lp_ess / sample_s,
+                        lp_rhat, m_alpha, m_sa, m_sg);
+          }
           std::fflush(stdout);
         }
       } catch (const std::exception& e) {

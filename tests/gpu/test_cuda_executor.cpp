@@ -657,6 +657,31 @@ Case logpdf_case() {
   return b.finish("logpdf", Tol{1e-10, 1e-11, 1e-10, 1e-11});
 }
 
+// The grouped reductions (segment ops, tapply()'s): groups left empty, rows
+// left out, and a large input whose groups span many blocks.
+Case segment_case() {
+  Builder b(1321);
+  const int x = b.matrix(11, 2, Domain{0.5, 1.5, true});
+  // sum and prod with group 3 empty (0 and 1); max and min of empty groups
+  // are -Inf and Inf, whose normal density is 0, so every group has rows
+  const std::vector<long> group = {1, 0, 4, 1, -1, 0, 2, 4, 1, -1, 2};
+  const std::vector<long> every = {1, 0, 4, 1, -1, 0, 2, 4, 3, -1, 2};
+  for (Op op : {Op::segment_sum, Op::segment_prod})
+    b.objective(b.node(segment_node(op, x, group, 5, b.p)));
+  for (Op op : {Op::segment_max, Op::segment_min})
+    b.objective(b.node(segment_node(op, x, every, 5, b.p)));
+  const long R = 4099, G = 61;
+  const int big = b.matrix(R, 3);
+  std::vector<long> big_group = random_index(b.rng, R, G);
+  for (long r = 0; r < R; r += 97) big_group[r] = -1;
+  b.objective(b.node(segment_node(Op::segment_sum, big, big_group, G, b.p)));
+  b.objective(b.node(segment_node(Op::segment_max, big, big_group, G, b.p)));
+  Tol tol;
+  tol.lp_abs = 1e-9;
+  tol.grad_scale = 1e-12;
+  return b.finish("segment sum, max, min and prod", tol);
+}
+
 std::vector<Case> fold_cumulative_concat_linalg_cases() {
   std::vector<Case> out;
   out.push_back(fold_case());
@@ -664,6 +689,7 @@ std::vector<Case> fold_cumulative_concat_linalg_cases() {
   out.push_back(concat_case());
   out.push_back(linalg_case());
   out.push_back(logpdf_case());
+  out.push_back(segment_case());
   return out;
 }
 

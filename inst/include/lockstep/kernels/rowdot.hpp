@@ -267,22 +267,27 @@ template <class T> struct RowDotBackward {
   // its block-shared slots; phase 2c + 1 sums each column's slots over the
   // block and adds the totals to dv and ds with one atomic per block and
   // column. (One atomic per row and column instead, as for db, would make
-  // every lane of the GPU queue on the same cols addresses.) With fewer lanes
-  // than columns (only in small emulated launches), lanes take several
-  // columns and add their partials to dv and ds directly. Set by
-  // with_dv_phases().
+  // every lane of the GPU queue on the same cols addresses.) A scalar
+  // offset p (the model's intercept) is summed the same way, in a third slot
+  // of the lanes of column 0: one atomic per row on its one adjoint made the
+  // backward ten times slower on a GPU. With fewer lanes than columns (only
+  // in small emulated launches), lanes take several columns and add their
+  // partials to dv, ds and dp directly. Set by with_dv_phases().
   int phases = 1, shared_per_lane = 0;
 
   RowDotBackward& with_dv_phases() {
-    if (dv || ds) {
+    if (slots() > 0) {
       phases = static_cast<int>(2 * chains);
       shared_per_lane = slots();
     }
     return *this;
   }
-  // Per-lane partials of the lane's column: dv's, then ds's.
-  LS_HD int slots() const { return (dv ? 1 : 0) + (ds ? 1 : 0); }
+  LS_HD bool dp_scalar() const { return dp.data && dp.scalar; }
+  // Per-lane partials of the lane's column: dv's, then ds's, then the scalar
+  // dp's (column 0's lanes only).
+  LS_HD int slots() const { return (dv ? 1 : 0) + (ds ? 1 : 0) + (dp_scalar() ? 1 : 0); }
   LS_HD int ds_slot() const { return dv ? 1 : 0; }
+  LS_HD int dp_slot() const { return (dv ? 1 : 0) + (ds ? 1 : 0); }
 
   LS_HD double w(long c, long g, long j) const { return rowdot_w(s, b, sc, v, c, g, j); }
   LS_HD void add_ds(long c, long j, double total) const {
@@ -501,24 +506,25 @@ template <class T> struct RowDotBackward {
     }
 #endif
     const long items = pieces() * s.cols;  // per chain
-    double tv = 0, ts = 0;
-    if (!dv && !ds) {
+    double tv = 0, ts = 0, tp = 0;
+    if (slots() == 0) {
       for (long i = lane.index; i < chains * items; i += lane.count) {
         const long c = i / items, rest = i - c * items, piece = rest / s.cols;
-        column_of_piece(c, piece, rest - piece * s.cols, tv, ts);
+        column_of_piece(c, piece, rest - piece * s.cols, tv, ts, tp);
       }
       return;
     }
     const long c = phase / 2, per_col = lane.count / s.cols;
     const long busy = per_col * s.cols;  // lanes with a column of their own
-    if (per_col == 0) {  // fewer lanes than columns: partials straight to dv, ds
+    if (per_col == 0) {  // fewer lanes than columns: partials straight to dv, ds, dp
       if (phase % 2 == 1) return;
       for (long i = lane.index; i < items; i += lane.count) {
         const long piece = i / s.cols, j = i - piece * s.cols;
-        tv = ts = 0;
-        column_of_piece(c, piece, j, tv, ts);
+        tv = ts = tp = 0;
+        column_of_piece(c, piece, j, tv, ts, tp);
         if (dv) lane_add(dv + c * s.v_stride + j, static_cast<T>(tv));
         if (ds) add_ds(c, j, ts);
+        if (dp_scalar() && j == 0) dp.add(c, 0, static_cast<T>(tp));
       }
       return;
     }
@@ -526,28 +532,31 @@ template <class T> struct RowDotBackward {
       if (lane.index < busy) {
         const long j = lane.index % s.cols;
         for (long piece = lane.index / s.cols; piece < pieces(); piece += per_col)
-          column_of_piece(c, piece, j, tv, ts);
+          column_of_piece(c, piece, j, tv, ts, tp);
       }
       double* mine = lane.shared + static_cast<long>(lane.in_block) * slots();
       if (dv) mine[0] = tv;
       if (ds) mine[ds_slot()] = ts;
+      if (dp_scalar()) mine[dp_slot()] = tp;
     } else {
       // Lane t sums column jj = t (and t + lanes_in_block, ...): the slots of
       // the block's lanes u whose column (base + u) % cols is jj.
       const long base = lane.index - lane.in_block;
       for (long jj = lane.in_block; jj < s.cols; jj += lane.lanes_in_block) {
-        double sv = 0, ss = 0;
+        double sv = 0, ss = 0, sp = 0;
         bool any = false;
         for (long u = ((jj - base) % s.cols + s.cols) % s.cols; u < lane.lanes_in_block; u += s.cols) {
           if (base + u >= busy) break;
           const double* theirs = lane.shared + u * slots();
           if (dv) sv += theirs[0];
           if (ds) ss += theirs[ds_slot()];
+          if (dp_scalar()) sp += theirs[dp_slot()];
           any = true;
         }
         if (!any) continue;
         if (dv) lane_add(dv + c * s.v_stride + jj, static_cast<T>(sv));
         if (ds) add_ds(c, jj, ss);
+        if (dp_scalar() && jj == 0) dp.add(c, 0, static_cast<T>(sp));
       }
     }
   }
@@ -584,10 +593,11 @@ template <class T> struct RowDotBackward {
     lane_add(dq + c * q_stride + g_run, static_cast<T>(sum));
   }
 
-  // Column j of piece `piece` of chain c: da, dp and dq (with the first
-  // column) directly, db per run, and the piece's dv and ds partials added to
-  // tv, ts.
-  LS_HD void column_of_piece(long c, long piece, long j, double& tv, double& ts) const {
+  // Column j of piece `piece` of chain c: da, a row-aligned dp and dq (with
+  // the first column) directly, db per run, and the piece's dv, ds and
+  // scalar dp partials added to tv, ts and tp.
+  LS_HD void column_of_piece(long c, long piece, long j, double& tv, double& ts,
+                             double& tp) const {
     const long r0 = piece * rows_per_piece;
     const long r1 = r0 + rows_per_piece < s.rows ? r0 + rows_per_piece : s.rows;
     const T* ac = a + c * s.a_stride;
@@ -612,8 +622,12 @@ template <class T> struct RowDotBackward {
       if (da) da[c * s.rows * s.cols + r + j * s.rows] += static_cast<T>(d * w(c, g, j));
     }
     flush();
-    if (dp.data && j == 0)
-      for (long r = r0; r < r1; ++r) dp.add(c, r, dyc[r]);
+    if (dp.data && j == 0) {
+      if (dp.scalar)
+        for (long r = r0; r < r1; ++r) tp += static_cast<double>(dyc[r]);
+      else
+        for (long r = r0; r < r1; ++r) dp.add(c, r, dyc[r]);
+    }
     if (dq && j == 0) add_dq_runs(c, r0, r1);
   }
 };
