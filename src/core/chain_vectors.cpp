@@ -111,6 +111,16 @@ void HostChainVectors::subtree_checks(const SubtreeVectors& sv, const double* m,
   });
 }
 
+void HostChainVectors::leaf(const LeafVectors& v, const double* m, const ChainMask& on,
+                            const ChainMask& back, double* out) {
+  const int n = v.sums();
+  std::fill(out, out + chains_ * n, 0.0);
+  run([&](long c0, long c1) {
+    return ChainSum<LeafTerm>(LeafTerm{v, m, on, back, c0, dim_, out}, out + c0 * n, c1 - c0,
+                              dim_, n);
+  });
+}
+
 void HostChainVectors::log_density(const double* x, double* lp, double* g) {
   target_.log_density(x, lp, g);
 }

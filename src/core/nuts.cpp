@@ -113,13 +113,46 @@ void Nuts::transition() {
       // others wait, their moving point unchanged.
       v.leapfrog(xw_, xw_, pw_, gw_, m_v_, 0.5 * epsilon_, epsilon_, true, on, backward);
       v.log_density(xw_, lpw_.data(), gw_);
-      v.leapfrog(nullptr, nullptr, pw_, gw_, m_v_, 0.5 * epsilon_, epsilon_, false, on, backward);
-      const std::vector<double> kin = kinetic_energies(pw_, on);
+      // The second half kick and everything else this leaf does to the
+      // vectors, in one pass (ChainVectors::leaf): the kinetic energy, the
+      // subtree's rho, the blocks of leaves it starts, the left sibling it
+      // completes, and the merge checks of the right siblings it completes
+      // (up to LeafVectors::max_checks of them; the rest below). Which of
+      // these a leaf does depends on k alone.
+      LeafVectors lv{};
+      lv.p = pw_, lv.g = gw_, lv.kick = 0.5 * epsilon_, lv.sd = sd_v_, lv.S = sub_rho_;
+      lv.first = k == 0 ? sub_first_ : nullptr;
+      int starts = 0;  // blocks of 2^j leaves starting at this leaf: j < starts
+      while (starts < d && k % (1L << starts) == 0) ++starts;
+      lv.starts = std::min(starts, LeafVectors::max_starts);
+      for (int j = 0; j < lv.starts; ++j) lv.begin[j] = levels_[j].begin, lv.prefix[j] = levels_[j].prefix;
+      // Blocks of 2^j leaves completed by this leaf: a right sibling for
+      // j < merges, merged with its stored left sibling and checked; then a
+      // left sibling (j = merges), stored.
+      int merges = 0;
+      while (merges < d && (k + 1) % (1L << merges) == 0 && ((k >> merges) & 1) == 1) ++merges;
+      const bool stores_left = merges < d && (k + 1) % (1L << merges) == 0;
+      auto subtree = [&](int j) {
+        // the right sibling's rho is sub_rho - prefix (SubtreeChecksTerm)
+        const Level& l = levels_[j];
+        const double* left_begin = j + 1 < d ? levels_[j + 1].begin : sub_first_;
+        return SubtreeVectors{sub_rho_, l.prefix, l.left_rho, left_begin, pw_, l.begin, l.left_end};
+      };
+      lv.checks = std::min(merges, LeafVectors::max_checks);
+      for (int j = 0; j < lv.checks; ++j) lv.check[j] = subtree(j);
+      if (stores_left) {
+        lv.left_end = levels_[merges].left_end;
+        lv.left_rho = levels_[merges].left_rho;
+        lv.left_prefix = levels_[merges].prefix;
+      }
+      const int n_sums = lv.sums();
+      leaf_sums_.resize(C * n_sums);
+      v.leaf(lv, m_v_, on, backward, leaf_sums_.data());
       ChainMask take;  // chains whose subtree's proposal becomes this leaf
       for (long c = 0; c < C; ++c) {
         if (!on[c]) continue;
         ++n_leap[c];
-        double H = -lpw_[c] + kin[c];
+        double H = -lpw_[c] + 0.5 * leaf_sums_[c * n_sums];
         if (std::isnan(H)) H = HUGE_VAL;
         if (H - H0[c] > divergence_threshold) divergent[c] = 1;
         const double w = H0[c] - H;  // the leaf's log weight
@@ -134,36 +167,28 @@ void Nuts::transition() {
         }
       }
       v.copy(xp_, xw_, take), v.copy(gp_, gw_, take), v.copy(pp_, pw_, take);
-      v.add(sub_rho_, sub_rho_, pw_, 1, on);
-      if (k == 0) v.copy(sub_first_, pw_, on);
       for (long c = 0; c < C; ++c)
         if (on[c] && divergent[c]) {
           valid[c] = 0;
           building[c] = 0;
           on.set(c, false);
         }
-      // Blocks of 2^j leaves starting at this leaf.
-      for (int j = 0; j < d && k % (1L << j) == 0; ++j) {
+      // the starts beyond what one pass takes (only at k = 0 of deep trees)
+      for (int j = lv.starts; j < starts; ++j) {
         v.copy(levels_[j].begin, pw_, on);
         v.add(levels_[j].prefix, sub_rho_, pw_, -1, on);
       }
-      // Blocks of 2^j leaves completed by this leaf: a left sibling is
-      // stored; a right one is merged with its left sibling and checked.
-      for (int j = 0; j < d && (k + 1) % (1L << j) == 0 && on.any(); ++j) {
-        Level& l = levels_[j];
-        if (((k >> j) & 1) == 0) {
-          v.copy(l.left_end, pw_, on);
-          v.add(l.left_rho, sub_rho_, l.prefix, -1, on);
-          break;
+      auto positive = [](double x) { return x > 0; };
+      for (int j = 0; j < merges && on.any(); ++j) {
+        const double* six = leaf_sums_.data() + 1 + 6 * j;
+        long stride = n_sums;
+        if (j >= lv.checks) {
+          v.subtree_checks(subtree(j), m_v_, on, sums.data());
+          six = sums.data();
+          stride = 6;
         }
-        // the right sibling's rho is sub_rho - prefix (SubtreeChecksTerm)
-        const double* left_begin = j + 1 < d ? levels_[j + 1].begin : sub_first_;
-        const SubtreeVectors sv{sub_rho_, l.prefix, l.left_rho, left_begin, pw_, l.begin,
-                                l.left_end};
-        v.subtree_checks(sv, m_v_, on, sums.data());
-        auto positive = [](double x) { return x > 0; };
         for (long c = 0; c < C; ++c)
-          if (on[c] && !std::all_of(&sums[c * 6], &sums[c * 6] + 6, positive)) {
+          if (on[c] && !std::all_of(six + c * stride, six + c * stride + 6, positive)) {
             valid[c] = 0;
             building[c] = 0;
             on.set(c, false);

@@ -24,7 +24,7 @@ class DeviceChainVectors final : public ChainVectors {
         multiprocessors_(multiprocessors) {
     select_device(gpu_);
     lp_ = static_cast<double*>(allocate(sizeof(double) * chains_));
-    out_ = static_cast<double*>(allocate(sizeof(double) * chains_ * DotTerm::max_specs));
+    out_ = static_cast<double*>(allocate(sizeof(double) * chains_ * sums_per_chain));
     streams_ = static_cast<Stream*>(allocate(sizeof(Stream) * chains_));
   }
   ~DeviceChainVectors() override {
@@ -101,6 +101,14 @@ class DeviceChainVectors final : public ChainVectors {
                                          out_ + c0 * 6, c1 - c0, dim_, 6);
     });
   }
+  void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
+            double* out) override {
+    const int n = v.sums();
+    sum_chains(n, on, out, [&](long c0, long c1) {
+      return ChainSum<LeafTerm>(LeafTerm{v, m, on, back, c0, dim_, out_}, out_ + c0 * n, c1 - c0,
+                                dim_, n);
+    });
+  }
   void log_density(const double* x, double* lp, double* g) override {
     target_.log_density_device(x, lp_, g);
     check(cudaMemcpyAsync(lp, lp_, sizeof(double) * chains_, cudaMemcpyDeviceToHost, stream_),
@@ -158,8 +166,11 @@ class DeviceChainVectors final : public ChainVectors {
   cudaStream_t stream_;
   int gpu_, multiprocessors_;
   std::vector<void*> owned_;
-  double *lp_ = nullptr, *out_ = nullptr;  // [chains], [chains, max_specs]: sums
-  static_assert(DotTerm::max_specs >= 6, "out_ holds the merge checks' six sums per chain too");
+  // the most sums per chain of any operation: a leaf's (LeafVectors::sums())
+  static constexpr int sums_per_chain = 1 + 6 * LeafVectors::max_checks;
+  static_assert(sums_per_chain >= DotTerm::max_specs && sums_per_chain >= 6,
+                "out_ holds the dot products' and the merge checks' sums per chain too");
+  double *lp_ = nullptr, *out_ = nullptr;  // [chains], [chains, sums_per_chain]: sums
   Stream* streams_ = nullptr;              // [chains]
 };
 

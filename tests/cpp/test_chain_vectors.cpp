@@ -253,6 +253,91 @@ TEST_CASE("chain vectors: NUTS's fused merge checks equal the checks' dot produc
   });
 }
 
+TEST_CASE("chain vectors: NUTS's fused leaf equals its operations one by one",
+          "[chain_vectors][nuts]") {
+  // ChainVectors::leaf (LeafTerm) against the operations NUTS made for a
+  // leaf before: the kick, the kinetic energy's dot product, the subtree's
+  // rho and first momentum, three starts, two merge checks and a left store.
+  // The first check and the left store read the level-0 prefix and begin
+  // that the same pass writes. Vectors must be equal to the last bit (each
+  // element is the same expression), sums up to the order of their terms.
+  std::mt19937 rng(43);
+  each_place({1L, 7L, 300L}, [&](ChainVectors& v, long C, long D) {
+    // 0 p, 1 g, 2 sd, 3 S, 4 first, 5-7 begin, 8-10 prefix, 11 left_end,
+    // 12 left_rho, 13-16 check 0's left_rho, left_begin, left_end and check
+    // 1's prefix, 17-20 check 1's left_rho, left_begin, right_begin,
+    // left_end, 21 m
+    const int n = 22;
+    std::vector<std::vector<double>> host;
+    for (int k = 0; k < n; ++k) host.push_back(random_values(C * D, rng, k == 2 || k == 21 ? 0.1 : -2, 2));
+    auto fresh = [&] {
+      std::vector<double*> a;
+      for (int k = 0; k < n; ++k) {
+        a.push_back(v.make());
+        v.upload(a.back(), host[k].data());
+      }
+      return a;
+    };
+    const std::vector<double*> f = fresh(), r = fresh();
+    const ChainMask on = C == 1 ? ChainMask::all(1) : alternate(C);
+    ChainMask back;
+    for (long c = 0; c < C; c += 3) back.set(c);
+    const double kick = 0.037;
+    auto check0 = [](const std::vector<double*>& a) {
+      return lockstep::SubtreeVectors{a[3], a[8], a[13], a[14], a[0], a[5], a[15]};
+    };
+    auto check1 = [](const std::vector<double*>& a) {
+      return lockstep::SubtreeVectors{a[3], a[16], a[17], a[18], a[0], a[19], a[20]};
+    };
+    lockstep::LeafVectors lv{};
+    lv.p = f[0], lv.g = f[1], lv.kick = kick, lv.sd = f[2], lv.S = f[3], lv.first = f[4];
+    lv.starts = 3;
+    for (int j = 0; j < 3; ++j) lv.begin[j] = f[5 + j], lv.prefix[j] = f[8 + j];
+    lv.left_end = f[11], lv.left_rho = f[12], lv.left_prefix = f[8];
+    lv.checks = 2;
+    lv.check[0] = check0(f), lv.check[1] = check1(f);
+    REQUIRE(lv.sums() == 13);
+    std::vector<double> fused(C * 13, -1.0);
+    v.leaf(lv, f[21], on, back, fused.data());
+
+    // one by one, on the copy r
+    v.leapfrog(nullptr, nullptr, r[0], r[1], r[21], kick, 1.0, false, on, back);
+    const DotSpec kin{r[0], r[2], nullptr, lockstep::DotKind::square};
+    std::vector<double> unfused(C * 13, 0.0), part(C * 6);
+    v.dots(&kin, 1, r[21], on, part.data());
+    for (long c = 0; c < C; ++c) unfused[c * 13] = part[c];
+    v.add(r[3], r[3], r[0], 1, on);
+    v.copy(r[4], r[0], on);
+    for (int j = 0; j < 3; ++j) {
+      v.copy(r[5 + j], r[0], on);
+      v.add(r[8 + j], r[3], r[0], -1, on);
+    }
+    for (int j = 0; j < 2; ++j) {
+      v.subtree_checks(j == 0 ? check0(r) : check1(r), r[21], on, part.data());
+      for (long c = 0; c < C; ++c)
+        for (int s = 0; s < 6; ++s) unfused[c * 13 + 1 + 6 * j + s] = part[c * 6 + s];
+    }
+    v.copy(r[11], r[0], on);
+    v.add(r[12], r[3], r[8], -1, on);
+
+    for (long k = 0; k < C * 13; ++k) {
+      INFO("chain " << k / 13 << ", sum " << k % 13);
+      CHECK(fused[k] == Approx(unfused[k]).epsilon(1e-13).margin(1e-13));
+      if (!on[k / 13]) CHECK(fused[k] == 0);
+    }
+    std::vector<double> got(C * D), want(C * D);
+    for (int a = 0; a < n; ++a) {
+      v.download(got.data(), f[a]);
+      v.download(want.data(), r[a]);
+      for (long k = 0; k < C * D; ++k) {
+        INFO("vector " << a << ", element " << k);
+        CHECK(got[k] == want[k]);
+        if (!on[k / D]) CHECK(got[k] == host[a][k]);  // chains outside `on` untouched
+      }
+    }
+  });
+}
+
 TEST_CASE("chain vectors: the mean over chains, in every row", "[chain_vectors]") {
   std::mt19937 rng(31);
   each_place({1L, 7L, 300L}, [&](ChainVectors& v, long C, long D) {

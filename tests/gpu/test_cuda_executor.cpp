@@ -1462,8 +1462,21 @@ TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
         std::vector<double> checks(C * 6);
         v.subtree_checks({a[0], a[1], a[2], mom, mean, m2, a[1]}, a[3], on, checks.data());
         dots.insert(dots.end(), checks.begin(), checks.end());
+        // NUTS's fused leaf: a kick, two starts, one check, a left store
+        double *S = v.make(), *b0 = v.make(), *b1 = v.make(), *pre0 = v.make(),
+               *pre1 = v.make(), *le = v.make(), *lr = v.make();
+        v.copy(S, a[2], lockstep::ChainMask::all(C));
+        lockstep::LeafVectors lv{};
+        lv.p = mom, lv.g = a[0], lv.kick = 0.2, lv.sd = a[3], lv.S = S, lv.first = m2;
+        lv.starts = 2, lv.begin[0] = b0, lv.begin[1] = b1, lv.prefix[0] = pre0, lv.prefix[1] = pre1;
+        lv.left_end = le, lv.left_rho = lr, lv.left_prefix = pre0;
+        lv.checks = 1;
+        lv.check[0] = {S, pre0, a[1], mean, mom, b0, a[2]};
+        std::vector<double> leaf(C * lv.sums());
+        v.leaf(lv, a[3], on, back, leaf.data());
+        dots.insert(dots.end(), leaf.begin(), leaf.end());
         std::vector<double> out;
-        for (double* arr : {a[0], a[1], a[2], a[3], mom, mean, m2}) {
+        for (double* arr : {a[0], a[1], a[2], a[3], mom, mean, m2, S, b0, b1, pre0, pre1, le, lr}) {
           std::vector<double> h(n);
           v.download(h.data(), arr);
           out.insert(out.end(), h.begin(), h.end());

@@ -24,6 +24,13 @@ template <class Term, class = void> struct has_sum_chain : std::false_type {};
 template <class Term>
 struct has_sum_chain<Term, std::void_t<decltype(&Term::sum_chain)>> : std::true_type {};
 
+// A term with slots (below) may likewise sum one chain's elements and slots
+// itself: double sum_chain_with_slots(long c, long size, double* sums).
+template <class Term, class = void> struct has_sum_chain_with_slots : std::false_type {};
+template <class Term>
+struct has_sum_chain_with_slots<Term, std::void_t<decltype(&Term::sum_chain_with_slots)>>
+    : std::true_type {};
+
 // A term may also sum some of its partials per chain (a density's scalar
 // parameters, whose partial every element adds to): int slots() const, the
 // number of such sums; double operator()(long c, long i, double* sums), which
@@ -74,6 +81,12 @@ template <class Term> struct ChainSum {
       if constexpr (has_sum_chain<Term>::value)
         if (lane.count == 1) {  // the CPU: the term's own loop over a chain
           for (long c = 0; c < chains; ++c) mine[c * per_chain] += term.sum_chain(c, size);
+          return;
+        }
+      if constexpr (has_sum_chain_with_slots<Term>::value)
+        if (lane.count == 1) {
+          for (long c = 0; c < chains; ++c)
+            mine[c * per_chain] += term.sum_chain_with_slots(c, size, mine + c * per_chain + 1);
           return;
         }
 #endif

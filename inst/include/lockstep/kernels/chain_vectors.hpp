@@ -292,6 +292,20 @@ struct SubtreeVectors {
   const double *S, *prefix, *left_rho, *left_begin, *p, *right_begin, *left_end;
 };
 
+// Element k's terms of the six sums: the first returned, the other five
+// added to sums[0, 5).
+LS_HD double subtree_check_terms(const SubtreeVectors& v, const double* m, long k,
+                                 double* sums) {
+  const double right_rho = v.S[k] - v.prefix[k], both = v.left_rho[k] + right_rho;
+  const double left = v.left_rho[k] + v.right_begin[k], right = right_rho + v.left_end[k];
+  sums[0] += m[k] * v.p[k] * both;
+  sums[1] += m[k] * v.left_begin[k] * left;
+  sums[2] += m[k] * v.right_begin[k] * left;
+  sums[3] += m[k] * v.left_end[k] * right;
+  sums[4] += m[k] * v.p[k] * right;
+  return m[k] * v.left_begin[k] * both;
+}
+
 struct SubtreeChecksTerm {
   SubtreeVectors v;
   const double* m;
@@ -306,18 +320,140 @@ struct SubtreeChecksTerm {
   LS_HD double operator()(long t, long i, double* sums) const {
     const long c = c0 + t;
     if (!on[c]) return 0;
-    const long k = c * dim + i;
-    const double right_rho = v.S[k] - v.prefix[k], both = v.left_rho[k] + right_rho;
-    const double left = v.left_rho[k] + v.right_begin[k], right = right_rho + v.left_end[k];
-    sums[0] += m[k] * v.p[k] * both;
-    sums[1] += m[k] * v.left_begin[k] * left;
-    sums[2] += m[k] * v.right_begin[k] * left;
-    sums[3] += m[k] * v.left_end[k] * right;
-    sums[4] += m[k] * v.p[k] * right;
-    return m[k] * v.left_begin[k] * both;
+    return subtree_check_terms(v, m, c * dim + i, sums);
   }
   LS_HD void add_sum(long t, int slot, double total) const {
     lane_add(out + (c0 + t) * 6 + 1 + slot, total);
+  }
+};
+
+// What NUTS does with a new leaf once its gradient is known, in one pass
+// over the vectors instead of one pass per operation (LeafTerm):
+//   p += kick g (kick negated on the chains moving backward in time),
+//   the kinetic energy's sum (p sd)^2,
+//   S += p (the subtree's rho so far), first = p (the subtree's first leaf),
+//   begin[j] = p and prefix[j] = S - p for the blocks of leaves this leaf
+//   starts (levels j), left_end = p and left_rho = S - left_prefix for the
+//   left sibling this leaf completes (none when left_end is null),
+//   and the six merge-check sums (SubtreeChecksTerm's) of each right
+//   sibling this leaf completes (check[j]: their S and p are this S and p).
+// Each value is computed by the same expression as by the separate
+// operations (KickDrift, DotKind::square, RowsCopy, RowsAdd, SubtreeChecksTerm),
+// so on one lane the results are the same numbers. Writing a start or a
+// left store for a chain that then diverges or fails a check changes nothing
+// that chain reads again (its tree ends), so they are written for every
+// chain in `on`.
+struct LeafVectors {
+  static constexpr int max_starts = 12, max_checks = 2;
+  double* p;
+  const double* g;
+  double kick;
+  const double* sd;
+  double* S;
+  double* first;  // or nullptr
+  int starts;
+  double* begin[max_starts];
+  double* prefix[max_starts];
+  double* left_end;  // or nullptr
+  double* left_rho;
+  const double* left_prefix;
+  int checks;
+  SubtreeVectors check[max_checks];
+  // Sums per chain: the kinetic energy's, then six per check.
+  LS_HD int sums() const { return 1 + 6 * checks; }
+};
+
+// The term of a ChainSum with 6 * checks slots over the chains [c0, ...):
+// chain c's sums go to out[c * v.sums(), (c + 1) * v.sums()).
+struct LeafTerm {
+  LeafVectors v;
+  const double* m;
+  ChainMask on, back;
+  long c0, dim;
+  double* out;  // [chains, v.sums()], added to
+  int slots() const { return 6 * v.checks; }
+  LS_HD double operator()(long t, long i) const {
+    double sums[6 * LeafVectors::max_checks] = {};
+    return (*this)(t, i, sums);
+  }
+  LS_HD double operator()(long t, long i, double* sums) const {
+    const long c = c0 + t;
+    if (!on[c]) return 0;
+    const long k = c * dim + i;
+    v.p[k] += (back[c] ? -v.kick : v.kick) * v.g[k];
+    const double p = v.p[k], e = p * v.sd[k];
+    const double S = v.S[k] + 1.0 * p;
+    v.S[k] = S;
+    if (v.first) v.first[k] = p;
+    for (int j = 0; j < v.starts; ++j) {
+      v.begin[j][k] = p;
+      v.prefix[j][k] = S + -1.0 * p;
+    }
+    for (int j = 0; j < v.checks; ++j)
+      sums[6 * j] += subtree_check_terms(v.check[j], m, k, sums + 6 * j + 1);
+    if (v.left_end) {
+      v.left_end[k] = p;
+      v.left_rho[k] = S + -1.0 * v.left_prefix[k];
+    }
+    return e * e;
+  }
+#if !defined(__CUDA_ARCH__)
+  // The CPU's loop over one chain (ChainSum calls it on one lane): the same
+  // expressions and the same order of each sum's terms as operator(), in
+  // chunks of elements small enough to stay in cache, operation by operation
+  // within a chunk, so that the loops vectorise (element by element, the
+  // pass was a third of a NUTS step of the seed model).
+  LS_CPU_VECTORISE double sum_chain_with_slots(long t, long size, double* sums) const {
+    const long c = c0 + t;
+    if (!on[c]) return 0;
+    const double kick = back[c] ? -v.kick : v.kick;
+    const long base = c * dim;
+    double* p = v.p + base;
+    double* S = v.S + base;
+    const double* g = v.g + base;
+    const double* sd = v.sd + base;
+    double kinetic = 0;
+    constexpr long chunk = 512;
+    for (long i0 = 0; i0 < size; i0 += chunk) {
+      const long n = size - i0 < chunk ? size - i0 : chunk;
+      for (long i = i0; i < i0 + n; ++i) p[i] += kick * g[i];
+      for (long i = i0; i < i0 + n; ++i) {
+        const double e = p[i] * sd[i];
+        kinetic += e * e;
+      }
+      for (long i = i0; i < i0 + n; ++i) S[i] = S[i] + 1.0 * p[i];
+      if (v.first)
+        for (long i = i0; i < i0 + n; ++i) v.first[base + i] = p[i];
+      for (int j = 0; j < v.starts; ++j) {
+        double* begin = v.begin[j] + base;
+        double* prefix = v.prefix[j] + base;
+        for (long i = i0; i < i0 + n; ++i) {
+          begin[i] = p[i];
+          prefix[i] = S[i] + -1.0 * p[i];
+        }
+      }
+      for (int j = 0; j < v.checks; ++j) {
+        double acc[6];
+        for (int s = 0; s < 6; ++s) acc[s] = sums[6 * j + s];
+        for (long i = i0; i < i0 + n; ++i) acc[0] += subtree_check_terms(v.check[j], m, base + i, acc + 1);
+        for (int s = 0; s < 6; ++s) sums[6 * j + s] = acc[s];
+      }
+      if (v.left_end) {
+        double* left_end = v.left_end + base;
+        double* left_rho = v.left_rho + base;
+        const double* left_prefix = v.left_prefix + base;
+        for (long i = i0; i < i0 + n; ++i) {
+          left_end[i] = p[i];
+          left_rho[i] = S[i] + -1.0 * left_prefix[i];
+        }
+      }
+    }
+    return kinetic;
+  }
+#endif
+  LS_HD void add_sum(long t, int slot, double total) const {
+    // slot 6 j is check j's first sum, 6 j + 1 ... its other five
+    lane_add(out + (c0 + t) * v.sums() + 1 + slot, total);
   }
 };
 

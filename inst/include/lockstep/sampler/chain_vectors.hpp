@@ -68,6 +68,12 @@ class ChainVectors {
   // Waits for the results.
   virtual void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
                               double* out) = 0;
+  // NUTS's work on a new leaf after its gradient, in one pass (LeafVectors,
+  // LeafTerm), with `back` the chains moving backward in time:
+  // out[c * v.sums() + s] = chain c's sums (0 for chains outside `on`).
+  // Waits for the results.
+  virtual void leaf(const LeafVectors& v, const double* m, const ChainMask& on,
+                    const ChainMask& back, double* out) = 0;
   // The target's log density at x into lp[chains] (host memory) and its
   // gradient into g.
   virtual void log_density(const double* x, double* lp, double* g) = 0;
@@ -101,6 +107,8 @@ class HostChainVectors final : public ChainVectors {
             double* out) override;
   void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
                       double* out) override;
+  void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
+            double* out) override;
   void log_density(const double* x, double* lp, double* g) override;
 
  private:

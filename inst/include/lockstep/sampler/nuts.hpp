@@ -80,6 +80,7 @@ class Nuts : public LeapfrogSampler {
   double *xw_, *pw_, *gw_, *xp_, *gp_, *pp_, *ps_;
   double *p_ff_, *p_fb_, *p_bf_, *p_bb_, *rho_, *rho_f_, *rho_b_, *sub_first_, *sub_rho_;
   std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
+  std::vector<double> leaf_sums_;              // [chains, LeafVectors::sums()]
   std::vector<Level> levels_;
 };
 
