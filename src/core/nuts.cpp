@@ -125,7 +125,10 @@ void Nuts::transition() {
       int starts = 0;  // blocks of 2^j leaves starting at this leaf: j < starts
       while (starts < d && k % (1L << starts) == 0) ++starts;
       lv.starts = std::min(starts, LeafVectors::max_starts);
-      for (int j = 0; j < lv.starts; ++j) lv.begin[j] = levels_[j].begin, lv.prefix[j] = levels_[j].prefix;
+      for (int j = 0; j < lv.starts; ++j) {
+        lv.begin[j] = levels_[j].begin;
+        lv.prefix[j] = levels_[j].prefix;
+      }
       // Blocks of 2^j leaves completed by this leaf: a right sibling for
       // j < merges, merged with its stored left sibling and checked; then a
       // left sibling (j = merges), stored.

@@ -269,7 +269,8 @@ TEST_CASE("chain vectors: NUTS's fused leaf equals its operations one by one",
     // left_end, 21 m
     const int n = 22;
     std::vector<std::vector<double>> host;
-    for (int k = 0; k < n; ++k) host.push_back(random_values(C * D, rng, k == 2 || k == 21 ? 0.1 : -2, 2));
+    for (int k = 0; k < n; ++k)
+      host.push_back(random_values(C * D, rng, k == 2 || k == 21 ? 0.1 : -2, 2));
     auto fresh = [&] {
       std::vector<double*> a;
       for (int k = 0; k < n; ++k) {

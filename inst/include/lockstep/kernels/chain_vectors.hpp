@@ -435,7 +435,8 @@ struct LeafTerm {
       for (int j = 0; j < v.checks; ++j) {
         double acc[6];
         for (int s = 0; s < 6; ++s) acc[s] = sums[6 * j + s];
-        for (long i = i0; i < i0 + n; ++i) acc[0] += subtree_check_terms(v.check[j], m, base + i, acc + 1);
+        for (long i = i0; i < i0 + n; ++i)
+          acc[0] += subtree_check_terms(v.check[j], m, base + i, acc + 1);
         for (int s = 0; s < 6; ++s) sums[6 * j + s] = acc[s];
       }
       if (v.left_end) {
