@@ -3,6 +3,8 @@
 # test, and nothing that is already there. Idempotent: `apt-get update` runs only
 # when something must be installed. The CUDA toolkit is not a Debian dependency
 # here: configure uses nvcc when it finds one and builds CPU-only otherwise.
+# abind, mvtnorm and extraDistr are Suggests: the tests use them as independent
+# references, and R CMD check refuses to run without every suggested package.
 # OpenMPI (libopenmpi-dev, openmpi-bin) is for the MPI communicator's test
 # (tests/mpi, the "mpi" suite of tools/check.sh); the R package does not use it.
 set -euo pipefail
@@ -10,7 +12,7 @@ set -euo pipefail
 packages=(
   r-base-dev r-cran-rcpp r-cran-rcppeigen r-cran-coda r-cran-testthat
   r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 r-cran-jsonlite
-  r-cran-extradistr catch2 cmake pandoc
+  r-cran-extradistr r-cran-abind r-cran-mvtnorm catch2 cmake pandoc
   libopenmpi-dev openmpi-bin
 )
 
