@@ -12,11 +12,13 @@
 #include <random>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "helpers.hpp"
 #include "lockstep/distributions.hpp"
 #include "lockstep/executor.hpp"
+#include "lockstep/kernels/density.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/math/special.hpp"
 
@@ -1663,4 +1665,105 @@ TEST_CASE("target: its term adds its target, d/dx = 1, and is kept without the J
     }
   });
   check_gradient(p, 2, state, 1e-8, 1e-10);
+}
+
+// The CPU's chunked density loop (DensityTerm::sum_chain_chunked) has lean
+// element loops for terms whose wanted partials each have an adjoint per
+// element (a prior's target, a likelihood's linear predictor); they must
+// give the element-by-element path's log density and adjoints. Sizes over
+// several chunks and with a partial last chunk; three chains, each its own
+// values.
+template <class T, lockstep::Family F>
+void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool p0_per_element) {
+  using lockstep::AdjointSink;
+  using lockstep::DensityTerm;
+  using lockstep::Operand;
+  using Term = DensityTerm<T, F>;
+  constexpr int K = Term::n_params;
+  const long C = 3, n = 2 * Term::chunk + 37;
+  std::uniform_real_distribution<double> u(0, 1);
+  // values in the family's support: x, then its parameters (per element for
+  // p0 when asked, else one value per chain)
+  std::vector<T> x(C * n), p0(C * n), p1(C), p2(C);
+  for (long i = 0; i < C * n; ++i) {
+    switch (F) {
+      case lockstep::Family::bernoulli_logit:
+        x[i] = u(rng) < 0.5 ? 1 : 0;
+        p0[i] = static_cast<T>(8 * u(rng) - 4);
+        break;
+      case lockstep::Family::poisson_log:
+        x[i] = std::floor(6 * u(rng));
+        p0[i] = static_cast<T>(2 * u(rng) - 1);
+        break;
+      case lockstep::Family::gamma:
+        x[i] = static_cast<T>(0.1 + 3 * u(rng));
+        p0[i] = static_cast<T>(0.5 + 2 * u(rng));
+        break;
+      default:  // normal, student: any x; p0 the mean or the degrees of freedom
+        x[i] = static_cast<T>(4 * u(rng) - 2);
+        p0[i] = static_cast<T>(F == lockstep::Family::student ? 1 + 5 * u(rng) : u(rng) - 0.5);
+    }
+  }
+  for (long c = 0; c < C; ++c) {
+    p1[c] = static_cast<T>(F == lockstep::Family::student ? u(rng) - 0.5 : 0.5 + u(rng));
+    p2[c] = static_cast<T>(0.5 + u(rng));
+  }
+  const long p0_stride = p0_per_element ? n : 1;
+  if (!p0_per_element)
+    for (long c = 0; c < C; ++c) p0[c] = p0[c * n];
+  auto make = [&](std::vector<T>& dx, std::vector<T>& dp0) {
+    Term term{};
+    term.lower = -HUGE_VAL;
+    term.upper = HUGE_VAL;
+    term.truncated = false;
+    term.x = Operand<T>{x.data(), n, false};
+    const T* ps[3] = {p0.data(), p1.data(), p2.data()};
+    const long strides[3] = {p0_stride, 1, 1};
+    for (int k = 0; k < K; ++k)
+      term.p[k] = Operand<T>{ps[k], strides[k], !(k == 0 && p0_per_element)};
+    term.dx = dx_wanted ? AdjointSink<T>{dx.data(), n, false} : AdjointSink<T>{nullptr, 0, false};
+    for (int k = 0; k < K; ++k) term.dp[k] = AdjointSink<T>{nullptr, 0, false};
+    if (K > 0 && dp0_wanted)
+      term.dp[0] = AdjointSink<T>{dp0.data(), p0_stride, !p0_per_element};
+    return term;
+  };
+  std::vector<T> dx_chunked(C * n, T(0)), dp0_chunked(C * n, T(0));
+  std::vector<T> dx_elements(C * n, T(0)), dp0_elements(C * n, T(0));
+  const Term chunked = make(dx_chunked, dp0_chunked);
+  const Term elements = make(dx_elements, dp0_elements);
+  for (long c = 0; c < C; ++c) {
+    const double lp = chunked.sum_chain(c, n);
+    double expected = 0;
+    for (long i = 0; i < n; ++i) expected += elements(c, i);
+    CHECK(close(lp, expected, 1e-12, 1e-12));
+  }
+  const double tol = std::is_same<T, float>::value ? 1e-5 : 1e-12;
+  for (long i = 0; i < C * n; ++i) {
+    CHECK(close(dx_chunked[i], dx_elements[i], tol, tol));
+    CHECK(close(dp0_chunked[i], dp0_elements[i], tol, tol));
+  }
+}
+
+TEST_CASE("the chunked density loop equals the element-by-element one, lean or not",
+          "[distributions][density][chunked]") {
+  using lockstep::Family;
+  std::mt19937 rng(911);
+  // (dx wanted, dp0 wanted, p0 per element): a prior (the lean loop of the
+  // target's partials), a likelihood of data (the lean loop of the linear
+  // predictor's), no gradient (the lean loop without partials), both (the
+  // general loop), and a scalar p0's partial (summed: the general loop)
+  const bool modes[][3] = {{true, false, false}, {false, true, true}, {false, false, true},
+                           {true, true, true},   {true, true, false}, {true, false, true}};
+  for (const auto& m : modes) {
+    INFO("dx " << m[0] << ", dp0 " << m[1] << ", p0 per element " << m[2]);
+    check_lean_density<double, Family::normal>(rng, m[0], m[1], m[2]);
+    check_lean_density<float, Family::normal>(rng, m[0], m[1], m[2]);
+    check_lean_density<double, Family::student>(rng, m[0], m[1], m[2]);
+    check_lean_density<double, Family::gamma>(rng, m[0], m[1], m[2]);
+    if (!m[0]) {  // discrete targets: data only
+      check_lean_density<double, Family::bernoulli_logit>(rng, false, m[1], m[2]);
+      check_lean_density<float, Family::bernoulli_logit>(rng, false, m[1], m[2]);
+      check_lean_density<double, Family::poisson_log>(rng, false, m[1], m[2]);
+    }
+  }
 }

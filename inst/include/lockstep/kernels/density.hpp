@@ -99,6 +99,53 @@ template <class T, Family F> struct DensityTerm {
     }
   }
 
+  // The lean element loops of sum_chain_chunked: when each partial wanted
+  // has an adjoint per element (the target's, DX; the first parameter's,
+  // DP0: a prior's and a regression likelihood's) and no other partial is
+  // wanted, the loop adds them there itself, instead of storing every
+  // partial of the chunk (wanted or not) in a local array for later passes.
+  // Prep: the family's prepared lpdf (its parameter-only math done once).
+  template <bool DX, bool DP0, bool Prep>
+  inline __attribute__((always_inline)) void lean_elements(long n, const double* xr,
+                                                           const double* const* pr,
+                                                           const double* pv, T* dxo, T* dp0o,
+                                                           double* lpb) const {
+    using D = Dist<F>;
+    if constexpr (Prep) {
+      if constexpr (has_prepared<D>::value) {
+        const typename D::Prepared q0 = D::prepare(pv);
+        for (long i = 0; i < n; ++i) {
+          double gx, gp[max_dist_params];
+          typename D::Prepared q = q0;
+          if constexpr (has_prepared_location<D>::value) q.location = pr[0][i];
+          lpb[i] = D::lpdf(xr[i], q, &gx, gp);
+          if constexpr (DX) dxo[i] += static_cast<T>(gx);
+          if constexpr (DP0) dp0o[i] += static_cast<T>(gp[0]);
+        }
+      }
+    } else {
+      for (long i = 0; i < n; ++i) {
+        double gx, gp[max_dist_params], pi[max_dist_params];
+        for (int k = 0; k < n_params; ++k) pi[k] = pr[k][i];
+        lpb[i] = D::lpdf(xr[i], pi, &gx, gp);
+        if constexpr (DX) dxo[i] += static_cast<T>(gx);
+        if constexpr (DP0) dp0o[i] += static_cast<T>(gp[0]);
+      }
+    }
+  }
+
+  // One chunk of the lean loop, its (DX, DP0, Prep) picked at run time: 0 no
+  // partials, 1 the target's, 2 the first parameter's.
+  template <bool Prep>
+  inline __attribute__((always_inline)) void lean_chunk(int lean, long n, const double* xr,
+                                                        const double* const* pr,
+                                                        const double* pv, T* dxo, T* dp0o,
+                                                        double* lpb) const {
+    if (lean == 1) lean_elements<true, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else if (lean == 2) lean_elements<false, true, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else lean_elements<false, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
+  }
+
   LS_CPU_CLONES double sum_chain_chunked(long c, long size) const {
     using D = Dist<F>;
     double xb[chunk], lpb[chunk], gxb[chunk];
@@ -122,6 +169,14 @@ template <class T, Family F> struct DensityTerm {
     for (int k = 0; k < n_params; ++k)
       if (dp[k].data && !dp[k].scalar) dps[k] = dp[k].data + c * dp[k].chain_stride;
     double lp = 0, sum_gx = 0, sum_gp[max_dist_params] = {0};
+    // The lean loops serve the term when each wanted partial goes to an
+    // element of its own and only the target's or only the first
+    // parameter's is wanted (lean_elements).
+    bool others = false;
+    for (int k = 1; k < n_params; ++k) others = others || dp[k].data;
+    const bool by_element = !x.scalar && !others && (!dx.data || dxs) &&
+                            (n_params == 0 || !dp[0].data || dps[0]);
+    const int lean = !by_element || (dxs && dps[0]) ? -1 : dxs ? 1 : dps[0] ? 2 : 0;
     for (long i0 = 0; i0 < size; i0 += chunk) {
       const long n = size - i0 < chunk ? size - i0 : chunk;
       // Where the chunk's operands are read: a double operand with a value
@@ -131,6 +186,14 @@ template <class T, Family F> struct DensityTerm {
       const double* pr[max_dist_params];
       if (!x.scalar) xr = in_doubles(xs + i0, n, xb);
       for (int k = 0; k < n_params; ++k) pr[k] = p[k].scalar ? pb[k] : in_doubles(ps[k] + i0, n, pb[k]);
+      if (lean >= 0) {
+        T* dxo = dxs ? dxs + i0 : nullptr;
+        T* dp0o = n_params > 0 && dps[0] ? dps[0] + i0 : nullptr;
+        if (has_prepared<D>::value && prepared) lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        else lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        lp += detail::sum_doubles(lpb, n);
+        continue;
+      }
       bool done = false;
       if constexpr (has_prepared<D>::value) {
         if (prepared) {
