@@ -101,7 +101,7 @@ print.lockstep_backend_info <- function(x, ...) {
 #'
 #' @param threads the number of worker threads; by default the option
 #'   `lockstep.threads`, else the number of cores. Left at its default, it is
-#'   a most: a model too small to share out (less than about 32,000 values
+#'   a most: a model too small to share out (less than about 8,000 values
 #'   per thread in one gradient of all chains) runs on fewer threads, one for
 #'   most small models, because handing work to another thread at every
 #'   leapfrog step would cost more than it saves; its draws are then also the

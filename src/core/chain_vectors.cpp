@@ -19,13 +19,18 @@ template <class T> std::unique_ptr<ChainVectors> Executor<T>::vectors() {
 template std::unique_ptr<ChainVectors> Executor<double>::vectors();
 template std::unique_ptr<ChainVectors> Executor<float>::vectors();
 
-HostChainVectors::HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool)
+HostChainVectors::HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool,
+                                   long min_pooled)
     : ChainVectors(target.chains(), target.dim()), target_(target), launcher_(launcher),
       // the emulated backend runs every chain in one launch, lane by lane
-      pool_(launcher.backend == Backend::cpu ? pool : nullptr) {}
+      pool_(launcher.backend == Backend::cpu ? pool : nullptr), min_pooled_(min_pooled) {}
 
 template <class MakeBody> void HostChainVectors::run(const MakeBody& make_body) {
-  if (pool_) {
+  // A vector operation on fewer than min_pooled_ values takes less time
+  // than handing it to another thread (about a microsecond with the pool's
+  // threads spinning, bench/RESULTS.md): a small model's NUTS does ten of
+  // them per leapfrog step.
+  if (pool_ && chains_ * dim_ >= min_pooled_) {
     // one chain per task: each writes only its own rows
     pool_->parallel_for(chains_, [&](long c) { launcher_(make_body(c, c + 1)); });
   } else {

@@ -258,8 +258,10 @@ TEST_CASE("threads_auto runs a small model on one thread and keeps threads for a
   o.threads_auto = true;
   CHECK(lockstep::effective_threads(small, 4, o) == 1);
   CHECK(lockstep::effective_threads(large, 4, o) == 2);
-  CHECK(lockstep::effective_threads(large, 1, o) == 2);  // 100000 values: three threads' worth
-  CHECK(lockstep::effective_threads(normal_prior(40000), 1, o) == 1);
+  CHECK(lockstep::effective_threads(large, 1, o) == 2);  // 100000 values: many threads' worth
+  // one and a quarter threads' worth: one thread
+  CHECK(lockstep::effective_threads(normal_prior(lockstep::min_work_per_thread * 5 / 4), 1, o) == 1);
+  CHECK(lockstep::effective_threads(normal_prior(lockstep::min_work_per_thread * 2), 1, o) == 2);
   o.threads = 64;
   CHECK(lockstep::effective_threads(large, 4, o) == 4 * 100001 / lockstep::min_work_per_thread);
   {

@@ -61,7 +61,8 @@ template <class F> void each_place(std::initializer_list<long> dims, F&& f) {
         sampler_tests::IndependentGaussian target(std::vector<double>(D, 0.0),
                                                   std::vector<double>(D, 1.0), C);
         lockstep::ThreadPool pool(w.threads);
-        HostChainVectors v(target, w.launcher, w.threads > 1 ? &pool : nullptr);
+        // min_pooled 0: these small vectors go to the threads too
+        HostChainVectors v(target, w.launcher, w.threads > 1 ? &pool : nullptr, 0);
         f(v, C, D);
       }
 }

@@ -61,10 +61,13 @@ struct ExecOptions {
 
 // Values one log density and gradient of `chains` chains touches, roughly:
 // every live chain-carrying value for each chain, and the row data once. A
-// thread's share of a call must be well above the microseconds a hand-over
-// to the pool costs.
+// thread's share of a call must be well above the microsecond or so a
+// hand-over to the pool's spinning threads costs, several times per call
+// and per leapfrog step: on 2 cores a regression of 2000 rows and 5
+// covariates (about 20000 values, 24 us per call of 4 chains) runs 1.5x
+// faster on 2 threads, one of 500 rows (10 us) 1.2x slower (bench/RESULTS.md).
 long work_per_call(const Program& program, long chains);
-constexpr long min_work_per_thread = 1L << 15;
+constexpr long min_work_per_thread = 1L << 13;
 // The threads an executor with these options uses for this program.
 int effective_threads(const Program& program, long chains, const ExecOptions& options);
 

@@ -83,11 +83,17 @@ class ChainVectors {
 };
 
 // Vectors in host memory, updated by the kernel bodies on the CPU backend
-// (chains split among the pool's threads, when there is one) or on the
-// emulated backend (every lane in turn).
+// (chains split among the pool's threads, when there is one and the vectors
+// hold at least min_pooled_vector values) or on the emulated backend (every
+// lane in turn).
+constexpr long min_pooled_vector = 1L << 14;
+
 class HostChainVectors final : public ChainVectors {
  public:
-  HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool);
+  // min_pooled: the fewest values (chains x dim) for which operations go to
+  // the pool (tests set 0 to run the threaded path on small vectors).
+  HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool,
+                   long min_pooled = min_pooled_vector);
   double* make() override;
   void upload(double* dst, const double* host) override;
   void download(double* host, const double* src) override;
@@ -118,6 +124,7 @@ class HostChainVectors final : public ChainVectors {
   Target& target_;
   Launcher launcher_;
   ThreadPool* pool_;
+  long min_pooled_;
   std::vector<std::unique_ptr<double[]>> arrays_;
 };
 
