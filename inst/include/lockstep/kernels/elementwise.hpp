@@ -102,10 +102,37 @@ template <class T> struct BinaryForward {
   long rows = 1;
   LS_HD void operator()(int, const Lane& lane) const {
     if (a.axis || b.axis) return along_axis(lane);
+#if !defined(__CUDA_ARCH__)
+    if (lane.count == 1) return serial_flat();
+#endif
     with_binary_rule(op, [&](auto rule) {
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
         y[k] = decltype(rule)::value(a.at(c, i), b.at(c, i));
       });
+    });
+  }
+  // The CPU, one lane, no axis: chain by chain, a scalar operand read once
+  // per chain and the others through plain pointers, so that the loop is
+  // a plain elementwise loop (the same values as above).
+  LS_HD void serial_flat() const {
+    with_binary_rule(op, [&](auto rule) {
+      for (long c = 0; c < chains; ++c) {
+        T* yc = y + c * size;
+        const T* ac = a.data + c * a.chain_stride;
+        const T* bc = b.data + c * b.chain_stride;
+        if (a.scalar && b.scalar) {
+          const T v = decltype(rule)::value(ac[0], bc[0]);
+          for (long i = 0; i < size; ++i) yc[i] = v;
+        } else if (a.scalar) {
+          const T av = ac[0];
+          for (long i = 0; i < size; ++i) yc[i] = decltype(rule)::value(av, bc[i]);
+        } else if (b.scalar) {
+          const T bv = bc[0];
+          for (long i = 0; i < size; ++i) yc[i] = decltype(rule)::value(ac[i], bv);
+        } else {
+          for (long i = 0; i < size; ++i) yc[i] = decltype(rule)::value(ac[i], bc[i]);
+        }
+      }
     });
   }
   // Kept out of the flat loop's function body: sharing one body with it cost
@@ -181,13 +208,18 @@ template <class T> struct BinaryBackward {
     else sum_b ? flat<false, true>() : flat<false, false>();
   }
   // SA, SB: whether a's, b's adjoint is summed (the operand is a scalar).
+  // The adjoints are written through plain pointers (lane_add is += on the
+  // CPU, and this path is the CPU's alone).
   template <bool SA, bool SB> LS_HD void flat() const {
-    const bool each_a = !SA && da.data, each_b = !SB && db.data;
     with_binary_rule(op, [&](auto rule) {
       for (long c = 0; c < chains; ++c) {
         const long base = c * size;
         const T* dyc = dy + base;
         const T* yc = y + base;
+        // a summed operand's adjoint, or an element-by-element one (nullptr
+        // when the operand needs none)
+        T* dac = da.data ? da.data + c * da.chain_stride : nullptr;
+        T* dbc = db.data ? db.data + c * db.chain_stride : nullptr;
         double sa = 0, sb = 0;
         if (SA && SB) {
           const T ac = a.at(c, 0), bc = b.at(c, 0);
@@ -203,26 +235,26 @@ template <class T> struct BinaryBackward {
             T pa = T(0), pb = T(0);
             decltype(rule)::partials(ac, b.at(c, i), yc[i], &pa, &pb);
             sa += static_cast<double>(dyc[i] * pa);
-            if (each_b) db.add(c, i, dyc[i] * pb);
+            if (dbc) dbc[i] += dyc[i] * pb;
           }
         } else if (SB) {
           const T bc = b.at(c, 0);
           for (long i = 0; i < size; ++i) {
             T pa = T(0), pb = T(0);
             decltype(rule)::partials(a.at(c, i), bc, yc[i], &pa, &pb);
-            if (each_a) da.add(c, i, dyc[i] * pa);
+            if (dac) dac[i] += dyc[i] * pa;
             sb += static_cast<double>(dyc[i] * pb);
           }
         } else {
           for (long i = 0; i < size; ++i) {
             T pa = T(0), pb = T(0);
             decltype(rule)::partials(a.at(c, i), b.at(c, i), yc[i], &pa, &pb);
-            if (each_a) da.add(c, i, dyc[i] * pa);
-            if (each_b) db.add(c, i, dyc[i] * pb);
+            if (dac) dac[i] += dyc[i] * pa;
+            if (dbc) dbc[i] += dyc[i] * pb;
           }
         }
-        if (SA) da.add(c, 0, static_cast<T>(sa));
-        if (SB) db.add(c, 0, static_cast<T>(sb));
+        if (SA) *dac += static_cast<T>(sa);
+        if (SB) *dbc += static_cast<T>(sb);
       }
     });
   }
