@@ -99,17 +99,15 @@ template <class T, Family F> struct DensityTerm {
     }
   }
 
-  // The lean element loops of sum_chain_chunked: when each partial wanted
-  // has an adjoint per element (the target's, DX; the first parameter's,
-  // DP0: a prior's and a regression likelihood's) and no other partial is
-  // wanted, the loop adds them there itself, instead of storing every
-  // partial of the chunk (wanted or not) in a local array for later passes.
-  // Prep: the family's prepared lpdf (its parameter-only math done once).
-  template <bool DX, bool DP0, bool Prep>
-  inline __attribute__((always_inline)) void lean_elements(long n, const double* xr,
-                                                           const double* const* pr,
-                                                           const double* pv, T* dxo, T* dp0o,
-                                                           double* lpb) const {
+  // The element loop of sum_chain_chunked, one chunk: lpb[i] = the family's
+  // lpdf at element i, prepared (Prep: its parameter-only math done once,
+  // from pv) or not, and its partials handed to put(i, gx, gp), which says
+  // where they go (the lean loops' adjoints or the general loop's arrays).
+  template <bool Prep, class Put>
+  inline __attribute__((always_inline)) void chunk_elements(long n, const double* xr,
+                                                            const double* const* pr,
+                                                            const double* pv, double* lpb,
+                                                            Put&& put) const {
     using D = Dist<F>;
     if constexpr (Prep) {
       if constexpr (has_prepared<D>::value) {
@@ -117,10 +115,10 @@ template <class T, Family F> struct DensityTerm {
         for (long i = 0; i < n; ++i) {
           double gx, gp[max_dist_params];
           typename D::Prepared q = q0;
+          // (pr[0] holds the location, spread when it is one value)
           if constexpr (has_prepared_location<D>::value) q.location = pr[0][i];
           lpb[i] = D::lpdf(xr[i], q, &gx, gp);
-          if constexpr (DX) dxo[i] += static_cast<T>(gx);
-          if constexpr (DP0) dp0o[i] += static_cast<T>(gp[0]);
+          put(i, gx, gp);
         }
       }
     } else {
@@ -128,10 +126,26 @@ template <class T, Family F> struct DensityTerm {
         double gx, gp[max_dist_params], pi[max_dist_params];
         for (int k = 0; k < n_params; ++k) pi[k] = pr[k][i];
         lpb[i] = D::lpdf(xr[i], pi, &gx, gp);
-        if constexpr (DX) dxo[i] += static_cast<T>(gx);
-        if constexpr (DP0) dp0o[i] += static_cast<T>(gp[0]);
+        put(i, gx, gp);
       }
     }
+  }
+
+  // The lean element loops of sum_chain_chunked: when each partial wanted
+  // has an adjoint per element (the target's, DX; the first parameter's,
+  // DP0: a prior's and a regression likelihood's) and no other partial is
+  // wanted, the loop adds them there itself, instead of storing every
+  // partial of the chunk (wanted or not) in a local array for later passes.
+  template <bool DX, bool DP0, bool Prep>
+  inline __attribute__((always_inline)) void lean_elements(long n, const double* xr,
+                                                           const double* const* pr,
+                                                           const double* pv, T* dxo, T* dp0o,
+                                                           double* lpb) const {
+    chunk_elements<Prep>(n, xr, pr, pv, lpb,
+                         [&](long i, double gx, const double* gp) {
+                           if constexpr (DX) dxo[i] += static_cast<T>(gx);
+                           if constexpr (DP0) dp0o[i] += static_cast<T>(gp[0]);
+                         });
   }
 
   // One chunk of the lean loop, its (DX, DP0, Prep) picked at run time: 0 no
@@ -194,30 +208,12 @@ template <class T, Family F> struct DensityTerm {
         lp += detail::sum_doubles(lpb, n);
         continue;
       }
-      bool done = false;
-      if constexpr (has_prepared<D>::value) {
-        if (prepared) {
-          const typename D::Prepared q0 = D::prepare(pv);
-          for (long i = 0; i < n; ++i) {
-            double gx, gp[max_dist_params];
-            typename D::Prepared q = q0;
-            // (pr[0] holds the location, spread when it is one value)
-            if constexpr (has_prepared_location<D>::value) q.location = pr[0][i];
-            lpb[i] = D::lpdf(xr[i], q, &gx, gp);
-            gxb[i] = gx;
-            for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
-          }
-          done = true;
-        }
-      }
-      if (!done)
-        for (long i = 0; i < n; ++i) {
-          double gx, gp[max_dist_params], pi[max_dist_params];
-          for (int k = 0; k < n_params; ++k) pi[k] = pr[k][i];
-          lpb[i] = D::lpdf(xr[i], pi, &gx, gp);
-          gxb[i] = gx;
-          for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
-        }
+      auto store = [&](long i, double gx, const double* gp) {
+        gxb[i] = gx;
+        for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
+      };
+      if (has_prepared<D>::value && prepared) chunk_elements<true>(n, xr, pr, pv, lpb, store);
+      else chunk_elements<false>(n, xr, pr, pv, lpb, store);
       lp += detail::sum_doubles(lpb, n);
       if (dxs)
         for (long i = 0; i < n; ++i) dxs[i0 + i] += static_cast<T>(gxb[i]);
