@@ -279,7 +279,16 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   Engine* e = checked_pointer<Engine>(engine, "engine");
   auto h = std::make_unique<SamplerHandle>();
   h->program = e->program;
-  h->executor = Engine::make_executor(*h->program, init.nrow(), exec_options(options), e->single);
+  lockstep::ExecOptions o = exec_options(options);
+  const long C = init.nrow();
+  // NUTS on a model whose gradient is too small to share between threads
+  // steps its chains in groups, one per thread (sampler/chain_groups.hpp);
+  // its own executor, for the step size search and HMC-style trajectories,
+  // then runs on one thread, as effective_threads() would have it anyway.
+  const long groups = kind == "nuts" ? lockstep::chain_group_count(*h->program, C, o) : 1;
+  const int group_threads = o.threads;
+  if (groups > 1) o.threads = 1;
+  h->executor = Engine::make_executor(*h->program, C, o, e->single);
   // diag_sd: one value, one per free parameter, or (restarting a run whose
   // warmup adapted a metric per chain) a chains x dim matrix, one row per chain.
   SEXP sd_arg = parameters["diag_sd"];
@@ -307,7 +316,15 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
+    auto nuts = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
+    if (groups > 1) {
+      const lockstep::Program& program = *h->program;
+      const bool single = e->single;
+      nuts->step_in_groups(lockstep::ChainGroups::make(
+          C, groups, group_threads,
+          [&](long n) { return Engine::make_executor(program, n, o, single); }));
+    }
+    h->sampler = std::move(nuts);
   } else if (kind == "chees") {
     lockstep::CheesSettings s;
     s.epsilon = epsilon;
@@ -335,6 +352,8 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   XPtr<SamplerHandle> ptr(h.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize<SamplerHandle>, TRUE);
   ptr.attr("class") = "lockstep_sampler";
+  // 1: every chain in lockstep; more: NUTS's chain groups, one per thread
+  ptr.attr("chain_groups") = static_cast<double>(groups);
   return ptr;
 }
 

@@ -62,25 +62,60 @@ std::vector<int> Nuts::criteria(const Check* checks, int n, const ChainMask& on)
   return ok;
 }
 
+void Nuts::step_in_groups(std::unique_ptr<ChainGroups> groups) {
+  if (groups && (groups->first.front() != 0 || groups->first.back() != C_))
+    throw std::invalid_argument("nuts: chain groups must cover every chain");
+  groups_ = std::move(groups);
+}
+
 void Nuts::transition() {
+  sync_vectors();
+  draw_momentum(ps_);  // the momentum of the draw, starting at the current point
+  if (groups_) {
+    // Every level a tree can reach, made before the groups run: making
+    // vectors is not safe from several threads.
+    ensure_levels(settings_.max_treedepth);
+    ChainGroups& g = *groups_;
+    g.pool->parallel_for(g.size(), [&](long k) {
+      build_trees(g.first[k], g.first[k + 1], g.targets[k].get());
+    });
+  } else {
+    build_trees(0, C_, nullptr);
+  }
+  state_to_host();
+}
+
+void Nuts::build_trees(long c0, long c1, Target* group) {
+  // Chains outside [c0, c1) are another group's: every loop and mask below
+  // stays inside the range, and the per-chain arrays are indexed by the
+  // sampler's chain number.
   const long C = C_;
   ChainVectors& v = vectors();
-  sync_vectors();
-  const ChainMask all = ChainMask::all(C);
+  ChainMask mine;
+  for (long c = c0; c < c1; ++c) mine.set(c);
+  // the log density and gradient at the moving point, of this range's chains
+  auto gradient = [&] {
+    if (group)
+      group->log_density(xw_ + c0 * D_, lpw_.data() + c0, gw_ + c0 * D_);
+    else
+      v.log_density(xw_, lpw_.data(), gw_);
+  };
 
-  draw_momentum(ps_);  // the momentum of the draw, starting at the current point
-  for (double* a : {xf_, xb_}) v.copy(a, x_v_, all);
-  for (double* a : {gf_, gb_}) v.copy(a, g_v_, all);
-  for (double* a : {pf_, pb_, p_ff_, p_fb_, p_bf_, p_bb_, rho_}) v.copy(a, ps_, all);
-  lpf_ = lp_, lpb_ = lp_;
+  for (double* a : {xf_, xb_}) v.copy(a, x_v_, mine);
+  for (double* a : {gf_, gb_}) v.copy(a, g_v_, mine);
+  for (double* a : {pf_, pb_, p_ff_, p_fb_, p_bf_, p_bb_, rho_}) v.copy(a, ps_, mine);
+  for (long c = c0; c < c1; ++c) lpf_[c] = lpb_[c] = lp_[c];
 
   std::vector<double> H0(C), lsw(C, 0.0), lsw_sub(C, -HUGE_VAL), sum_metro(C, 0.0);
-  std::vector<int> depth(C, 0), done(C, 0), building(C, 0), valid(C, 0), dir(C, 1);
+  // chains outside the range count as done
+  std::vector<int> depth(C, 0), done(C, 1), building(C, 0), valid(C, 0), dir(C, 1);
   std::vector<int> n_leap(C, 0), divergent(C, 0), moved(C, 0);
   std::vector<double> sums(C * 6);  // the merge checks' sums
+  std::vector<double> leaf_sums;    // ChainVectors::leaf's sums
+  for (long c = c0; c < c1; ++c) done[c] = 0;
   {
-    const std::vector<double> k = kinetic_energies(ps_, all);
-    for (long c = 0; c < C; ++c) H0[c] = -lp_[c] + k[c];
+    const std::vector<double> k = kinetic_energies(ps_, mine);
+    for (long c = c0; c < c1; ++c) H0[c] = -lp_[c] + k[c];
   }
 
   for (int d = 0; d < settings_.max_treedepth; ++d) {
@@ -89,7 +124,7 @@ void Nuts::transition() {
     // Each chain still going draws its direction and starts its new subtree
     // at that end of its trajectory.
     ChainMask forward, backward;
-    for (long c = 0; c < C; ++c) {
+    for (long c = c0; c < c1; ++c) {
       building[c] = !done[c];
       if (done[c]) continue;
       valid[c] = 1;
@@ -112,7 +147,7 @@ void Nuts::transition() {
       // Leapfrog: half kick and drift for every chain still building; the
       // others wait, their moving point unchanged.
       v.leapfrog(xw_, xw_, pw_, gw_, m_v_, 0.5 * epsilon_, epsilon_, true, on, backward);
-      v.log_density(xw_, lpw_.data(), gw_);
+      gradient();
       // The second half kick and everything else this leaf does to the
       // vectors, in one pass (ChainVectors::leaf): the kinetic energy, the
       // subtree's rho, the blocks of leaves it starts, the left sibling it
@@ -149,13 +184,13 @@ void Nuts::transition() {
         lv.left_prefix = levels_[merges].prefix;
       }
       const int n_sums = lv.sums();
-      leaf_sums_.resize(C * n_sums);
-      v.leaf(lv, m_v_, on, backward, leaf_sums_.data());
+      leaf_sums.resize(C * n_sums);
+      v.leaf(lv, m_v_, on, backward, leaf_sums.data());
       ChainMask take;  // chains whose subtree's proposal becomes this leaf
-      for (long c = 0; c < C; ++c) {
+      for (long c = c0; c < c1; ++c) {
         if (!on[c]) continue;
         ++n_leap[c];
-        double H = -lpw_[c] + 0.5 * leaf_sums_[c * n_sums];
+        double H = -lpw_[c] + 0.5 * leaf_sums[c * n_sums];
         if (std::isnan(H)) H = HUGE_VAL;
         if (H - H0[c] > divergence_threshold) divergent[c] = 1;
         const double w = H0[c] - H;  // the leaf's log weight
@@ -170,7 +205,7 @@ void Nuts::transition() {
         }
       }
       v.copy(xp_, xw_, take), v.copy(gp_, gw_, take), v.copy(pp_, pw_, take);
-      for (long c = 0; c < C; ++c)
+      for (long c = c0; c < c1; ++c)
         if (on[c] && divergent[c]) {
           valid[c] = 0;
           building[c] = 0;
@@ -183,14 +218,14 @@ void Nuts::transition() {
       }
       auto positive = [](double x) { return x > 0; };
       for (int j = 0; j < merges && on.any(); ++j) {
-        const double* six = leaf_sums_.data() + 1 + 6 * j;
+        const double* six = leaf_sums.data() + 1 + 6 * j;
         long stride = n_sums;
         if (j >= lv.checks) {
           v.subtree_checks(subtree(j), m_v_, on, sums.data());
           six = sums.data();
           stride = 6;
         }
-        for (long c = 0; c < C; ++c)
+        for (long c = c0; c < c1; ++c)
           if (on[c] && !std::all_of(six + c * stride, six + c * stride + 6, positive)) {
             valid[c] = 0;
             building[c] = 0;
@@ -202,7 +237,7 @@ void Nuts::transition() {
     // Join each chain's new subtree to its trajectory; a U-turn or
     // divergence inside the subtree discards it and ends the chain's tree.
     ChainMask join_f, join_b;
-    for (long c = 0; c < C; ++c) {
+    for (long c = c0; c < c1; ++c) {
       if (done[c]) continue;
       if (!valid[c]) {
         done[c] = 1;
@@ -220,7 +255,7 @@ void Nuts::transition() {
     v.copy(p_fb_, p_bb_, join_b), v.copy(rho_f_, rho_, join_b), v.copy(p_bf_, sub_first_, join_b);
     v.copy(p_bb_, pw_, join_b), v.copy(rho_b_, sub_rho_, join_b);
     ChainMask joined, move;
-    for (long c = 0; c < C; ++c) {
+    for (long c = c0; c < c1; ++c) {
       if (!(join_f[c] || join_b[c])) continue;
       joined.set(c);
       ++depth[c];
@@ -240,12 +275,12 @@ void Nuts::transition() {
                              {p_bb_, p_fb_, rho_b_, p_fb_},
                              {p_bf_, p_ff_, rho_f_, p_bf_}};
     const std::vector<int> persist = criteria(checks, 3, joined);
-    for (long c = 0; c < C; ++c)
+    for (long c = c0; c < c1; ++c)
       if (joined[c] && !persist[c]) done[c] = 1;
   }
 
-  const std::vector<double> k = kinetic_energies(ps_, all);
-  for (long c = 0; c < C; ++c) {
+  const std::vector<double> k = kinetic_energies(ps_, mine);
+  for (long c = c0; c < c1; ++c) {
     stats_.accept_stat[c] = n_leap[c] > 0 ? sum_metro[c] / n_leap[c] : 0;
     stats_.n_leapfrog[c] = n_leap[c];
     stats_.tree_depth[c] = depth[c];
@@ -254,7 +289,6 @@ void Nuts::transition() {
     if (divergent[c]) ++bad_[c];
     if (moved[c]) ++accepted_[c];
   }
-  state_to_host();
 }
 
 }  // namespace lockstep

@@ -221,3 +221,125 @@ TEST_CASE("warmup's step size: dual averaging on the harmonic mean of the chains
   lockstep::Hmc hmc(t, hs, init, 11, 12);
   check(hmc, false);
 }
+
+namespace {
+
+// Warmup then sampling of NUTS on an executor over `chains` chains of
+// `program`, in `groups` chain groups on `threads` threads (groups 0:
+// lockstep): every iteration's draws, tree depths, leapfrog steps and
+// acceptance statistics, then the step size and metric.
+std::vector<double> nuts_trace(const Program& program, long chains, long groups, int threads) {
+  Executor<double> ex(program, chains, lockstep::ExecOptions());
+  const long D = ex.dim();
+  std::vector<double> init(chains * D);
+  for (long k = 0; k < chains * D; ++k) init[k] = std::sin(1.3 * k + 0.2);
+  Nuts nuts(ex, NutsSettings(), init, 21, 22);
+  if (groups > 0)
+    nuts.step_in_groups(lockstep::ChainGroups::make(chains, groups, threads, [&](long n) {
+      return std::make_unique<Executor<double>>(program, n, lockstep::ExecOptions());
+    }));
+  std::vector<double> out;
+  nuts.begin_warmup(60);
+  for (int it = 0; it < 80; ++it) {
+    nuts.iterate(it < 60);
+    const lockstep::IterationStats& st = nuts.last();
+    out.insert(out.end(), nuts.state().begin(), nuts.state().end());
+    out.insert(out.end(), st.accept_stat.begin(), st.accept_stat.end());
+    out.insert(out.end(), st.tree_depth.begin(), st.tree_depth.end());
+    out.insert(out.end(), st.n_leapfrog.begin(), st.n_leapfrog.end());
+    out.insert(out.end(), st.energy.begin(), st.energy.end());
+  }
+  out.push_back(nuts.epsilon());
+  out.insert(out.end(), nuts.diag_sd().begin(), nuts.diag_sd().end());
+  for (long c = 0; c < chains; ++c) {
+    out.push_back(static_cast<double>(nuts.accepted()[c]));
+    out.push_back(static_cast<double>(nuts.bad()[c]));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("nuts in chain groups draws exactly what nuts in lockstep draws",
+          "[nuts][chain_groups]") {
+  // Groups of one, two and uneven sizes, on fewer threads than groups and as
+  // many: each chain's trees are its own, whichever target computes them.
+  const Program planned = eight_schools_shape();
+  const long chains = 5;
+  const std::vector<double> lockstep_run = nuts_trace(planned, chains, 0, 1);
+  for (long groups : {1L, 2L, 3L, 5L})
+    for (int threads : {1, 2, 3}) {
+      INFO("groups " << groups << ", threads " << threads);
+      CHECK(nuts_trace(planned, chains, groups, threads) == lockstep_run);
+    }
+  // and the run sampled: every chain's state moved between the first
+  // iteration and the last, and trees had several depths
+  const long D = 9, per_iteration = chains * D + 4 * chains;
+  const double* first = lockstep_run.data();
+  const double* last = lockstep_run.data() + 79 * per_iteration;
+  std::vector<double> depths;
+  for (long it = 0; it < 80; ++it)
+    for (long c = 0; c < chains; ++c)
+      depths.push_back(lockstep_run[it * per_iteration + chains * D + 2 * chains + c]);
+  for (long c = 0; c < chains; ++c) CHECK(first[c * D] != last[c * D]);
+  CHECK(*std::min_element(depths.begin(), depths.end()) <
+        *std::max_element(depths.begin(), depths.end()));
+}
+
+TEST_CASE("chain groups: which samplers step in groups, and how the chains split",
+          "[nuts][chain_groups]") {
+  const Program small = eight_schools_shape();
+  lockstep::ExecOptions o;
+  o.threads = 2;
+  CHECK(lockstep::chain_group_count(small, 4, o) == 2);
+  CHECK(lockstep::chain_group_count(small, 1, o) == 1);  // one chain: nothing to split
+  o.threads = 8;
+  CHECK(lockstep::chain_group_count(small, 3, o) == 3);  // at most one group per chain
+  o.threads_auto = true;
+  CHECK(lockstep::chain_group_count(small, 3, o) == 3);
+  o.threads = 1;
+  CHECK(lockstep::chain_group_count(small, 4, o) == 1);
+  o.threads = 2;
+  o.devices = 2;  // sharded by request: the chains stay in lockstep
+  CHECK(lockstep::chain_group_count(small, 4, o) == 1);
+  o.devices = 1;
+  o.backend = lockstep::Backend::emulated;
+  CHECK(lockstep::chain_group_count(small, 4, o) == 1);
+  o.backend = lockstep::Backend::cpu;
+  // A gradient the executor would split between two threads stays in
+  // lockstep: 2 x min_work_per_thread values per call.
+  Program big;
+  const long n = lockstep::min_work_per_thread;
+  const int x = big.add(param_node(n, 0, lockstep::Transform::none, 0, 0, {n, 1}));
+  big.n_free = n;
+  const int zero = big.add(data_node({0}));
+  const int one = big.add(data_node({1}));
+  add_term(big, density_node(lockstep::Family::normal, {x, zero, one}));
+  lockstep::plan(big);
+  CHECK(lockstep::effective_threads(big, 4, [] {
+          lockstep::ExecOptions a;
+          a.threads = 2;
+          a.threads_auto = true;
+          return a;
+        }()) == 2);
+  CHECK(lockstep::chain_group_count(big, 4, o) == 1);
+  CHECK(lockstep::chain_group_count(big, 1, o) == 1);
+
+  // the split: contiguous, as even as can be
+  auto g = lockstep::ChainGroups::make(7, 3, 2, [&](long c) {
+    return std::make_unique<Executor<double>>(small, c, lockstep::ExecOptions());
+  });
+  CHECK(g->first == std::vector<long>{0, 2, 4, 7});
+  CHECK(g->targets[2]->chains() == 3);
+  CHECK(g->pool->threads() == 2);
+  auto make = [&](long c) {
+    return std::make_unique<Executor<double>>(small, c, lockstep::ExecOptions());
+  };
+  CHECK_THROWS_AS(lockstep::ChainGroups::make(3, 4, 2, make), std::invalid_argument);
+  CHECK_THROWS_AS(lockstep::ChainGroups::make(3, 0, 2, make), std::invalid_argument);
+  // groups that do not cover the sampler's chains are refused
+  Executor<double> ex(small, 4, lockstep::ExecOptions());
+  Nuts nuts(ex, NutsSettings(), std::vector<double>(4 * 9, 0.1), 1, 2);
+  CHECK_THROWS_AS(nuts.step_in_groups(lockstep::ChainGroups::make(3, 2, 2, make)),
+                  std::invalid_argument);
+}

@@ -605,3 +605,41 @@ test_that("a small model runs on one thread unless the threads are chosen: the s
   two_auto$threads <- 2L
   expect_identical(as.matrix(run(two_auto)), as.matrix(run(cpu_only(threads = 1))))
 })
+
+test_that("nuts on a small model steps its chains in groups, one per thread, with the draws of one thread", {
+  # Each thread builds its own chains' trees through an executor of its own
+  # (sampler/chain_groups.hpp); every chain's arithmetic is what it would be
+  # in lockstep, so the draws do not depend on the threads.
+  set.seed(72)
+  x <- rnorm(40)
+  y <- 0.5 + 1.5 * x + rnorm(40, sd = 0.7)
+  a <- normal(0, 5)
+  b <- normal(0, 5)
+  s <- normal(0, 2, truncation = c(0, Inf))
+  distribution(y) <- normal(a + b * x, s)
+  m <- model(a, b, s)
+  run <- function(co, sampler = nuts(), chains = 3) {
+    set.seed(73)
+    mcmc(m, sampler = sampler, n_samples = 150, warmup = 150, chains = chains, verbose = FALSE,
+         compute_options = co)
+  }
+  groups <- function(draws) attr(attr(draws, "model_info")$run$handle, "chain_groups")
+  one <- run(cpu_only(threads = 1))
+  two <- run(cpu_only(threads = 2))
+  expect_equal(groups(one), 1)
+  expect_equal(groups(two), 2)
+  expect_equal(groups(run(cpu_only(threads = 8))), 3)  # at most one group per chain
+  expect_identical(as.matrix(two), as.matrix(one))
+  expect_identical(attr(two, "sampler_params"), attr(one, "sampler_params"))
+  # the draws are the posterior's: least squares is close to it with flat-ish priors
+  fit <- stats::lm(y ~ x)
+  expect_lt(abs(mean(as.matrix(two)[, "b"]) - stats::coef(fit)[["x"]]),
+            5 * summary(fit)$coefficients["x", "Std. Error"] / sqrt(100))
+  # one chain, other samplers, and sharded rows stay in lockstep
+  expect_equal(groups(run(cpu_only(threads = 2), chains = 1)), 1)
+  expect_equal(groups(run(cpu_only(threads = 2), sampler = hmc())), 1)
+  expect_equal(groups(run(cpu_only(threads = 2, devices = 2))), 1)
+  # extra_samples() goes on in groups, from the same state
+  more <- extra_samples(two, n_samples = 20, verbose = FALSE)
+  expect_equal(coda::niter(more), 170)
+})

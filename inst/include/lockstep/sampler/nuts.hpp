@@ -26,12 +26,19 @@
 //   checks' dot products) between the GPU and the host; the draw comes back
 //   once per iteration. At most max_mask_chains chains.
 //
-// Memory per chain: about (20 + 4 x depth reached) vectors of dim doubles.
+//   A small model's sampler may instead build its trees in groups of chains,
+//   each group on its own thread with its own target (chain_groups.hpp),
+//   meeting once per iteration; the draws are the same.
+//
+// Memory per chain: about (20 + 4 x depth reached) vectors of dim doubles
+// (4 x max_treedepth in chain groups).
 #ifndef LOCKSTEP_SAMPLER_NUTS_HPP
 #define LOCKSTEP_SAMPLER_NUTS_HPP
 
+#include <memory>
 #include <vector>
 
+#include "chain_groups.hpp"
 #include "leapfrog_sampler.hpp"
 
 namespace lockstep {
@@ -48,6 +55,11 @@ class Nuts : public LeapfrogSampler {
  public:
   Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
        uint32_t key1);
+
+  // From now on, build each group's trees on its own thread through its own
+  // target (chain_groups.hpp), rather than all chains through the sampler's
+  // target; nullptr: back to lockstep. The draws are the same either way.
+  void step_in_groups(std::unique_ptr<ChainGroups> groups);
 
  protected:
   void transition() override;
@@ -70,6 +82,10 @@ class Nuts : public LeapfrogSampler {
   };
   std::vector<int> criteria(const Check* checks, int n, const ChainMask& on);
   void ensure_levels(int depth);
+  // One iteration's trees of chains [c0, c1), with their gradients from
+  // `group` (a target over those chains alone) or, when null, from the
+  // sampler's target over every chain. Touches no other chain's rows.
+  void build_trees(long c0, long c1, Target* group);
 
   NutsSettings settings_;
   // [chains, dim] arrays in vectors() (besides the base class's): the
@@ -80,8 +96,8 @@ class Nuts : public LeapfrogSampler {
   double *xw_, *pw_, *gw_, *xp_, *gp_, *pp_, *ps_;
   double *p_ff_, *p_fb_, *p_bf_, *p_bb_, *rho_, *rho_f_, *rho_b_, *sub_first_, *sub_rho_;
   std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
-  std::vector<double> leaf_sums_;              // [chains, LeafVectors::sums()]
   std::vector<Level> levels_;
+  std::unique_ptr<ChainGroups> groups_;
 };
 
 }  // namespace lockstep
