@@ -108,9 +108,10 @@ print.lockstep_backend_info <- function(x, ...) {
 #'   same as with `threads = 1`. A number given here is used as it is, except
 #'   by [nuts()] on such a small model: there the threads share out the chains
 #'   instead, each thread building the trees of its own group of chains through
-#'   a whole iteration (the groups meet once per iteration, where warmup adapts
-#'   from all chains), as Stan runs one chain per core; each chain's draws are
-#'   the same as with `threads = 1`.
+#'   whole iterations (in warmup the groups meet once per iteration, where the
+#'   step size and metric adapt from all chains; in sampling once per
+#'   `pb_update` iterations), as Stan runs one chain per core; each chain's
+#'   draws are the same as with `threads = 1`.
 #' @param tile_rows rows per tile; `NULL` sizes tiles to the cache
 #' @param mpi `TRUE` to run across the processes of an MPI job (`mpirun -np P
 #'   Rscript fit.R`), each holding its own rows of the data: see [mpi_rows()].

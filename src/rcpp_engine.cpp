@@ -375,22 +375,44 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
   std::vector<double> accept_stat, energy, step_size;
   std::vector<int> n_leapfrog, tree_depth, divergent;
   int divergent_all = 0, max_depth_all = 0;
-  for (int it = 0; it < n; ++it) {
-    smp.iterate(warmup);
-    const lockstep::IterationStats& st = smp.last();
+  // iteration `it`'s draw x [C, D] and statistics (each [C]) into the tallies
+  // and, when kept, the output
+  auto record = [&](int it, const double* x, const double* accept, const double* en,
+                    const int* leapfrogs, const int* depth, const int* div) {
     for (long c = 0; c < C; ++c) {
-      divergent_all += st.divergent[c];
-      max_depth_all = std::max(max_depth_all, st.tree_depth[c]);
+      divergent_all += div[c];
+      max_depth_all = std::max(max_depth_all, depth[c]);
     }
-    if ((offset + it + 1) % thin != 0) continue;
-    kept.push_back(smp.state());
+    if ((offset + it + 1) % thin != 0) return;
+    kept.emplace_back(x, x + C * D);
     for (long c = 0; c < C; ++c) {
-      accept_stat.push_back(st.accept_stat[c]);
-      energy.push_back(st.energy[c]);
+      accept_stat.push_back(accept[c]);
+      energy.push_back(en[c]);
       step_size.push_back(smp.epsilon());
-      n_leapfrog.push_back(st.n_leapfrog[c]);
-      tree_depth.push_back(st.tree_depth[c]);
-      divergent.push_back(st.divergent[c]);
+      n_leapfrog.push_back(leapfrogs[c]);
+      tree_depth.push_back(depth[c]);
+      divergent.push_back(div[c]);
+    }
+  };
+  if (!warmup && smp.steps_apart()) {
+    // NUTS in chain groups: each group makes the iterations on its own, in
+    // batches of at most about 8 MB of draws
+    const long batch = std::max(1L, (1L << 20) / std::max(1L, C * D));
+    lockstep::IterationRecord r;
+    for (int it0 = 0; it0 < n; it0 += static_cast<int>(batch)) {
+      const long m = std::min<long>(batch, n - it0);
+      smp.iterate_apart(m, r);
+      for (long k = 0; k < m; ++k)
+        record(it0 + static_cast<int>(k), r.x.data() + k * C * D, r.accept_stat.data() + k * C,
+               r.energy.data() + k * C, r.n_leapfrog.data() + k * C, r.tree_depth.data() + k * C,
+               r.divergent.data() + k * C);
+    }
+  } else {
+    for (int it = 0; it < n; ++it) {
+      smp.iterate(warmup);
+      const lockstep::IterationStats& st = smp.last();
+      record(it, smp.state().data(), st.accept_stat.data(), st.energy.data(),
+             st.n_leapfrog.data(), st.tree_depth.data(), st.divergent.data());
     }
   }
   NumericMatrix free(static_cast<int>(kept.size() * C), static_cast<int>(D));

@@ -93,6 +93,11 @@ void LeapfrogSampler::state_to_host() { vectors().download(x_.data(), x_v_); }
 
 void LeapfrogSampler::state_changed_on_host() { state_in_vectors_ = false; }
 
+void LeapfrogSampler::set_diag_sd(const double* sd) {
+  std::copy(sd, sd + C_ * D_, sd_.begin());
+  ++metric_version_;
+}
+
 void LeapfrogSampler::draw_momentum(double* p) {
   // p_i = n_i / sd_i
   vectors().momentum(p, sd_v_, chain_streams_, purpose_momentum);
@@ -210,6 +215,22 @@ void LeapfrogSampler::iterate(bool warmup) {
   adapting_ = warmup && warmup_done_ < warmup_total_;
   transition();
   if (adapting_) adapt();
+}
+
+void LeapfrogSampler::iterate_apart(long n, IterationRecord& out) {
+  out.x.resize(n * C_ * D_);
+  for (auto* v : {&out.accept_stat, &out.energy}) v->resize(n * C_);
+  for (auto* v : {&out.n_leapfrog, &out.tree_depth, &out.divergent}) v->resize(n * C_);
+  for (long it = 0; it < n; ++it) {
+    iterate(false);
+    std::copy(x_.begin(), x_.end(), out.x.begin() + it * C_ * D_);
+    const long at = it * C_;
+    std::copy(stats_.accept_stat.begin(), stats_.accept_stat.end(), out.accept_stat.begin() + at);
+    std::copy(stats_.energy.begin(), stats_.energy.end(), out.energy.begin() + at);
+    std::copy(stats_.n_leapfrog.begin(), stats_.n_leapfrog.end(), out.n_leapfrog.begin() + at);
+    std::copy(stats_.tree_depth.begin(), stats_.tree_depth.end(), out.tree_depth.begin() + at);
+    std::copy(stats_.divergent.begin(), stats_.divergent.end(), out.divergent.begin() + at);
+  }
 }
 
 double LeapfrogSampler::pooled_accept() const {

@@ -63,59 +63,121 @@ std::vector<int> Nuts::criteria(const Check* checks, int n, const ChainMask& on)
 }
 
 void Nuts::step_in_groups(std::unique_ptr<ChainGroups> groups) {
-  if (groups && (groups->first.front() != 0 || groups->first.back() != C_))
+  if (!groups || groups->first.front() != 0 || groups->first.back() != C_)
     throw std::invalid_argument("nuts: chain groups must cover every chain");
+  std::vector<std::unique_ptr<Nuts>> samplers;
+  for (long k = 0; k < groups->size(); ++k) {
+    const long c0 = groups->first[k], c1 = groups->first[k + 1];
+    NutsSettings s = settings_;
+    s.epsilon = epsilon_;
+    s.diag_sd.assign(sd_.begin() + c0 * D_, sd_.begin() + c1 * D_);
+    const std::vector<double> init(x_.begin() + c0 * D_, x_.begin() + c1 * D_);
+    samplers.emplace_back(new Nuts(*groups->targets[k], s, init, 0, 0));
+    // the group's chains draw from this sampler's streams of those chains
+    Nuts& g = *samplers.back();
+    std::copy(chain_streams_.begin() + c0, chain_streams_.begin() + c1, g.chain_streams_.begin());
+  }
   groups_ = std::move(groups);
+  group_samplers_ = std::move(samplers);
+  group_metric_.assign(groups_->size(), metric_version());
+}
+
+void Nuts::to_groups() {
+  for (long k = 0; k < groups_->size(); ++k) {
+    Nuts& g = *group_samplers_[k];
+    const long c0 = groups_->first[k], c1 = groups_->first[k + 1];
+    g.epsilon_ = epsilon_;
+    if (group_metric_[k] != metric_version()) {
+      g.set_diag_sd(sd_.data() + c0 * D_);
+      group_metric_[k] = metric_version();
+    }
+    std::copy(chain_streams_.begin() + c0, chain_streams_.begin() + c1, g.chain_streams_.begin());
+    std::fill(g.accepted_.begin(), g.accepted_.end(), 0);
+    std::fill(g.bad_.begin(), g.bad_.end(), 0);
+  }
+}
+
+void Nuts::from_groups() {
+  for (long k = 0; k < groups_->size(); ++k) {
+    Nuts& g = *group_samplers_[k];
+    const long c0 = groups_->first[k];
+    std::copy(g.x_.begin(), g.x_.end(), x_.begin() + c0 * D_);
+    g.vectors().download(grad_.data() + c0 * D_, g.g_v_);
+    for (long j = 0; j < g.C_; ++j) {
+      const long c = c0 + j;
+      lp_[c] = g.lp_[j];
+      chain_streams_[c] = g.chain_streams_[j];
+      accepted_[c] += g.accepted_[j];
+      bad_[c] += g.bad_[j];
+      stats_.accept_stat[c] = g.stats_.accept_stat[j];
+      stats_.n_leapfrog[c] = g.stats_.n_leapfrog[j];
+      stats_.tree_depth[c] = g.stats_.tree_depth[j];
+      stats_.divergent[c] = g.stats_.divergent[j];
+      stats_.energy[c] = g.stats_.energy[j];
+    }
+  }
+  // adaptation and the step size search read the state from the vectors
+  state_changed_on_host();
+}
+
+void Nuts::iterate_apart(long n, IterationRecord& out) {
+  if (!groups_) {
+    LeapfrogSampler::iterate_apart(n, out);
+    return;
+  }
+  adapting_ = false;
+  const long C = C_, D = D_;
+  out.x.resize(n * C * D);
+  for (auto* v : {&out.accept_stat, &out.energy}) v->resize(n * C);
+  for (auto* v : {&out.n_leapfrog, &out.tree_depth, &out.divergent}) v->resize(n * C);
+  to_groups();
+  // Each group makes all n iterations on its own: nothing adapts between
+  // them, so a group whose trees were short does not wait for the others.
+  groups_->pool->parallel_for(groups_->size(), [&](long k) {
+    Nuts& g = *group_samplers_[k];
+    const long c0 = groups_->first[k];
+    for (long it = 0; it < n; ++it) {
+      g.transition();
+      std::copy(g.x_.begin(), g.x_.end(), out.x.begin() + (it * C + c0) * D);
+      const long at = it * C + c0;
+      const IterationStats& st = g.stats_;
+      std::copy(st.accept_stat.begin(), st.accept_stat.end(), out.accept_stat.begin() + at);
+      std::copy(st.energy.begin(), st.energy.end(), out.energy.begin() + at);
+      std::copy(st.n_leapfrog.begin(), st.n_leapfrog.end(), out.n_leapfrog.begin() + at);
+      std::copy(st.tree_depth.begin(), st.tree_depth.end(), out.tree_depth.begin() + at);
+      std::copy(st.divergent.begin(), st.divergent.end(), out.divergent.begin() + at);
+    }
+  });
+  from_groups();
 }
 
 void Nuts::transition() {
-  sync_vectors();
-  draw_momentum(ps_);  // the momentum of the draw, starting at the current point
   if (groups_) {
-    // Every level a tree can reach, made before the groups run: making
-    // vectors is not safe from several threads.
-    ensure_levels(settings_.max_treedepth);
-    ChainGroups& g = *groups_;
-    g.pool->parallel_for(g.size(), [&](long k) {
-      build_trees(g.first[k], g.first[k + 1], g.targets[k].get());
-    });
-  } else {
-    build_trees(0, C_, nullptr);
+    // one iteration of every group, each on its own thread
+    to_groups();
+    groups_->pool->parallel_for(groups_->size(),
+                                [&](long k) { group_samplers_[k]->transition(); });
+    from_groups();
+    return;
   }
-  state_to_host();
-}
-
-void Nuts::build_trees(long c0, long c1, Target* group) {
-  // Chains outside [c0, c1) are another group's: every loop and mask below
-  // stays inside the range, and the per-chain arrays are indexed by the
-  // sampler's chain number.
   const long C = C_;
   ChainVectors& v = vectors();
-  ChainMask mine;
-  for (long c = c0; c < c1; ++c) mine.set(c);
-  // the log density and gradient at the moving point, of this range's chains
-  auto gradient = [&] {
-    if (group)
-      group->log_density(xw_ + c0 * D_, lpw_.data() + c0, gw_ + c0 * D_);
-    else
-      v.log_density(xw_, lpw_.data(), gw_);
-  };
+  sync_vectors();
+  const ChainMask all = ChainMask::all(C);
 
-  for (double* a : {xf_, xb_}) v.copy(a, x_v_, mine);
-  for (double* a : {gf_, gb_}) v.copy(a, g_v_, mine);
-  for (double* a : {pf_, pb_, p_ff_, p_fb_, p_bf_, p_bb_, rho_}) v.copy(a, ps_, mine);
-  for (long c = c0; c < c1; ++c) lpf_[c] = lpb_[c] = lp_[c];
+  draw_momentum(ps_);  // the momentum of the draw, starting at the current point
+  for (double* a : {xf_, xb_}) v.copy(a, x_v_, all);
+  for (double* a : {gf_, gb_}) v.copy(a, g_v_, all);
+  for (double* a : {pf_, pb_, p_ff_, p_fb_, p_bf_, p_bb_, rho_}) v.copy(a, ps_, all);
+  lpf_ = lp_, lpb_ = lp_;
 
   std::vector<double> H0(C), lsw(C, 0.0), lsw_sub(C, -HUGE_VAL), sum_metro(C, 0.0);
-  // chains outside the range count as done
-  std::vector<int> depth(C, 0), done(C, 1), building(C, 0), valid(C, 0), dir(C, 1);
+  std::vector<int> depth(C, 0), done(C, 0), building(C, 0), valid(C, 0), dir(C, 1);
   std::vector<int> n_leap(C, 0), divergent(C, 0), moved(C, 0);
   std::vector<double> sums(C * 6);  // the merge checks' sums
-  std::vector<double> leaf_sums;    // ChainVectors::leaf's sums
-  for (long c = c0; c < c1; ++c) done[c] = 0;
   {
-    const std::vector<double> k = kinetic_energies(ps_, mine);
-    for (long c = c0; c < c1; ++c) H0[c] = -lp_[c] + k[c];
+    const std::vector<double> k = kinetic_energies(ps_, all);
+    for (long c = 0; c < C; ++c) H0[c] = -lp_[c] + k[c];
   }
 
   for (int d = 0; d < settings_.max_treedepth; ++d) {
@@ -124,7 +186,7 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
     // Each chain still going draws its direction and starts its new subtree
     // at that end of its trajectory.
     ChainMask forward, backward;
-    for (long c = c0; c < c1; ++c) {
+    for (long c = 0; c < C; ++c) {
       building[c] = !done[c];
       if (done[c]) continue;
       valid[c] = 1;
@@ -147,7 +209,7 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
       // Leapfrog: half kick and drift for every chain still building; the
       // others wait, their moving point unchanged.
       v.leapfrog(xw_, xw_, pw_, gw_, m_v_, 0.5 * epsilon_, epsilon_, true, on, backward);
-      gradient();
+      v.log_density(xw_, lpw_.data(), gw_);
       // The second half kick and everything else this leaf does to the
       // vectors, in one pass (ChainVectors::leaf): the kinetic energy, the
       // subtree's rho, the blocks of leaves it starts, the left sibling it
@@ -184,13 +246,13 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
         lv.left_prefix = levels_[merges].prefix;
       }
       const int n_sums = lv.sums();
-      leaf_sums.resize(C * n_sums);
-      v.leaf(lv, m_v_, on, backward, leaf_sums.data());
+      leaf_sums_.resize(C * n_sums);
+      v.leaf(lv, m_v_, on, backward, leaf_sums_.data());
       ChainMask take;  // chains whose subtree's proposal becomes this leaf
-      for (long c = c0; c < c1; ++c) {
+      for (long c = 0; c < C; ++c) {
         if (!on[c]) continue;
         ++n_leap[c];
-        double H = -lpw_[c] + 0.5 * leaf_sums[c * n_sums];
+        double H = -lpw_[c] + 0.5 * leaf_sums_[c * n_sums];
         if (std::isnan(H)) H = HUGE_VAL;
         if (H - H0[c] > divergence_threshold) divergent[c] = 1;
         const double w = H0[c] - H;  // the leaf's log weight
@@ -205,7 +267,7 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
         }
       }
       v.copy(xp_, xw_, take), v.copy(gp_, gw_, take), v.copy(pp_, pw_, take);
-      for (long c = c0; c < c1; ++c)
+      for (long c = 0; c < C; ++c)
         if (on[c] && divergent[c]) {
           valid[c] = 0;
           building[c] = 0;
@@ -218,14 +280,14 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
       }
       auto positive = [](double x) { return x > 0; };
       for (int j = 0; j < merges && on.any(); ++j) {
-        const double* six = leaf_sums.data() + 1 + 6 * j;
+        const double* six = leaf_sums_.data() + 1 + 6 * j;
         long stride = n_sums;
         if (j >= lv.checks) {
           v.subtree_checks(subtree(j), m_v_, on, sums.data());
           six = sums.data();
           stride = 6;
         }
-        for (long c = c0; c < c1; ++c)
+        for (long c = 0; c < C; ++c)
           if (on[c] && !std::all_of(six + c * stride, six + c * stride + 6, positive)) {
             valid[c] = 0;
             building[c] = 0;
@@ -237,7 +299,7 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
     // Join each chain's new subtree to its trajectory; a U-turn or
     // divergence inside the subtree discards it and ends the chain's tree.
     ChainMask join_f, join_b;
-    for (long c = c0; c < c1; ++c) {
+    for (long c = 0; c < C; ++c) {
       if (done[c]) continue;
       if (!valid[c]) {
         done[c] = 1;
@@ -255,7 +317,7 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
     v.copy(p_fb_, p_bb_, join_b), v.copy(rho_f_, rho_, join_b), v.copy(p_bf_, sub_first_, join_b);
     v.copy(p_bb_, pw_, join_b), v.copy(rho_b_, sub_rho_, join_b);
     ChainMask joined, move;
-    for (long c = c0; c < c1; ++c) {
+    for (long c = 0; c < C; ++c) {
       if (!(join_f[c] || join_b[c])) continue;
       joined.set(c);
       ++depth[c];
@@ -275,12 +337,12 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
                              {p_bb_, p_fb_, rho_b_, p_fb_},
                              {p_bf_, p_ff_, rho_f_, p_bf_}};
     const std::vector<int> persist = criteria(checks, 3, joined);
-    for (long c = c0; c < c1; ++c)
+    for (long c = 0; c < C; ++c)
       if (joined[c] && !persist[c]) done[c] = 1;
   }
 
-  const std::vector<double> k = kinetic_energies(ps_, mine);
-  for (long c = c0; c < c1; ++c) {
+  const std::vector<double> k = kinetic_energies(ps_, all);
+  for (long c = 0; c < C; ++c) {
     stats_.accept_stat[c] = n_leap[c] > 0 ? sum_metro[c] / n_leap[c] : 0;
     stats_.n_leapfrog[c] = n_leap[c];
     stats_.tree_depth[c] = depth[c];
@@ -289,6 +351,7 @@ void Nuts::build_trees(long c0, long c1, Target* group) {
     if (divergent[c]) ++bad_[c];
     if (moved[c]) ++accepted_[c];
   }
+  state_to_host();
 }
 
 }  // namespace lockstep

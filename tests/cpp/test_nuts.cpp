@@ -240,8 +240,8 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
     }));
   std::vector<double> out;
   nuts.begin_warmup(60);
-  for (int it = 0; it < 80; ++it) {
-    nuts.iterate(it < 60);
+  for (int it = 0; it < 60; ++it) {
+    nuts.iterate(true);
     const lockstep::IterationStats& st = nuts.last();
     out.insert(out.end(), nuts.state().begin(), nuts.state().end());
     out.insert(out.end(), st.accept_stat.begin(), st.accept_stat.end());
@@ -249,6 +249,34 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
     out.insert(out.end(), st.n_leapfrog.begin(), st.n_leapfrog.end());
     out.insert(out.end(), st.energy.begin(), st.energy.end());
   }
+  // Sampling: in lockstep one iteration at a time; in groups, chunks of
+  // iterations that each group makes on its own (iterate_apart()).
+  CHECK(nuts.steps_apart() == (groups > 0));
+  for (long chunk : {7L, 1L, 12L}) {
+    lockstep::IterationRecord r;
+    if (groups > 0) nuts.iterate_apart(chunk, r);
+    for (long it = 0; it < chunk; ++it) {
+      if (groups == 0) nuts.iterate(false);
+      const long at = it * chains;
+      auto rows = [&](const auto& v, long width) {  // this iteration's rows of v
+        out.insert(out.end(), v.begin() + at * width, v.begin() + (at + chains) * width);
+      };
+      if (groups > 0) {
+        rows(r.x, D);
+        rows(r.accept_stat, 1), rows(r.tree_depth, 1), rows(r.n_leapfrog, 1), rows(r.energy, 1);
+      } else {
+        const lockstep::IterationStats& st = nuts.last();
+        out.insert(out.end(), nuts.state().begin(), nuts.state().end());
+        out.insert(out.end(), st.accept_stat.begin(), st.accept_stat.end());
+        out.insert(out.end(), st.tree_depth.begin(), st.tree_depth.end());
+        out.insert(out.end(), st.n_leapfrog.begin(), st.n_leapfrog.end());
+        out.insert(out.end(), st.energy.begin(), st.energy.end());
+      }
+    }
+  }
+  // after the chunks, the sampler's own state is the last iteration's
+  out.insert(out.end(), nuts.state().begin(), nuts.state().end());
+  out.insert(out.end(), nuts.log_density().begin(), nuts.log_density().end());
   out.push_back(nuts.epsilon());
   out.insert(out.end(), nuts.diag_sd().begin(), nuts.diag_sd().end());
   for (long c = 0; c < chains; ++c) {

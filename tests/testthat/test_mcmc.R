@@ -620,8 +620,8 @@ test_that("nuts on a small model steps its chains in groups, one per thread, wit
   m <- model(a, b, s)
   run <- function(co, sampler = nuts(), chains = 3) {
     set.seed(73)
-    mcmc(m, sampler = sampler, n_samples = 150, warmup = 150, chains = chains, verbose = FALSE,
-         compute_options = co)
+    mcmc(m, sampler = sampler, n_samples = 150, warmup = 150, thin = 2, chains = chains,
+         verbose = FALSE, compute_options = co)
   }
   groups <- function(draws) attr(attr(draws, "model_info")$run$handle, "chain_groups")
   one <- run(cpu_only(threads = 1))
@@ -631,6 +631,7 @@ test_that("nuts on a small model steps its chains in groups, one per thread, wit
   expect_equal(groups(run(cpu_only(threads = 8))), 3)  # at most one group per chain
   expect_identical(as.matrix(two), as.matrix(one))
   expect_identical(attr(two, "sampler_params"), attr(one, "sampler_params"))
+  expect_equal(coda::niter(two), 75)
   # the draws are the posterior's: least squares is close to it with flat-ish priors
   fit <- stats::lm(y ~ x)
   expect_lt(abs(mean(as.matrix(two)[, "b"]) - stats::coef(fit)[["x"]]),
@@ -639,7 +640,12 @@ test_that("nuts on a small model steps its chains in groups, one per thread, wit
   expect_equal(groups(run(cpu_only(threads = 2), chains = 1)), 1)
   expect_equal(groups(run(cpu_only(threads = 2), sampler = hmc())), 1)
   expect_equal(groups(run(cpu_only(threads = 2, devices = 2))), 1)
-  # extra_samples() goes on in groups, from the same state
-  more <- extra_samples(two, n_samples = 20, verbose = FALSE)
-  expect_equal(coda::niter(more), 170)
+  # extra_samples() goes on with the same sampler, in groups
+  more <- function(draws, threads) {
+    extra_samples(draws, n_samples = 20, thin = 2, verbose = FALSE,
+                  compute_options = cpu_only(threads = threads))
+  }
+  more_two <- more(two, 2)
+  expect_equal(coda::niter(more_two), 85)
+  expect_identical(as.matrix(more_two), as.matrix(more(one, 1)))
 })

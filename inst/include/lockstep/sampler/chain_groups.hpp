@@ -10,13 +10,18 @@
 // would idle while Stan runs one chain per core.
 //
 // Such a sampler instead splits its chains into groups, each with a target
-// (an executor) of its own over its chains alone, and runs each group's
-// trajectories on its own thread, through a whole iteration: the groups meet
-// once per iteration, where warmup adapts the step size and metric from all
-// chains as before. Within a group the chains still step in lockstep. Each
-// chain's arithmetic does not depend on the chains beside it, so a chain's
-// draws are the same in groups as in lockstep (tests/cpp/test_nuts.cpp),
-// and the same whatever the number of threads.
+// (an executor) of its own over its chains alone and a sampler of its own
+// over them (its vectors apart from the other groups', so that no cache line
+// is written by two threads), and runs each group's trajectories on its own
+// thread, through a whole iteration: in warmup the groups meet once per
+// iteration, where the step size and metric adapt from all chains as
+// before; in sampling, where nothing adapts, each group makes a batch of
+// iterations on its own (LeapfrogSampler::iterate_apart(); mcmc() asks for
+// up to pb_update at a time), so a group whose trees were short does not
+// wait for the others. Within a group the chains still step in lockstep.
+// Each chain's arithmetic does not depend on the chains beside it, so a
+// chain's draws are the same in groups as in lockstep
+// (tests/cpp/test_nuts.cpp), and the same whatever the number of threads.
 //
 // This departs from DESIGN.md's "all chains step together" only for models
 // whose gradient effective_threads() would not split: there, reading the

@@ -47,6 +47,14 @@ struct IterationStats {
   std::vector<double> energy;       // the Hamiltonian at the draw
 };
 
+// What n iterations drew, for samplers whose chains make several iterations
+// without meeting (iterate_apart()): per iteration, every chain's draw
+// ([n, chains, dim]) and statistics ([n, chains]).
+struct IterationRecord {
+  std::vector<double> x, accept_stat, energy;
+  std::vector<int> n_leapfrog, tree_depth, divergent;
+};
+
 class LeapfrogSampler {
  public:
   // init: [chains, dim]; every chain must have a finite log density there.
@@ -64,6 +72,13 @@ class LeapfrogSampler {
   void begin_warmup(long n);
   // One iteration of every chain; adapts when inside warmup.
   void iterate(bool warmup);
+  // Whether iterate_apart() lets the chains make several iterations without
+  // meeting (NUTS in chain groups); otherwise it is iterate(false) n times.
+  virtual bool steps_apart() const { return false; }
+  // n iterations without adaptation (sampling), every iteration's draws and
+  // statistics into `out`; state(), last() and the tallies as after n calls
+  // of iterate(false), with the same draws.
+  virtual void iterate_apart(long n, IterationRecord& out);
 
   const std::vector<double>& state() const { return x_; }
   const std::vector<double>& log_density() const { return lp_; }
@@ -111,6 +126,9 @@ class LeapfrogSampler {
   // After a transition changed x_ on the host (rwmh, slice): the mirrors are
   // refreshed when next needed (warmup's window sums).
   void state_changed_on_host();
+  // Replaces diag_sd ([chains, dim]) with another sampler's: the mirrors
+  // take it up before the next transition.
+  void set_diag_sd(const double* sd);
   // p ~ N(0, M), M = diag(1 / sd^2) of each chain, into p[chains, dim].
   void draw_momentum(double* p);
   // K(p) = p' M^-1 p / 2 per chain, of the chains in `on` (0 for the others).

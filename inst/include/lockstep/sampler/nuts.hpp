@@ -28,10 +28,11 @@
 //
 //   A small model's sampler may instead build its trees in groups of chains,
 //   each group on its own thread with its own target (chain_groups.hpp),
-//   meeting once per iteration; the draws are the same.
+//   meeting once per iteration in warmup and once per batch of iterations in
+//   sampling; the draws are the same.
 //
 // Memory per chain: about (20 + 4 x depth reached) vectors of dim doubles
-// (4 x max_treedepth in chain groups).
+// (twice that in chain groups).
 #ifndef LOCKSTEP_SAMPLER_NUTS_HPP
 #define LOCKSTEP_SAMPLER_NUTS_HPP
 
@@ -58,8 +59,11 @@ class Nuts : public LeapfrogSampler {
 
   // From now on, build each group's trees on its own thread through its own
   // target (chain_groups.hpp), rather than all chains through the sampler's
-  // target; nullptr: back to lockstep. The draws are the same either way.
+  // target. The draws are the same.
   void step_in_groups(std::unique_ptr<ChainGroups> groups);
+  // In chain groups, each group makes the n iterations on its own.
+  bool steps_apart() const override { return groups_ != nullptr; }
+  void iterate_apart(long n, IterationRecord& out) override;
 
  protected:
   void transition() override;
@@ -82,10 +86,6 @@ class Nuts : public LeapfrogSampler {
   };
   std::vector<int> criteria(const Check* checks, int n, const ChainMask& on);
   void ensure_levels(int depth);
-  // One iteration's trees of chains [c0, c1), with their gradients from
-  // `group` (a target over those chains alone) or, when null, from the
-  // sampler's target over every chain. Touches no other chain's rows.
-  void build_trees(long c0, long c1, Target* group);
 
   NutsSettings settings_;
   // [chains, dim] arrays in vectors() (besides the base class's): the
@@ -96,8 +96,21 @@ class Nuts : public LeapfrogSampler {
   double *xw_, *pw_, *gw_, *xp_, *gp_, *pp_, *ps_;
   double *p_ff_, *p_fb_, *p_bf_, *p_bb_, *rho_, *rho_f_, *rho_b_, *sub_first_, *sub_rho_;
   std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
+  std::vector<double> leaf_sums_;              // [chains, LeafVectors::sums()]
   std::vector<Level> levels_;
+
+  // Chain groups: one NUTS per group, over the group's target and chains and
+  // with vectors of its own (no cache line is written by two threads), that
+  // only ever makes transitions. Before each iteration (to_groups()) this
+  // sampler hands every group its step size, metric and its chains' random
+  // streams; after it (from_groups()), takes back their states, gradients,
+  // statistics, tallies and streams, and adapts from all chains as in
+  // lockstep.
+  void to_groups();
+  void from_groups();
   std::unique_ptr<ChainGroups> groups_;
+  std::vector<std::unique_ptr<Nuts>> group_samplers_;
+  std::vector<long> group_metric_;  // the metric_version() each group holds
 };
 
 }  // namespace lockstep
