@@ -83,7 +83,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   // them once, here (the observation stage copies its row data from them).
   for (size_t id = 0; id < n; ++id)
     if (!program.nodes[id].chain)
-      forward_call(call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, 1), launch_);
+      forward_call(make_call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, 1), launch_);
   if (options.world) {
     // Every rank holds different rows: a likelihood over data that is not in
     // the observation stage would be evaluated on each rank's rows without
@@ -137,6 +137,10 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     }
   alias_value_.assign(n, nullptr);
   alias_adjoint_.assign(n, nullptr);
+  // the buffers are all in place: each node's call over every chain
+  calls_.resize(n);
+  for (size_t id = 0; id < n; ++id)
+    calls_[id] = make_call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, chains);
 }
 
 // An unconstrained, live parameter in double on the cpu backend (whose
@@ -171,8 +175,38 @@ GlobalBuffers<T> Executor<T>::global_buffers(const double* state, double* grad) 
 }
 
 template <class T>
-NodeCall<T> Executor<T>::call(int id, const double* state, double* lp, double* grad, long c0,
-                              long nc) {
+const NodeCall<T>& Executor<T>::call(int id, const double* state, double* lp, double* grad,
+                                     long c0, long nc, NodeCall<T>& scratch) {
+  // (the constructor computes the constant nodes before calls_ exists)
+  if (c0 != 0 || nc != chains_ || calls_.empty()) {
+    scratch = make_call(id, state, lp, grad, c0, nc);
+    return scratch;
+  }
+  // Over every chain, so on one thread: the node's own call, brought up to
+  // date in place (a copy of its 440 bytes took as long as making it anew).
+  NodeCall<T>& c = calls_[id];
+  if constexpr (std::is_same<T, double>::value) {
+    // an aliased parameter's slot is its slice of this call's state and gradient
+    auto alias = [&](Slot<T>& s, int k) {
+      if (!alias_stride_[k]) return;
+      const long at = program_.nodes[k].offset;
+      s.value = state ? state + at : nullptr;
+      s.adjoint = grad ? grad + at : nullptr;
+    };
+    const Node& node = program_.nodes[id];
+    alias(c.out, id);
+    for (size_t k = 0; k < node.inputs.size(); ++k) alias(c.in[k], node.inputs[k]);
+  }
+  c.state = state;
+  c.grad = grad;
+  c.gradient = grad != nullptr;
+  c.lp = lp;
+  return c;
+}
+
+template <class T>
+NodeCall<T> Executor<T>::make_call(int id, const double* state, double* lp, double* grad, long c0,
+                                   long nc) {
   const Node& node = program_.nodes[id];
   NodeCall<T> c;
   c.node = &node;
@@ -220,10 +254,11 @@ template <class T> void Executor<T>::forward(const double* state) {
   const int n = static_cast<int>(program_.nodes.size());
   for (int t : program_.terms) std::fill(values_[t].begin(), values_[t].end(), T(0));
   for_chain_groups([&](long c0, long nc) {
+    NodeCall<T> scratch;
     for (int id = 0; id < n; ++id)
       if (program_.nodes[id].chain && global(id) && (program_.nodes[id].live || !tiled_) &&
           !alias_stride_[id])
-        forward_call(call(id, state, lp.data(), nullptr, c0, nc), launch_);
+        forward_call(call(id, state, lp.data(), nullptr, c0, nc, scratch), launch_);
   });
   for (auto& stage : stages_)
     stage->run(global_buffers(state, nullptr), state, lp.data(), false, *pool_, *comm_, launch_,
@@ -246,16 +281,18 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
         }
       }
     }
+    NodeCall<T> scratch;
     for (int id = 0; id < n; ++id)
-      if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc), launch_);
+      if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc, scratch), launch_);
   });
   for (auto& stage : stages_)
     stage->run(global_buffers(state, grad), state, lp, grad != nullptr, *pool_, *comm_, launch_,
                options_.world);
   if (!grad) return;
   for_chain_groups([&](long c0, long nc) {
+    NodeCall<T> scratch;
     for (int id = n - 1; id >= 0; --id)
-      if (runs(id)) backward_call(call(id, state, nullptr, grad, c0, nc), launch_);
+      if (runs(id)) backward_call(call(id, state, nullptr, grad, c0, nc, scratch), launch_);
   });
 }
 

@@ -239,15 +239,18 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
       return std::make_unique<Executor<double>>(program, n, lockstep::ExecOptions());
     }));
   std::vector<double> out;
-  nuts.begin_warmup(60);
-  for (int it = 0; it < 60; ++it) {
-    nuts.iterate(true);
+  auto append_last = [&] {  // the last iteration's draw and statistics
     const lockstep::IterationStats& st = nuts.last();
     out.insert(out.end(), nuts.state().begin(), nuts.state().end());
     out.insert(out.end(), st.accept_stat.begin(), st.accept_stat.end());
     out.insert(out.end(), st.tree_depth.begin(), st.tree_depth.end());
     out.insert(out.end(), st.n_leapfrog.begin(), st.n_leapfrog.end());
     out.insert(out.end(), st.energy.begin(), st.energy.end());
+  };
+  nuts.begin_warmup(60);
+  for (int it = 0; it < 60; ++it) {
+    nuts.iterate(true);
+    append_last();
   }
   // Sampling: in lockstep one iteration at a time; in groups, chunks of
   // iterations that each group makes on its own (iterate_apart()).
@@ -265,12 +268,7 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
         rows(r.x, D);
         rows(r.accept_stat, 1), rows(r.tree_depth, 1), rows(r.n_leapfrog, 1), rows(r.energy, 1);
       } else {
-        const lockstep::IterationStats& st = nuts.last();
-        out.insert(out.end(), nuts.state().begin(), nuts.state().end());
-        out.insert(out.end(), st.accept_stat.begin(), st.accept_stat.end());
-        out.insert(out.end(), st.tree_depth.begin(), st.tree_depth.end());
-        out.insert(out.end(), st.n_leapfrog.begin(), st.n_leapfrog.end());
-        out.insert(out.end(), st.energy.begin(), st.energy.end());
+        append_last();
       }
     }
   }
