@@ -283,17 +283,21 @@ void ObservationStage<T>::over_rows(int id, std::pair<long, long> rows, F&& f) c
 }
 
 template <class T>
-NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalBuffers<T> global,
-                                           const double* state, bool gradient) {
+void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBuffers<T>& global,
+                                    const double* state, bool gradient, NodeCall<T>& c) {
   const long start = tile_start_[tile], rows = tile_length(tile);
-  auto slot = [&](int k) {
+  // Written field by field into the call's own slot: a Slot returned by
+  // value was read back from the stack before its stores had landed, a
+  // store-forwarding stall per slot that perf put at a third of this function.
+  auto set_slot = [&](Slot<T>& s, int k) {
     const Node& n = program_.nodes[k];
     if (n.extent != extent_) {  // a global value, whole
-      Slot<T> s = whole_slot(n, global.value(k), gradient && n.chain ? w.sink[k] : nullptr);
+      set_whole_slot(s, n, global.value(k), gradient && n.chain ? w.sink[k] : nullptr);
       if (global.stride(k)) s.stride = global.stride(k);
-      return s;
+      return;
     }
-    Slot<T> s;
+    s.row_major = false;
+    s.stride = -1;
     s.cols = cols_of(n);
     s.chain = n.chain;
     s.rows = rows;
@@ -302,20 +306,21 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
       s.adjoint = gradient ? w.adjoints[k].data() : nullptr;
     } else {  // a tile of row data
       s.value = row_data_[k].data() + start * s.cols;
+      s.adjoint = nullptr;
       s.row_major = row_major_[k];
     }
-    return s;
   };
   const Node& node = program_.nodes[id];
-  NodeCall<T> c;
   c.node = &node;
   if (node.op == Op::density) {
+    c.out = Slot<T>();
     c.out.value = w.terms[id].data();  // the worker's accumulator of this term
     c.out.chain = true;
   } else {
-    c.out = slot(id);
+    set_slot(c.out, id);
   }
-  for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
+  for (size_t k = 0; k < node.inputs.size(); ++k) set_slot(c.in[k], node.inputs[k]);
+  c.index = nullptr;
   if (node.op == Op::gather) c.index = row_index_[id].data() + start * cols_of(node);
   if (node.op == Op::gather_rows || node.op == Op::rowdot_rows)
     c.index = row_index_[id].data() + start;
@@ -325,7 +330,6 @@ NodeCall<T> ObservationStage<T>::tile_call(Worker& w, int id, long tile, GlobalB
   c.lp = w.lp.data();
   c.scratch = w.scratch.data();
   c.jacobian = options_.jacobian;
-  return c;
 }
 
 template <class T>
@@ -353,6 +357,7 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
         buf.assign(chains_ * program_.nodes[id].size, T(0));  // allocates a direct node's
       w.sink[id] = buf.data();
     }
+  NodeCall<T> call;  // each node's in turn (tile_call())
   for (long t = first_tile; t < end_tile; ++t) {
     if (gradient)
       for (int id : nodes_) {
@@ -361,10 +366,15 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
         if (n.op != Op::density)
           std::fill_n(w.adjoints[id].begin(), chains_ * tile_length(t) * cols_of(n), T(0));
       }
-    for (int id : nodes_) forward_call(tile_call(w, id, t, global, state, gradient), launch);
+    for (int id : nodes_) {
+      tile_call(w, id, t, global, state, gradient, call);
+      forward_call(call, launch);
+    }
     if (gradient)
-      for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it)
-        backward_call(tile_call(w, *it, t, global, state, gradient), launch);
+      for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+        tile_call(w, *it, t, global, state, gradient, call);
+        backward_call(call, launch);
+      }
   }
 }
 

@@ -48,13 +48,18 @@ template <class T> struct Slot {
 
 // A node's whole value (and adjoint) as a Slot: how the op-by-op executors
 // bind every buffer, and the tiled stage its global ones.
-template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint) {
-  Slot<T> s;
+template <class T> void set_whole_slot(Slot<T>& s, const Node& n, const T* value, T* adjoint) {
   s.value = value;
   s.adjoint = adjoint;
   s.rows = n.dim[0];
   s.cols = n.size / n.dim[0];
   s.chain = n.chain;
+  s.row_major = false;
+  s.stride = -1;
+}
+template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint) {
+  Slot<T> s;
+  set_whole_slot(s, n, value, adjoint);
   return s;
 }
 
