@@ -40,7 +40,11 @@
 #'   subtrees), and a divergence when the energy error exceeds 1000. Each
 #'   chain builds its own tree; a chain whose tree is finished waits while the
 #'   others finish theirs, so an iteration costs the longest trajectory of the
-#'   chains. Warmup tunes the step size by dual averaging on the acceptance
+#'   chains. On a model whose gradient is too small to share between threads
+#'   (see [cpu_only()]), `nuts()` instead splits the chains into one group per
+#'   thread, each group building its own chains' trees on its own thread, so
+#'   that a chain waits only for the others of its group; the draws are the
+#'   same as on one thread. Warmup tunes the step size by dual averaging on the acceptance
 #'   statistic of all chains (`nuts()`: their harmonic mean; `hmc()`: their
 #'   mean), and `diag_sd` in Stan's
 #'   windows, from the pooled draws of all chains or each chain's own
