@@ -177,8 +177,7 @@ GlobalBuffers<T> Executor<T>::global_buffers(const double* state, double* grad) 
 template <class T>
 const NodeCall<T>& Executor<T>::call(int id, const double* state, double* lp, double* grad,
                                      long c0, long nc, NodeCall<T>& scratch) {
-  // (the constructor computes the constant nodes before calls_ exists)
-  if (c0 != 0 || nc != chains_ || calls_.empty()) {
+  if (c0 != 0 || nc != chains_) {
     scratch = make_call(id, state, lp, grad, c0, nc);
     return scratch;
   }

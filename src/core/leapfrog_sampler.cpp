@@ -218,18 +218,11 @@ void LeapfrogSampler::iterate(bool warmup) {
 }
 
 void LeapfrogSampler::iterate_apart(long n, IterationRecord& out) {
-  out.x.resize(n * C_ * D_);
-  for (auto* v : {&out.accept_stat, &out.energy}) v->resize(n * C_);
-  for (auto* v : {&out.n_leapfrog, &out.tree_depth, &out.divergent}) v->resize(n * C_);
+  out.resize(n, C_, D_);
   for (long it = 0; it < n; ++it) {
     iterate(false);
     std::copy(x_.begin(), x_.end(), out.x.begin() + it * C_ * D_);
-    const long at = it * C_;
-    std::copy(stats_.accept_stat.begin(), stats_.accept_stat.end(), out.accept_stat.begin() + at);
-    std::copy(stats_.energy.begin(), stats_.energy.end(), out.energy.begin() + at);
-    std::copy(stats_.n_leapfrog.begin(), stats_.n_leapfrog.end(), out.n_leapfrog.begin() + at);
-    std::copy(stats_.tree_depth.begin(), stats_.tree_depth.end(), out.tree_depth.begin() + at);
-    std::copy(stats_.divergent.begin(), stats_.divergent.end(), out.divergent.begin() + at);
+    copy_stats(stats_, out, it * C_);
   }
 }
 

@@ -109,12 +109,8 @@ void Nuts::from_groups() {
       chain_streams_[c] = g.chain_streams_[j];
       accepted_[c] += g.accepted_[j];
       bad_[c] += g.bad_[j];
-      stats_.accept_stat[c] = g.stats_.accept_stat[j];
-      stats_.n_leapfrog[c] = g.stats_.n_leapfrog[j];
-      stats_.tree_depth[c] = g.stats_.tree_depth[j];
-      stats_.divergent[c] = g.stats_.divergent[j];
-      stats_.energy[c] = g.stats_.energy[j];
     }
+    copy_stats(g.stats_, stats_, c0);
   }
   // adaptation and the step size search read the state from the vectors
   state_changed_on_host();
@@ -127,9 +123,7 @@ void Nuts::iterate_apart(long n, IterationRecord& out) {
   }
   adapting_ = false;
   const long C = C_, D = D_;
-  out.x.resize(n * C * D);
-  for (auto* v : {&out.accept_stat, &out.energy}) v->resize(n * C);
-  for (auto* v : {&out.n_leapfrog, &out.tree_depth, &out.divergent}) v->resize(n * C);
+  out.resize(n, C, D);
   to_groups();
   // Each group makes all n iterations on its own: nothing adapts between
   // them, so a group whose trees were short does not wait for the others.
@@ -139,13 +133,7 @@ void Nuts::iterate_apart(long n, IterationRecord& out) {
     for (long it = 0; it < n; ++it) {
       g.transition();
       std::copy(g.x_.begin(), g.x_.end(), out.x.begin() + (it * C + c0) * D);
-      const long at = it * C + c0;
-      const IterationStats& st = g.stats_;
-      std::copy(st.accept_stat.begin(), st.accept_stat.end(), out.accept_stat.begin() + at);
-      std::copy(st.energy.begin(), st.energy.end(), out.energy.begin() + at);
-      std::copy(st.n_leapfrog.begin(), st.n_leapfrog.end(), out.n_leapfrog.begin() + at);
-      std::copy(st.tree_depth.begin(), st.tree_depth.end(), out.tree_depth.begin() + at);
-      std::copy(st.divergent.begin(), st.divergent.end(), out.divergent.begin() + at);
+      copy_stats(g.stats_, out, it * C + c0);
     }
   });
   from_groups();

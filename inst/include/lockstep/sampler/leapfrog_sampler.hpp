@@ -26,6 +26,7 @@
 #ifndef LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
 #define LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,7 +54,23 @@ struct IterationStats {
 struct IterationRecord {
   std::vector<double> x, accept_stat, energy;
   std::vector<int> n_leapfrog, tree_depth, divergent;
+  // Room for n iterations of `chains` chains of `dim` values.
+  void resize(long n, long chains, long dim) {
+    x.resize(n * chains * dim);
+    for (auto* v : {&accept_stat, &energy}) v->resize(n * chains);
+    for (auto* v : {&n_leapfrog, &tree_depth, &divergent}) v->resize(n * chains);
+  }
 };
+
+// Every chain's statistics in `from` into `to` (IterationStats or
+// IterationRecord), from chain row `at` on.
+template <class To> void copy_stats(const IterationStats& from, To& to, long at) {
+  std::copy(from.accept_stat.begin(), from.accept_stat.end(), to.accept_stat.begin() + at);
+  std::copy(from.energy.begin(), from.energy.end(), to.energy.begin() + at);
+  std::copy(from.n_leapfrog.begin(), from.n_leapfrog.end(), to.n_leapfrog.begin() + at);
+  std::copy(from.tree_depth.begin(), from.tree_depth.end(), to.tree_depth.begin() + at);
+  std::copy(from.divergent.begin(), from.divergent.end(), to.divergent.begin() + at);
+}
 
 class LeapfrogSampler {
  public:
