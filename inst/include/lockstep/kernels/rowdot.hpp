@@ -68,6 +68,11 @@ LS_HD double rowdot_w(const RowDotShape& s, const T* b, const T* sc, const T* v,
 // The CPU's chains per pass over row data (kernels' cpu_chain_block): four
 // doubles, one AVX2 vector.
 constexpr long rowdot_chain_block = 4;
+// The CPU's groups per block of its four-chain kernels: one cache line of
+// each of b's columns (in double), so that a block's table stays in L1; and
+// how many blocks ahead they prefetch b's (and db's) lines.
+constexpr long rowdot_group_block = 8;
+constexpr long rowdot_prefetch_blocks = 4;
 
 namespace detail {
 #if !defined(__CUDA_ARCH__)
@@ -142,57 +147,67 @@ template <class T> struct RowDotForward {
     for (; c < chains; ++c) cpu_chain(c);
   }
 
-  // Chains [c0, c0 + 4) of rows sorted by group: first a table of w for the
-  // tile's span of groups, the four chains side by side (wt[g][j][k]),
-  // filled column by column from b's contiguous columns (one scattered load
-  // per group, column and chain instead would be a long wait each); then per
-  // row four sums per chain over alternate columns, so that consecutive
-  // multiply-adds do not wait on each other. False (nothing done) when the
-  // rows are not sorted by group.
+  // Chains [c0, c0 + 4) of rows sorted by group, a block of eight groups at
+  // a time (rowdot_group_block): first a table of w for the block's groups,
+  // the four chains side by side (wt[g][j][k]), filled from one cache line
+  // of each of b's columns; then per row four sums per chain over alternate
+  // columns, so that consecutive multiply-adds do not wait on each other.
+  // The table stays in L1, and the block rowdot_prefetch_blocks ahead is
+  // prefetched: b's columns are 4 x cols streams too short and too many for
+  // the hardware prefetchers (a table of the whole tile, filled column by
+  // column, waited on memory for a fifth of the forward's time). Prefetches
+  // past the tile's groups warm the worker's next tile, whose groups follow.
+  // False (nothing done) when the rows are not sorted by group.
   LS_CPU_CLONES bool cpu_chain_block(long c0) const {
-    constexpr long B = rowdot_chain_block;
+    constexpr long B = rowdot_chain_block, GB = rowdot_group_block;
     const long K = s.cols;
     long g0, span;
     if (!detail::sorted_group_span(index, s.rows, g0, span)) return false;
     // Each group's row of the table: w's K columns, then the offset's part
     // that is the same for every row of the group (q, and a scalar p).
     const long L = (K + 1) * B;
-    std::vector<double>& wt = detail::group_table(span * L);
-    for (long k = 0; k < B; ++k) {
-      const long c = c0 + k;
-      for (long j = 0; j < K; ++j) {
-        const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
-        const double sj = rowdot_scale(sc, s, c, j);
-        const double vj = v ? static_cast<double>(v[c * s.v_stride + j]) : 0.0;
-        double* out = wt.data() + j * B + k;
-        for (long g = 0; g < span; ++g) out[g * L] = static_cast<double>(bj[g]) * sj + vj;
-      }
-      double* out = wt.data() + K * B + k;
-      for (long g = 0; g < span; ++g) out[g * L] = group_offset(c, g0 + g);
-    }
+    std::vector<double>& wt = detail::group_table(GB * L);
     const bool p_rows = p.data && !p.scalar;
-    for (long r = 0; r < s.rows; ++r) {
-      const T* ar = a + r * K;
-      const double* w4 = wt.data() + (index[r] - g0) * L;
-      double a0[B] = {}, a1[B] = {}, a2[B] = {}, a3[B] = {};
-      long j = 0;
-      for (; j + 4 <= K; j += 4) {
-        const double x0 = static_cast<double>(ar[j]), x1 = static_cast<double>(ar[j + 1]),
-                     x2 = static_cast<double>(ar[j + 2]), x3 = static_cast<double>(ar[j + 3]);
-        const double* wj = w4 + j * B;
-        for (long k = 0; k < B; ++k) a0[k] += x0 * wj[k];
-        for (long k = 0; k < B; ++k) a1[k] += x1 * wj[B + k];
-        for (long k = 0; k < B; ++k) a2[k] += x2 * wj[2 * B + k];
-        for (long k = 0; k < B; ++k) a3[k] += x3 * wj[3 * B + k];
-      }
-      for (; j < K; ++j) {
-        const double x = static_cast<double>(ar[j]);
-        for (long k = 0; k < B; ++k) a0[k] += x * w4[j * B + k];
-      }
-      const double* o4 = w4 + K * B;  // group_offset(), then offset()'s per-row p
+    long r = 0;
+    for (long gb = g0; gb < g0 + span; gb += GB) {
+      const long n = std::min(GB, g0 + span - gb);
+      const long ahead = gb + rowdot_prefetch_blocks * GB;
       for (long k = 0; k < B; ++k) {
-        const double o = p_rows ? static_cast<double>(p.at(c0 + k, r)) + o4[k] : o4[k];
-        y[(c0 + k) * s.rows + r] = static_cast<T>(o + ((a0[k] + a1[k]) + (a2[k] + a3[k])));
+        const long c = c0 + k;
+        for (long j = 0; j < K; ++j) {
+          const T* bj = b + c * s.b_stride + j * s.b_rows;
+          if (ahead < s.b_rows) __builtin_prefetch(bj + ahead, 0, 3);
+          const double sj = rowdot_scale(sc, s, c, j);
+          const double vj = v ? static_cast<double>(v[c * s.v_stride + j]) : 0.0;
+          double* out = wt.data() + j * B + k;
+          for (long g = 0; g < n; ++g) out[g * L] = static_cast<double>(bj[gb + g]) * sj + vj;
+        }
+        double* out = wt.data() + K * B + k;
+        for (long g = 0; g < n; ++g) out[g * L] = group_offset(c, gb + g);
+      }
+      for (; r < s.rows && index[r] < gb + n; ++r) {
+        const T* ar = a + r * K;
+        const double* w4 = wt.data() + (index[r] - gb) * L;
+        double a0[B] = {}, a1[B] = {}, a2[B] = {}, a3[B] = {};
+        long j = 0;
+        for (; j + 4 <= K; j += 4) {
+          const double x0 = static_cast<double>(ar[j]), x1 = static_cast<double>(ar[j + 1]),
+                       x2 = static_cast<double>(ar[j + 2]), x3 = static_cast<double>(ar[j + 3]);
+          const double* wj = w4 + j * B;
+          for (long k = 0; k < B; ++k) a0[k] += x0 * wj[k];
+          for (long k = 0; k < B; ++k) a1[k] += x1 * wj[B + k];
+          for (long k = 0; k < B; ++k) a2[k] += x2 * wj[2 * B + k];
+          for (long k = 0; k < B; ++k) a3[k] += x3 * wj[3 * B + k];
+        }
+        for (; j < K; ++j) {
+          const double x = static_cast<double>(ar[j]);
+          for (long k = 0; k < B; ++k) a0[k] += x * w4[j * B + k];
+        }
+        const double* o4 = w4 + K * B;  // group_offset(), then offset()'s per-row p
+        for (long k = 0; k < B; ++k) {
+          const double o = p_rows ? static_cast<double>(p.at(c0 + k, r)) + o4[k] : o4[k];
+          y[(c0 + k) * s.rows + r] = static_cast<T>(o + ((a0[k] + a1[k]) + (a2[k] + a3[k])));
+        }
       }
     }
     return true;
@@ -355,13 +370,16 @@ template <class T> struct RowDotBackward {
   // chains [c0, c0 + 4), J = sizeof...(jj), written to t[jj][k]: the J sums
   // of four chains are J vectors kept in registers over the run (GCC's
   // vector type, each indexed by a constant of the pack, so that they are
-  // not an array in memory). Inlined into each of cpu_chain_block's clones.
-  template <long... jj>
+  // not an array in memory). With Q, also the sums of dy[r] alone (dq's),
+  // written to tq[k]. Inlined into each of cpu_chain_block's clones.
+  template <bool Q, long... jj>
   inline __attribute__((always_inline)) void add_run_columns(
-      long c0, long r0, long r1, long j0, double* t, std::integer_sequence<long, jj...>) const {
+      long c0, long r0, long r1, long j0, double* t, double* tq,
+      std::integer_sequence<long, jj...>) const {
     typedef double Four __attribute__((vector_size(4 * sizeof(double))));
     static_assert(rowdot_chain_block == 4, "Four holds one value of each chain of the block");
     Four acc[sizeof...(jj)] = {};
+    Four sum = {};
     const T* dy0 = dy + c0 * s.rows;
     for (long r = r0; r < r1; ++r) {
       const Four d = {static_cast<double>(dy0[r]), static_cast<double>(dy0[s.rows + r]),
@@ -369,94 +387,121 @@ template <class T> struct RowDotBackward {
                       static_cast<double>(dy0[3 * s.rows + r])};
       const T* ar = a + r * s.cols + j0;
       ((acc[jj] += static_cast<double>(ar[jj]) * d), ...);
+      if (Q) sum += d;
     }
     (__builtin_memcpy(t + jj * 4, &acc[jj], sizeof(Four)), ...);
+    if (Q) __builtin_memcpy(tq, &sum, sizeof(Four));
   }
 
-  // Chains [c0, c0 + 4) of rows sorted by group: each run of rows of one
-  // group summed into its row of a table of the tile's span of groups
-  // (dt[g][j][k], the four chains side by side), eight columns at a time in
-  // registers (add_run_columns), each row's values read once for the four
-  // chains; then the table added to db column by column, b's and db's
-  // columns read contiguously (one scattered access per group, column and
-  // chain instead would be a long wait each), with the dv and ds sums on the
-  // way. Groups of the span with no rows get zeros. (Adding each row's terms
-  // to the table instead made every row a load and a store per column.)
-  // False (nothing done) when the rows are not sorted by group.
+  // A run's sums of chains [c0, c0 + 4) into t (t[j][k], and t[cols][k] for
+  // dq), eight columns at a time in registers; dq's sums with the first.
+  inline __attribute__((always_inline)) void run_sums(long c0, long r0, long r1, double* t) const {
+    const long K = s.cols;
+    double* tq = t + K * rowdot_chain_block;
+    long j = 0;
+    if (dq) {
+      if (K >= 8) {
+        add_run_columns<true>(c0, r0, r1, 0, t, tq, std::make_integer_sequence<long, 8>());
+        j = 8;
+      } else if (K >= 4) {
+        add_run_columns<true>(c0, r0, r1, 0, t, tq, std::make_integer_sequence<long, 4>());
+        j = 4;
+      } else {
+        add_run_columns<true>(c0, r0, r1, 0, t, tq, std::make_integer_sequence<long, 1>());
+        j = 1;
+      }
+    }
+    for (; j + 8 <= K; j += 8)
+      add_run_columns<false>(c0, r0, r1, j, t + j * 4, tq, std::make_integer_sequence<long, 8>());
+    for (; j + 4 <= K; j += 4)
+      add_run_columns<false>(c0, r0, r1, j, t + j * 4, tq, std::make_integer_sequence<long, 4>());
+    for (; j < K; ++j)
+      add_run_columns<false>(c0, r0, r1, j, t + j * 4, tq, std::make_integer_sequence<long, 1>());
+  }
+
+  // Chains [c0, c0 + 4) of rows sorted by group, a block of eight groups at
+  // a time (rowdot_group_block): each run of rows of one group summed into
+  // its row of the block's table (dt[g][j][k], the four chains side by side,
+  // then dq's column), each row's values read once for the four chains
+  // (run_sums); groups of the block with no rows get zeros. Then the table
+  // is added to db and dq, one cache line of each of their columns, with
+  // the dv and ds sums on the way. The table stays in L1, and db's (and
+  // b's, dq's) lines rowdot_prefetch_blocks ahead are prefetched: they are
+  // 4 x cols streams too short and too many for the hardware prefetchers.
+  // (Adding each row's terms to the table instead made every row a load and
+  // a store per column.) False (nothing done) when the rows are not sorted
+  // by group.
   LS_CPU_CLONES bool cpu_chain_block(long c0) const {
-    constexpr long B = rowdot_chain_block;
+    constexpr long B = rowdot_chain_block, GB = rowdot_group_block;
     const long K = s.cols;
     long g0, span;
     if (!detail::sorted_group_span(index, s.rows, g0, span)) return false;
-    if (db || dv || ds) {
-      std::vector<double>& dt = detail::group_table(span * K * B);
-      long next = g0;  // the first group of the span not yet in the table
-      for (long r0 = 0, r1; r0 < s.rows; r0 = r1) {
-        r1 = detail::run_end(index, r0, s.rows);
-        const long g = index[r0];
-        std::fill(dt.data() + (next - g0) * K * B, dt.data() + (g - g0) * K * B, 0.0);
-        next = g + 1;
-        double* t = dt.data() + (g - g0) * K * B;
-        long j = 0;
-        for (; j + 8 <= K; j += 8)
-          add_run_columns(c0, r0, r1, j, t + j * B, std::make_integer_sequence<long, 8>());
-        for (; j + 4 <= K; j += 4)
-          add_run_columns(c0, r0, r1, j, t + j * B, std::make_integer_sequence<long, 4>());
-        for (; j < K; ++j)
-          add_run_columns(c0, r0, r1, j, t + j * B, std::make_integer_sequence<long, 1>());
+    if (db || dv || ds || dq) {
+      const long L = (K + 1) * B;
+      std::vector<double>& dt = detail::group_table(GB * L + 2 * B * K);
+      double* v_acc = dt.data() + GB * L;  // [k][j]: the chains' dv sums
+      double* s_acc = v_acc + B * K;       // and ds sums
+      std::fill(v_acc, v_acc + 2 * B * K, 0.0);
+      long r0 = 0;
+      for (long gb = g0; gb < g0 + span; gb += GB) {
+        const long n = std::min(GB, g0 + span - gb);
+        const long ahead = gb + rowdot_prefetch_blocks * GB;
+        if (ahead < s.b_rows)
+          for (long k = 0; k < B; ++k) {
+            const long c = c0 + k;
+            for (long j = 0; j < K; ++j) {
+              const long at = c * s.b_stride + j * s.b_rows + ahead;
+              if (db) __builtin_prefetch(db + at, 1, 3);
+              if (ds) __builtin_prefetch(b + at, 0, 3);
+            }
+            if (dq) __builtin_prefetch(dq + c * q_stride + ahead, 1, 3);
+          }
+        long next = gb;  // the first group of the block not yet in the table
+        for (long r1; r0 < s.rows && index[r0] < gb + n; r0 = r1) {
+          r1 = detail::run_end(index, r0, s.rows);
+          const long g = index[r0];
+          std::fill(dt.data() + (next - gb) * L, dt.data() + (g - gb) * L, 0.0);
+          next = g + 1;
+          run_sums(c0, r0, r1, dt.data() + (g - gb) * L);
+        }
+        std::fill(dt.data() + (next - gb) * L, dt.data() + n * L, 0.0);
+        for (long k = 0; k < B; ++k) {
+          const long c = c0 + k;
+          for (long j = 0; j < K; ++j) {
+            const double* t = dt.data() + j * B + k;
+            const double scale = rowdot_scale(sc, s, c, j);
+            T* dbj = db ? db + c * s.b_stride + j * s.b_rows + gb : nullptr;
+            const T* bj = b + c * s.b_stride + j * s.b_rows + gb;
+            double sum_v = 0, sum_s = 0;
+            for (long g = 0; g < n; ++g) {
+              const double tg = t[g * L];
+              if (dbj) dbj[g] += static_cast<T>(tg * scale);
+              sum_v += tg;
+              if (ds) sum_s += tg * static_cast<double>(bj[g]);
+            }
+            v_acc[k * K + j] += sum_v;
+            s_acc[k * K + j] += sum_s;
+          }
+          if (dq) {
+            const double* t = dt.data() + K * B + k;
+            T* dqc = dq + c * q_stride + gb;
+            for (long g = 0; g < n; ++g) dqc[g] += static_cast<T>(t[g * L]);
+          }
+        }
       }
       for (long k = 0; k < B; ++k) {
         const long c = c0 + k;
         double total_ds = 0;
         for (long j = 0; j < K; ++j) {
-          const double* t = dt.data() + j * B + k;
-          const long step = K * B;
-          const double scale = rowdot_scale(sc, s, c, j);
-          // One pass over the column's groups: db, and the dv and ds sums in
-          // four running sums each (named: an array of them is kept in
-          // memory), so that the additions overlap.
-          T* dbj = db ? db + c * s.b_stride + j * s.b_rows + g0 : nullptr;
-          double v0 = 0, v1 = 0, v2 = 0, v3 = 0, s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          const T* bj = b + c * s.b_stride + j * s.b_rows + g0;
-          long g = 0;
-          for (; g + 4 <= span; g += 4) {
-            const double t0 = t[g * step], t1 = t[(g + 1) * step], t2 = t[(g + 2) * step],
-                         t3 = t[(g + 3) * step];
-            if (dbj) {
-              dbj[g] += static_cast<T>(t0 * scale);
-              dbj[g + 1] += static_cast<T>(t1 * scale);
-              dbj[g + 2] += static_cast<T>(t2 * scale);
-              dbj[g + 3] += static_cast<T>(t3 * scale);
-            }
-            v0 += t0;
-            v1 += t1;
-            v2 += t2;
-            v3 += t3;
-            if (ds) {
-              s0 += t0 * static_cast<double>(bj[g]);
-              s1 += t1 * static_cast<double>(bj[g + 1]);
-              s2 += t2 * static_cast<double>(bj[g + 2]);
-              s3 += t3 * static_cast<double>(bj[g + 3]);
-            }
-          }
-          for (; g < span; ++g) {
-            if (dbj) dbj[g] += static_cast<T>(t[g * step] * scale);
-            v0 += t[g * step];
-            if (ds) s0 += t[g * step] * static_cast<double>(bj[g]);
-          }
-          const double sum_v = (v0 + v1) + (v2 + v3);
-          const double sum_s = (s0 + s1) + (s2 + s3);
-          if (dv) dv[c * s.v_stride + j] += static_cast<T>(sum_v);
-          if (ds && !s.s_scalar) add_ds(c, j, sum_s);
-          total_ds += sum_s;
+          if (dv) dv[c * s.v_stride + j] += static_cast<T>(v_acc[k * K + j]);
+          if (ds && !s.s_scalar) add_ds(c, j, s_acc[k * K + j]);
+          total_ds += s_acc[k * K + j];
         }
         if (ds && s.s_scalar) add_ds(c, 0, total_ds);
       }
     }
     if (dp.data)
       for (long k = 0; k < B; ++k) add_dp(c0 + k);
-    if (dq)
-      for (long k = 0; k < B; ++k) add_dq_runs(c0 + k, 0, s.rows);
     return true;
   }
 
