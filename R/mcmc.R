@@ -317,15 +317,30 @@ initials_to_free <- function(model, values, env) {
         stop("the initial values for `", name, "` have ", length(v), " elements, but `", name,
              "` has ", info$size, call. = FALSE)
       }
-      if (any(v <= info$lower | v >= info$upper)) {
-        stop("some initial values for `", name, "` are outside the range of values it can take",
-             call. = FALSE)
-      }
+      check_initial_support(v, info$lower, info$upper, name)
       index <- c(index, info$offset + seq_len(info$size))
       value <- c(value, to_free(as.numeric(v), info$lower, info$upper))
     }
   }
   list(index = index, value = value)
+}
+
+# A variable's initial values must lie strictly inside its bounds, as greta
+# requires: a value on a bound has no value on the free scale (log(0) or
+# logit(1)), so it is refused, not moved inside. The message names the first
+# value outside, its position and the bound it breaks.
+check_initial_support <- function(v, lower, upper, name) {
+  lower <- rep_len(lower, length(v))
+  upper <- rep_len(upper, length(v))
+  bad <- which(v <= lower | v >= upper)
+  if (length(bad) == 0L) return(invisible())
+  i <- bad[1]
+  why <- if (v[i] <= lower[i]) paste("not above its lower bound", format(lower[i])) else
+    paste("not below its upper bound", format(upper[i]))
+  stop("some initial values for `", name, "` are outside the range of values it can take: ",
+       "element ", i, " is ", format(v[i]), ", ", why,
+       if (length(bad) > 1L) paste0(" (", length(bad), " values are outside)"),
+       "; initial values must lie strictly inside a variable's bounds", call. = FALSE)
 }
 
 # The variables behind greta array `ga` and their values (on each variable's
@@ -380,7 +395,11 @@ check_initial_shape <- function(v, ga, name) {
 #'   symmetric positive definite matrix (a correlation matrix for
 #'   [lkj_correlation()]), and a [joint()] variable values in each column's
 #'   support. They are mapped to the free scale by the inverse of the
-#'   variable's transform, so that sampling starts at exactly that value
+#'   variable's transform, so that sampling starts at exactly that value. As
+#'   in greta, a value must lie strictly inside its variable's bounds: a
+#'   value on a bound (`0` for `variable(lower = 0)`) has no value on the free
+#'   scale and is refused with an error that names it, rather than moved
+#'   inside
 #' @export
 initials <- function(...) {
   values <- list(...)

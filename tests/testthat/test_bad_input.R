@@ -59,9 +59,20 @@ test_that("a variable or operation cannot become data", {
 test_that("bad bounds of variables are refused", {
   expect_error(variable(lower = 1, upper = 0), "`lower` must be less than `upper`")
   expect_error(variable(lower = 1, upper = 1), "`lower` must be less than `upper`")
-  expect_error(variable(lower = "a"), "`lower` must be a single number")
-  expect_error(variable(upper = c(1, 2)), "`upper` must be a single number")
-  expect_error(variable(lower = NA), "`lower` must be a single number")
+  expect_error(variable(lower = "a"), "`lower` must be a number, or one number per element")
+  expect_error(variable(lower = NA), "`lower` must be a number, or one number per element")
+  expect_error(variable(upper = numeric()), "`upper` must be a number, or one number per element")
+  expect_error(variable(upper = as_data(1)), "`upper` must be R numbers, not a greta array")
+  # bounds per element (greta's rules)
+  expect_error(variable(lower = 0:2, upper = 1:2),
+               "`lower` and `upper` have incompatible dimensions: 3 x 1 and 2 x 1")
+  expect_error(variable(lower = c(0, 2), upper = c(1, 2)),
+               "for every element, but element 2 has lower = 2 and upper = 2")
+  expect_error(variable(lower = c(0, 1), dim = 3),
+               "`lower` has 2 values, but `dim` \\(3 x 1\\) has 3 elements")
+  expect_equal(dim(variable(upper = c(1, 2))), c(2L, 1L))
+  expect_equal(dim(variable(lower = matrix(0:5, 2))), c(2L, 3L))
+  expect_equal(dim(variable(lower = c(0, 1), upper = 5, dim = c(1, 2))), c(1L, 2L))
   expect_error(variable(dim = 0), "`dim` must be a vector of positive whole numbers")
   expect_error(variable(dim = 1.5), "`dim` must be a vector of positive whole numbers")
   expect_error(normal(0, 1, dim = -2), "`dim` must be a vector of positive whole numbers")

@@ -115,6 +115,32 @@ test_that("cholesky_variable(): covariance and correlation factors, log densitie
   }
 })
 
+test_that("variable() with bounds per element: values, log density with its Jacobian, gradient", {
+  # every kind of bound in one variable, in mixed order: both, lower only,
+  # neither, upper only
+  lower <- c(-3, 0, -Inf, -1, -Inf, 2)
+  upper <- c(0, Inf, Inf, 2, 1, 3)
+  f <- function(y) vapply(seq_along(y), function(i) constrain(y[i], lower[i], upper[i])$value, 0)
+  set.seed(811)
+  x <- variable(lower = lower, upper = upper)
+  expect_equal(dim(x), c(6L, 1L))
+  m <- check_constrained(x, f, identity, matrix(c(-1, 0.5, 0.2, 1, -2, 2.5), 6))
+  expect_equal(m$n_free, 6)
+  # the log |Jacobian| written out with the helpers' constrain(), not numerically
+  y <- as_data(matrix(c(-1, 0.5, 0.2, 1), 2))
+  set.seed(812)
+  xm <- variable(lower = matrix(c(0, -1, 0, -1), 2), upper = 1)
+  expect_equal(dim(xm), c(2L, 2L))
+  distribution(y) <- normal(xm, 0.5)
+  m2 <- model(xm)
+  expect_density_matches(m2, function(z) {
+    pieces <- lapply(1:4, function(i) constrain(z[i], c(0, -1, 0, -1)[i], 1))
+    v <- vapply(pieces, `[[`, 0, "value")
+    sum(dnorm(c(-1, 0.5, 0.2, 1), v, 0.5, log = TRUE)) + sum(vapply(pieces, `[[`, 0, "log_jacobian"))
+  })
+  expect_gradient_matches(m2)
+})
+
 test_that("the log Jacobian is left out without adjustment (opt(adjust = FALSE))", {
   set.seed(807)
   p <- simplex_variable(3)
@@ -352,4 +378,20 @@ test_that("initials() of constrained variables explain values outside their supp
   # a constrained variable outside the model
   other <- simplex_variable(2)
   expect_error(start(other = c(0.5, 0.5)), "`other`, which is not a variable of this model")
+})
+
+test_that("variable() with bounds per element: draws inside their bounds, initials() at the given values", {
+  lower <- c(-3, -1, 2)
+  upper <- c(0, 2, 3)
+  mu <- variable(lower = lower, upper = upper)
+  x <- as_data(c(-5, 0.3, 12))
+  distribution(x) <- normal(mu, 1)
+  m <- model(mu)
+  draws <- as.matrix(sample_quietly(m, n_samples = 200, warmup = 100, chains = 2))
+  expect_true(all(sweep(draws, 2, lower, `>`) & sweep(draws, 2, upper, `<`)))
+  got <- first_draws(m, initials(mu = c(-0.5, 1.5, 2.25)), 2)
+  for (chain in got) expect_equal(chain, c(-0.5, 1.5, 2.25), tolerance = 1e-10)
+  expect_error(first_draws(m, initials(mu = c(-0.5, 2.5, 2.25)), 1),
+               "element 2 is 2.5, not below its upper bound 2")
+  expect_error(first_draws(m, initials(mu = c(-0.5, 1)), 1), "`mu` have 2 elements")
 })

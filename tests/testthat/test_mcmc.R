@@ -231,7 +231,19 @@ test_that("initials() and initial_values are checked", {
   expect_error(initials(mu = NA), "`mu` must be finite numbers")
   expect_error(initials(mu = "a"), "`mu` must be finite numbers")
   expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(tau = -1)),
-               "outside the range")
+               "outside the range of values it can take: element 1 is -1, not above its lower bound 0")
+  # a value on a bound has no free-scale value: refused, as greta does
+  expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(tau = 0)),
+               "element 1 is 0, not above its lower bound 0")
+  # per-element bounds: the first value outside is named, and the count given
+  p <- variable(lower = c(0, 1, 2), upper = c(1, 2, 3))
+  y2 <- c(0.1, -0.3)
+  distribution(y2) <- normal(mu + sum(p), tau)
+  m_p <- model(mu, tau, p)
+  expect_error(mcmc(m_p, chains = 1, verbose = FALSE, initial_values = initials(p = c(0.5, 2, 3))),
+               "element 2 is 2, not below its upper bound 2 \\(2 values are outside\\)")
+  expect_error(mcmc(m_p, chains = 1, n_samples = 1, warmup = 1, verbose = FALSE,
+                    initial_values = initials(p = c(0.5, 1.5, 2.5))), NA)
   expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(mu = 1:3)),
                "have 3 elements, but `mu` has 1")
   expect_error(mcmc(m, chains = 1, verbose = FALSE, initial_values = initials(nothing_here = 1)),
