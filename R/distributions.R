@@ -465,15 +465,31 @@ check_truncation <- function(truncation, support, family) {
 #' distribution whose parameters are all scalars and which was created without
 #' `dim` applies to every element of `y`; otherwise its dimensions must match.
 #'
+#' `distribution(x)`, as in greta, returns `x` if it has a distribution (a
+#' variable made by a distribution function, or data given one by
+#' `distribution(x) <-`) and `NULL` if it has none.
+#'
 #' @param greta_array data: a data greta array, or R values
 #' @param value a distribution, e.g. `normal(mu, sigma)`
-#' @return `greta_array`, unchanged (the distribution is recorded in the
-#'   model's graph)
+#' @return `distribution<-`: `greta_array`, unchanged (the distribution is
+#'   recorded in the model's graph); `distribution()`: `greta_array` or `NULL`
 #' @examples
-#' y <- c(1.2, 0.3, -0.5)
+#' y <- as_data(c(1.2, 0.3, -0.5))
 #' mu <- normal(0, 1)
 #' distribution(y) <- normal(mu, 1)
+#' distribution(y)  # y, which now has a distribution
+#' distribution(as_data(1:3))  # NULL: no distribution
 #' @name distribution
+#' @export
+distribution <- function(greta_array) {
+  if (!is.greta_array(greta_array)) {
+    stop("`greta_array` of distribution() must be a greta array, not an object of class ",
+         class(greta_array)[1], call. = FALSE)
+  }
+  if (is.null(get_node(greta_array)$distribution)) NULL else greta_array
+}
+
+#' @rdname distribution
 #' @export
 `distribution<-` <- function(greta_array, value) {
   original <- greta_array

@@ -85,31 +85,70 @@ as.greta_array <- function(x, arg = "x") {
   as_data_array(x, arg)
 }
 
+#' Methods for greta arrays
+#'
+#' Greta arrays behave like R arrays of unknown values. `print()` shows a
+#' data greta array's values and `?` for values that are not known until the
+#' model is sampled (greta's format), the first `n` rows of a longer array
+#' with a count of the values left out; `summary()` gives its type and
+#' dimensions; `dim()`, `length()`, `head()`, `tail()` and `str()` work as for
+#' R arrays; `as.matrix()` keeps a matrix and makes any other greta array a
+#' column of its elements, as [base::as.matrix()] does.
+#'
+#' @param x,object a greta array
+#' @param n the most values `print()` shows (as greta: the first `n` rows of
+#'   an array with more than `n` values)
+#' @param ... ignored
+#' @return `print()` and `summary()`: `x`, invisibly; `as.matrix()`: a greta
+#'   array with two dimensions
+#' @examples
+#' x <- as_data(matrix(1:20, ncol = 1))
+#' print(x, n = 5)
+#' z <- variable(dim = c(2, 3))
+#' summary(z)
+#' dim(as.matrix(variable(dim = c(2, 2, 2))))
+#' @name greta_array_methods
+NULL
+
 #' @export
 dim.greta_array <- function(x) get_node(x)$dim
 
 #' @export
 length.greta_array <- function(x) prod(get_node(x)$dim)
 
+#' @rdname greta_array_methods
 #' @export
-as.matrix.greta_array <- function(x, ...) x
+as.matrix.greta_array <- function(x, ...) {
+  d <- get_node(x)$dim
+  if (length(d) == 2L) x else reshape_node(get_node(x), c(prod(d), 1L))
+}
 
+#' @rdname greta_array_methods
 #' @export
-print.greta_array <- function(x, ...) {
+print.greta_array <- function(x, n = 10, ...) {
+  if (!is.numeric(n) || length(n) != 1L || is.na(n) || n < 1) {
+    stop("`n` of print() must be a positive number of values to show", call. = FALSE)
+  }
   node <- get_node(x)
   type <- switch(node$type, operation = "operation", data = "data", variable = "variable",
                  distribution = "distribution")
   # a constrained variable (R/constrained.R) is computed from a free one
   if (!is.null(node$constraint)) type <- "variable"
   cat("greta array (", type, ")\n\n", sep = "")
-  if (node$type == "data") {
-    print(array(node$value, dim = node$dim))
-  } else {
-    print(array("?", dim = node$dim), quote = FALSE)
+  values <- if (node$type == "data") array(node$value, dim = node$dim) else
+    array("?", dim = node$dim)
+  # as greta does: the first n rows of a longer array, and how many values
+  # are left out
+  shown <- if (length(values) > n) utils::head(values, n) else values
+  print(shown, quote = FALSE)
+  left <- length(values) - length(shown)
+  if (left > 0) {
+    cat("\ni ", left, " more values\nUse `print(n = ...)` to see more values\n", sep = "")
   }
   invisible(x)
 }
 
+#' @rdname greta_array_methods
 #' @export
 summary.greta_array <- function(object, ...) {
   node <- get_node(object)

@@ -262,6 +262,44 @@ test_that("dim, length, print and summary of greta arrays", {
   expect_output(summary(a), "'variable' greta array of dimension 2 x 3")
 })
 
+test_that("print(n =) shows the first n rows, as greta does; as.matrix(); distribution()", {
+  long <- as_data(matrix(1:20, ncol = 1))
+  out <- capture.output(print(long))
+  expect_true(any(grepl("^ *\\[10,\\] +10$", out)))
+  expect_false(any(grepl("\\[11,\\]", out)))
+  expect_true(any(out == "i 10 more values"))
+  expect_true(any(out == "Use `print(n = ...)` to see more values"))
+  out <- capture.output(print(long, n = 19))
+  expect_true(any(grepl("\\[19,\\]", out)) && !any(grepl("\\[20,\\]", out)))
+  expect_true(any(out == "i 1 more values"))
+  for (n in c(20, 21)) {
+    out <- capture.output(print(normal(0, 1, dim = 20), n = n))
+    expect_equal(sum(grepl("\\?", out)), 20)
+    expect_false(any(grepl("more values", out)))
+  }
+  # a matrix: whole rows, and the values left out counted
+  out <- capture.output(print(variable(dim = c(6, 3)), n = 4))
+  expect_equal(sum(grepl("^ *\\[[0-9],\\]", out)), 4)
+  expect_true(any(out == "i 6 more values"))
+  expect_error(print(long, n = 0), "`n` of print\\(\\) must be a positive number")
+  # as.matrix(): a matrix unchanged, other arrays a column of their elements
+  m <- variable(dim = c(2, 3))
+  expect_identical(as.matrix(m), m)
+  a3 <- as_data(array(1:8, c(2, 2, 2)))
+  expect_equal(dim(as.matrix(a3)), c(8L, 1L))
+  expect_equal(dim(as.matrix(variable(dim = 4))), c(4L, 1L))
+  expect_equal(as.numeric(calculate(as.matrix(a3))[[1]]), 1:8)
+  # distribution(): the greta array itself when it has a distribution, else NULL
+  a <- normal(0, 1)
+  expect_identical(distribution(a), a)
+  y <- as_data(c(0.1, 0.2))
+  expect_null(distribution(y))
+  distribution(y) <- normal(a, 1)
+  expect_identical(distribution(y), y)
+  expect_null(distribution(a * 2))
+  expect_error(distribution(1:3), "`greta_array` of distribution\\(\\) must be a greta array")
+})
+
 test_that("elementwise operations of incompatible dimensions are refused", {
   a <- variable(dim = c(2, 3))
   expect_error(a + variable(dim = c(3, 2)), "incompatible dimensions: 2 x 3 and 3 x 2")
