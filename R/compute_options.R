@@ -106,9 +106,9 @@ print.lockstep_backend_info <- function(x, ...) {
 #'   most small models, because handing work to another thread at every
 #'   leapfrog step would cost more than it saves; its draws are then also the
 #'   same as with `threads = 1`. A number given here is used as it is, except
-#'   by [nuts()] on such a small model: there the threads share out the chains
-#'   instead, each thread building the trees of its own group of chains through
-#'   whole iterations (in warmup the groups meet once per iteration, where the
+#'   by [nuts()] and [hmc()] on such a small model: there the threads share out
+#'   the chains instead, each thread making the trajectories of its own group
+#'   of chains through whole iterations (in warmup the groups meet once per iteration, where the
 #'   step size and metric adapt from all chains; in sampling once per
 #'   `pb_update` iterations), as Stan runs one chain per core; each chain's
 #'   draws are the same as with `threads = 1`.

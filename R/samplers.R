@@ -44,7 +44,8 @@
 #'   (see [cpu_only()]), `nuts()` instead splits the chains into one group per
 #'   thread, each group building its own chains' trees on its own thread, so
 #'   that a chain waits only for the others of its group; the draws are the
-#'   same as on one thread. Warmup tunes the step size by dual averaging on the acceptance
+#'   same as on one thread. `hmc()` does the same there (each group draws the
+#'   same number of steps each iteration, so again the draws do not change). Warmup tunes the step size by dual averaging on the acceptance
 #'   statistic of all chains (`nuts()`: their harmonic mean; `hmc()`: their
 #'   mean), and `diag_sd` in Stan's
 #'   windows, from the pooled draws of all chains or each chain's own

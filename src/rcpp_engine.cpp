@@ -281,11 +281,13 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   h->program = e->program;
   lockstep::ExecOptions o = exec_options(options);
   const long C = init.nrow();
-  // NUTS on a model whose gradient is too small to share between threads
-  // steps its chains in groups, one per thread (sampler/chain_groups.hpp);
-  // its own executor, for the step size search and HMC-style trajectories,
-  // then runs on one thread, as effective_threads() would have it anyway.
-  const long groups = kind == "nuts" ? lockstep::chain_group_count(*h->program, C, o) : 1;
+  // NUTS or HMC on a model whose gradient is too small to share between
+  // threads steps its chains in groups, one per thread
+  // (sampler/chain_groups.hpp); its own executor, for the step size search
+  // and NUTS's HMC-style trajectories, then runs on one thread, as
+  // effective_threads() would have it anyway.
+  const bool groupable = kind == "nuts" || kind == "hmc";
+  const long groups = groupable ? lockstep::chain_group_count(*h->program, C, o) : 1;
   const int group_threads = o.threads;
   if (groups > 1) o.threads = 1;
   h->executor = Engine::make_executor(*h->program, C, o, e->single);
@@ -316,15 +318,7 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     s.per_chain_metric = per_chain_metric;
-    auto nuts = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
-    if (groups > 1) {
-      const lockstep::Program& program = *h->program;
-      const bool single = e->single;
-      nuts->step_in_groups(lockstep::ChainGroups::make(
-          C, groups, group_threads,
-          [&](long n) { return Engine::make_executor(program, n, o, single); }));
-    }
-    h->sampler = std::move(nuts);
+    h->sampler = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
   } else if (kind == "chees") {
     lockstep::CheesSettings s;
     s.epsilon = epsilon;
@@ -349,10 +343,17 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   } else {
     stop("unknown sampler '" + kind + "'");
   }
+  if (groups > 1) {
+    const lockstep::Program& program = *h->program;
+    const bool single = e->single;
+    h->sampler->step_in_groups(lockstep::ChainGroups::make(
+        C, groups, group_threads,
+        [&](long n) { return Engine::make_executor(program, n, o, single); }));
+  }
   XPtr<SamplerHandle> ptr(h.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize<SamplerHandle>, TRUE);
   ptr.attr("class") = "lockstep_sampler";
-  // 1: every chain in lockstep; more: NUTS's chain groups, one per thread
+  // 1: every chain in lockstep; more: NUTS's or HMC's chain groups, one per thread
   ptr.attr("chain_groups") = static_cast<double>(groups);
   return ptr;
 }

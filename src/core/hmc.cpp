@@ -21,7 +21,17 @@ Hmc::Hmc(Target& target, HmcSettings settings, const std::vector<double>& init, 
                       settings.per_chain_metric),
       settings_(checked(settings)) {}
 
+std::unique_ptr<LeapfrogSampler> Hmc::make_group_sampler(Target& target,
+                                                         const std::vector<double>& init,
+                                                         const std::vector<double>& sd) const {
+  HmcSettings s = settings_;
+  s.epsilon = epsilon_;
+  s.diag_sd = sd;
+  return std::make_unique<Hmc>(target, s, init, 0, 0);
+}
+
 void Hmc::transition() {
+  if (in_groups()) return transition_in_groups();
   const int span = settings_.Lmax - settings_.Lmin + 1;
   int L = settings_.Lmin + static_cast<int>(run_stream_.uniform() * span);
   if (L > settings_.Lmax) L = settings_.Lmax;

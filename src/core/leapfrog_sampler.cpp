@@ -16,7 +16,7 @@ LeapfrogSampler::LeapfrogSampler(Target& target, double epsilon,
                                  const std::vector<double>& diag_sd, double target_accept,
                                  const std::vector<double>& init, uint32_t key0, uint32_t key1,
                                  const std::string& name, bool per_chain_metric)
-    : target_(target), C_(target.chains()), D_(target.dim()),
+    : target_(target), C_(target.chains()), D_(target.dim()), name_(name),
       per_chain_metric_(per_chain_metric) {
   if (!(epsilon > 0)) throw std::invalid_argument(name + ": epsilon must be positive");
   if (!(target_accept > 0 && target_accept < 1))
@@ -219,11 +219,93 @@ void LeapfrogSampler::iterate(bool warmup) {
 
 void LeapfrogSampler::iterate_apart(long n, IterationRecord& out) {
   out.resize(n, C_, D_);
-  for (long it = 0; it < n; ++it) {
-    iterate(false);
-    std::copy(x_.begin(), x_.end(), out.x.begin() + it * C_ * D_);
-    copy_stats(stats_, out, it * C_);
+  if (!groups_) {
+    for (long it = 0; it < n; ++it) {
+      iterate(false);
+      std::copy(x_.begin(), x_.end(), out.x.begin() + it * C_ * D_);
+      copy_stats(stats_, out, it * C_);
+    }
+    return;
   }
+  adapting_ = false;
+  const long C = C_, D = D_;
+  to_groups();
+  // Each group makes all n iterations on its own: nothing adapts between
+  // them, so a group whose trajectories were short does not wait for the
+  // others.
+  groups_->pool->parallel_for(groups_->size(), [&](long k) {
+    LeapfrogSampler& g = *group_samplers_[k];
+    const long c0 = groups_->first[k];
+    for (long it = 0; it < n; ++it) {
+      g.transition();
+      std::copy(g.x_.begin(), g.x_.end(), out.x.begin() + (it * C + c0) * D);
+      copy_stats(g.stats_, out, it * C + c0);
+    }
+  });
+  from_groups();
+}
+
+void LeapfrogSampler::step_in_groups(std::unique_ptr<ChainGroups> groups) {
+  if (!can_step_in_groups())
+    throw std::invalid_argument(name_ + ": this sampler cannot step its chains in groups");
+  if (!groups || groups->first.front() != 0 || groups->first.back() != C_)
+    throw std::invalid_argument(name_ + ": chain groups must cover every chain");
+  std::vector<std::unique_ptr<LeapfrogSampler>> samplers;
+  for (long k = 0; k < groups->size(); ++k) {
+    const long c0 = groups->first[k], c1 = groups->first[k + 1];
+    const std::vector<double> sd(sd_.begin() + c0 * D_, sd_.begin() + c1 * D_);
+    const std::vector<double> init(x_.begin() + c0 * D_, x_.begin() + c1 * D_);
+    samplers.push_back(make_group_sampler(*groups->targets[k], init, sd));
+  }
+  groups_ = std::move(groups);
+  group_samplers_ = std::move(samplers);
+  group_metric_.assign(groups_->size(), -1);  // to_groups() hands each the metric
+}
+
+void LeapfrogSampler::to_groups() {
+  for (long k = 0; k < groups_->size(); ++k) {
+    LeapfrogSampler& g = *group_samplers_[k];
+    const long c0 = groups_->first[k], c1 = groups_->first[k + 1];
+    g.epsilon_ = epsilon_;
+    if (group_metric_[k] != metric_version()) {
+      g.set_diag_sd(sd_.data() + c0 * D_);
+      group_metric_[k] = metric_version();
+    }
+    // the group's chains draw from this sampler's streams of those chains,
+    // and every group from the stream all chains share
+    std::copy(chain_streams_.begin() + c0, chain_streams_.begin() + c1, g.chain_streams_.begin());
+    g.run_stream_ = run_stream_;
+    std::fill(g.accepted_.begin(), g.accepted_.end(), 0);
+    std::fill(g.bad_.begin(), g.bad_.end(), 0);
+  }
+}
+
+void LeapfrogSampler::from_groups() {
+  for (long k = 0; k < groups_->size(); ++k) {
+    LeapfrogSampler& g = *group_samplers_[k];
+    const long c0 = groups_->first[k];
+    std::copy(g.x_.begin(), g.x_.end(), x_.begin() + c0 * D_);
+    g.vectors().download(grad_.data() + c0 * D_, g.g_v_);
+    for (long j = 0; j < g.C_; ++j) {
+      const long c = c0 + j;
+      lp_[c] = g.lp_[j];
+      chain_streams_[c] = g.chain_streams_[j];
+      accepted_[c] += g.accepted_[j];
+      bad_[c] += g.bad_[j];
+    }
+    copy_stats(g.stats_, stats_, c0);
+  }
+  // every group drew the same numbers from the shared stream
+  run_stream_ = group_samplers_.front()->run_stream_;
+  // adaptation and the step size search read the state from the vectors
+  state_changed_on_host();
+}
+
+void LeapfrogSampler::transition_in_groups() {
+  // one transition of every group, each on its own thread
+  to_groups();
+  groups_->pool->parallel_for(groups_->size(), [&](long k) { group_samplers_[k]->transition(); });
+  from_groups();
 }
 
 double LeapfrogSampler::pooled_accept() const {

@@ -62,92 +62,17 @@ std::vector<int> Nuts::criteria(const Check* checks, int n, const ChainMask& on)
   return ok;
 }
 
-void Nuts::step_in_groups(std::unique_ptr<ChainGroups> groups) {
-  if (!groups || groups->first.front() != 0 || groups->first.back() != C_)
-    throw std::invalid_argument("nuts: chain groups must cover every chain");
-  std::vector<std::unique_ptr<Nuts>> samplers;
-  for (long k = 0; k < groups->size(); ++k) {
-    const long c0 = groups->first[k], c1 = groups->first[k + 1];
-    NutsSettings s = settings_;
-    s.epsilon = epsilon_;
-    s.diag_sd.assign(sd_.begin() + c0 * D_, sd_.begin() + c1 * D_);
-    const std::vector<double> init(x_.begin() + c0 * D_, x_.begin() + c1 * D_);
-    samplers.emplace_back(new Nuts(*groups->targets[k], s, init, 0, 0));
-    // the group's chains draw from this sampler's streams of those chains
-    Nuts& g = *samplers.back();
-    std::copy(chain_streams_.begin() + c0, chain_streams_.begin() + c1, g.chain_streams_.begin());
-  }
-  groups_ = std::move(groups);
-  group_samplers_ = std::move(samplers);
-  group_metric_.assign(groups_->size(), metric_version());
-}
-
-void Nuts::to_groups() {
-  for (long k = 0; k < groups_->size(); ++k) {
-    Nuts& g = *group_samplers_[k];
-    const long c0 = groups_->first[k], c1 = groups_->first[k + 1];
-    g.epsilon_ = epsilon_;
-    if (group_metric_[k] != metric_version()) {
-      g.set_diag_sd(sd_.data() + c0 * D_);
-      group_metric_[k] = metric_version();
-    }
-    std::copy(chain_streams_.begin() + c0, chain_streams_.begin() + c1, g.chain_streams_.begin());
-    std::fill(g.accepted_.begin(), g.accepted_.end(), 0);
-    std::fill(g.bad_.begin(), g.bad_.end(), 0);
-  }
-}
-
-void Nuts::from_groups() {
-  for (long k = 0; k < groups_->size(); ++k) {
-    Nuts& g = *group_samplers_[k];
-    const long c0 = groups_->first[k];
-    std::copy(g.x_.begin(), g.x_.end(), x_.begin() + c0 * D_);
-    g.vectors().download(grad_.data() + c0 * D_, g.g_v_);
-    for (long j = 0; j < g.C_; ++j) {
-      const long c = c0 + j;
-      lp_[c] = g.lp_[j];
-      chain_streams_[c] = g.chain_streams_[j];
-      accepted_[c] += g.accepted_[j];
-      bad_[c] += g.bad_[j];
-    }
-    copy_stats(g.stats_, stats_, c0);
-  }
-  // adaptation and the step size search read the state from the vectors
-  state_changed_on_host();
-}
-
-void Nuts::iterate_apart(long n, IterationRecord& out) {
-  if (!groups_) {
-    LeapfrogSampler::iterate_apart(n, out);
-    return;
-  }
-  adapting_ = false;
-  const long C = C_, D = D_;
-  out.resize(n, C, D);
-  to_groups();
-  // Each group makes all n iterations on its own: nothing adapts between
-  // them, so a group whose trees were short does not wait for the others.
-  groups_->pool->parallel_for(groups_->size(), [&](long k) {
-    Nuts& g = *group_samplers_[k];
-    const long c0 = groups_->first[k];
-    for (long it = 0; it < n; ++it) {
-      g.transition();
-      std::copy(g.x_.begin(), g.x_.end(), out.x.begin() + (it * C + c0) * D);
-      copy_stats(g.stats_, out, it * C + c0);
-    }
-  });
-  from_groups();
+std::unique_ptr<LeapfrogSampler> Nuts::make_group_sampler(Target& target,
+                                                          const std::vector<double>& init,
+                                                          const std::vector<double>& sd) const {
+  NutsSettings s = settings_;
+  s.epsilon = epsilon_;
+  s.diag_sd = sd;
+  return std::make_unique<Nuts>(target, s, init, 0, 0);
 }
 
 void Nuts::transition() {
-  if (groups_) {
-    // one iteration of every group, each on its own thread
-    to_groups();
-    groups_->pool->parallel_for(groups_->size(),
-                                [&](long k) { group_samplers_[k]->transition(); });
-    from_groups();
-    return;
-  }
+  if (in_groups()) return transition_in_groups();
   const long C = C_;
   ChainVectors& v = vectors();
   sync_vectors();

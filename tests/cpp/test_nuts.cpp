@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "lockstep/sampler/chees.hpp"
 #include "lockstep/sampler/dual_averaging.hpp"
 #include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
@@ -224,16 +225,29 @@ TEST_CASE("warmup's step size: dual averaging on the harmonic mean of the chains
 
 namespace {
 
-// Warmup then sampling of NUTS on an executor over `chains` chains of
-// `program`, in `groups` chain groups on `threads` threads (groups 0:
+// A sampler of the kind the chain-group tests run: NUTS, or HMC with a
+// number of steps drawn each iteration from the stream all chains share.
+std::unique_ptr<lockstep::LeapfrogSampler> group_test_sampler(bool hmc, lockstep::Target& t,
+                                                              const std::vector<double>& init) {
+  if (!hmc) return std::make_unique<Nuts>(t, NutsSettings(), init, 21, 22);
+  lockstep::HmcSettings s;
+  s.Lmin = 2;
+  s.Lmax = 9;
+  return std::make_unique<lockstep::Hmc>(t, s, init, 21, 22);
+}
+
+// Warmup then sampling of NUTS (or HMC) on an executor over `chains` chains
+// of `program`, in `groups` chain groups on `threads` threads (groups 0:
 // lockstep): every iteration's draws, tree depths, leapfrog steps and
 // acceptance statistics, then the step size and metric.
-std::vector<double> nuts_trace(const Program& program, long chains, long groups, int threads) {
+std::vector<double> nuts_trace(const Program& program, long chains, long groups, int threads,
+                               bool hmc = false) {
   Executor<double> ex(program, chains, lockstep::ExecOptions());
   const long D = ex.dim();
   std::vector<double> init(chains * D);
   for (long k = 0; k < chains * D; ++k) init[k] = std::sin(1.3 * k + 0.2);
-  Nuts nuts(ex, NutsSettings(), init, 21, 22);
+  std::unique_ptr<lockstep::LeapfrogSampler> sampler = group_test_sampler(hmc, ex, init);
+  lockstep::LeapfrogSampler& nuts = *sampler;
   if (groups > 0)
     nuts.step_in_groups(lockstep::ChainGroups::make(chains, groups, threads, [&](long n) {
       return std::make_unique<Executor<double>>(program, n, lockstep::ExecOptions());
@@ -312,6 +326,28 @@ TEST_CASE("nuts in chain groups draws exactly what nuts in lockstep draws",
         *std::max_element(depths.begin(), depths.end()));
 }
 
+TEST_CASE("hmc in chain groups draws exactly what hmc in lockstep draws",
+          "[hmc][chain_groups]") {
+  // Every group draws each iteration's number of steps from its copy of the
+  // shared stream, so all take the number lockstep takes; the acceptance
+  // decisions are each chain's own.
+  const Program planned = eight_schools_shape();
+  const long chains = 5;
+  const std::vector<double> lockstep_run = nuts_trace(planned, chains, 0, 1, true);
+  for (long groups : {1L, 2L, 5L})
+    for (int threads : {1, 2}) {
+      INFO("groups " << groups << ", threads " << threads);
+      CHECK(nuts_trace(planned, chains, groups, threads, true) == lockstep_run);
+    }
+  // the run moved, and the number of steps varied between iterations (the
+  // n_leapfrog of chain 0 over the 80 iterations)
+  const long D = 9, per_iteration = chains * D + 4 * chains;
+  std::vector<double> steps;
+  for (long it = 0; it < 80; ++it) steps.push_back(lockstep_run[it * per_iteration + chains * D + 2 * chains]);
+  CHECK(*std::min_element(steps.begin(), steps.end()) < *std::max_element(steps.begin(), steps.end()));
+  CHECK(lockstep_run[0] != lockstep_run[79 * per_iteration]);
+}
+
 TEST_CASE("chain groups: which samplers step in groups, and how the chains split",
           "[nuts][chain_groups]") {
   const Program small = eight_schools_shape();
@@ -368,4 +404,13 @@ TEST_CASE("chain groups: which samplers step in groups, and how the chains split
   Nuts nuts(ex, NutsSettings(), std::vector<double>(4 * 9, 0.1), 1, 2);
   CHECK_THROWS_AS(nuts.step_in_groups(lockstep::ChainGroups::make(3, 2, 2, make)),
                   std::invalid_argument);
+  // samplers without groups refuse them: ChEES adapts its trajectory from
+  // every chain each iteration, rwmh and slice are not leapfrog samplers'
+  // transitions of their own
+  lockstep::CheesSettings cs;
+  lockstep::Chees chees(ex, cs, std::vector<double>(4 * 9, 0.1), 1, 2);
+  CHECK_FALSE(chees.can_step_in_groups());
+  CHECK_THROWS_AS(chees.step_in_groups(lockstep::ChainGroups::make(4, 2, 2, make)),
+                  std::invalid_argument);
+  CHECK(nuts.can_step_in_groups());
 }

@@ -618,7 +618,7 @@ test_that("a small model runs on one thread unless the threads are chosen: the s
   expect_identical(as.matrix(run(two_auto)), as.matrix(run(cpu_only(threads = 1))))
 })
 
-test_that("nuts on a small model steps its chains in groups, one per thread, with the draws of one thread", {
+test_that("nuts and hmc on a small model step their chains in groups, one per thread, with the draws of one thread", {
   # Each thread builds its own chains' trees through an executor of its own
   # (sampler/chain_groups.hpp); every chain's arithmetic is what it would be
   # in lockstep, so the draws do not depend on the threads.
@@ -648,9 +648,16 @@ test_that("nuts on a small model steps its chains in groups, one per thread, wit
   fit <- stats::lm(y ~ x)
   expect_lt(abs(mean(as.matrix(two)[, "b"]) - stats::coef(fit)[["x"]]),
             5 * summary(fit)$coefficients["x", "Std. Error"] / sqrt(100))
-  # one chain, other samplers, and sharded rows stay in lockstep
+  # hmc() too: every group draws the same number of steps each iteration
+  hmc_one <- run(cpu_only(threads = 1), sampler = hmc(Lmin = 3, Lmax = 8))
+  hmc_two <- run(cpu_only(threads = 2), sampler = hmc(Lmin = 3, Lmax = 8))
+  expect_equal(groups(hmc_two), 2)
+  expect_identical(as.matrix(hmc_two), as.matrix(hmc_one))
+  expect_identical(attr(hmc_two, "sampler_params"), attr(hmc_one, "sampler_params"))
+  expect_gt(length(unique(as.matrix(hmc_two)[, "a"])), 20)  # it moved
+  # one chain, chees(), and sharded rows stay in lockstep
   expect_equal(groups(run(cpu_only(threads = 2), chains = 1)), 1)
-  expect_equal(groups(run(cpu_only(threads = 2), sampler = hmc())), 1)
+  expect_equal(groups(run(cpu_only(threads = 2), sampler = chees())), 1)
   expect_equal(groups(run(cpu_only(threads = 2, devices = 2))), 1)
   # extra_samples() goes on with the same sampler, in groups
   more <- function(draws, threads) {

@@ -2,10 +2,14 @@
 // steps drawn uniformly from Lmin..Lmax each iteration, step size epsilon, and
 // diag_sd rescaling the parameter space (a diagonal mass matrix 1 / diag_sd^2).
 // All chains take the same number of steps together; each accepts or rejects
-// on its own. Warmup is the leapfrog samplers' (leapfrog_sampler.hpp).
+// on its own. Warmup is the leapfrog samplers' (leapfrog_sampler.hpp). A
+// small model's chains may step in groups, one per thread (chain_groups.hpp):
+// every group draws the same number of steps from the shared stream, so the
+// draws are those of lockstep.
 #ifndef LOCKSTEP_SAMPLER_HMC_HPP
 #define LOCKSTEP_SAMPLER_HMC_HPP
 
+#include <memory>
 #include <vector>
 
 #include "leapfrog_sampler.hpp"
@@ -25,8 +29,13 @@ class Hmc : public LeapfrogSampler {
   Hmc(Target& target, HmcSettings settings, const std::vector<double>& init, uint32_t key0,
       uint32_t key1);
 
+  bool can_step_in_groups() const override { return true; }
+
  protected:
   void transition() override;
+  std::unique_ptr<LeapfrogSampler> make_group_sampler(
+      Target& target, const std::vector<double>& init,
+      const std::vector<double>& sd) const override;
 
  private:
   HmcSettings settings_;

@@ -34,6 +34,7 @@
 
 #include "../executor.hpp"
 #include "../rng.hpp"
+#include "chain_groups.hpp"
 #include "chain_vectors.hpp"
 #include "dual_averaging.hpp"
 #include "warmup_schedule.hpp"
@@ -89,13 +90,20 @@ class LeapfrogSampler {
   void begin_warmup(long n);
   // One iteration of every chain; adapts when inside warmup.
   void iterate(bool warmup);
+  // From now on, make each group's transitions on its own thread through its
+  // own target (chain_groups.hpp), rather than all chains through this
+  // sampler's target; the draws are the same. For samplers that can
+  // (can_step_in_groups(): NUTS and HMC).
+  void step_in_groups(std::unique_ptr<ChainGroups> groups);
+  virtual bool can_step_in_groups() const { return false; }
   // Whether iterate_apart() lets the chains make several iterations without
-  // meeting (NUTS in chain groups); otherwise it is iterate(false) n times.
-  virtual bool steps_apart() const { return false; }
+  // meeting (in chain groups); otherwise it is iterate(false) n times.
+  bool steps_apart() const { return groups_ != nullptr; }
   // n iterations without adaptation (sampling), every iteration's draws and
   // statistics into `out`; state(), last() and the tallies as after n calls
-  // of iterate(false), with the same draws.
-  virtual void iterate_apart(long n, IterationRecord& out);
+  // of iterate(false), with the same draws. In chain groups, each group
+  // makes the n iterations on its own.
+  void iterate_apart(long n, IterationRecord& out);
 
   const std::vector<double>& state() const { return x_; }
   const std::vector<double>& log_density() const { return lp_; }
@@ -114,8 +122,28 @@ class LeapfrogSampler {
 
  protected:
   // One transition of every chain from (x_, lp_, grad_), which it updates,
-  // filling stats_ (and accepted_, bad_).
+  // filling stats_ (and accepted_, bad_). In chain groups, a sampler's
+  // transition() is transition_in_groups().
   virtual void transition() = 0;
+
+  // Chain groups: one sampler of this kind per group (make_group_sampler()),
+  // over the group's target and chains and with vectors of its own (no cache
+  // line is written by two threads), that only ever makes transitions. Before
+  // each iteration this sampler hands every group its step size, metric and
+  // its chains' random streams, and the stream shared by all chains (HMC's
+  // number of steps), so each group draws what lockstep would; after it,
+  // takes back their states, gradients, statistics, tallies and streams, and
+  // adapts from all chains as in lockstep.
+  bool in_groups() const { return groups_ != nullptr; }
+  void transition_in_groups();
+  // A sampler of this kind and settings over `target` (a group's), from
+  // `init` with metric `sd` ([chains, dim] of the group's chains) and this
+  // sampler's step size; nullptr for a sampler that cannot step in groups.
+  virtual std::unique_ptr<LeapfrogSampler> make_group_sampler(
+      Target& /*target*/, const std::vector<double>& /*init*/,
+      const std::vector<double>& /*sd*/) const {
+    return nullptr;
+  }
 
   // Runs f(c) for every chain, on the target's threads when it has some: each
   // chain's vectors (and random stream) are its own, so chains never race.
@@ -185,6 +213,7 @@ class LeapfrogSampler {
 
   Target& target_;
   long C_, D_;
+  std::string name_;  // prefixes error messages
   std::vector<double> x_, lp_, grad_;  // current state
   // scratch point: xn_ for rwmh and slice, lpn_ for every sampler
   std::vector<double> xn_, lpn_;
@@ -201,6 +230,11 @@ class LeapfrogSampler {
  private:
   void adapt();
   std::unique_ptr<ChainVectors> v_;
+  void to_groups();
+  void from_groups();
+  std::unique_ptr<ChainGroups> groups_;
+  std::vector<std::unique_ptr<LeapfrogSampler>> group_samplers_;
+  std::vector<long> group_metric_;  // the metric_version() each group holds
   bool state_in_vectors_ = false;
   long metric_in_vectors_ = -1;  // the metric_version_ the mirrors hold
   DualAveraging dual_{0.8};

@@ -39,7 +39,6 @@
 #include <memory>
 #include <vector>
 
-#include "chain_groups.hpp"
 #include "leapfrog_sampler.hpp"
 
 namespace lockstep {
@@ -57,16 +56,13 @@ class Nuts : public LeapfrogSampler {
   Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
        uint32_t key1);
 
-  // From now on, build each group's trees on its own thread through its own
-  // target (chain_groups.hpp), rather than all chains through the sampler's
-  // target. The draws are the same.
-  void step_in_groups(std::unique_ptr<ChainGroups> groups);
-  // In chain groups, each group makes the n iterations on its own.
-  bool steps_apart() const override { return groups_ != nullptr; }
-  void iterate_apart(long n, IterationRecord& out) override;
+  bool can_step_in_groups() const override { return true; }
 
  protected:
   void transition() override;
+  std::unique_ptr<LeapfrogSampler> make_group_sampler(
+      Target& target, const std::vector<double>& init,
+      const std::vector<double>& sd) const override;
 
  private:
   // The per-level memory of the subtree being built: for level j, the first
@@ -99,18 +95,6 @@ class Nuts : public LeapfrogSampler {
   std::vector<double> leaf_sums_;              // [chains, LeafVectors::sums()]
   std::vector<Level> levels_;
 
-  // Chain groups: one NUTS per group, over the group's target and chains and
-  // with vectors of its own (no cache line is written by two threads), that
-  // only ever makes transitions. Before each iteration (to_groups()) this
-  // sampler hands every group its step size, metric and its chains' random
-  // streams; after it (from_groups()), takes back their states, gradients,
-  // statistics, tallies and streams, and adapts from all chains as in
-  // lockstep.
-  void to_groups();
-  void from_groups();
-  std::unique_ptr<ChainGroups> groups_;
-  std::vector<std::unique_ptr<Nuts>> group_samplers_;
-  std::vector<long> group_metric_;  // the metric_version() each group holds
 };
 
 }  // namespace lockstep
