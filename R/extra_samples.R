@@ -60,13 +60,14 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
 }
 
 # A sampler that starts at each chain's last draw, with the tuned step size and
-# diag_sd, for a run whose own sampler is gone.
+# diag_sd (or dense metric), for a run whose own sampler is gone.
 restart_sampler <- function(run, free, options) {
   chains <- run$chains
   last <- free[seq(nrow(free) - chains + 1, nrow(free)), , drop = FALSE]
   parameters <- run$sampler$parameters
   if (!is.null(run$epsilon)) parameters$epsilon <- run$epsilon
   if (!is.null(run$diag_sd)) parameters$diag_sd <- run$diag_sd
+  if (!is.null(run$metric_factor)) parameters$metric_factor <- run$metric_factor
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
   ls_sampler_new(model_engine(run$model), last, run$sampler$name, parameters, seeds[1], seeds[2],
                  options)

@@ -125,6 +125,7 @@ finish_run <- function(run, kept_env, previous = NULL) {
   info$run <- run
   info$run$epsilon <- kept_env$epsilon
   info$run$diag_sd <- kept_env$diag_sd
+  info$run$metric_factor <- kept_env$metric_factor
   info$free <- free
   info$diagnostics <- diagnostics
   attr(out, "model_info") <- info
@@ -234,6 +235,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         done <- done + n
         kept_env$epsilon <- res$epsilon
         kept_env$diag_sd <- res$diag_sd
+        kept_env$metric_factor <- res$metric_factor
         if (phase == "sampling" && nrow(res$free) > 0) {
           kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
           kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics

@@ -31,6 +31,17 @@
 #'   the end of warmup (the step size is still tuned on all chains together).
 #'   With `"per_chain"`, the `diag_sd` that warmup tuned is a chains x
 #'   parameters matrix
+#' @param metric the metric (inverse mass matrix) that warmup learns:
+#'   `"diagonal"` (the default, Stan's `diag_e`), the variances of the free
+#'   parameters; or `"dense"` (Stan's `dense_e`), their whole covariance, in
+#'   the same windows and with the same regularisation as Stan. A dense metric
+#'   suits a small model whose parameters are strongly correlated (a
+#'   regression on an uncentred predictor): the sampler works in coordinates
+#'   where the posterior is close to round, with far shorter trajectories. It
+#'   costs two triangular products of the number of free parameters squared
+#'   per gradient, so it is meant for models with up to a few hundred free
+#'   parameters; its chains step in lockstep (not in groups), and its vector
+#'   work stays in host memory. `adapt_metric` applies to it too
 #' @details All chains run in lockstep: every leapfrog step evaluates the log
 #'   density and gradient of all chains in one call to the engine, with one
 #'   step size; each chain accepts or rejects its own proposal.
@@ -72,6 +83,8 @@
 #' nuts()
 #' nuts(adapt_delta = 0.95)
 #' nuts(adapt_metric = "per_chain")
+#' # a dense metric, for a small model with strongly correlated parameters
+#' nuts(metric = "dense")
 #' chees()
 #' rwmh(proposal = "uniform")
 #' slice(max_doublings = 3)
@@ -83,7 +96,7 @@ NULL
 #' @rdname samplers
 #' @export
 nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = 1,
-                 adapt_metric = c("pooled", "per_chain")) {
+                 adapt_metric = c("pooled", "per_chain"), metric = c("diagonal", "dense")) {
   check_count(max_treedepth, "max_treedepth", minimum = 1)
   if (max_treedepth > 30) stop("`max_treedepth` must be at most 30", call. = FALSE)
   if (!is.numeric(adapt_delta) || length(adapt_delta) != 1 || !is.finite(adapt_delta) ||
@@ -92,9 +105,10 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
   }
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
+  metric <- check_metric(metric, diag_sd)
   obj <- list(parameters = list(max_treedepth = as.integer(max_treedepth),
                                 adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd,
-                                adapt_metric = adapt_metric),
+                                adapt_metric = adapt_metric, metric = metric),
               name = "nuts")
   class(obj) <- c("nuts sampler", "sampler")
   obj
@@ -104,13 +118,14 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
 #' @param max_leapfrog the most leapfrog steps `chees()` takes in one iteration
 #' @export
 chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000,
-                  adapt_metric = c("pooled", "per_chain")) {
+                  adapt_metric = c("pooled", "per_chain"), metric = c("diagonal", "dense")) {
   check_step_size(epsilon, diag_sd)
   check_count(max_leapfrog, "max_leapfrog", minimum = 1)
   adapt_metric <- check_adapt_metric(adapt_metric)
+  metric <- check_metric(metric, diag_sd)
   obj <- list(parameters = list(epsilon = epsilon, diag_sd = diag_sd,
                                 max_leapfrog = as.integer(max_leapfrog),
-                                adapt_metric = adapt_metric),
+                                adapt_metric = adapt_metric, metric = metric),
               name = "chees")
   class(obj) <- c("chees sampler", "sampler")
   obj
@@ -150,15 +165,16 @@ slice <- function(max_doublings = 5, adapt_metric = c("pooled", "per_chain")) {
 #' @rdname samplers
 #' @export
 hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = 1,
-                adapt_metric = c("pooled", "per_chain")) {
+                adapt_metric = c("pooled", "per_chain"), metric = c("diagonal", "dense")) {
   check_count(Lmin, "Lmin", minimum = 1)
   check_count(Lmax, "Lmax", minimum = 1)
   if (Lmax < Lmin) stop("`Lmax` must be at least `Lmin`", call. = FALSE)
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
+  metric <- check_metric(metric, diag_sd)
   obj <- list(parameters = list(Lmin = as.integer(Lmin), Lmax = as.integer(Lmax),
                                 epsilon = epsilon, diag_sd = diag_sd,
-                                adapt_metric = adapt_metric),
+                                adapt_metric = adapt_metric, metric = metric),
               name = "hmc")
   class(obj) <- c("hmc sampler", "sampler")
   obj
@@ -194,6 +210,21 @@ check_adapt_metric <- function(adapt_metric) {
     stop("`adapt_metric` must be \"pooled\" or \"per_chain\"", call. = FALSE)
   }
   adapt_metric
+}
+
+# "diagonal" (the default, also when left as its choices) or "dense"; a
+# dense metric is learnt whole in warmup, so it takes no diag_sd.
+check_metric <- function(metric, diag_sd) {
+  choices <- c("diagonal", "dense")
+  if (identical(metric, choices)) return("diagonal")
+  if (!is.character(metric) || length(metric) != 1 || is.na(metric) || !metric %in% choices) {
+    stop("`metric` must be \"diagonal\" or \"dense\"", call. = FALSE)
+  }
+  if (metric == "dense" && !all(diag_sd == 1)) {
+    stop("`diag_sd` cannot be set with metric = \"dense\": warmup learns the whole metric",
+         call. = FALSE)
+  }
+  metric
 }
 
 check_count <- function(x, arg, minimum = 0) {

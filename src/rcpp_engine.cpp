@@ -106,6 +106,9 @@ struct Engine {
 struct SamplerHandle {
   std::shared_ptr<lockstep::Program> program;
   std::unique_ptr<lockstep::Target> executor;
+  // a dense metric's change of variables over the executor (the sampler's
+  // target), or nullptr
+  std::unique_ptr<lockstep::DenseMetric> dense;
   std::unique_ptr<lockstep::LeapfrogSampler> sampler;
 };
 
@@ -286,7 +289,11 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   // (sampler/chain_groups.hpp); its own executor, for the step size search
   // and NUTS's HMC-style trajectories, then runs on one thread, as
   // effective_threads() would have it anyway.
-  const bool groupable = kind == "nuts" || kind == "hmc";
+  // metric = "dense" (nuts, hmc, chees): the sampler works in the dense
+  // metric's coordinates (sampler/dense_metric.hpp), its chains in lockstep
+  const bool dense = parameters.containsElementNamed("metric") &&
+                     as<std::string>(parameters["metric"]) == "dense";
+  const bool groupable = (kind == "nuts" || kind == "hmc") && !dense;
   const long groups = groupable ? lockstep::chain_group_count(*h->program, C, o) : 1;
   const int group_threads = o.threads;
   if (groups > 1) o.threads = 1;
@@ -303,6 +310,20 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
       parameters.containsElementNamed("adapt_metric") &&
       as<std::string>(parameters["adapt_metric"]) == "per_chain";
   const auto k0 = static_cast<uint32_t>(key0), k1 = static_cast<uint32_t>(key1);
+  lockstep::Target* target = h->executor.get();
+  std::vector<double> start = chain_major(init);
+  if (dense) {
+    // a tuned factor (extra_samples()), else the identity to start warmup from
+    std::vector<double> factor;
+    if (parameters.containsElementNamed("metric_factor") &&
+        !Rf_isNull(parameters["metric_factor"]))
+      factor = as<std::vector<double>>(parameters["metric_factor"]);
+    h->dense = std::make_unique<lockstep::DenseMetric>(*h->executor, factor);
+    target = h->dense.get();
+    std::vector<double> y(start.size());
+    h->dense->to_sampler(start.data(), y.data());
+    start = y;
+  }
   if (kind == "hmc") {
     lockstep::HmcSettings s;
     s.Lmin = as<int>(parameters["Lmin"]);
@@ -310,7 +331,7 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Hmc>(*h->executor, s, chain_major(init), k0, k1);
+    h->sampler = std::make_unique<lockstep::Hmc>(*target, s, start, k0, k1);
   } else if (kind == "nuts") {
     lockstep::NutsSettings s;
     s.max_treedepth = as<int>(parameters["max_treedepth"]);
@@ -318,31 +339,32 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Nuts>(*h->executor, s, chain_major(init), k0, k1);
+    h->sampler = std::make_unique<lockstep::Nuts>(*target, s, start, k0, k1);
   } else if (kind == "chees") {
     lockstep::CheesSettings s;
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     s.per_chain_metric = per_chain_metric;
     s.max_leapfrog = as<int>(parameters["max_leapfrog"]);
-    h->sampler = std::make_unique<lockstep::Chees>(*h->executor, s, chain_major(init), k0, k1);
+    h->sampler = std::make_unique<lockstep::Chees>(*target, s, start, k0, k1);
   } else if (kind == "rwmh") {
     lockstep::RwmhSettings s;
     s.uniform = as<std::string>(parameters["proposal"]) == "uniform";
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Rwmh>(*h->executor, s, chain_major(init), k0, k1);
+    h->sampler = std::make_unique<lockstep::Rwmh>(*target, s, start, k0, k1);
   } else if (kind == "slice") {
     lockstep::SliceSettings s;
     s.max_doublings = as<int>(parameters["max_doublings"]);
     s.epsilon = epsilon;
     s.diag_sd = diag_sd;
     s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Slice>(*h->executor, s, chain_major(init), k0, k1);
+    h->sampler = std::make_unique<lockstep::Slice>(*target, s, start, k0, k1);
   } else {
     stop("unknown sampler '" + kind + "'");
   }
+  if (dense) h->sampler->use_dense_metric(*h->dense);
   if (groups > 1) {
     const lockstep::Program& program = *h->program;
     const bool single = e->single;
@@ -385,7 +407,8 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
       max_depth_all = std::max(max_depth_all, depth[c]);
     }
     if ((offset + it + 1) % thin != 0) return;
-    kept.emplace_back(x, x + C * D);
+    kept.emplace_back(C * D);
+    smp.to_model(x, kept.back().data(), C);  // a dense metric's coordinates are not the model's
     for (long c = 0; c < C; ++c) {
       accept_stat.push_back(accept[c]);
       energy.push_back(en[c]);
@@ -434,6 +457,17 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
   } else {
     diag_sd = NumericVector(sd.begin(), sd.begin() + D);
   }
+  // A dense metric's factor, as an array [dim, dim, k] whose slice k is the
+  // transpose of chain k's lower factor (one slice when pooled): read back
+  // in order, it is the row-major factor DenseMetric takes.
+  RObject metric_factor;
+  if (const lockstep::DenseMetric* dm = smp.dense_metric()) {
+    const long k = smp.per_chain_metric() ? C : 1;
+    NumericVector f(dm->factor().begin(), dm->factor().begin() + k * D * D);
+    f.attr("dim") = IntegerVector::create(static_cast<int>(D), static_cast<int>(D),
+                                          static_cast<int>(k));
+    metric_factor = f;
+  }
   DataFrame diagnostics = DataFrame::create(
       _["accept_stat__"] = accept_stat, _["stepsize__"] = step_size,
       _["treedepth__"] = tree_depth, _["n_leapfrog__"] = n_leapfrog,
@@ -443,7 +477,8 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
                       _["bad"] = NumericVector(bad.begin(), bad.end()),
                       _["max_treedepth"] = max_depth_all,
                       _["epsilon"] = smp.epsilon(),
-                      _["diag_sd"] = diag_sd);
+                      _["diag_sd"] = diag_sd,
+                      _["metric_factor"] = metric_factor);
 }
 
 // Seconds per log density + gradient evaluation of all chains at `state`,

@@ -89,6 +89,47 @@ void LeapfrogSampler::sync_vectors() {
   }
 }
 
+void LeapfrogSampler::use_dense_metric(DenseMetric& metric) {
+  if (static_cast<Target*>(&metric) != &target_)
+    throw std::invalid_argument(name_ + ": a dense metric must be the sampler's target");
+  if (groups_) throw std::invalid_argument(name_ + ": a dense metric does not step in groups");
+  dense_ = &metric;
+  // the sampler's own metric is the identity in the metric's coordinates
+  std::fill(sd_.begin(), sd_.end(), 1.0);
+  ++metric_version_;
+  const long rows = per_chain_metric_ ? C_ : 1;
+  dense_mean_.assign(rows * D_, 0.0);
+  dense_m2_.assign(rows * D_ * D_, 0.0);
+}
+
+void LeapfrogSampler::to_model(const double* y, double* x, long rows) const {
+  if (dense_)
+    dense_->to_model(y, x, rows);
+  else
+    std::copy(y, y + rows * D_, x);
+}
+
+// Welford's update of the window's means and co-moments by every chain's
+// state (pooled: all chains into one; per chain: each into its own).
+void LeapfrogSampler::dense_window_update() {
+  const long D = D_;
+  std::vector<double> delta(D);
+  for (long c = 0; c < C_; ++c) {
+    const long row = per_chain_metric_ ? c : 0;
+    double* mean = dense_mean_.data() + row * D;
+    double* m2 = dense_m2_.data() + row * D * D;
+    const double n = per_chain_metric_ ? window_n_ + 1.0 : window_n_ + c + 1.0;
+    const double* y = x_.data() + c * D;
+    for (long i = 0; i < D; ++i) {
+      delta[i] = y[i] - mean[i];
+      mean[i] += delta[i] / n;
+    }
+    for (long i = 0; i < D; ++i)
+      for (long j = 0; j < D; ++j) m2[i * D + j] += delta[i] * (y[j] - mean[j]);
+  }
+  window_n_ += per_chain_metric_ ? 1 : C_;
+}
+
 void LeapfrogSampler::state_to_host() { vectors().download(x_.data(), x_v_); }
 
 void LeapfrogSampler::state_changed_on_host() { state_in_vectors_ = false; }
@@ -325,7 +366,23 @@ void LeapfrogSampler::adapt() {
   // turn into one [dim] window; per chain, each chain's into its own row.
   const bool in_window = next_window_ < schedule_.window_ends.size() &&
                          warmup_done_ > schedule_.first_window_start;
-  if (in_window) {
+  if (in_window && dense_) {
+    dense_window_update();
+    if (warmup_done_ == schedule_.window_ends[next_window_]) {
+      // the new metric, the states in its coordinates, their log densities
+      // and gradients there
+      dense_->adapt(dense_m2_.data(), static_cast<double>(window_n_), !per_chain_metric_,
+                    x_.data());
+      target_.log_density(x_.data(), lp_.data(), grad_.data());
+      state_changed_on_host();
+      ++next_window_;
+      window_n_ = 0;
+      std::fill(dense_mean_.begin(), dense_mean_.end(), 0.0);
+      std::fill(dense_m2_.begin(), dense_m2_.end(), 0.0);
+      epsilon_ = restart_epsilon_ = find_reasonable_epsilon();
+      dual_.restart(epsilon_);
+    }
+  } else if (in_window) {
     ChainVectors& v = vectors();
     sync_vectors();
     if (per_chain_metric_) {

@@ -36,6 +36,7 @@
 #include "../rng.hpp"
 #include "chain_groups.hpp"
 #include "chain_vectors.hpp"
+#include "dense_metric.hpp"
 #include "dual_averaging.hpp"
 #include "warmup_schedule.hpp"
 
@@ -105,6 +106,13 @@ class LeapfrogSampler {
   // makes the n iterations on its own.
   void iterate_apart(long n, IterationRecord& out);
 
+  // With a dense metric (use_dense_metric()), the sampler's own coordinates y
+  // (state(), and iterate_apart()'s draws) are not the model's: to_model()
+  // maps rows of them ([rows, dim], row r chain r % chains) to the model's x;
+  // without one it copies.
+  void use_dense_metric(DenseMetric& metric);
+  const DenseMetric* dense_metric() const { return dense_; }
+  void to_model(const double* y, double* x, long rows) const;
   const std::vector<double>& state() const { return x_; }
   const std::vector<double>& log_density() const { return lp_; }
   double epsilon() const { return epsilon_; }
@@ -249,6 +257,11 @@ class LeapfrogSampler {
   // chains per iteration).
   long window_n_ = 0;
   double *window_mean_v_ = nullptr, *window_m2_v_ = nullptr;
+  // A dense metric: the target is it, and its window's sums are kept on the
+  // host ([1 or chains, dim] means, [1 or chains, dim, dim] co-moments).
+  DenseMetric* dense_ = nullptr;
+  std::vector<double> dense_mean_, dense_m2_;
+  void dense_window_update();
 };
 
 // Stream purposes within a chain's stream id (rng.hpp).

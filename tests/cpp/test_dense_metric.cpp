@@ -1,0 +1,236 @@
+// A dense metric as a change of variables (sampler/dense_metric.hpp): the
+// wrapped target's log density and gradient against the model's and finite
+// differences, the maps between coordinates, the adapted factor against the
+// regularised covariance, and NUTS, HMC and ChEES sampling a strongly
+// correlated Gaussian with it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "lockstep/sampler/chees.hpp"
+#include "lockstep/sampler/dense_metric.hpp"
+#include "lockstep/sampler/hmc.hpp"
+#include "lockstep/sampler/nuts.hpp"
+#include "sampler_helpers.hpp"
+
+using lockstep::DenseMetric;
+using sampler_tests::CorrelatedGaussian;
+
+namespace {
+
+// A random lower factor per chain with a positive diagonal, [chains, D, D].
+std::vector<double> random_factor(std::mt19937& rng, long chains, long D) {
+  std::normal_distribution<double> n(0, 0.7);
+  std::vector<double> L(chains * D * D, 0.0);
+  for (long c = 0; c < chains; ++c)
+    for (long i = 0; i < D; ++i)
+      for (long j = 0; j <= i; ++j)
+        L[c * D * D + i * D + j] = i == j ? 0.5 + std::fabs(n(rng)) : n(rng);
+  return L;
+}
+
+// A sampler's draws mapped to the model's coordinates: warmup, then n kept
+// iterations ([n, chains, dim]), and the mean leapfrog steps per iteration.
+template <class Sampler, class Settings>
+std::vector<double> dense_draws(lockstep::Target& model, Settings s, long warmup, long n,
+                                double* steps) {
+  const long C = model.chains(), D = model.dim();
+  DenseMetric metric(model);
+  std::vector<double> x0(C * D), y0(C * D);
+  for (long k = 0; k < C * D; ++k) x0[k] = std::sin(1.7 * k + 0.3);
+  metric.to_sampler(x0.data(), y0.data());
+  Sampler sampler(metric, s, y0, 3, 4);
+  sampler.use_dense_metric(metric);
+  sampler.begin_warmup(warmup);
+  for (long i = 0; i < warmup; ++i) sampler.iterate(true);
+  std::vector<double> out(n * C * D);
+  double total = 0;
+  for (long i = 0; i < n; ++i) {
+    sampler.iterate(false);
+    sampler.to_model(sampler.state().data(), out.data() + i * C * D, C);
+    for (long c = 0; c < C; ++c) total += sampler.last().n_leapfrog[c];
+  }
+  *steps = total / (n * C);
+  return out;
+}
+
+// The draws' pooled mean of coordinate i and covariance of coordinates i, j.
+double mean_of(const std::vector<double>& d, long D, long i) {
+  const long m = static_cast<long>(d.size()) / D;
+  double s = 0;
+  for (long k = 0; k < m; ++k) s += d[k * D + i];
+  return s / m;
+}
+double cov_of(const std::vector<double>& d, long D, long i, long j) {
+  const long m = static_cast<long>(d.size()) / D;
+  const double mi = mean_of(d, D, i), mj = mean_of(d, D, j);
+  double s = 0;
+  for (long k = 0; k < m; ++k) s += (d[k * D + i] - mi) * (d[k * D + j] - mj);
+  return s / (m - 1);
+}
+
+}  // namespace
+
+TEST_CASE("dense metric: the target in the metric's coordinates", "[dense_metric]") {
+  std::mt19937 rng(5);
+  for (long chains : {1L, 3L}) {
+    INFO("chains " << chains);
+    CorrelatedGaussian model(1, -1, 1.5, 0.5, 0.8, chains);
+    const long D = 2;
+    const std::vector<double> L = random_factor(rng, chains, D);
+    DenseMetric metric(model, L);
+    std::normal_distribution<double> n(0, 1);
+    std::vector<double> y(chains * D), x(chains * D), back(chains * D);
+    for (double& v : y) v = n(rng);
+    // x = L y, by hand; to_sampler() inverts it
+    metric.to_model(y.data(), x.data(), chains);
+    for (long c = 0; c < chains; ++c)
+      for (long i = 0; i < D; ++i) {
+        double s = 0;
+        for (long j = 0; j <= i; ++j) s += L[c * 4 + i * 2 + j] * y[c * D + j];
+        CHECK(x[c * D + i] == Approx(s).epsilon(1e-14));
+      }
+    metric.to_sampler(x.data(), back.data());
+    for (long k = 0; k < chains * D; ++k) CHECK(back[k] == Approx(y[k]).epsilon(1e-12));
+    // the log density is the model's at x; the gradient L' dlp/dx, against
+    // central differences in y
+    std::vector<double> lp(chains), g(chains * D), lpx(chains), gx(chains * D);
+    metric.log_density(y.data(), lp.data(), g.data());
+    model.log_density(x.data(), lpx.data(), gx.data());
+    for (long c = 0; c < chains; ++c) CHECK(lp[c] == Approx(lpx[c]).epsilon(1e-13));
+    const double h = 1e-6;
+    for (long k = 0; k < chains * D; ++k) {
+      std::vector<double> up = y, down = y, lu(chains), ld(chains);
+      up[k] += h;
+      down[k] -= h;
+      metric.log_density(up.data(), lu.data(), nullptr);
+      metric.log_density(down.data(), ld.data(), nullptr);
+      CHECK(g[k] == Approx((lu[k / D] - ld[k / D]) / (2 * h)).epsilon(1e-6).margin(1e-8));
+    }
+  }
+  // one factor for every chain; bad factors refused
+  CorrelatedGaussian model(0, 0, 1, 1, 0, 2);
+  DenseMetric pooled(model, {2, 0, 0.5, 1});
+  CHECK(pooled.factor() == std::vector<double>{2, 0, 0.5, 1, 2, 0, 0.5, 1});
+  CHECK_THROWS_AS(DenseMetric(model, {1, 0.1, 0, 1}), std::invalid_argument);  // not lower
+  CHECK_THROWS_AS(DenseMetric(model, {1, 0, 0, -1}), std::invalid_argument);   // diagonal
+  CHECK_THROWS_AS(DenseMetric(model, {1, 0, 0}), std::invalid_argument);       // size
+}
+
+TEST_CASE("dense metric: adapt() takes the regularised covariance of the window", "[dense_metric]") {
+  std::mt19937 rng(8);
+  const long D = 3, chains = 2;
+  // a 3-d model: the factor is all that matters to adapt()
+  sampler_tests::IndependentGaussian model({0, 0, 0}, {1, 1, 1}, chains);
+  for (bool pooled : {true, false}) {
+    INFO("pooled " << pooled);
+    const std::vector<double> L0 = random_factor(rng, chains, D);
+    DenseMetric metric(model, pooled ? std::vector<double>(L0.begin(), L0.begin() + 9) : L0);
+    const std::vector<double> old_factor = metric.factor();
+    // co-moments of a window (symmetric positive definite), in y
+    const long rows = pooled ? 1 : chains;
+    std::vector<double> m2(rows * D * D);
+    const double n = 40;
+    for (long r = 0; r < rows; ++r) {
+      const std::vector<double> A = random_factor(rng, 1, D);
+      for (long i = 0; i < D; ++i)
+        for (long j = 0; j < D; ++j) {
+          double s = 0;
+          for (long k = 0; k < D; ++k) s += A[i * D + k] * A[j * D + k];
+          m2[r * D * D + i * D + j] = s * (n - 1);
+        }
+    }
+    std::vector<double> y(chains * D), x_before(chains * D), x_after(chains * D);
+    std::normal_distribution<double> nd(0, 1);
+    for (double& v : y) v = nd(rng);
+    metric.to_model(y.data(), x_before.data(), chains);
+    metric.adapt(m2.data(), n, pooled, y.data());
+    // the states did not move in the model's coordinates
+    metric.to_model(y.data(), x_after.data(), chains);
+    for (long k = 0; k < chains * D; ++k) CHECK(x_after[k] == Approx(x_before[k]).epsilon(1e-12));
+    // L L' = (n / (n + 5)) S + (5 / (n + 5)) (1e-3 diag(S) + 1e-10 I),
+    // S = L0 (m2 / (n - 1)) L0'
+
+    for (long c = 0; c < chains; ++c) {
+      const double* L = metric.factor().data() + c * D * D;
+      const double* P = old_factor.data() + c * D * D;
+      const double* W = m2.data() + (pooled ? 0 : c * D * D);
+      for (long i = 0; i < D; ++i)
+        for (long j = 0; j < D; ++j) {
+          double want = 0;
+          for (long a = 0; a < D; ++a)
+            for (long b = 0; b < D; ++b) want += P[i * D + a] * W[a * D + b] / (n - 1) * P[j * D + b];
+          want = want * n / (n + 5) + (i == j ? 5 / (n + 5) * (1e-3 * want + 1e-10) : 0);
+          double got = 0;
+          for (long k = 0; k < D; ++k) got += L[i * D + k] * L[j * D + k];
+          CHECK(got == Approx(want).epsilon(1e-11));
+          if (j > i) CHECK(L[i * D + j] == 0);
+        }
+    }
+  }
+}
+
+TEST_CASE("dense metric: NUTS, HMC and ChEES sample a strongly correlated Gaussian",
+          "[dense_metric][nuts][hmc][chees]") {
+  // rho = 0.999 with scales 10 and 0.1: a diagonal metric needs long
+  // trajectories along the ridge; with the dense metric warmup learns, the
+  // posterior is close to a unit sphere in the sampler's coordinates
+  const double m1 = 3, m2 = -2, s1 = 10, s2 = 0.1, rho = 0.999;
+  const long C = sampler_tests::n_chains, D = 2, n = 1000;
+  CorrelatedGaussian model(m1, m2, s1, s2, rho, C);
+  auto check = [&](const std::vector<double>& d) {
+    const double n_eff = static_cast<double>(n * C) / 10;
+    CHECK(std::fabs(mean_of(d, D, 0) - m1) < 5 * s1 / std::sqrt(n_eff));
+    CHECK(std::fabs(mean_of(d, D, 1) - m2) < 5 * s2 / std::sqrt(n_eff));
+    const double tol = 5 * std::sqrt(2 / n_eff);
+    CHECK(std::fabs(cov_of(d, D, 0, 0) / (s1 * s1) - 1) < tol);
+    CHECK(std::fabs(cov_of(d, D, 1, 1) / (s2 * s2) - 1) < tol);
+    // the sample correlation's sd is about (1 - rho^2) / sqrt(n_eff)
+    const double r = cov_of(d, D, 0, 1) / std::sqrt(cov_of(d, D, 0, 0) * cov_of(d, D, 1, 1));
+    CHECK(std::fabs(r - rho) < 5 * (1 - rho * rho) / std::sqrt(n_eff));
+  };
+  double steps_dense = 0, steps_diag = 0;
+  SECTION("nuts") {
+    check(dense_draws<lockstep::Nuts>(model, lockstep::NutsSettings(), 1000, n, &steps_dense));
+    // the same sampler with its diagonal metric needs far longer trajectories
+    {
+      std::vector<double> init(C * D);
+      for (long k = 0; k < C * D; ++k) init[k] = std::sin(1.7 * k + 0.3);
+      lockstep::Nuts nuts(model, lockstep::NutsSettings(), init, 3, 4);
+      nuts.begin_warmup(1000);
+      for (int i = 0; i < 1000; ++i) nuts.iterate(true);
+      for (int i = 0; i < 200; ++i) {
+        nuts.iterate(false);
+        for (long c = 0; c < C; ++c) steps_diag += nuts.last().n_leapfrog[c];
+      }
+      steps_diag /= 200 * C;
+    }
+    INFO("leapfrog steps per iteration: dense " << steps_dense << ", diagonal " << steps_diag);
+    CHECK(steps_dense * 4 < steps_diag);
+    CHECK(steps_dense < 8);
+  }
+  SECTION("hmc") {
+    lockstep::HmcSettings s;
+    s.Lmin = 3;
+    s.Lmax = 6;
+    check(dense_draws<lockstep::Hmc>(model, s, 1000, n, &steps_dense));
+  }
+  SECTION("chees") {
+    check(dense_draws<lockstep::Chees>(model, lockstep::CheesSettings(), 1000, n, &steps_dense));
+  }
+}
+
+TEST_CASE("dense metric: refused where it cannot work", "[dense_metric]") {
+  CorrelatedGaussian model(0, 0, 1, 1, 0.5, 2), other(0, 0, 1, 1, 0.5, 2);
+  DenseMetric metric(model);
+  lockstep::Nuts on_model(model, lockstep::NutsSettings(), std::vector<double>(4, 0.1), 1, 2);
+  // the sampler's target must be the metric
+  CHECK_THROWS_AS(on_model.use_dense_metric(metric), std::invalid_argument);
+  lockstep::Nuts on_metric(metric, lockstep::NutsSettings(), std::vector<double>(4, 0.1), 1, 2);
+  CHECK_NOTHROW(on_metric.use_dense_metric(metric));
+  CHECK(on_metric.dense_metric() == &metric);
+  CHECK(on_metric.diag_sd() == std::vector<double>(4, 1.0));
+}
