@@ -4,7 +4,7 @@
 #   Rscript bench/posteriordb.R [--posteriors fast|all|name,name,...]
 #                               [--warmup 1000] [--samples 1000] [--chains 4]
 #                               [--cores 2] [--threads default,1] [--seed 1]
-#                               [--rstan yes|no]
+#                               [--rstan yes|no] [--metric diagonal|dense]
 #   Rscript bench/posteriordb.R --compile-only yes   # compile (and cache) the Stan programs
 #
 # Run from the repository root, with an installed lockstep (R_LIBS may point at a
@@ -20,7 +20,9 @@
 # iterations on the same data: lockstep's mcmc() with its defaults (nuts(), all
 # chains in one engine; by default once with cpu_only()'s threads, one per core,
 # and once with one thread, --threads), rstan's sampling() with `cores` parallel
-# chains and its defaults (NUTS, diag_e, adapt delta 0.8, max tree depth 10). "seconds" is the wall time of the mcmc() /
+# chains and its defaults (NUTS, diag_e, adapt delta 0.8, max tree depth 10).
+# With --metric dense, both use a dense metric instead: nuts(metric = "dense")
+# and rstan's control = list(metric = "dense_e"). "seconds" is the wall time of the mcmc() /
 # sampling() call, warmup included (model building and rstan's compilation are
 # not; rstan's includes starting its worker processes). ESS is the bulk ESS of
 # rstan::monitor() (Vehtari et al. 2021, rank-normalised), the same estimator on
@@ -31,7 +33,8 @@
 
 args <- commandArgs(trailingOnly = TRUE)
 opt <- list(posteriors = "fast", warmup = "1000", samples = "1000", chains = "4", cores = "2",
-            threads = "default,1", seed = "1", rstan = "yes", compile_only = "no")
+            threads = "default,1", seed = "1", rstan = "yes", compile_only = "no",
+            metric = "diagonal")
 i <- 1
 while (i <= length(args)) {
   key <- gsub("-", "_", sub("^--", "", args[i]))
@@ -45,6 +48,7 @@ chains <- as.integer(opt$chains)
 cores <- as.integer(opt$cores)
 seed <- as.integer(opt$seed)
 use_rstan <- identical(opt$rstan, "yes")
+if (!opt$metric %in% c("diagonal", "dense")) stop("--metric must be diagonal or dense")
 threads <- strsplit(opt$threads, ",")[[1]]  # lockstep's thread counts; "default": cpu_only()'s
 
 suppressPackageStartupMessages(library(lockstep))
@@ -250,7 +254,8 @@ run_lockstep <- function(posterior, d, names, threads) {
   set.seed(seed)
   # warnings of divergences and tree depth: counted from the sampler's diagnostics below
   t <- system.time(draws <- suppressWarnings(
-    lockstep::mcmc(m, n_samples = n_samples, warmup = warmup, chains = chains, verbose = FALSE,
+    lockstep::mcmc(m, sampler = lockstep::nuts(metric = opt$metric), n_samples = n_samples,
+                   warmup = warmup, chains = chains, verbose = FALSE,
                    compute_options = options)))[["elapsed"]]
   mats <- lapply(draws, as.matrix)
   lockstep_names <- defs$posteriordb_vector_names(names)
@@ -270,7 +275,8 @@ run_rstan <- function(posterior, d, names) {
   data <- posteriors[[posterior]]$data(posterior, d)
   t <- system.time(fit <- suppressWarnings(rstan::sampling(
     prog$model, data = data, chains = chains, iter = warmup + n_samples, warmup = warmup,
-    cores = cores, seed = seed, refresh = 0, open_progress = FALSE)))[["elapsed"]]
+    cores = cores, seed = seed, refresh = 0, open_progress = FALSE,
+    control = list(metric = if (opt$metric == "dense") "dense_e" else "diag_e"))))[["elapsed"]]
   arr <- as.array(fit)  # iterations x chains x parameters, warmup excluded
   mats <- lapply(seq_len(dim(arr)[2]), function(k) {
     matrix(arr[, k, names], ncol = length(names), dimnames = list(NULL, names))
