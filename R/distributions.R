@@ -266,6 +266,7 @@ f <- function(df1, df2, dim = NULL, truncation = c(0, Inf)) {
 #' @export
 poisson <- function(lambda, dim = NULL) {
   if (missing(lambda) && is.null(dim)) return(stats::poisson())  # glm()'s family, see below
+  if (is.character(lambda)) family_misuse("poisson")
   if (is_operation(lambda, "exp")) {
     # the representation: the family on the log scale, of exp's input
     return(new_distribution("poisson_log", list(lambda = link_input(lambda)), dim,
@@ -276,6 +277,16 @@ poisson <- function(lambda, dim = NULL) {
                    nonnegative = "lambda", support = c(0, Inf), discrete = TRUE)
 }
 
+# binomial("logit") or poisson("log"): stats' family function called with a
+# link, as in glm(family = binomial("logit")), reaching lockstep's mask; the
+# error says so, as greta's does.
+family_misuse <- function(name) {
+  stop("it looks like lockstep's ", name, "() was used as the family of a model fitted by ",
+       "another function (a link name was given); for that, use `family = stats::", name,
+       "`, e.g. stats::", name, "(\"", if (name == "binomial") "logit" else "log", "\")",
+       call. = FALSE)
+}
+
 #' @rdname distributions
 #' @export
 binomial <- function(size, prob, dim = NULL) {
@@ -283,6 +294,7 @@ binomial <- function(size, prob, dim = NULL) {
   # (as greta's do); glm(y ~ x, family = binomial) calls family() with no
   # arguments, which therefore still gives stats::binomial().
   if (missing(size) && missing(prob) && is.null(dim)) return(stats::binomial())
+  if (!missing(size) && is.character(size)) family_misuse("binomial")
   link <- probability_link(prob)
   if (!is.null(link)) {
     return(new_distribution(paste0("binomial_", link), list(size = size, prob = link_input(prob)),
@@ -300,6 +312,7 @@ negative_binomial <- function(size, prob, dim = NULL) {
   # (as greta's do); glm(y ~ x, family = binomial) calls family() with no
   # arguments, which therefore still gives stats::binomial().
   if (missing(size) && missing(prob) && is.null(dim)) return(stats::binomial())
+  if (!missing(size) && is.character(size)) family_misuse("binomial")
   new_distribution("negative_binomial", list(size = size, prob = prob), dim, c(-Inf, Inf),
                    positive = "size", unit = "prob", support = c(0, Inf), discrete = TRUE)
 }

@@ -90,8 +90,8 @@ as.greta_array <- function(x, arg = "x") {
 #' Greta arrays behave like R arrays of unknown values. `print()` shows a
 #' data greta array's values and `?` for values that are not known until the
 #' model is sampled (greta's format), the first `n` rows of a longer array
-#' with a count of the values left out; `summary()` gives its type and
-#' dimensions; `dim()`, `length()`, `head()`, `tail()` and `str()` work as for
+#' with a count of the values left out; `summary()` gives its type, size
+#' and distribution and, for data, a summary of its values (greta's format); `dim()`, `length()`, `head()`, `tail()` and `str()` work as for
 #' R arrays; `as.matrix()` keeps a matrix and makes any other greta array a
 #' column of its elements, as [base::as.matrix()] does.
 #'
@@ -99,8 +99,9 @@ as.greta_array <- function(x, arg = "x") {
 #' @param n the most values `print()` shows (as greta: the first `n` rows of
 #'   an array with more than `n` values)
 #' @param ... ignored
-#' @return `print()` and `summary()`: `x`, invisibly; `as.matrix()`: a greta
-#'   array with two dimensions
+#' @return `print()`: `x`, invisibly; `summary()`: an object of class
+#'   `summary.greta_array`, which prints; `as.matrix()`: a greta array with
+#'   two dimensions
 #' @examples
 #' x <- as_data(matrix(1:20, ncol = 1))
 #' print(x, n = 5)
@@ -152,11 +153,26 @@ print.greta_array <- function(x, n = 10, ...) {
 #' @export
 summary.greta_array <- function(object, ...) {
   node <- get_node(object)
-  cat(sprintf("'%s' greta array of dimension %s\n", node$type,
-              paste(node$dim, collapse = " x ")))
-  invisible(object)
+  type <- if (!is.null(node$constraint)) "variable" else node$type
+  dist <- node$distribution
+  family <- if (!is.null(dist)) {
+    if (!is.null(dist$label)) dist$label else dist$family
+  }
+  values <- if (identical(node$type, "data")) summary(array(node$value, dim = node$dim))
+  structure(list(type = type, length = prod(node$dim), dim = node$dim, distribution = family,
+                 values = values), class = "summary.greta_array")
 }
 
+#' @export
+print.summary.greta_array <- function(x, ...) {
+  n <- x$length
+  cat(sprintf("'%s' greta array with %d element%s%s%s\n\n", x$type, n, if (n == 1) "" else "s",
+              if (n == 1) "" else paste0(" (", paste(x$dim, collapse = "x"), ")"),
+              if (is.null(x$distribution)) "" else
+                paste0(" following a ", x$distribution, " distribution")))
+  if (is.null(x$values)) cat("  (values currently unknown)\n") else print(x$values)
+  invisible(x)
+}
 #' Extract parts of a greta array
 #'
 #' Indexing works as for R arrays: `x[i]` gives a column vector, `x[i, j]` a

@@ -2,7 +2,7 @@
 # engine computes. Elementwise operators accept operands of equal dimensions,
 # or a scalar with anything (greta's broadcasting).
 
-#' Arithmetic operators for greta arrays
+#' Arithmetic, comparison and logical operators for greta arrays
 #'
 #' `+`, `-`, `*`, `/`, `^`, `%%` and `%/%` work elementwise on greta arrays
 #' and R numbers, with a scalar broadcast against an array of any dimension;
@@ -21,6 +21,13 @@
 #'   of `x - y * floor(x / y)` between its steps). `x %/% y` is a step function
 #'   and has gradient 0 with respect to both.
 #'
+#' The comparisons `>`, `<`, `>=`, `<=`, `==` and `!=` and the logical
+#' operators `!`, `&` and `|` work elementwise too, as greta's do: the result
+#' is a greta array of 1 where the condition holds and 0 where it does not
+#' (`!x`, `x & y` and `x | y` treat nonzero values as true). On data they are
+#' computed at once, as R computes them; of parameters they are step
+#' functions, with gradient 0.
+#'
 #' lockstep masks [base::atan2()] with a function that calls base R for R
 #' values.
 #'
@@ -34,6 +41,10 @@
 #' a ^ 2 + b ^ a
 #' b %% 2
 #' atan2(a, b)
+#' # comparisons and logical operators: 1 where true, 0 where false
+#' b > 1.5
+#' (b > 1) & (b < 3)
+#' a >= b
 #' X <- as_data(matrix(1:6, 3, 2))
 #' beta <- variable(dim = 2)
 #' X %*% beta
@@ -45,9 +56,12 @@ NULL
 Ops.greta_array <- function(e1, e2) {
   ops <- c("+" = "add", "-" = "sub", "*" = "mul", "/" = "div", "^" = "pow", "%%" = "mod",
            "%/%" = "idiv")
+  if (.Generic %in% c(">", "<", ">=", "<=", "==", "!=", "!", "&", "|")) {
+    return(compare_or_combine(.Generic, e1, if (!missing(e2)) e2))
+  }
   if (!.Generic %in% names(ops)) {
-    stop("the operator `", .Generic, "` is not supported for greta arrays yet (supported: ",
-         paste(names(ops), collapse = ", "), ")", call. = FALSE)
+    stop("the operator `", .Generic, "` is not supported for greta arrays (supported: ",
+         paste(c(names(ops), "comparisons", "!, & and |"), collapse = ", "), ")", call. = FALSE)
   }
   if (missing(e2)) {
     if (.Generic == "+") return(e1)
@@ -55,6 +69,42 @@ Ops.greta_array <- function(e1, e2) {
     stop("the operator `", .Generic, "` needs two operands", call. = FALSE)
   }
   elementwise_binary(ops[[.Generic]], e1, e2, .Generic)
+}
+
+# A comparison or logical operator, elementwise with greta's broadcasting:
+# 1 where it holds and 0 where not, as greta gives (R's TRUE and FALSE as
+# numbers). On data alone R computes it; otherwise it is made of sign() and
+# abs() (a step function: its gradient is 0, as greta's is): with s = sign(a -
+# b), a > b is (s + |s|) / 2, a == b is 1 - |s|; a nonzero x is |sign(x)|.
+compare_or_combine <- function(op, e1, e2 = NULL) {
+  a <- as.greta_array(e1, "e1")
+  b <- if (!is.null(e2)) as.greta_array(e2, "e2")
+  dim <- if (is.null(b)) dim(a) else broadcast_dim(dim(a), dim(b), op)
+  data_value <- function(x) {
+    node <- get_node(x)
+    if (identical(node$type, "data")) as.numeric(node$value)
+  }
+  va <- data_value(a)
+  vb <- if (!is.null(b)) data_value(b)
+  if (!is.null(va) && (is.null(b) || !is.null(vb))) {
+    f <- get(op, envir = baseenv())
+    value <- if (is.null(b)) f(va) else f(va, vb)
+    return(as_data(array(as.numeric(value), dim = dim)))
+  }
+  nonzero <- function(x) abs(sign(x))
+  above <- function(x, y) {
+    s <- sign(x - y)
+    (s + abs(s)) / 2
+  }
+  switch(op,
+         ">" = above(a, b), "<" = above(b, a), ">=" = 1 - above(b, a), "<=" = 1 - above(a, b),
+         "==" = 1 - nonzero(a - b), "!=" = nonzero(a - b), "!" = 1 - nonzero(a),
+         "&" = nonzero(a) * nonzero(b),
+         "|" = {
+           na <- nonzero(a)
+           nb <- nonzero(b)
+           na + nb - na * nb
+         })
 }
 
 elementwise_unary <- function(op, x) {

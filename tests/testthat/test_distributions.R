@@ -613,4 +613,9 @@ test_that("binomial and poisson still work as glm() families when called without
   counts <- rpois(50, exp(0.3 * x))
   expect_equal(coef(glm(counts ~ x, family = poisson)),
                coef(glm(counts ~ x, family = stats::poisson)))
+  # with a link, as glm(family = binomial("probit")) would call them, they say
+  # what happened (greta's check_in_family())
+  expect_error(glm(y ~ x, family = binomial("probit")),
+               "lockstep's binomial\\(\\) was used as the family .* `family = stats::binomial`")
+  expect_error(poisson("log"), "lockstep's poisson\\(\\) was used as the family")
 })

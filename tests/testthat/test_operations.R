@@ -259,7 +259,14 @@ test_that("dim, length, print and summary of greta arrays", {
   expect_output(print(a * 2), "greta array \\(operation\\)")
   expect_output(print(x), "greta array \\(data\\)")
   expect_output(print(x), "2\\.5")
-  expect_output(summary(a), "'variable' greta array of dimension 2 x 3")
+  # summary(): greta's format
+  expect_output(print(summary(a)), "'variable' greta array with 6 elements \\(2x3\\)")
+  expect_output(print(summary(a)), "\\(values currently unknown\\)")
+  expect_output(print(summary(normal(0, 1))), "^'variable' greta array with 1 element following a normal distribution")
+  expect_output(print(summary(a * 2)), "'operation' greta array with 6 elements")
+  expect_output(print(summary(x)), "'data' greta array")
+  expect_output(print(summary(as_data(matrix(1:9, 3)))), "Min\\. *:1")
+  expect_s3_class(summary(a), "summary.greta_array")
 })
 
 test_that("print(n =) shows the first n rows, as greta does; as.matrix(); distribution()", {
@@ -309,10 +316,49 @@ test_that("elementwise operations of incompatible dimensions are refused", {
   expect_error(variable(dim = c(2, 3)) %*% variable(dim = c(2, 3)), "non-conformable")
 })
 
+test_that("comparison and logical operators give 1 and 0, as greta's do, with gradient 0", {
+  set.seed(31)
+  # of parameters (and R numbers): against R's logical results, and the
+  # gradient through them (0) against finite differences
+  check_operation(function(a, b) a > b, list(a = vec(5), b = vec(5)))
+  check_operation(function(a, b) a < b, list(a = mat(2, 3), b = 0.1))
+  check_operation(function(a, b) a >= b, list(a = 0.2, b = vec(4)))
+  check_operation(function(a, b) a <= b, list(a = vec(4), b = vec(4)))
+  check_operation(function(a, b) (a > 0) * b + (a <= 0) * b^2, list(a = vec(6), b = vec(6)))
+  check_operation(function(a) a != 0.3, list(a = vec(3)))
+  check_operation(function(a, b) (a > 0) & (b > 0), list(a = vec(6), b = vec(6)))
+  check_operation(function(a, b) (a > 0) | (b > 0), list(a = vec(6), b = vec(6)))
+  check_operation(function(a) !(a > 0), list(a = vec(6)))
+  # ties and nonzero values, where random values would never land
+  x <- variable(dim = 4)
+  vals <- c(-1, 0, 0.5, 2)
+  for (op in c(">", "<", ">=", "<=", "==", "!=")) {
+    f <- get(op, envir = baseenv())
+    got <- calculate(f(x, 0.5), values = list(x = vals))[[1]]
+    expect_equal(as.numeric(got), as.numeric(f(vals, 0.5)), label = op)
+  }
+  expect_equal(as.numeric(calculate(!x, values = list(x = vals))[[1]]), as.numeric(!vals))
+  expect_equal(as.numeric(calculate(x & x[4:1], values = list(x = vals))[[1]]),
+               as.numeric(vals & rev(vals)))
+  expect_equal(as.numeric(calculate(x | 0, values = list(x = vals))[[1]]), as.numeric(vals | 0))
+  # on data: computed at once, a data greta array
+  d <- as_data(matrix(c(1, 5, 3, 0), 2))
+  for (op in c(">", "<", ">=", "<=", "==", "!=", "&", "|")) {
+    f <- get(op, envir = baseenv())
+    got <- f(d, 3)
+    expect_true(is.greta_array(got))
+    expect_equal(dim(got), c(2L, 2L))
+    expect_equal(lockstep:::get_node(got)$type, "data")
+    expect_equal(as.numeric(calculate(got)[[1]]), as.numeric(f(matrix(c(1, 5, 3, 0), 2), 3)),
+                 label = op)
+  }
+  expect_equal(as.numeric(calculate(!d)[[1]]), c(0, 0, 0, 1))
+  expect_equal(as.numeric(calculate(3 > d)[[1]]), c(1, 0, 0, 1))
+  expect_error(variable(dim = 2) > variable(dim = 3), "cannot > greta arrays of incompatible dimensions")
+})
+
 test_that("unsupported operations say so", {
   a <- variable(dim = 2)
-  expect_error(a > 1, "not supported")
-  expect_error(a == 1, "`==` is not supported for greta arrays yet \\(supported: \\+, -, \\*, /, \\^, %%, %/%\\)")
   expect_error(signif(a), "`signif\\(\\)` is not supported for greta arrays \\(supported: abs, sign")
   expect_error(cummax(a), "not supported.*trigamma.*log1pe")
   expect_error(any(a), "`any\\(\\)` is not supported.*max, min, prod")
