@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
 
 namespace lockstep {
 
@@ -26,6 +27,11 @@ bool cholesky_lower(double* a, long n) {
 
 DenseMetric::DenseMetric(Target& model, const std::vector<double>& factor)
     : model_(model), C_(model.chains()), D_(model.dim()) {
+  if (D_ > max_dense_dim)
+    throw std::invalid_argument(
+        "a dense metric is for models with at most " + std::to_string(max_dense_dim) +
+        " free parameters (it keeps chains x " + std::to_string(D_) + "^2 values and costs as "
+        "many per gradient); this one has " + std::to_string(D_) + ": use the diagonal metric");
   const long DD = D_ * D_;
   L_.assign(C_ * DD, 0.0);
   if (factor.empty()) {

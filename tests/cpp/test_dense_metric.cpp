@@ -118,6 +118,10 @@ TEST_CASE("dense metric: the target in the metric's coordinates", "[dense_metric
   CHECK_THROWS_AS(DenseMetric(model, {1, 0.1, 0, 1}), std::invalid_argument);  // not lower
   CHECK_THROWS_AS(DenseMetric(model, {1, 0, 0, -1}), std::invalid_argument);   // diagonal
   CHECK_THROWS_AS(DenseMetric(model, {1, 0, 0}), std::invalid_argument);       // size
+  // too many parameters for a dense factor: refused before anything is allocated
+  sampler_tests::IndependentGaussian big(std::vector<double>(lockstep::max_dense_dim + 1, 0.0),
+                                         std::vector<double>(lockstep::max_dense_dim + 1, 1.0), 2);
+  CHECK_THROWS_WITH(DenseMetric(big), Catch::Contains("at most 2000 free parameters"));
 }
 
 TEST_CASE("dense metric: adapt() takes the regularised covariance of the window", "[dense_metric]") {

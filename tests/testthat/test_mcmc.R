@@ -732,5 +732,9 @@ test_that("metric = \"dense\" learns the posterior's covariance: short trajector
   two <- run(nuts(metric = "dense"), threads = 2)
   expect_equal(attr(attr(two, "model_info")$run$handle, "chain_groups"), 1)
   expect_error(nuts(metric = "full"), "`metric` must be \"diagonal\" or \"dense\"")
+  big <- normal(0, 1, dim = 2001)
+  expect_error(mcmc(model(big), sampler = nuts(metric = "dense"), n_samples = 1, warmup = 1,
+                    chains = 1, verbose = FALSE),
+               "a dense metric is for models with at most 2000 free parameters")
   expect_error(hmc(metric = "dense", diag_sd = 2), "`diag_sd` cannot be set with metric = \"dense\"")
 })

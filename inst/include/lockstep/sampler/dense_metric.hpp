@@ -25,6 +25,10 @@
 
 namespace lockstep {
 
+// The most free parameters a dense metric takes: its factor is chains x D^2
+// values and each gradient costs as many multiply-adds.
+constexpr long max_dense_dim = 2000;
+
 class DenseMetric final : public Target {
  public:
   // model: the model's target; factor: empty (the identity), one dim x dim
