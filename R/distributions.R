@@ -312,7 +312,6 @@ negative_binomial <- function(size, prob, dim = NULL) {
   # (as greta's do); glm(y ~ x, family = binomial) calls family() with no
   # arguments, which therefore still gives stats::binomial().
   if (missing(size) && missing(prob) && is.null(dim)) return(stats::binomial())
-  if (!missing(size) && is.character(size)) family_misuse("binomial")
   new_distribution("negative_binomial", list(size = size, prob = prob), dim, c(-Inf, Inf),
                    positive = "size", unit = "prob", support = c(0, Inf), discrete = TRUE)
 }

@@ -91,8 +91,8 @@ as.greta_array <- function(x, arg = "x") {
 #' data greta array's values and `?` for values that are not known until the
 #' model is sampled (greta's format), the first `n` rows of a longer array
 #' with a count of the values left out; `summary()` gives its type, size
-#' and distribution and, for data, a summary of its values (greta's format); `dim()`, `length()`, `head()`, `tail()` and `str()` work as for
-#' R arrays; `as.matrix()` keeps a matrix and makes any other greta array a
+#' and distribution and, for data, a summary of its values (greta's format);
+#' `dim()`, `length()`, `head()`, `tail()` and `str()` work as for R arrays; `as.matrix()` keeps a matrix and makes any other greta array a
 #' column of its elements, as [base::as.matrix()] does.
 #'
 #' @param x,object a greta array
@@ -131,11 +131,7 @@ print.greta_array <- function(x, n = 10, ...) {
     stop("`n` of print() must be a positive number of values to show", call. = FALSE)
   }
   node <- get_node(x)
-  type <- switch(node$type, operation = "operation", data = "data", variable = "variable",
-                 distribution = "distribution")
-  # a constrained variable (R/constrained.R) is computed from a free one
-  if (!is.null(node$constraint)) type <- "variable"
-  cat("greta array (", type, ")\n\n", sep = "")
+  cat("greta array (", greta_array_type(node), ")\n\n", sep = "")
   values <- if (node$type == "data") array(node$value, dim = node$dim) else
     array("?", dim = node$dim)
   # as greta does: the first n rows of a longer array, and how many values
@@ -149,11 +145,17 @@ print.greta_array <- function(x, n = 10, ...) {
   invisible(x)
 }
 
+# The type print() and summary() name: the node's, except that a constrained
+# variable (R/constrained.R), computed from a free one, is a variable.
+greta_array_type <- function(node) {
+  if (!is.null(node$constraint)) "variable" else node$type
+}
+
 #' @rdname greta_array_methods
 #' @export
 summary.greta_array <- function(object, ...) {
   node <- get_node(object)
-  type <- if (!is.null(node$constraint)) "variable" else node$type
+  type <- greta_array_type(node)
   dist <- node$distribution
   family <- if (!is.null(dist)) {
     if (!is.null(dist$label)) dist$label else dist$family
@@ -173,6 +175,7 @@ print.summary.greta_array <- function(x, ...) {
   if (is.null(x$values)) cat("  (values currently unknown)\n") else print(x$values)
   invisible(x)
 }
+
 #' Extract parts of a greta array
 #'
 #' Indexing works as for R arrays: `x[i]` gives a column vector, `x[i, j]` a

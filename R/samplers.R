@@ -34,7 +34,9 @@
 #' @param metric the metric (inverse mass matrix) that warmup learns:
 #'   `"diagonal"` (the default, Stan's `diag_e`), the variances of the free
 #'   parameters; or `"dense"` (Stan's `dense_e`), their whole covariance, in
-#'   the same windows and with the same regularisation as Stan. A dense metric
+#'   the same windows as Stan, regularised as Stan does but in proportion to
+#'   each variance (so that a parameter with a small posterior scale keeps its
+#'   correlations). A dense metric
 #'   suits a small model whose parameters are strongly correlated (a
 #'   regression on an uncentred predictor): the sampler works in coordinates
 #'   where the posterior is close to round, with far shorter trajectories. It
@@ -199,27 +201,25 @@ check_step_size <- function(epsilon, diag_sd) {
   invisible(NULL)
 }
 
-# "pooled" (the default, also when the argument is left as its choices) or
-# "per_chain"; an error names the argument and its choices otherwise
-# (match.arg's names neither).
-check_adapt_metric <- function(adapt_metric) {
-  choices <- c("pooled", "per_chain")
-  if (identical(adapt_metric, choices)) return("pooled")
-  if (!is.character(adapt_metric) || length(adapt_metric) != 1 || is.na(adapt_metric) ||
-      !adapt_metric %in% choices) {
-    stop("`adapt_metric` must be \"pooled\" or \"per_chain\"", call. = FALSE)
+# One of `choices` (the first, the default, also when the argument is left as
+# all its choices, as match.arg() has it); an error names the argument and its
+# choices otherwise (match.arg's names neither).
+check_choice <- function(x, choices, arg) {
+  if (identical(x, choices)) return(choices[1])
+  if (!is.character(x) || length(x) != 1 || is.na(x) || !x %in% choices) {
+    stop("`", arg, "` must be ", paste0("\"", choices, "\"", collapse = " or "), call. = FALSE)
   }
-  adapt_metric
+  x
 }
 
-# "diagonal" (the default, also when left as its choices) or "dense"; a
-# dense metric is learnt whole in warmup, so it takes no diag_sd.
+check_adapt_metric <- function(adapt_metric) {
+  check_choice(adapt_metric, c("pooled", "per_chain"), "adapt_metric")
+}
+
+# "diagonal" or "dense"; a dense metric is learnt whole in warmup, so it takes
+# no diag_sd.
 check_metric <- function(metric, diag_sd) {
-  choices <- c("diagonal", "dense")
-  if (identical(metric, choices)) return("diagonal")
-  if (!is.character(metric) || length(metric) != 1 || is.na(metric) || !metric %in% choices) {
-    stop("`metric` must be \"diagonal\" or \"dense\"", call. = FALSE)
-  }
+  metric <- check_choice(metric, c("diagonal", "dense"), "metric")
   if (metric == "dense" && !all(diag_sd == 1)) {
     stop("`diag_sd` cannot be set with metric = \"dense\": warmup learns the whole metric",
          call. = FALSE)

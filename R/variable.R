@@ -56,19 +56,19 @@ variable <- function(lower = -Inf, upper = Inf, dim = NULL) {
 # several values (both alike if both have several).
 bounds_dim <- function(lower, upper, dim) {
   shape <- function(b) if (is.null(dim(b))) c(length(b), 1L) else as.integer(dim(b))
-  several <- Filter(function(b) length(b[[1]]) > 1L, list(lower = list(lower), upper = list(upper)))
+  several <- Filter(function(b) length(b) > 1L, list(lower = lower, upper = upper))
   if (!is.null(dim)) {
     dim <- check_dim(dim)
     for (arg in names(several)) {
-      if (length(several[[arg]][[1]]) != prod(dim)) {
-        stop("`", arg, "` has ", length(several[[arg]][[1]]), " values, but `dim` (",
+      if (length(several[[arg]]) != prod(dim)) {
+        stop("`", arg, "` has ", length(several[[arg]]), " values, but `dim` (",
              paste(dim, collapse = " x "), ") has ", prod(dim), " elements: give one bound, ",
              "or one per element", call. = FALSE)
       }
     }
     return(dim)
   }
-  shapes <- lapply(several, function(b) shape(b[[1]]))
+  shapes <- lapply(several, shape)
   if (length(shapes) == 2L && !identical(shapes$lower, shapes$upper)) {
     stop("`lower` and `upper` have incompatible dimensions: ",
          paste(shapes$lower, collapse = " x "), " and ", paste(shapes$upper, collapse = " x "),

@@ -110,7 +110,8 @@ void LeapfrogSampler::to_model(const double* y, double* x, long rows) const {
 }
 
 // Welford's update of the window's means and co-moments by every chain's
-// state (pooled: all chains into one; per chain: each into its own).
+// state (pooled: all chains into one; per chain: each into its own), with
+// window_n_ draws already in the window (per row).
 void LeapfrogSampler::dense_window_update() {
   const long D = D_;
   std::vector<double> delta(D);
@@ -127,7 +128,6 @@ void LeapfrogSampler::dense_window_update() {
     for (long i = 0; i < D; ++i)
       for (long j = 0; j < D; ++j) m2[i * D + j] += delta[i] * (y[j] - mean[j]);
   }
-  window_n_ += per_chain_metric_ ? 1 : C_;
 }
 
 void LeapfrogSampler::state_to_host() { vectors().download(x_.data(), x_v_); }
@@ -362,47 +362,45 @@ void LeapfrogSampler::adapt() {
   if (adapt_step_size_) epsilon_ = dual_.update(mean_accept);
 
   // Add the chains' states to the current variance window (Welford, in the
-  // vectors: on a GPU, where the state is): pooled, every chain's state in
-  // turn into one [dim] window; per chain, each chain's into its own row.
+  // vectors: on a GPU, where the state is; a dense metric's co-moments on the
+  // host): pooled, every chain's state in turn into one window; per chain,
+  // each chain's into its own row. At a window's end, the metric changes and
+  // the step size search starts again.
   const bool in_window = next_window_ < schedule_.window_ends.size() &&
                          warmup_done_ > schedule_.first_window_start;
-  if (in_window && dense_) {
-    dense_window_update();
-    if (warmup_done_ == schedule_.window_ends[next_window_]) {
-      // the new metric, the states in its coordinates, their log densities
-      // and gradients there
-      dense_->adapt(dense_m2_.data(), static_cast<double>(window_n_), !per_chain_metric_,
-                    x_.data());
-      target_.log_density(x_.data(), lp_.data(), grad_.data());
-      state_changed_on_host();
-      ++next_window_;
-      window_n_ = 0;
-      std::fill(dense_mean_.begin(), dense_mean_.end(), 0.0);
-      std::fill(dense_m2_.begin(), dense_m2_.end(), 0.0);
-      epsilon_ = restart_epsilon_ = find_reasonable_epsilon();
-      dual_.restart(epsilon_);
-    }
-  } else if (in_window) {
-    ChainVectors& v = vectors();
-    sync_vectors();
-    if (per_chain_metric_) {
-      v.window_update(window_mean_v_, window_m2_v_, x_v_, static_cast<double>(window_n_), false);
-      ++window_n_;
+  if (in_window) {
+    if (dense_) {
+      dense_window_update();
     } else {
-      v.window_update(window_mean_v_, window_m2_v_, x_v_, static_cast<double>(window_n_), true);
-      window_n_ += C_;
+      ChainVectors& v = vectors();
+      sync_vectors();
+      v.window_update(window_mean_v_, window_m2_v_, x_v_, static_cast<double>(window_n_),
+                      !per_chain_metric_);
     }
+    window_n_ += per_chain_metric_ ? 1 : C_;
     if (warmup_done_ == schedule_.window_ends[next_window_]) {
-      v.metric_from_window(sd_v_, m_v_, window_m2_v_, static_cast<double>(window_n_),
-                           !per_chain_metric_);
-      v.download(sd_.data(), sd_v_);
-      ++metric_version_;
-      metric_in_vectors_ = metric_version_;
+      if (dense_) {
+        // the new metric, the states in its coordinates, their log densities
+        // and gradients there
+        dense_->adapt(dense_m2_.data(), static_cast<double>(window_n_), !per_chain_metric_,
+                      x_.data());
+        target_.log_density(x_.data(), lp_.data(), grad_.data());
+        state_changed_on_host();
+        std::fill(dense_mean_.begin(), dense_mean_.end(), 0.0);
+        std::fill(dense_m2_.begin(), dense_m2_.end(), 0.0);
+      } else {
+        ChainVectors& v = vectors();
+        v.metric_from_window(sd_v_, m_v_, window_m2_v_, static_cast<double>(window_n_),
+                             !per_chain_metric_);
+        v.download(sd_.data(), sd_v_);
+        ++metric_version_;
+        metric_in_vectors_ = metric_version_;
+        const ChainMask all = ChainMask::all(C_);
+        v.fill(window_mean_v_, 0.0, all);
+        v.fill(window_m2_v_, 0.0, all);
+      }
       ++next_window_;
       window_n_ = 0;
-      const ChainMask all = ChainMask::all(C_);
-      v.fill(window_mean_v_, 0.0, all);
-      v.fill(window_m2_v_, 0.0, all);
       epsilon_ = restart_epsilon_ = find_reasonable_epsilon();
       dual_.restart(epsilon_);
     }
