@@ -58,19 +58,36 @@
 #'   thread, each group building its own chains' trees on its own thread, so
 #'   that a chain waits only for the others of its group; the draws are the
 #'   same as on one thread. `hmc()` does the same there (each group draws the
-#'   same number of steps each iteration, so again the draws do not change). Warmup tunes the step size by dual averaging on the acceptance
+#'   same number of steps each iteration, so again the draws do not change).
+#'   Warmup tunes the step size by dual averaging on the acceptance
 #'   statistic of all chains (`nuts()`: their harmonic mean; `hmc()`: their
-#'   mean), and `diag_sd` in Stan's
-#'   windows, from the pooled draws of all chains or each chain's own
-#'   (`adapt_metric`).
+#'   mean), and `diag_sd` in Stan's windows, from the pooled draws of the
+#'   chains or each chain's own (`adapt_metric`).
+#'
+#'   Pooled warmup leaves out a chain that lags far behind the others: one
+#'   whose log density is more than \eqn{10 + 5 \sqrt{d / 2}}{10 + 5 sqrt(d / 2)}
+#'   below the chains' median (d free parameters: five standard deviations
+#'   of a Gaussian's log density, and ten more), such as a chain still on its
+#'   way in from initial values far out in the tails. Its draws would
+#'   otherwise stretch the pooled metric to its own scales, and every chain
+#'   would then barely move. It still counts in the step size, so that the
+#'   step size lets it come in. Stan does not meet this: each of its chains
+#'   adapts alone.
 #'
 #'   `chees()` is ChEES-HMC (Hoffman, Radul and Sountsov 2021), made for
 #'   many chains in lockstep: every chain takes the same, jittered number of
 #'   leapfrog steps, so none waits for another. Warmup learns the trajectory
-#'   length from all chains by maximising the ChEES criterion (the expected
-#'   change in the chains' squared distance from their mean) with Adam, and
-#'   the step size by dual averaging on the harmonic mean of the chains'
-#'   acceptance probabilities (target 0.651).
+#'   length from the chains by maximising the ChEES criterion (the expected
+#'   change in the chains' squared distance from their mean) with Adam,
+#'   starting again after each new metric, and the step size by dual
+#'   averaging on the harmonic mean of the chains' acceptance probabilities
+#'   (target 0.651). The first phase of warmup (Stan's initial buffer, 75
+#'   iterations of 1000), and later warmup iterations while a chain lags as
+#'   above (up to half of warmup), make NUTS transitions instead: chains
+#'   coming in from far-apart initial values need trajectories of very
+#'   different lengths, which NUTS finds for each, where one shared length
+#'   can leave a chain out in the tails for good. So `chees()` needs the
+#'   memory of `nuts()` too.
 #'
 #'   `rwmh()` is random-walk Metropolis: each chain proposes a step of
 #'   `epsilon * diag_sd` times normal (or uniform) noise and accepts it with

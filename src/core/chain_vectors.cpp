@@ -81,14 +81,14 @@ void HostChainVectors::momentum(double* p, const double* sd, std::vector<Stream>
   for (Stream& s : streams) s.position += static_cast<uint64_t>((dim_ + 1) / 2);
 }
 
-void HostChainVectors::mean_over_chains(double* dst, const double* src) {
+void HostChainVectors::mean_over_chains(double* dst, const double* src, const ChainMask& from) {
   // across chains, so one launch (not split by chain among threads)
-  launcher_(ChainMean{{}, dst, src, chains_, dim_});
+  launcher_(ChainMean{{}, dst, src, from, from.count(), chains_, dim_});
 }
 
 void HostChainVectors::window_update(double* mean, double* m2, const double* x, double n0,
-                                     bool pooled) {
-  launcher_(WindowUpdate{{}, mean, m2, x, n0, pooled, chains_, dim_});
+                                     bool pooled, const ChainMask& from) {
+  launcher_(WindowUpdate{{}, mean, m2, x, n0, pooled, from, chains_, dim_});
 }
 
 void HostChainVectors::metric_from_window(double* sd, double* sd2, const double* m2, double n,

@@ -13,19 +13,29 @@ CheesSettings checked(CheesSettings s) {
   if (!(s.learning_rate > 0)) throw std::invalid_argument("chees: learning_rate must be positive");
   return s;
 }
+
+// The NUTS of the initial buffer: Stan's default depth, ChEES's step size,
+// metric and acceptance target.
+NutsSettings buffer_nuts(const CheesSettings& s) {
+  NutsSettings n;
+  n.epsilon = s.epsilon;
+  n.diag_sd = s.diag_sd;
+  n.adapt_delta = s.target_accept;
+  n.per_chain_metric = s.per_chain_metric;
+  return n;
+}
 }  // namespace
 
 Chees::Chees(Target& target, CheesSettings settings, const std::vector<double>& init,
              uint32_t key0, uint32_t key1)
-    : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
-                      key0, key1, "chees",
-                      settings.per_chain_metric),
-      settings_(checked(settings)),
-      T_(settings.epsilon) {
-  harmonic_accept_ = true;
-}
+    : Nuts(target, buffer_nuts(checked(settings)), init, key0, key1, "chees"),
+      settings_(settings),
+      T_(settings.epsilon) {}
 
 void Chees::transition() {
+  if (adapting_ && (in_initial_buffer() || (2 * warmup_done() < warmup_total() &&
+                                            steering_chains().count() < C_)))
+    return Nuts::transition();
   const double u = run_stream_.uniform();  // the jitter, shared by all chains
   const int L = static_cast<int>(
       std::min<double>(settings_.max_leapfrog, std::max(1.0, std::ceil(u * T_ / epsilon_))));
@@ -41,11 +51,16 @@ void Chees::transition() {
   // before and after from the chains' means, in the metric, and
   // (x' - mean') . M^-1 p' with M^-1 = diag(sd^2), of the proposal (accepted
   // or not), from the state before the Metropolis step replaces it.
+  // Only the chains that steer warmup count (steering_chains()): a chain on
+  // its way in from the tails is far from the others' mean, and its squared
+  // distance would swamp the criterion.
   std::vector<double> d(C_ * 3, 0.0);
+  ChainMask steering;
   if (adapting_) {
+    steering = steering_chains();
     if (!mean_x_v_) mean_x_v_ = v.make(), mean_xn_v_ = v.make();
-    v.mean_over_chains(mean_x_v_, x_v_);
-    v.mean_over_chains(mean_xn_v_, xn_v_);
+    v.mean_over_chains(mean_x_v_, x_v_, steering);
+    v.mean_over_chains(mean_xn_v_, xn_v_, steering);
     const DotSpec specs[3] = {{x_v_, mean_x_v_, sd_v_, DotKind::scaled_square_difference},
                               {xn_v_, mean_xn_v_, sd_v_, DotKind::scaled_square_difference},
                               {xn_v_, mean_xn_v_, p_v_, DotKind::difference_product}};
@@ -56,7 +71,8 @@ void Chees::transition() {
   for (long c = 0; c < C_; ++c) {
     const double a = metropolis_step(c, -lp_[c] + k0[c], -lpn_[c] + k1[c], L, take);
     const double d_old = d[c * 3], d_new = d[c * 3 + 1], dot = d[c * 3 + 2];
-    if (adapting_ && stats_.divergent[c] == 0) grad_term[c] = a * (d_new - d_old) * dot * u;
+    if (adapting_ && steering[c] && stats_.divergent[c] == 0)
+      grad_term[c] = a * (d_new - d_old) * dot * u;
   }
   take_proposals(take);
   state_to_host();
@@ -66,8 +82,8 @@ void Chees::transition() {
   // not its units).
   double g = 0, scale = 0;
   for (long c = 0; c < C_; ++c) {
-    g += grad_term[c] / C_;
-    scale += std::fabs(grad_term[c]) / C_;
+    g += grad_term[c];
+    scale += std::fabs(grad_term[c]);
   }
   if (!(scale > 0) || !std::isfinite(g)) return;
   g /= scale;
@@ -80,6 +96,17 @@ void Chees::transition() {
   T_ *= std::exp(settings_.learning_rate * mh / (std::sqrt(vh) + 1e-8));
   T_ = std::min(T_, epsilon_ * settings_.max_leapfrog);
   T_ = std::max(T_, epsilon_);
+}
+
+void Chees::metric_changed() {
+  // T is a time in the old metric's dynamics. Under the new one, fitted to
+  // the draws, the posterior looks like a standard normal, whose jittered
+  // criterion peaks first near T = 2.25: start below that, so that Adam
+  // climbs to the first peak rather than settling on a later, shallower one
+  // (with its moments forgotten, it moves at its full rate again).
+  T_ = std::min(std::max(1.0, epsilon_), epsilon_ * settings_.max_leapfrog);
+  adam_m_ = adam_v_ = 0;
+  adam_t_ = 0;
 }
 
 }  // namespace lockstep

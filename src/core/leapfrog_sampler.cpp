@@ -109,17 +109,19 @@ void LeapfrogSampler::to_model(const double* y, double* x, long rows) const {
     std::copy(y, y + rows * D_, x);
 }
 
-// Welford's update of the window's means and co-moments by every chain's
-// state (pooled: all chains into one; per chain: each into its own), with
-// window_n_ draws already in the window (per row).
-void LeapfrogSampler::dense_window_update() {
+// Welford's update of the window's means and co-moments by the chains'
+// states (pooled: those of the chains in `from` into one; per chain: each
+// into its own), with window_n_ draws already in the window (per row).
+void LeapfrogSampler::dense_window_update(const ChainMask& from) {
   const long D = D_;
   std::vector<double> delta(D);
+  double pooled_n = static_cast<double>(window_n_);
   for (long c = 0; c < C_; ++c) {
+    if (!per_chain_metric_ && !from[c]) continue;
     const long row = per_chain_metric_ ? c : 0;
     double* mean = dense_mean_.data() + row * D;
     double* m2 = dense_m2_.data() + row * D * D;
-    const double n = per_chain_metric_ ? window_n_ + 1.0 : window_n_ + c + 1.0;
+    const double n = per_chain_metric_ ? window_n_ + 1.0 : (pooled_n += 1);
     const double* y = x_.data() + c * D;
     for (long i = 0; i < D; ++i) {
       delta[i] = y[i] - mean[i];
@@ -349,6 +351,23 @@ void LeapfrogSampler::transition_in_groups() {
   from_groups();
 }
 
+double LeapfrogSampler::lagging_gap() const {
+  return 10 + 5 * std::sqrt(0.5 * static_cast<double>(D_));
+}
+
+ChainMask LeapfrogSampler::steering_chains() const {
+  std::vector<double> sorted = lp_;
+  std::sort(sorted.begin(), sorted.end());
+  const long n = static_cast<long>(sorted.size());
+  const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  // (lp_ is finite: the initial values must be, and a transition only moves
+  // a chain to a finite log density)
+  ChainMask steering;
+  for (long c = 0; c < C_; ++c)
+    if (lp_[c] >= median - lagging_gap()) steering.set(c);
+  return steering;
+}
+
 double LeapfrogSampler::pooled_accept() const {
   double sum = 0;
   for (long c = 0; c < C_; ++c)
@@ -363,21 +382,22 @@ void LeapfrogSampler::adapt() {
 
   // Add the chains' states to the current variance window (Welford, in the
   // vectors: on a GPU, where the state is; a dense metric's co-moments on the
-  // host): pooled, every chain's state in turn into one window; per chain,
-  // each chain's into its own row. At a window's end, the metric changes and
-  // the step size search starts again.
+  // host): pooled, every steering chain's state in turn into one window; per
+  // chain, each chain's into its own row. At a window's end, the metric
+  // changes and the step size search starts again.
   const bool in_window = next_window_ < schedule_.window_ends.size() &&
                          warmup_done_ > schedule_.first_window_start;
   if (in_window) {
+    const ChainMask steering = steering_chains();
     if (dense_) {
-      dense_window_update();
+      dense_window_update(steering);
     } else {
       ChainVectors& v = vectors();
       sync_vectors();
       v.window_update(window_mean_v_, window_m2_v_, x_v_, static_cast<double>(window_n_),
-                      !per_chain_metric_);
+                      !per_chain_metric_, steering);
     }
-    window_n_ += per_chain_metric_ ? 1 : C_;
+    window_n_ += per_chain_metric_ ? 1 : steering.count();
     if (warmup_done_ == schedule_.window_ends[next_window_]) {
       if (dense_) {
         // the new metric, the states in its coordinates, their log densities
@@ -403,6 +423,7 @@ void LeapfrogSampler::adapt() {
       window_n_ = 0;
       epsilon_ = restart_epsilon_ = find_reasonable_epsilon();
       dual_.restart(epsilon_);
+      metric_changed();
     }
   }
   if (warmup_done_ == warmup_total_) {

@@ -26,16 +26,25 @@ double log_add_exp(double a, double b) {
 
 Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
            uint32_t key1)
+    : Nuts(target, settings, init, key0, key1, "nuts") {}
+
+Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
+           uint32_t key1, const std::string& name)
     : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.adapt_delta, init,
-                      key0, key1, "nuts", settings.per_chain_metric),
+                      key0, key1, name, settings.per_chain_metric),
       settings_(checked(settings)) {
   harmonic_accept_ = true;
+  vectors();  // refuses more chains than a ChainMask holds, before any work
+  for (auto* v : {&lpf_, &lpb_, &lpw_, &lpp_}) v->assign(C_, 0.0);
+}
+
+void Nuts::ensure_vectors() {
+  if (xf_) return;
   ChainVectors& v = vectors();
   for (double** a : {&xf_, &pf_, &gf_, &xb_, &pb_, &gb_, &xw_, &pw_, &gw_, &xp_, &gp_, &pp_, &ps_,
                      &p_ff_, &p_fb_, &p_bf_, &p_bb_, &rho_, &rho_f_, &rho_b_, &sub_first_,
                      &sub_rho_})
     *a = v.make();
-  for (auto* v : {&lpf_, &lpb_, &lpw_, &lpp_}) v->assign(C_, 0.0);
 }
 
 void Nuts::ensure_levels(int depth) {
@@ -74,6 +83,7 @@ std::unique_ptr<LeapfrogSampler> Nuts::make_group_sampler(Target& target,
 void Nuts::transition() {
   if (in_groups()) return transition_in_groups();
   const long C = C_;
+  ensure_vectors();
   ChainVectors& v = vectors();
   sync_vectors();
   const ChainMask all = ChainMask::all(C);

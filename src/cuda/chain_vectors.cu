@@ -73,13 +73,14 @@ class DeviceChainVectors final : public ChainVectors {
     launch(MomentumDraw{{}, p, sd, streams_, 0, chains_, dim_});
     for (Stream& s : streams) s.position += static_cast<uint64_t>((dim_ + 1) / 2);
   }
-  void mean_over_chains(double* dst, const double* src) override {
-    StreamLaunch{stream_, dim_, multiprocessors_}(ChainMean{{}, dst, src, chains_, dim_});
+  void mean_over_chains(double* dst, const double* src, const ChainMask& from) override {
+    StreamLaunch{stream_, dim_, multiprocessors_}(
+        ChainMean{{}, dst, src, from, from.count(), chains_, dim_});
   }
-  void window_update(double* mean, double* m2, const double* x, double n0,
-                     bool pooled) override {
+  void window_update(double* mean, double* m2, const double* x, double n0, bool pooled,
+                     const ChainMask& from) override {
     StreamLaunch{stream_, pooled ? dim_ : chains_ * dim_, multiprocessors_}(
-        WindowUpdate{{}, mean, m2, x, n0, pooled, chains_, dim_});
+        WindowUpdate{{}, mean, m2, x, n0, pooled, from, chains_, dim_});
   }
   void metric_from_window(double* sd, double* sd2, const double* m2, double n,
                           bool pooled) override {

@@ -340,19 +340,32 @@ TEST_CASE("chain vectors: NUTS's fused leaf equals its operations one by one",
   });
 }
 
-TEST_CASE("chain vectors: the mean over chains, in every row", "[chain_vectors]") {
+// Every chain, and every third chain from the second on (the first alone when
+// there is one): the chains a masked operation reads.
+std::vector<ChainMask> some_masks(long C) {
+  ChainMask thirds;
+  for (long c = C > 1 ? 1 : 0; c < C; c += 3) thirds.set(c);
+  return {ChainMask::all(C), thirds};
+}
+
+TEST_CASE("chain vectors: the mean over some chains, in every row", "[chain_vectors]") {
   std::mt19937 rng(31);
   each_place({1L, 7L, 300L}, [&](ChainVectors& v, long C, long D) {
-    const std::vector<double> a = random_values(C * D, rng);
-    double *x = v.make(), *mean = v.make();
-    v.upload(x, a.data());
-    v.mean_over_chains(mean, x);
-    std::vector<double> got(C * D);
-    v.download(got.data(), mean);
-    for (long i = 0; i < D; ++i) {
-      double want = 0;
-      for (long c = 0; c < C; ++c) want += a[c * D + i] / C;
-      for (long c = 0; c < C; ++c) CHECK(got[c * D + i] == want);
+    for (const ChainMask& from : some_masks(C)) {
+      const long n = from.count();
+      INFO("chains averaged: " << n);
+      const std::vector<double> a = random_values(C * D, rng);
+      double *x = v.make(), *mean = v.make();
+      v.upload(x, a.data());
+      v.mean_over_chains(mean, x, from);
+      std::vector<double> got(C * D);
+      v.download(got.data(), mean);
+      for (long i = 0; i < D; ++i) {
+        double want = 0;
+        for (long c = 0; c < C; ++c)
+          if (from[c]) want += a[c * D + i] / static_cast<double>(n);
+        for (long c = 0; c < C; ++c) CHECK(got[c * D + i] == want);
+      }
     }
   });
 }
@@ -367,20 +380,24 @@ TEST_CASE("chain vectors: warmup's window sums and the metric from them", "[chai
       double *x = v.make(), *mean_v = v.make(), *m2_v = v.make(), *sd = v.make(), *sd2 = v.make();
       double n = 0;  // draws per row so far
       for (int draw = 0; draw < 4; ++draw) {
+        // pooled, the chains in `from` alone, which change from draw to draw
+        const ChainMask from = some_masks(C)[draw % 2];
         const std::vector<double> a = random_values(C * D, rng);
         v.upload(x, a.data());
-        v.window_update(mean_v, m2_v, x, n, pooled);
+        v.window_update(mean_v, m2_v, x, n, pooled, from);
         // Welford by hand
+        double pooled_count = n;
         for (long c = 0; c < C; ++c) {
+          if (pooled && !from[c]) continue;
           const long r = pooled ? 0 : c;
-          const double count = pooled ? n + c + 1 : n + 1;
+          const double count = pooled ? (pooled_count += 1) : n + 1;
           for (long i = 0; i < D; ++i) {
             const double val = a[c * D + i], d = val - mean[r * D + i];
             mean[r * D + i] += d / count;
             m2[r * D + i] += d * (val - mean[r * D + i]);
           }
         }
-        n += pooled ? C : 1;
+        n += pooled ? from.count() : 1;
       }
       std::vector<double> got_mean(C * D), got_m2(C * D);
       v.download(got_mean.data(), mean_v);

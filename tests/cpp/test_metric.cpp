@@ -125,3 +125,59 @@ TEST_CASE("a [chains x dim] diag_sd sets each chain's metric", "[metric][errors]
   s.diag_sd[5] = 0;
   CHECK_THROWS_AS(Nuts(t, s, init, 1, 2), std::invalid_argument);
 }
+
+namespace {
+
+// PerChainGaussian whose last chain's log density is `offset` lower
+// everywhere: a chain far out in the tails that never comes in.
+class WithLaggingChain : public Target {
+ public:
+  WithLaggingChain(PerChainGaussian& t, double offset) : t_(t), offset_(offset) {}
+  long dim() const override { return t_.dim(); }
+  long chains() const override { return t_.chains(); }
+  void log_density(const double* x, double* lp, double* grad) override {
+    t_.log_density(x, lp, grad);
+    lp[t_.chains() - 1] -= offset_;
+  }
+
+ private:
+  PerChainGaussian& t_;
+  double offset_;
+};
+
+// Seven chains on N(0, 1) in two coordinates, and one on N(0, 100^2) whose log
+// density lies `offset` below theirs.
+template <class Sampler, class Settings> Run with_lagging_chain(Settings s, double offset) {
+  const long C = 8, D = 2;
+  std::vector<double> mu(C * D, 0.0), sd(C * D, 1.0);
+  sd[(C - 1) * D] = sd[(C - 1) * D + 1] = 100;
+  PerChainGaussian base(mu, sd, C);
+  WithLaggingChain t(base, offset);
+  return run_sampler<Sampler>(t, s, 500, 200, 5, 6);
+}
+
+}  // namespace
+
+TEST_CASE("a chain far below the others' log density does not steer the pooled metric",
+          "[metric][warmup]") {
+  // The lagging chain's draws would put the pooled variance near
+  // (7 + 100^2) / 8, a diag_sd of about 35; the step size would follow the
+  // metric; the ChEES criterion would be about that chain alone.
+  auto check = [](const Run& lagging, const Run& level, const char* sampler) {
+    INFO(sampler << ": diag_sd " << lagging.diag_sd[0] << ", " << lagging.diag_sd[1]
+                 << " (without the offset " << level.diag_sd[0] << ", " << level.diag_sd[1]
+                 << "); step size " << lagging.epsilon);
+    for (int i = 0; i < 2; ++i) {
+      CHECK(lagging.diag_sd[i] > 0.6);
+      CHECK(lagging.diag_sd[i] < 1.6);
+      CHECK(level.diag_sd[i] > 10);  // the same chains without the offset steer
+    }
+    CHECK(lagging.epsilon > 0.3);
+  };
+  check(with_lagging_chain<Nuts>(NutsSettings(), 1e4), with_lagging_chain<Nuts>(NutsSettings(), 0),
+        "nuts");
+  check(with_lagging_chain<Chees>(CheesSettings(), 1e4),
+        with_lagging_chain<Chees>(CheesSettings(), 0), "chees");
+  HmcSettings hmc;
+  check(with_lagging_chain<Hmc>(hmc, 1e4), with_lagging_chain<Hmc>(hmc, 0), "hmc");
+}

@@ -1446,12 +1446,12 @@ TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
         v.fill(a[2], 1.5, on);
         double *mean = v.make(), *m2 = v.make();
         for (bool pooled : {true, false}) {
-          v.window_update(mean, m2, a[0], 0, pooled);
-          v.window_update(mean, m2, a[1], pooled ? C : 1, pooled);
-          v.metric_from_window(a[3], mom, m2, pooled ? 2 * C : 2, pooled);
+          v.window_update(mean, m2, a[0], 0, pooled, lockstep::ChainMask::all(C));
+          v.window_update(mean, m2, a[1], pooled ? C : 1, pooled, on);
+          v.metric_from_window(a[3], mom, m2, pooled ? C + on.count() : 2, pooled);
         }
         using K = lockstep::DotKind;
-        v.mean_over_chains(a[2], a[1]);
+        v.mean_over_chains(a[2], a[1], on);
         const lockstep::DotSpec specs[5] = {{a[0], a[1], nullptr, K::product},
                                             {a[1], a[0], a[2], K::product},
                                             {mom, a[3], nullptr, K::square},

@@ -265,7 +265,7 @@ posteriordb_posteriors <- list(
 # none are allowed unless `max_divergent` (a fraction of the kept draws) says
 # otherwise.
 expect_posteriordb_match <- function(posterior, seed, n_samples = 1000, warmup = 1000,
-                                     max_divergent = 0, sampler = nuts()) {
+                                     max_divergent = 0, sampler = nuts(), chains = 4) {
   spec <- posteriordb_posteriors[[posterior]]
   d <- posteriordb_data(posterior)
   m <- spec$build(d)
@@ -274,12 +274,13 @@ expect_posteriordb_match <- function(posterior, seed, n_samples = 1000, warmup =
 
   set.seed(seed)
   draws <- suppressWarnings(  # of divergences and tree depth: counted below
-    mcmc(m, sampler = sampler, n_samples = n_samples, warmup = warmup, chains = 4,
+    mcmc(m, sampler = sampler, n_samples = n_samples, warmup = warmup, chains = chains,
          verbose = FALSE, compute_options = cpu_only(threads = 1))
   )
   divergent <- sum(vapply(get_sampler_params(draws), function(p) sum(p$divergent__), numeric(1)))
-  expect_lte(divergent, max_divergent * 4 * n_samples,
-             label = sprintf("%s: the number of divergent draws (of %d)", posterior, 4 * n_samples))
+  expect_lte(divergent, max_divergent * chains * n_samples,
+             label = sprintf("%s: the number of divergent draws (of %d)", posterior,
+                             chains * n_samples))
 
   # the mcse in z is only trustworthy with enough effective draws
   expect_gte(min(coda::effectiveSize(draws)), 100,
@@ -325,14 +326,10 @@ test_that("arK-arK matches the posteriordb reference", {
 test_that("kilpisjarvi_mod-kilpisjarvi (extreme correlation) matches the posteriordb reference", {
   # 500 kept draws per chain (about 550 effective in all): its trajectories are
   # long (about a quarter of the iterations reach the maximum tree depth).
-  # Not seed 606, which hits a known weakness of the warmup (the other 24 of
-  # seeds 601-620 and 11-13 pass with the diagonal metric, max |z| 2.6): one
-  # chain starts far out (beta = -0.86, sigma = 42) and needs ~400 iterations to
-  # arrive; the step size and diag_sd, adapted on all chains pooled, follow the
-  # straggler (diag_sd (0.95, 0.046, 1.0) against posterior sds (27, 0.0068,
-  # 0.09) of alpha, beta, log sigma; step size 0.0009 instead of 0.004), and all
-  # four chains then barely move: effective sample size 9, z = 19 for alpha's
-  # mean.
+  # (Seed 606 once failed here: one chain started far out, and the pooled
+  # warmup followed it until all four barely moved. Chains that lag far
+  # below the others' log density no longer steer warmup; see the 16-chain
+  # test below.)
   expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 500)
 })
 
@@ -340,9 +337,21 @@ test_that("nuts(metric = \"dense\"): kilpisjarvi_mod-kilpisjarvi matches the pos
   # The dense metric undoes the intercept and slope's correlation: about 5
   # leapfrog steps per iteration instead of hundreds, and about 2000
   # effective draws of 2000 on seed 610 (the diagonal metric: about 550).
-  # Seed 606's straggler (above) defeats this warmup too.
   expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 500,
                            sampler = nuts(metric = "dense"))
+})
+
+test_that("16 chains on kilpisjarvi: a chain that starts far out does not steer warmup", {
+  # With 16 chains some start far out (sigma up to 1e50 on seed 610). Before
+  # warmup pooled only the chains near the others' log density
+  # (steering_chains() in leapfrog_sampler.hpp), such a chain's path
+  # inflated the pooled metric and its acceptance the harmonic-mean step
+  # size (3e-4 against 0.8): all 16 chains then barely moved, and the mean
+  # of alpha was 124 standard errors off.
+  expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 500,
+                           chains = 16, sampler = nuts(metric = "dense"))
+  expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 500,
+                           chains = 16, sampler = chees(metric = "dense"))
 })
 
 test_that("sblrc-blr matches the posteriordb reference", {
@@ -374,11 +383,7 @@ test_that("diamonds-diamonds (26 correlated quantities) matches the posteriordb 
 
 # ChEES-HMC (chees()) on the same posteriors, with the same 4 chains, warmup and
 # bounds. (Its adaptation, made for many chains, then has only four to learn
-# from.) Not kilpisjarvi: with its extreme correlation (posterior sds 27, 0.0068
-# and 0.09 on a diagonal metric) chees() mixes too slowly for the comparison to
-# mean anything: the smallest effective sample size was 8 to 15 of 2000 draws on
-# three of the four seeds tried (610 to 613), also with 3000 warmup iterations
-# on one of two.
+# from.)
 
 test_that("chees(): kidiq-kidscore_interaction matches the posteriordb reference", {
   expect_posteriordb_match("kidiq-kidscore_interaction", seed = 601, sampler = chees())
@@ -407,4 +412,21 @@ test_that("chees(): sblrc-blr matches the posteriordb reference", {
 test_that("chees(): gp_pois_regr-gp_pois_regr matches the posteriordb reference", {
   expect_posteriordb_match("gp_pois_regr-gp_pois_regr", seed = 608, n_samples = 500,
                            max_divergent = 0.03, sampler = chees())
+})
+
+test_that("chees(): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
+  # Its extreme correlation (posterior sds 27, 0.0068 and 0.09) on a diagonal
+  # metric needs trajectories of about 150-250 steps; 1000 kept draws per
+  # chain give 170-280 effective draws (seeds 610-613). Before chees()'s
+  # initial buffer made NUTS transitions (chees.hpp), the chains starting far
+  # out never came in: 8 to 15 effective draws, means 150 standard errors off.
+  expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 1000,
+                           sampler = chees())
+})
+
+test_that("chees(metric = \"dense\"): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
+  # 2 to 4 leapfrog steps per iteration, 1300 to 2600 effective draws of 2000
+  # (seeds 610-613)
+  expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 500,
+                           sampler = chees(metric = "dense"))
 })

@@ -38,6 +38,11 @@ struct ChainMask {
       if (b) return true;
     return false;
   }
+  long count() const {
+    long n = 0;
+    for (uint64_t b : bits) n += __builtin_popcountll(b);
+    return n;
+  }
   static ChainMask all(long chains) {
     ChainMask m;
     for (long c = 0; c < chains; ++c) m.set(c);
@@ -162,36 +167,44 @@ struct MomentumDraw : SimpleBody {
   }
 };
 
-// dst[c, i] = the mean over chains of src[., i], for every chain c: summed in
-// chain order, src / chains term by term. One lane per element (the chains
-// of an element are one lane's loop, in order).
+// dst[c, i] = the mean of src[., i] over the chains in `from` (`count` of
+// them, at least one), for every chain c: summed in chain order, src / count
+// term by term. One lane per element (the chains of an element are one
+// lane's loop, in order).
 struct ChainMean : SimpleBody {
   double* dst;
   const double* src;
-  long chains, dim;
+  ChainMask from;
+  long count, chains, dim;
   LS_HD void operator()(int, const Lane& lane) const {
     for (long i = lane.index; i < dim; i += lane.count) {
       double s = 0;
-      for (long c = 0; c < chains; ++c) s += src[c * dim + i] / static_cast<double>(chains);
+      for (long c = 0; c < chains; ++c)
+        if (from[c]) s += src[c * dim + i] / static_cast<double>(count);
       for (long c = 0; c < chains; ++c) dst[c * dim + i] = s;
     }
   }
 };
 
 // Welford's running mean and sum of squared deviations over a window of
-// draws: pooled, every chain's state in turn into row 0 (the count going
-// n0 + 1, n0 + 2, ... over the chains, in chain order; one lane per element),
-// or per chain, each chain's state into its own row (the count n0 + 1).
+// draws: pooled, the state of every chain in `from` in turn into row 0 (the
+// count going n0 + 1, n0 + 2, ... over those chains, in chain order; one lane
+// per element), or per chain, each chain's state into its own row (the count
+// n0 + 1; `from` is not read).
 struct WindowUpdate : SimpleBody {
   double *mean, *m2;
   const double* x;
   double n0;
   bool pooled;
+  ChainMask from;
   long chains, dim;
   LS_HD void operator()(int, const Lane& lane) const {
     if (pooled) {
-      for (long i = lane.index; i < dim; i += lane.count)
-        for (long c = 0; c < chains; ++c) add(i, x[c * dim + i], n0 + static_cast<double>(c + 1));
+      for (long i = lane.index; i < dim; i += lane.count) {
+        double n = n0;
+        for (long c = 0; c < chains; ++c)
+          if (from[c]) add(i, x[c * dim + i], n += 1);
+      }
     } else {
       for_each_element(lane, chains, dim, [&](long k, long, long) { add(k, x[k], n0 + 1); });
     }

@@ -50,12 +50,14 @@ class ChainVectors {
   // `purpose`; advances each stream past the numbers drawn.
   virtual void momentum(double* p, const double* sd, std::vector<Stream>& streams,
                         uint32_t purpose) = 0;
-  // dst[c, i] = the mean over chains of src[., i], for every chain c.
-  virtual void mean_over_chains(double* dst, const double* src) = 0;
+  // dst[c, i] = the mean of src[., i] over the chains in `from` (at least
+  // one), for every chain c.
+  virtual void mean_over_chains(double* dst, const double* src, const ChainMask& from) = 0;
   // Warmup's window sums (WindowUpdate): x's draws into mean and m2, pooled
-  // into row 0 or per chain, n0 draws already in the window (per row).
-  virtual void window_update(double* mean, double* m2, const double* x, double n0,
-                             bool pooled) = 0;
+  // into row 0 (the draws of the chains in `from`) or per chain (every
+  // chain's), n0 draws already in the window (per row).
+  virtual void window_update(double* mean, double* m2, const double* x, double n0, bool pooled,
+                             const ChainMask& from) = 0;
   // sd and sd2 (the inverse mass) from a window of n draws (MetricFromWindow).
   virtual void metric_from_window(double* sd, double* sd2, const double* m2, double n,
                                   bool pooled) = 0;
@@ -105,8 +107,9 @@ class HostChainVectors final : public ChainVectors {
                 const ChainMask& back) override;
   void momentum(double* p, const double* sd, std::vector<Stream>& streams,
                 uint32_t purpose) override;
-  void mean_over_chains(double* dst, const double* src) override;
-  void window_update(double* mean, double* m2, const double* x, double n0, bool pooled) override;
+  void mean_over_chains(double* dst, const double* src, const ChainMask& from) override;
+  void window_update(double* mean, double* m2, const double* x, double n0, bool pooled,
+                     const ChainMask& from) override;
   void metric_from_window(double* sd, double* sd2, const double* m2, double n,
                           bool pooled) override;
   void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,

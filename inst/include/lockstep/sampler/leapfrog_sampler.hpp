@@ -6,12 +6,21 @@
 //
 // All chains step together: one Target::log_density call evaluates every
 // chain. Warmup adapts one step size from the mean acceptance statistic of
-// all chains by dual averaging, and diag_sd from the variances of the draws
+// the chains by dual averaging, and diag_sd from the variances of the draws
 // in Stan's windows (initial buffer, doubling windows, terminal buffer),
 // regularised towards 1e-3 as Stan does: by default the pooled variances of
-// all chains' draws (one metric for every chain, steadier with many chains);
+// the chains' draws (one metric for every chain, steadier with many chains);
 // with per_chain_metric, each chain's own variances (Stan's behaviour: a
 // chain stuck in its own mode or scale gets a metric that fits it).
+//
+// The pooled metric (and ChEES's criterion) comes from the chains that steer
+// warmup (steering_chains()): those whose log density is not far below the
+// chains' median. A chain that starts far out in the tails and is still on
+// its way in would otherwise stretch the pooled variances to its path, the
+// step size would shrink to suit that metric, and with all chains then
+// barely moving, the metric would never recover. Stan does not meet this:
+// each of its chains adapts alone. The step size still hears every chain
+// (pooled_accept()).
 //
 // The metric is stored [chains, dim] in either case (pooled: every row the
 // same), so the leapfrog, kinetic energy, momentum draws and U-turn checks
@@ -204,9 +213,20 @@ class LeapfrogSampler {
   // Whether warmup tunes the step size by dual averaging on the mean
   // acceptance statistic (a sampler that always moves, such as slice, does not).
   bool adapt_step_size_ = true;
+  // The chains whose log density lp_ is within lagging_gap() of the chains'
+  // median: the ones whose draws adapt the pooled metric and (ChEES) the
+  // trajectory length. At least half of the chains.
+  ChainMask steering_chains() const;
+  // How far below the median log density a chain lags: 10 + 5 sd of the
+  // log density of a dim-dimensional Gaussian (sqrt(dim / 2)), so that a
+  // chain inside the typical set is almost never left out, and one a few
+  // hundred units of log density out in the tails always is.
+  double lagging_gap() const;
   // The acceptance statistic of all chains that dual averaging drives
   // towards its target: their mean, or with harmonic_accept_ their harmonic
-  // mean.
+  // mean. Every chain, lagging or not: a step size fitted to the steering
+  // chains alone can be far too large for a chain still out in the tails,
+  // whose every trajectory then diverges, and it never comes in.
   double pooled_accept() const;
   // Set by samplers whose one step size must suit every chain (NUTS,
   // ChEES): the harmonic mean is pulled down by a chain that accepts
@@ -216,8 +236,20 @@ class LeapfrogSampler {
   // one of rstan's per-chain step sizes and 32-60 divergent draws in 4000;
   // the harmonic mean gives rstan's step sizes and 0-1 (rstan: 3).
   bool harmonic_accept_ = false;
+  // Called at the end of each metric window, after the new metric and the
+  // step size it restarts from: for what a sampler adapts in the metric's
+  // units (ChEES's trajectory length).
+  virtual void metric_changed() {}
   // Whether the current transition is a warmup iteration that adapts.
   bool adapting_ = false;
+  // Whether it is one of warmup's initial buffer (before the first metric
+  // window), where the chains find their way in from their initial values.
+  bool in_initial_buffer() const {
+    return adapting_ && warmup_done_ < schedule_.first_window_start;
+  }
+  // Warmup iterations made, and of how many.
+  long warmup_done() const { return warmup_done_; }
+  long warmup_total() const { return warmup_total_; }
 
   Target& target_;
   long C_, D_;
@@ -261,7 +293,7 @@ class LeapfrogSampler {
   // host ([1 or chains, dim] means, [1 or chains, dim, dim] co-moments).
   DenseMetric* dense_ = nullptr;
   std::vector<double> dense_mean_, dense_m2_;
-  void dense_window_update();
+  void dense_window_update(const ChainMask& from);
 };
 
 // Stream purposes within a chain's stream id (rng.hpp).

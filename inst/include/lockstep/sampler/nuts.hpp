@@ -37,6 +37,7 @@
 #define LOCKSTEP_SAMPLER_NUTS_HPP
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "leapfrog_sampler.hpp"
@@ -59,6 +60,10 @@ class Nuts : public LeapfrogSampler {
   bool can_step_in_groups() const override { return true; }
 
  protected:
+  // For a sampler that makes some of its transitions with NUTS's (ChEES, in
+  // its initial buffer): `name` prefixes its error messages.
+  Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
+       uint32_t key1, const std::string& name);
   void transition() override;
   std::unique_ptr<LeapfrogSampler> make_group_sampler(
       Target& target, const std::vector<double>& init,
@@ -82,13 +87,16 @@ class Nuts : public LeapfrogSampler {
   };
   std::vector<int> criteria(const Check* checks, int n, const ChainMask& on);
   void ensure_levels(int depth);
+  // Makes the vectors below on the first transition (a sampler that builds
+  // on NUTS may never need them).
+  void ensure_vectors();
 
   NutsSettings settings_;
   // [chains, dim] arrays in vectors() (besides the base class's): the
   // trajectory's two ends (position, momentum, gradient), the moving point,
   // the proposal of the subtree being built, and the momenta of Stan's checks
   // (forward / backward subtree ends).
-  double *xf_, *pf_, *gf_, *xb_, *pb_, *gb_;
+  double *xf_ = nullptr, *pf_, *gf_, *xb_, *pb_, *gb_;
   double *xw_, *pw_, *gw_, *xp_, *gp_, *pp_, *ps_;
   double *p_ff_, *p_fb_, *p_bf_, *p_bb_, *rho_, *rho_f_, *rho_b_, *sub_first_, *sub_rho_;
   std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
