@@ -266,8 +266,8 @@ f <- function(df1, df2, dim = NULL, truncation = c(0, Inf)) {
 #' @export
 poisson <- function(lambda, dim = NULL) {
   if (missing(lambda) && is.null(dim)) return(stats::poisson())  # glm()'s family, see below
-  if (is.character(lambda)) family_misuse("poisson")
-  if (is_operation(lambda, "exp")) {
+  if (!missing(lambda) && is.character(lambda)) family_misuse("poisson")
+  if (!missing(lambda) && is_operation(lambda, "exp")) {
     # the representation: the family on the log scale, of exp's input
     return(new_distribution("poisson_log", list(lambda = link_input(lambda)), dim,
                             c(-Inf, Inf), support = c(0, Inf), discrete = TRUE,
@@ -308,10 +308,8 @@ binomial <- function(size, prob, dim = NULL) {
 #' @rdname distributions
 #' @export
 negative_binomial <- function(size, prob, dim = NULL) {
-  # With lockstep attached, binomial and poisson mask stats' family functions
-  # (as greta's do); glm(y ~ x, family = binomial) calls family() with no
-  # arguments, which therefore still gives stats::binomial().
-  if (missing(size) && missing(prob) && is.null(dim)) return(stats::binomial())
+  # (stats has no negative binomial family for it to mask, as binomial() and
+  # poisson() mask theirs: both arguments are needed)
   new_distribution("negative_binomial", list(size = size, prob = prob), dim, c(-Inf, Inf),
                    positive = "size", unit = "prob", support = c(0, Inf), discrete = TRUE)
 }
@@ -367,6 +365,7 @@ is_operation <- function(x, op) {
 
 # "logit" or "probit" for a probability made by ilogit() or iprobit(), else NULL.
 probability_link <- function(prob) {
+  if (missing(prob)) return(NULL)  # new_distribution() names it
   if (is_operation(prob, "ilogit")) return("logit")
   if (is_operation(prob, "iprobit")) return("probit")
   NULL
@@ -374,6 +373,19 @@ probability_link <- function(prob) {
 
 # The input of the link function that made `x`, as a greta array.
 link_input <- function(x) as_greta_array_from_node(get_node(x)$parents[[1]])
+
+# `params` (a promise of the distribution function's list of parameters)
+# forced, an argument the user left out named in the error: "`sd` is missing:
+# normal() needs a value for it" rather than R's "argument "sd" is missing,
+# with no default" from inside lapply().
+with_missing_argument_named <- function(params, fun) {
+  tryCatch(params, error = function(e) {
+    msg <- conditionMessage(e)
+    arg <- sub('^argument "([^"]+)" is missing, with no default$', "\\1", msg)
+    if (identical(arg, msg)) stop(e)
+    stop(sprintf("`%s` is missing: %s() needs a value for it", arg, fun), call. = FALSE)
+  })
+}
 
 # `label` names the distribution in messages when the family is an internal
 # representation (bernoulli_logit is what bernoulli(ilogit(eta)) becomes).
@@ -387,6 +399,7 @@ new_distribution <- function(family, params, dim, truncation, positive = charact
                              unit = character(), support = c(-Inf, Inf), discrete = FALSE,
                              label = family, nonnegative = character(), whole = character(),
                              bounds = support, truncatable = !discrete) {
+  params <- with_missing_argument_named(params, label)
   nodes <- lapply(names(params), function(name) {
     node <- get_node(as.greta_array(params[[name]], name))
     check_constant_parameter(node, name, positive, unit, label, nonnegative, whole)

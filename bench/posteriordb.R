@@ -5,6 +5,7 @@
 #                               [--warmup 1000] [--samples 1000] [--chains 4]
 #                               [--cores 2] [--threads default,1] [--seed 1]
 #                               [--rstan yes|no] [--metric diagonal|dense]
+#                               [--sampler nuts|chees]
 #   Rscript bench/posteriordb.R --compile-only yes   # compile (and cache) the Stan programs
 #
 # Run from the repository root, with an installed lockstep (R_LIBS may point at a
@@ -22,7 +23,8 @@
 # and once with one thread, --threads), rstan's sampling() with `cores` parallel
 # chains and its defaults (NUTS, diag_e, adapt delta 0.8, max tree depth 10).
 # With --metric dense, both use a dense metric instead: nuts(metric = "dense")
-# and rstan's control = list(metric = "dense_e"). "seconds" is the wall time of the mcmc() /
+# and rstan's control = list(metric = "dense_e"). With --sampler chees, lockstep runs
+# chees() (with the same metric) against rstan's NUTS. "seconds" is the wall time of the mcmc() /
 # sampling() call, warmup included (model building and rstan's compilation are
 # not; rstan's includes starting its worker processes). ESS is the bulk ESS of
 # rstan::monitor() (Vehtari et al. 2021, rank-normalised), the same estimator on
@@ -34,7 +36,7 @@
 args <- commandArgs(trailingOnly = TRUE)
 opt <- list(posteriors = "fast", warmup = "1000", samples = "1000", chains = "4", cores = "2",
             threads = "default,1", seed = "1", rstan = "yes", compile_only = "no",
-            metric = "diagonal")
+            metric = "diagonal", sampler = "nuts")
 i <- 1
 while (i <= length(args)) {
   key <- gsub("-", "_", sub("^--", "", args[i]))
@@ -49,6 +51,11 @@ cores <- as.integer(opt$cores)
 seed <- as.integer(opt$seed)
 use_rstan <- identical(opt$rstan, "yes")
 if (!opt$metric %in% c("diagonal", "dense")) stop("--metric must be diagonal or dense")
+if (!opt$sampler %in% c("nuts", "chees")) stop("--sampler must be nuts or chees")
+lockstep_sampler <- function() {
+  if (opt$sampler == "chees") lockstep::chees(metric = opt$metric)
+  else lockstep::nuts(metric = opt$metric)
+}
 threads <- strsplit(opt$threads, ",")[[1]]  # lockstep's thread counts; "default": cpu_only()'s
 
 suppressPackageStartupMessages(library(lockstep))
@@ -254,7 +261,7 @@ run_lockstep <- function(posterior, d, names, threads) {
   set.seed(seed)
   # warnings of divergences and tree depth: counted from the sampler's diagnostics below
   t <- system.time(draws <- suppressWarnings(
-    lockstep::mcmc(m, sampler = lockstep::nuts(metric = opt$metric), n_samples = n_samples,
+    lockstep::mcmc(m, sampler = lockstep_sampler(), n_samples = n_samples,
                    warmup = warmup, chains = chains, verbose = FALSE,
                    compute_options = options)))[["elapsed"]]
   mats <- lapply(draws, as.matrix)

@@ -619,3 +619,18 @@ test_that("binomial and poisson still work as glm() families when called without
                "lockstep's binomial\\(\\) was used as the family .* `family = stats::binomial`")
   expect_error(poisson("log"), "lockstep's poisson\\(\\) was used as the family")
 })
+
+test_that("a distribution's missing parameter is named", {
+  # negative_binomial() once returned stats::binomial() when called without
+  # arguments, a line copied from binomial() (stats has no negative binomial
+  # family to stand in for)
+  expect_error(negative_binomial(), "`size` is missing: negative_binomial\\(\\) needs a value for it")
+  expect_error(negative_binomial(3), "`prob` is missing: negative_binomial\\(\\) needs a value for it")
+  expect_error(normal(0), "`sd` is missing: normal\\(\\) needs a value for it")
+  expect_error(beta_binomial(3, 1), "`beta` is missing: beta_binomial\\(\\) needs a value for it")
+  expect_error(bernoulli(), "`prob` is missing: bernoulli\\(\\) needs a value for it")
+  expect_error(binomial(3), "`prob` is missing: binomial\\(\\) needs a value for it")
+  expect_error(poisson(dim = 2), "`lambda` is missing: poisson\\(\\) needs a value for it")
+  # an error that is not a missing argument passes through unchanged
+  expect_error(normal(0, "a"), "sd")
+})
