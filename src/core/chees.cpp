@@ -36,6 +36,8 @@ void Chees::transition() {
   if (adapting_ && (in_initial_buffer() || (2 * warmup_done() < warmup_total() &&
                                             steering_chains().count() < C_)))
     return Nuts::transition();
+  // (no tree: the NUTS transitions of warmup may have left their depths)
+  std::fill(stats_.tree_depth.begin(), stats_.tree_depth.end(), 0);
   const double u = run_stream_.uniform();  // the jitter, shared by all chains
   const int L = static_cast<int>(
       std::min<double>(settings_.max_leapfrog, std::max(1.0, std::ceil(u * T_ / epsilon_))));

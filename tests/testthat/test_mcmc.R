@@ -3,8 +3,8 @@
 
 # -- posteriors ----------------------------------------------------------------
 
-test_that("eight schools (non-centred) matches the posteriordb reference, with nuts and hmc", {
-  for (sampler in list(nuts(), hmc())) {
+test_that("eight schools (non-centred) matches the posteriordb reference, with nuts, hmc and chees", {
+  for (sampler in list(nuts(), hmc(), chees())) {
     set.seed(501)
     m <- eight_schools_model()
     # a divergence or two in 4000 draws is usual for this posterior
@@ -589,6 +589,10 @@ test_that("rwmh(), slice() and chees() sample a conjugate normal posterior", {
     t <- as.numeric(as.matrix(draws[, "tau"]))
     ess_t <- coda::effectiveSize(draws[, "tau"])
     expect_lt(abs(mean(t) - 1) / (sd(t) / sqrt(ess_t)), 4, label = label)
+    # none builds a tree (chees()'s warmup makes NUTS transitions, whose
+    # depths once stayed in its sampling iterations' diagnostics)
+    depths <- unlist(lapply(get_sampler_params(draws), function(p) p$treedepth__))
+    expect_true(all(depths == 0), label = paste(label, "tree depths"))
   }
   expect_error(rwmh(proposal = "cauchy"), "should be one of")
   expect_error(slice(max_doublings = -1), "`max_doublings`")
