@@ -414,6 +414,14 @@ test_that("chees(): gp_pois_regr-gp_pois_regr matches the posteriordb reference"
                            max_divergent = 0.03, sampler = chees())
 })
 
+test_that("chees(): diamonds-diamonds matches the posteriordb reference", {
+  # About 1.5 minutes on the 2-core development machine (nuts() needs 16-20:
+  # most of its trees reach the maximum depth): ChEES's one trajectory length
+  # serves all four chains of this one scale. Seeds 609 and 611: max |z| 3.1
+  # and 2.8 against the bound of 4.27 for 26 quantities.
+  expect_posteriordb_match("diamonds-diamonds", seed = 609, n_samples = 500, sampler = chees())
+})
+
 test_that("chees(): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
   # Its extreme correlation (posterior sds 27, 0.0068 and 0.09) on a diagonal
   # metric needs trajectories of about 150-250 steps; 1000 kept draws per
