@@ -167,6 +167,20 @@ warn_sampler_problems <- function(d, sampler) {
   invisible(NULL)
 }
 
+# At the end of warmup, a chain whose log density lies far below the others'
+# (lag > 1: more than 10 + 5 sqrt(d / 2) below their median, as the sampler
+# measures it; see ?samplers) has not come in from its initial values, and
+# its draws will start out in the tails: worth a warning before sampling.
+warn_lagging_chains <- function(lag) {
+  lagging <- which(lag > 1)
+  if (length(lagging) == 0) return(invisible(NULL))
+  warning(if (length(lagging) == 1) "chain " else "chains ", paste(lagging, collapse = ", "),
+          " had not reached the other chains by the end of warmup (a log density far below ",
+          "theirs), so ", if (length(lagging) == 1) "its" else "their",
+          " first draws are from the tails; consider a longer warmup or initial values ",
+          "nearer the posterior (initials())", call. = FALSE, immediate. = TRUE)
+}
+
 # Rows are iteration-major with chains within: one data frame per chain.
 split_by_chain <- function(d, chains) {
   if (is.null(d)) return(NULL)
@@ -236,6 +250,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         kept_env$epsilon <- res$epsilon
         kept_env$diag_sd <- res$diag_sd
         kept_env$metric_factor <- res$metric_factor
+        if (phase == "warmup" && done == total) warn_lagging_chains(res$lag_at_warmup_end)
         if (phase == "sampling" && nrow(res$free) > 0) {
           kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
           kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics

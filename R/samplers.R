@@ -72,7 +72,8 @@
 #'   otherwise stretch the pooled metric to its own scales, and every chain
 #'   would then barely move. It still counts in the step size, so that the
 #'   step size lets it come in. Stan does not meet this: each of its chains
-#'   adapts alone.
+#'   adapts alone. A chain still lagging at the end of warmup is named in a
+#'   warning: its first draws are from the tails.
 #'
 #'   `chees()` is ChEES-HMC (Hoffman, Radul and Sountsov 2021), made for
 #'   many chains in lockstep: every chain takes the same, jittered number of

@@ -478,7 +478,9 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
                       _["max_treedepth"] = max_depth_all,
                       _["epsilon"] = smp.epsilon(),
                       _["diag_sd"] = diag_sd,
-                      _["metric_factor"] = metric_factor);
+                      _["metric_factor"] = metric_factor,
+                      _["lag_at_warmup_end"] = NumericVector(smp.lag_at_warmup_end().begin(),
+                                                             smp.lag_at_warmup_end().end()));
 }
 
 // Seconds per log density + gradient evaluation of all chains at `state`,

@@ -355,16 +355,23 @@ double LeapfrogSampler::lagging_gap() const {
   return 10 + 5 * std::sqrt(0.5 * static_cast<double>(D_));
 }
 
-ChainMask LeapfrogSampler::steering_chains() const {
+std::vector<double> LeapfrogSampler::lags() const {
   std::vector<double> sorted = lp_;
   std::sort(sorted.begin(), sorted.end());
   const long n = static_cast<long>(sorted.size());
   const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   // (lp_ is finite: the initial values must be, and a transition only moves
   // a chain to a finite log density)
+  std::vector<double> lag(C_);
+  for (long c = 0; c < C_; ++c) lag[c] = (median - lp_[c]) / lagging_gap();
+  return lag;
+}
+
+ChainMask LeapfrogSampler::steering_chains() const {
+  const std::vector<double> lag = lags();
   ChainMask steering;
   for (long c = 0; c < C_; ++c)
-    if (lp_[c] >= median - lagging_gap()) steering.set(c);
+    if (lag[c] <= 1) steering.set(c);
   return steering;
 }
 
@@ -427,6 +434,7 @@ void LeapfrogSampler::adapt() {
     }
   }
   if (warmup_done_ == warmup_total_) {
+    lag_at_warmup_end_ = lags();
     // Dual averaging's average is dominated by its first iterates, which
     // explore around 10x the restart value (mu = log(10 epsilon)): after
     // fewer than 10 updates since the last restart (a very short warmup), the

@@ -181,3 +181,23 @@ TEST_CASE("a chain far below the others' log density does not steer the pooled m
   HmcSettings hmc;
   check(with_lagging_chain<Hmc>(hmc, 1e4), with_lagging_chain<Hmc>(hmc, 0), "hmc");
 }
+
+TEST_CASE("the chains still lagging at the end of warmup are reported", "[metric][warmup]") {
+  const long C = 8, D = 2;
+  std::vector<double> mu(C * D, 0.0), sd(C * D, 1.0);
+  PerChainGaussian base(mu, sd, C);
+  WithLaggingChain t(base, 1e4);
+  std::vector<double> init(C * D);
+  for (long k = 0; k < C * D; ++k) init[k] = std::sin(1.7 * k + 0.3);
+  Nuts h(t, NutsSettings(), init, 9, 10);
+  CHECK(h.lag_at_warmup_end().empty());
+  h.begin_warmup(100);
+  for (int i = 0; i < 99; ++i) h.iterate(true);
+  CHECK(h.lag_at_warmup_end().empty());  // not yet
+  h.iterate(true);
+  const std::vector<double>& lag = h.lag_at_warmup_end();
+  REQUIRE(static_cast<long>(lag.size()) == C);
+  // 1e4 below the others, against a gap of 10 + 5 sqrt(2 / 2) = 15
+  CHECK(lag[C - 1] > 600);
+  for (long c = 0; c < C - 1; ++c) CHECK(std::fabs(lag[c]) < 1);
+}

@@ -742,3 +742,26 @@ test_that("metric = \"dense\" learns the posterior's covariance: short trajector
                "a dense metric is for models with at most 2000 free parameters")
   expect_error(hmc(metric = "dense", diag_sd = 2), "`diag_sd` cannot be set with metric = \"dense\"")
 })
+
+test_that("a chain that has not come in by the end of warmup is named in a warning", {
+  x <- normal(0, 1)
+  m <- model(x)
+  set.seed(561)
+  # random-walk steps of about one sd cannot cover 1e4 in 30 iterations
+  inits <- list(initials(x = 0.1), initials(x = 1e4), initials(x = -0.2), initials(x = 0.3))
+  expect_warning(
+    mcmc(m, sampler = rwmh(), n_samples = 10, warmup = 30, chains = 4, initial_values = inits,
+         verbose = FALSE),
+    "chain 2 had not reached the other chains by the end of warmup"
+  )
+  # with every chain in, no such warning
+  near <- list(initials(x = 0.1), initials(x = 0.5), initials(x = -0.2), initials(x = 0.3))
+  expect_no_lagging_warning <- function(expr) {
+    withCallingHandlers(expr, warning = function(w) {
+      expect_false(grepl("had not reached", conditionMessage(w)))
+      invokeRestart("muffleWarning")
+    })
+  }
+  expect_no_lagging_warning(mcmc(m, sampler = rwmh(), n_samples = 10, warmup = 30, chains = 4,
+                                 initial_values = near, verbose = FALSE))
+})

@@ -136,6 +136,10 @@ class LeapfrogSampler {
   const std::vector<long>& accepted() const { return accepted_; }
   const std::vector<long>& bad() const { return bad_; }
   const IterationStats& last() const { return stats_; }
+  // Per chain, at the end of warmup: how far its log density lay below the
+  // chains' median, in units of lagging_gap() (above 1: the chain had not
+  // come in, and did not steer the pooled metric); empty before then.
+  const std::vector<double>& lag_at_warmup_end() const { return lag_at_warmup_end_; }
 
  protected:
   // One transition of every chain from (x_, lp_, grad_), which it updates,
@@ -217,6 +221,8 @@ class LeapfrogSampler {
   // median: the ones whose draws adapt the pooled metric and (ChEES) the
   // trajectory length. At least half of the chains.
   ChainMask steering_chains() const;
+  // Per chain, (the chains' median log density - its own) / lagging_gap().
+  std::vector<double> lags() const;
   // How far below the median log density a chain lags: 10 + 5 sd of the
   // log density of a dim-dimensional Gaussian (sqrt(dim / 2)), so that a
   // chain inside the typical set is almost never left out, and one a few
@@ -284,6 +290,7 @@ class LeapfrogSampler {
   size_t next_window_ = 0;
   bool per_chain_metric_ = false;
   long metric_version_ = 0;
+  std::vector<double> lag_at_warmup_end_;
   // Welford sums of the current window, [chains, dim] in vectors(): pooled
   // in row 0, per chain in each row; window_n_ counts draws per row (pooled:
   // chains per iteration).
