@@ -575,9 +575,16 @@ distribution <- function(greta_array) {
   original
 }
 
+# The name a distribution goes by in messages and summaries: its label (what
+# the user called, when the family is an internal representation such as
+# bernoulli_logit), or its family (multivariate distributions have no label).
+distribution_label <- function(dist) {
+  if (is.null(dist$label)) dist$family else dist$label
+}
+
 check_data_support <- function(values, dist) {
   bounds <- c(max(dist$truncation[1], dist$support[1]), min(dist$truncation[2], dist$support[2]))
-  label <- if (is.null(dist$label)) dist$family else dist$label
+  label <- distribution_label(dist)
   if (isTRUE(dist$discrete) && label == "bernoulli" && any(!values %in% c(0, 1))) {
     stop("data given a bernoulli() distribution must be 0 or 1", call. = FALSE)
   }

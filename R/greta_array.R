@@ -156,10 +156,7 @@ greta_array_type <- function(node) {
 summary.greta_array <- function(object, ...) {
   node <- get_node(object)
   type <- greta_array_type(node)
-  dist <- node$distribution
-  family <- if (!is.null(dist)) {
-    if (!is.null(dist$label)) dist$label else dist$family
-  }
+  family <- if (!is.null(node$distribution)) distribution_label(node$distribution)
   values <- if (identical(node$type, "data")) summary(array(node$value, dim = node$dim))
   structure(list(type = type, length = prod(node$dim), dim = node$dim, distribution = family,
                  values = values), class = "summary.greta_array")

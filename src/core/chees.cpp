@@ -33,9 +33,15 @@ Chees::Chees(Target& target, CheesSettings settings, const std::vector<double>& 
       T_(settings.epsilon) {}
 
 void Chees::transition() {
-  if (adapting_ && (in_initial_buffer() || (2 * warmup_done() < warmup_total() &&
-                                            steering_chains().count() < C_)))
-    return Nuts::transition();
+  // Only the chains that steer warmup count (steering_chains()): a chain on
+  // its way in from the tails is far from the others' mean, and its squared
+  // distance would swamp the criterion.
+  ChainMask steering;
+  if (adapting_) {
+    if (in_initial_buffer()) return Nuts::transition();
+    steering = steering_chains();
+    if (2 * warmup_done() < warmup_total() && steering.count() < C_) return Nuts::transition();
+  }
   // (no tree: the NUTS transitions of warmup may have left their depths)
   std::fill(stats_.tree_depth.begin(), stats_.tree_depth.end(), 0);
   const double u = run_stream_.uniform();  // the jitter, shared by all chains
@@ -53,13 +59,8 @@ void Chees::transition() {
   // before and after from the chains' means, in the metric, and
   // (x' - mean') . M^-1 p' with M^-1 = diag(sd^2), of the proposal (accepted
   // or not), from the state before the Metropolis step replaces it.
-  // Only the chains that steer warmup count (steering_chains()): a chain on
-  // its way in from the tails is far from the others' mean, and its squared
-  // distance would swamp the criterion.
   std::vector<double> d(C_ * 3, 0.0);
-  ChainMask steering;
   if (adapting_) {
-    steering = steering_chains();
     if (!mean_x_v_) mean_x_v_ = v.make(), mean_xn_v_ = v.make();
     v.mean_over_chains(mean_x_v_, x_v_, steering);
     v.mean_over_chains(mean_xn_v_, xn_v_, steering);

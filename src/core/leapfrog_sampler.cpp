@@ -362,8 +362,9 @@ std::vector<double> LeapfrogSampler::lags() const {
   const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
   // (lp_ is finite: the initial values must be, and a transition only moves
   // a chain to a finite log density)
+  const double gap = lagging_gap();
   std::vector<double> lag(C_);
-  for (long c = 0; c < C_; ++c) lag[c] = (median - lp_[c]) / lagging_gap();
+  for (long c = 0; c < C_; ++c) lag[c] = (median - lp_[c]) / gap;
   return lag;
 }
 

@@ -38,7 +38,6 @@
 #ifndef LOCKSTEP_SAMPLER_CHEES_HPP
 #define LOCKSTEP_SAMPLER_CHEES_HPP
 
-#include <memory>
 #include <vector>
 
 #include "nuts.hpp"
@@ -59,16 +58,14 @@ class Chees : public Nuts {
   Chees(Target& target, CheesSettings settings, const std::vector<double>& init, uint32_t key0,
         uint32_t key1);
   double trajectory_length() const { return T_; }
+  // (NUTS's groups would make NUTS transitions: ChEES steps all chains
+  // together, so step_in_groups() refuses it before asking for a group
+  // sampler)
   bool can_step_in_groups() const override { return false; }
 
  protected:
   void transition() override;
   void metric_changed() override;
-  std::unique_ptr<LeapfrogSampler> make_group_sampler(
-      Target& /*target*/, const std::vector<double>& /*init*/,
-      const std::vector<double>& /*sd*/) const override {
-    return nullptr;
-  }
 
  private:
   CheesSettings settings_;
