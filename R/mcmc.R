@@ -6,8 +6,11 @@
 #'
 #' @param model a `greta_model` from [model()]
 #' @param sampler a sampler: [nuts()] (the default), [hmc()], [chees()], [rwmh()] or
-#'   [slice()]; each tunes itself in warmup, its diagonal metric estimated from
-#'   all chains' draws or from each chain's own (their `adapt_metric` argument)
+#'   [slice()]; each tunes itself in warmup, its metric estimated from all
+#'   chains' draws or from each chain's own (their `adapt_metric` argument):
+#'   for `nuts()`, `hmc()` and `chees()` by default a dense metric where the
+#'   draws are strongly correlated and a diagonal one elsewhere (their
+#'   `metric` argument)
 #' @param n_samples the number of samples to draw per chain after warmup
 #'   (before thinning)
 #' @param thin keep every `thin`-th sample

@@ -32,18 +32,26 @@
 #'   With `"per_chain"`, the `diag_sd` that warmup tuned is a chains x
 #'   parameters matrix
 #' @param metric the metric (inverse mass matrix) that warmup learns:
-#'   `"diagonal"` (the default, Stan's `diag_e`), the variances of the free
-#'   parameters; or `"dense"` (Stan's `dense_e`), their whole covariance, in
-#'   the same windows as Stan, regularised as Stan does but in proportion to
-#'   each variance (so that a parameter with a small posterior scale keeps its
-#'   correlations). A dense metric
-#'   suits a small model whose parameters are strongly correlated (a
-#'   regression on an uncentred predictor): the sampler works in coordinates
-#'   where the posterior is close to round, with far shorter trajectories. It
-#'   costs two triangular products of the number of free parameters squared
-#'   per gradient, so it is meant for models with up to a few hundred free
-#'   parameters; its chains step in lockstep (not in groups), and its vector
-#'   work stays in host memory. `adapt_metric` applies to it too
+#'   `"auto"` (the default), `"diagonal"` or `"dense"`. `"diagonal"` (Stan's
+#'   default, `diag_e`) learns the variances of the free parameters.
+#'   `"dense"` (Stan's `dense_e`) learns their whole covariance, in the same
+#'   windows as Stan, regularised as Stan does but in proportion to each
+#'   variance (so that a parameter with a small posterior scale keeps its
+#'   correlations): the sampler then works in coordinates where the posterior
+#'   is close to round, with far shorter trajectories where parameters are
+#'   strongly correlated (a regression on an uncentred predictor). It costs
+#'   two triangular products of the number of free parameters squared per
+#'   gradient, so it is meant for models with up to a few hundred free
+#'   parameters, and its vector work stays in host memory. `"auto"` learns
+#'   the covariance in each window, and keeps it whole only where its
+#'   correlations would leave a diagonal metric badly conditioned and the
+#'   window's gradients show a posterior close enough to a Gaussian for one
+#'   covariance to serve all of it (see Details); otherwise it keeps the
+#'   variances, the diagonal metric. It does so for models with at most
+#'   100 free parameters on the CPU in one process ([cpu_only()]); larger
+#'   models, and models on a GPU or across MPI ranks, get the diagonal
+#'   metric. `adapt_metric` applies to each choice. With `diag_sd` set,
+#'   `"auto"` starts from it
 #' @details All chains run in lockstep: every leapfrog step evaluates the log
 #'   density and gradient of all chains in one call to the engine, with one
 #'   step size; each chain accepts or rejects its own proposal.
@@ -63,6 +71,32 @@
 #'   statistic of all chains (`nuts()`: their harmonic mean; `hmc()`: their
 #'   mean), and `diag_sd` in Stan's windows, from the pooled draws of the
 #'   chains or each chain's own (`adapt_metric`).
+#'
+#'   With `metric = "auto"`, at the end of each of warmup's metric windows
+#'   the window's covariance of the free parameters (n draws of d) is kept
+#'   whole when the condition number of its correlation matrix exceeds
+#'   \eqn{4 ((1 + r) / (1 - r))^2}{4 ((1 + r) / (1 - r))^2}, \eqn{r =
+#'   \sqrt{4 d / n}}{r = sqrt(4 d / n)}: four times the largest condition
+#'   number that n / 4 independent draws of uncorrelated parameters would
+#'   show by chance (the Marchenko-Pastur edges, n / 4 allowing for the
+#'   draws' autocorrelation), and never with fewer than 4 d draws. The
+#'   number of leapfrog steps a trajectory needs grows as the square root of
+#'   that condition number. The window's gradients then check that the
+#'   posterior is close enough to a Gaussian: for a Gaussian, the gradients'
+#'   second moments are the inverse of the covariance, so in a metric's
+#'   coordinates the largest curvature they show times the largest variance
+#'   is 1 for the dense metric and the correlations' condition number for the
+#'   diagonal one. Where the curvature changes across the posterior (a
+#'   funnel, a latent Gaussian process's hyperparameters) these grow, and the
+#'   dense metric is kept only if its product is at most twice the
+#'   diagonal's over that condition number (or within what the window's
+#'   noise could make of a Gaussian's). On posteriordb's reference
+#'   posteriors (see `bench/RESULTS.md`), the regressions on uncentred
+#'   predictors (condition numbers of 20 to 240,000) get a dense metric and
+#'   need one tenth to one hundredth of the leapfrog steps of a diagonal
+#'   one, while the latent Gaussian process of `gp_pois_regr` (on which a
+#'   dense metric diverged in 3 percent of its draws) and eight schools keep the
+#'   diagonal metric.
 #'
 #'   Pooled warmup leaves out a chain that lags far behind the others: one
 #'   whose log density is more than \eqn{10 + 5 \sqrt{d / 2}}{10 + 5 sqrt(d / 2)}
@@ -103,8 +137,9 @@
 #' nuts()
 #' nuts(adapt_delta = 0.95)
 #' nuts(adapt_metric = "per_chain")
-#' # a dense metric, for a small model with strongly correlated parameters
+#' # always a dense metric, or always a diagonal one
 #' nuts(metric = "dense")
+#' nuts(metric = "diagonal")
 #' chees()
 #' rwmh(proposal = "uniform")
 #' slice(max_doublings = 3)
@@ -116,7 +151,8 @@ NULL
 #' @rdname samplers
 #' @export
 nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = 1,
-                 adapt_metric = c("pooled", "per_chain"), metric = c("diagonal", "dense")) {
+                 adapt_metric = c("pooled", "per_chain"),
+                metric = c("auto", "diagonal", "dense")) {
   check_count(max_treedepth, "max_treedepth", minimum = 1)
   if (max_treedepth > 30) stop("`max_treedepth` must be at most 30", call. = FALSE)
   if (!is.numeric(adapt_delta) || length(adapt_delta) != 1 || !is.finite(adapt_delta) ||
@@ -138,7 +174,8 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
 #' @param max_leapfrog the most leapfrog steps `chees()` takes in one iteration
 #' @export
 chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000,
-                  adapt_metric = c("pooled", "per_chain"), metric = c("diagonal", "dense")) {
+                  adapt_metric = c("pooled", "per_chain"),
+                  metric = c("auto", "diagonal", "dense")) {
   check_step_size(epsilon, diag_sd)
   check_count(max_leapfrog, "max_leapfrog", minimum = 1)
   adapt_metric <- check_adapt_metric(adapt_metric)
@@ -185,7 +222,8 @@ slice <- function(max_doublings = 5, adapt_metric = c("pooled", "per_chain")) {
 #' @rdname samplers
 #' @export
 hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = 1,
-                adapt_metric = c("pooled", "per_chain"), metric = c("diagonal", "dense")) {
+                adapt_metric = c("pooled", "per_chain"),
+                metric = c("auto", "diagonal", "dense")) {
   check_count(Lmin, "Lmin", minimum = 1)
   check_count(Lmax, "Lmax", minimum = 1)
   if (Lmax < Lmin) stop("`Lmax` must be at least `Lmin`", call. = FALSE)
@@ -234,10 +272,10 @@ check_adapt_metric <- function(adapt_metric) {
   check_choice(adapt_metric, c("pooled", "per_chain"), "adapt_metric")
 }
 
-# "diagonal" or "dense"; a dense metric is learnt whole in warmup, so it takes
-# no diag_sd.
+# "auto", "diagonal" or "dense"; a dense metric is learnt whole in warmup, so
+# it takes no diag_sd ("auto" starts from it).
 check_metric <- function(metric, diag_sd) {
-  metric <- check_choice(metric, c("diagonal", "dense"), "metric")
+  metric <- check_choice(metric, c("auto", "diagonal", "dense"), "metric")
   if (metric == "dense" && !all(diag_sd == 1)) {
     stop("`diag_sd` cannot be set with metric = \"dense\": warmup learns the whole metric",
          call. = FALSE)

@@ -4,7 +4,7 @@
 #   Rscript bench/posteriordb.R [--posteriors fast|all|name,name,...]
 #                               [--warmup 1000] [--samples 1000] [--chains 4]
 #                               [--cores 2] [--threads default,1] [--seed 1]
-#                               [--rstan yes|no] [--metric diagonal|dense]
+#                               [--rstan yes|no] [--metric auto|diagonal|dense]
 #                               [--sampler nuts|chees]
 #   Rscript bench/posteriordb.R --compile-only yes   # compile (and cache) the Stan programs
 #
@@ -22,8 +22,11 @@
 # chains in one engine; by default once with cpu_only()'s threads, one per core,
 # and once with one thread, --threads), rstan's sampling() with `cores` parallel
 # chains and its defaults (NUTS, diag_e, adapt delta 0.8, max tree depth 10).
-# With --metric dense, both use a dense metric instead: nuts(metric = "dense")
-# and rstan's control = list(metric = "dense_e"). With --sampler chees, lockstep runs
+# lockstep's default metric is "auto" (a dense metric where warmup's draws are
+# strongly correlated, for models of up to 100 free parameters), rstan's diag_e.
+# With --metric diagonal, both use a diagonal metric (nuts(metric = "diagonal"));
+# with --metric dense, both a dense one: nuts(metric = "dense") and rstan's
+# control = list(metric = "dense_e"). With --sampler chees, lockstep runs
 # chees() (with the same metric) against rstan's NUTS. "seconds" is the wall time of the mcmc() /
 # sampling() call, warmup included (model building and rstan's compilation are
 # not; rstan's includes starting its worker processes). ESS is the bulk ESS of
@@ -36,7 +39,7 @@
 args <- commandArgs(trailingOnly = TRUE)
 opt <- list(posteriors = "fast", warmup = "1000", samples = "1000", chains = "4", cores = "2",
             threads = "default,1", seed = "1", rstan = "yes", compile_only = "no",
-            metric = "diagonal", sampler = "nuts")
+            metric = "auto", sampler = "nuts")
 i <- 1
 while (i <= length(args)) {
   key <- gsub("-", "_", sub("^--", "", args[i]))
@@ -50,7 +53,7 @@ chains <- as.integer(opt$chains)
 cores <- as.integer(opt$cores)
 seed <- as.integer(opt$seed)
 use_rstan <- identical(opt$rstan, "yes")
-if (!opt$metric %in% c("diagonal", "dense")) stop("--metric must be diagonal or dense")
+if (!opt$metric %in% c("auto", "diagonal", "dense")) stop("--metric must be auto, diagonal or dense")
 if (!opt$sampler %in% c("nuts", "chees")) stop("--sampler must be nuts or chees")
 lockstep_sampler <- function() {
   if (opt$sampler == "chees") lockstep::chees(metric = opt$metric)
@@ -132,6 +135,14 @@ model {
   k ~ poisson_log(f);
 }
 ",
+  eight_schools_noncentered = "
+data { int<lower=0> J; real y[J]; real<lower=0> sigma[J]; }
+parameters { real mu; real<lower=0> tau; vector[J] theta_tilde; }
+transformed parameters { vector[J] theta = mu + tau * theta_tilde; }
+model {
+  mu ~ normal(0, 5); tau ~ cauchy(0, 5); theta_tilde ~ normal(0, 1);
+  y ~ normal(theta, sigma);
+}",
   diamonds = "
 data { int<lower=1> N; vector[N] Y; int<lower=1> K; matrix[N, K] X; int prior_only; }
 transformed data {
@@ -173,6 +184,8 @@ posteriors <- list(
   "sblrc-blr" = list(program = "blr", data = function(posterior, d) d),
   "gp_pois_regr-gp_pois_regr" = list(program = "gp_pois_regr",
                                      data = function(posterior, d) d[c("N", "x", "k")]),
+  "eight_schools-eight_schools_noncentered" = list(program = "eight_schools_noncentered",
+                                                   data = function(posterior, d) d),
   "diamonds-diamonds" = list(program = "diamonds", data = function(posterior, d) d)
 )
 slow <- "diamonds-diamonds"

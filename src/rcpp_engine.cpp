@@ -290,10 +290,25 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   // and NUTS's HMC-style trajectories, then runs on one thread, as
   // effective_threads() would have it anyway.
   // metric = "dense" (nuts, hmc, chees): the sampler works in the dense
-  // metric's coordinates (sampler/dense_metric.hpp), its chains in lockstep
-  const bool dense = parameters.containsElementNamed("metric") &&
-                     as<std::string>(parameters["metric"]) == "dense";
-  const bool groupable = (kind == "nuts" || kind == "hmc") && !dense;
+  // metric's coordinates (sampler/dense_metric.hpp). metric = "auto" (their
+  // default) does too where a dense metric may be chosen: a model with at
+  // most max_auto_dense_dim free parameters, on the CPU in one process
+  // (elsewhere the sampler's vectors stay with the executor: a GPU's, or
+  // every rank's); warmup then picks a dense or a diagonal factor at each
+  // window's end. Otherwise "auto" is the diagonal metric.
+  const std::string metric = parameters.containsElementNamed("metric")
+                                 ? as<std::string>(parameters["metric"])
+                                 : std::string("diagonal");
+  const long D = e->program->n_free;
+  // (a factor that warmup tuned, restarting a run, is kept whatever the options)
+  const bool tuned_factor = parameters.containsElementNamed("metric_factor") &&
+                            !Rf_isNull(parameters["metric_factor"]);
+  const bool automatic = metric == "auto" &&
+                         ((D <= lockstep::max_auto_dense_dim &&
+                           o.backend == lockstep::Backend::cpu && o.world == nullptr) ||
+                          tuned_factor);
+  const bool dense = metric == "dense" || automatic;
+  const bool groupable = kind == "nuts" || kind == "hmc";
   const long groups = groupable ? lockstep::chain_group_count(*h->program, C, o) : 1;
   const int group_threads = o.threads;
   if (groups > 1) o.threads = 1;
@@ -313,12 +328,22 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   lockstep::Target* target = h->executor.get();
   std::vector<double> start = chain_major(init);
   if (dense) {
-    // a tuned factor (extra_samples()), else the identity to start warmup from
+    // a tuned factor (extra_samples()), else the identity to start warmup
+    // from (chosen automatically: diag_sd on the diagonal)
     std::vector<double> factor;
-    if (parameters.containsElementNamed("metric_factor") &&
-        !Rf_isNull(parameters["metric_factor"]))
+    if (tuned_factor) {
       factor = as<std::vector<double>>(parameters["metric_factor"]);
+    } else if (const long per = static_cast<long>(diag_sd.size());
+               automatic && !(per == 1 && diag_sd[0] == 1) &&
+               (per == 1 || per == D || per == C * D)) {  // (the sampler checks others)
+      factor.assign(C * D * D, 0.0);
+      for (long c = 0; c < C; ++c)
+        for (long i = 0; i < D; ++i)
+          factor[c * D * D + i * D + i] =
+              per == 1 ? diag_sd[0] : per == D ? diag_sd[i] : diag_sd[c * D + i];
+    }
     h->dense = std::make_unique<lockstep::DenseMetric>(*h->executor, factor);
+    if (automatic) h->dense->set_choice(lockstep::DenseMetric::Choice::automatic);
     target = h->dense.get();
     std::vector<double> y(start.size());
     h->dense->to_sampler(start.data(), y.data());
@@ -369,8 +394,12 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     const lockstep::Program& program = *h->program;
     const bool single = e->single;
     h->sampler->step_in_groups(lockstep::ChainGroups::make(
-        C, groups, group_threads,
-        [&](long n) { return Engine::make_executor(program, n, o, single); }));
+        C, groups, group_threads, [&](long n) -> std::unique_ptr<lockstep::Target> {
+          auto executor = Engine::make_executor(program, n, o, single);
+          if (!dense) return executor;
+          // each group's own dense metric (its factors are the sampler's)
+          return std::make_unique<lockstep::DenseMetric>(std::move(executor));
+        }));
   }
   XPtr<SamplerHandle> ptr(h.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize<SamplerHandle>, TRUE);
@@ -446,8 +475,19 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
   const auto& acc = smp.accepted();
   const auto& bad = smp.bad();
   // The tuned diag_sd: one per free parameter when pooled (every chain's row
-  // is the same), a chains x dim matrix when adapted per chain.
-  const std::vector<double>& sd = smp.diag_sd();
+  // is the same), a chains x dim matrix when adapted per chain. With a dense
+  // metric (the sampler's own diag_sd is then 1), the metric's standard
+  // deviations, sqrt(diag(L L')) of each chain's factor.
+  std::vector<double> sd = smp.diag_sd();
+  if (const lockstep::DenseMetric* dm = smp.dense_metric()) {
+    const std::vector<double>& L = dm->factor();
+    for (long c = 0; c < C; ++c)
+      for (long i = 0; i < D; ++i) {
+        double s = 0;
+        for (long j = 0; j <= i; ++j) s += L[(c * D + i) * D + j] * L[(c * D + i) * D + j];
+        sd[c * D + i] = std::sqrt(s);
+      }
+  }
   RObject diag_sd;  // protected until the list holds it
   if (smp.per_chain_metric()) {
     NumericMatrix m(static_cast<int>(C), static_cast<int>(D));

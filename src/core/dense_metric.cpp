@@ -57,6 +57,129 @@ DenseMetric::DenseMetric(Target& model, const std::vector<double>& factor)
     }
   x_.assign(C_ * D_, 0.0);
   gx_.assign(C_ * D_, 0.0);
+  find_diagonal_factors();
+}
+
+DenseMetric::DenseMetric(std::unique_ptr<Target> model, const std::vector<double>& factor)
+    : DenseMetric(*model, factor) {
+  owned_ = std::move(model);
+}
+
+void DenseMetric::find_diagonal_factors() {
+  const long DD = D_ * D_;
+  diagonal_.assign(C_, 1);
+  for (long c = 0; c < C_; ++c)
+    for (long i = 0; i < D_ && diagonal_[c]; ++i)
+      for (long j = 0; j < i; ++j)
+        if (L_[c * DD + i * D_ + j] != 0) {
+          diagonal_[c] = 0;
+          break;
+        }
+}
+
+void DenseMetric::set_factor(const double* factor) {
+  std::copy(factor, factor + C_ * D_ * D_, L_.begin());
+  find_diagonal_factors();
+}
+
+namespace {
+
+// The smallest and largest eigenvalues of the symmetric [d, d] a (taken by
+// value), by cyclic Jacobi rotations: d is at most max_auto_dense_dim, and
+// this runs once per metric window.
+void eigen_range(std::vector<double> a, long d, double* lo, double* hi) {
+  for (int sweep = 0; sweep < 100; ++sweep) {
+    double off = 0, total = 0;
+    for (long i = 0; i < d; ++i)
+      for (long j = 0; j < d; ++j) (i == j ? total : off) += a[i * d + j] * a[i * d + j];
+    if (!(off > 1e-24 * (total + off))) break;
+    for (long p = 0; p < d; ++p)
+      for (long q = p + 1; q < d; ++q) {
+        const double apq = a[p * d + q];
+        if (apq == 0) continue;
+        const double theta = (a[q * d + q] - a[p * d + p]) / (2 * apq);
+        const double t = (theta >= 0 ? 1 : -1) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
+        const double c = 1 / std::sqrt(t * t + 1), s = t * c;
+        for (long k = 0; k < d; ++k) {  // columns p and q
+          const double akp = a[k * d + p], akq = a[k * d + q];
+          a[k * d + p] = c * akp - s * akq;
+          a[k * d + q] = s * akp + c * akq;
+        }
+        for (long k = 0; k < d; ++k) {  // rows p and q
+          const double apk = a[p * d + k], aqk = a[q * d + k];
+          a[p * d + k] = c * apk - s * aqk;
+          a[q * d + k] = s * apk + c * aqk;
+        }
+      }
+  }
+  *lo = HUGE_VAL, *hi = -HUGE_VAL;
+  for (long i = 0; i < d; ++i) {
+    *lo = std::min(*lo, a[i * d + i]);
+    *hi = std::max(*hi, a[i * d + i]);
+  }
+}
+
+// The correlation matrix of cov, [d, d].
+std::vector<double> correlations(const double* cov, long d) {
+  std::vector<double> r(d * d);
+  for (long i = 0; i < d; ++i)
+    for (long j = 0; j < d; ++j)
+      r[i * d + j] = cov[i * d + j] / std::sqrt(cov[i * d + i] * cov[j * d + j]);
+  return r;
+}
+
+// L' a L for lower triangular L, all [d, d] row-major.
+std::vector<double> congruence(const double* a, const double* L, long d) {
+  std::vector<double> aL(d * d, 0.0), out(d * d, 0.0);
+  for (long i = 0; i < d; ++i)
+    for (long j = 0; j < d; ++j) {
+      double s = 0;
+      for (long k = j; k < d; ++k) s += a[i * d + k] * L[k * d + j];
+      aL[i * d + j] = s;
+    }
+  for (long i = 0; i < d; ++i)
+    for (long j = 0; j < d; ++j) {
+      double s = 0;
+      for (long k = i; k < d; ++k) s += L[k * d + i] * aL[k * d + j];
+      out[i * d + j] = s;
+    }
+  return out;
+}
+
+}  // namespace
+
+double DenseMetric::correlation_condition(const double* cov, long d) {
+  double lo, hi;
+  eigen_range(correlations(cov, d), d, &lo, &hi);
+  return lo > 0 ? hi / lo : HUGE_VAL;
+}
+
+bool DenseMetric::dense_fits_gradients(const double* cov, const double* grad2, long d,
+                                       double n) {
+  // dense: L = chol(cov), whose L^-1 cov L^-T is the identity
+  std::vector<double> L(cov, cov + d * d);
+  if (!cholesky_lower(L.data(), d)) return false;
+  double lo, dense_curvature, diagonal_curvature, r_lo, r_hi;
+  eigen_range(congruence(grad2, L.data(), d), d, &lo, &dense_curvature);
+  // diagonal: L = diag(sd), whose L^-1 cov L^-T is the correlation matrix
+  std::vector<double> sd(d * d, 0.0);
+  for (long i = 0; i < d; ++i) sd[i * d + i] = std::sqrt(cov[i * d + i]);
+  eigen_range(congruence(grad2, sd.data(), d), d, &lo, &diagonal_curvature);
+  eigen_range(correlations(cov, d), d, &r_lo, &r_hi);
+  // each unevenness is 1 for a Gaussian: the diagonal's is its curvature times
+  // r_hi over the correlations' condition number r_hi / r_lo
+  return dense_curvature <= std::max(4 * chance_condition(d, n), 2 * diagonal_curvature * r_lo);
+}
+
+double DenseMetric::chance_condition(long d, double n) {
+  const double r = std::sqrt(4.0 * d / n);
+  if (!(r < 1)) return HUGE_VAL;
+  return (1 + r) * (1 + r) / ((1 - r) * (1 - r));
+}
+
+bool DenseMetric::dense_is_worth_it(const double* cov, long d, double n) {
+  if (d < 2 || !(n >= 4.0 * d)) return false;
+  return correlation_condition(cov, d) > 4 * chance_condition(d, n);
 }
 
 void DenseMetric::to_model(const double* y, double* x, long rows) const {
@@ -65,6 +188,10 @@ void DenseMetric::to_model(const double* y, double* x, long rows) const {
     const double* L = L_.data() + (r % C_) * DD;
     const double* yr = y + r * D_;
     double* xr = x + r * D_;
+    if (diagonal_[r % C_]) {
+      for (long i = 0; i < D_; ++i) xr[i] = L[i * D_ + i] * yr[i];
+      continue;
+    }
     for (long i = 0; i < D_; ++i) {
       double s = 0;
       for (long j = 0; j <= i; ++j) s += L[i * D_ + j] * yr[j];
@@ -79,6 +206,10 @@ void DenseMetric::to_sampler(const double* x, double* y) const {
     const double* L = L_.data() + c * DD;
     const double* xc = x + c * D_;
     double* yc = y + c * D_;
+    if (diagonal_[c]) {
+      for (long i = 0; i < D_; ++i) yc[i] = xc[i] / L[i * D_ + i];
+      continue;
+    }
     for (long i = 0; i < D_; ++i) {  // forward substitution
       double s = xc[i];
       for (long j = 0; j < i; ++j) s -= L[i * D_ + j] * yc[j];
@@ -97,6 +228,10 @@ void DenseMetric::log_density(const double* y, double* lp, double* grad) {
     const double* L = L_.data() + c * DD;
     const double* g = gx_.data() + c * D_;
     double* out = grad + c * D_;
+    if (diagonal_[c]) {
+      for (long j = 0; j < D_; ++j) out[j] = L[j * D_ + j] * g[j];
+      continue;
+    }
     for (long j = 0; j < D_; ++j) {
       double s = 0;
       for (long i = j; i < D_; ++i) s += L[i * D_ + j] * g[i];
@@ -105,7 +240,7 @@ void DenseMetric::log_density(const double* y, double* lp, double* grad) {
   }
 }
 
-void DenseMetric::adapt(const double* m2, double n, bool pooled, double* y) {
+void DenseMetric::adapt(const double* m2, double n, bool pooled, const double* g2, double* y) {
   const long DD = D_ * D_;
   // the model's coordinates of the states, under the old factor
   std::vector<double> x(C_ * D_);
@@ -141,8 +276,39 @@ void DenseMetric::adapt(const double* m2, double n, bool pooled, double* y) {
     // window too short for its dimension) keeps the previous one
     for (long i = 0; i < D_; ++i)
       for (long j = 0; j < i; ++j) cov[i * D_ + j] = cov[j * D_ + i] = 0.5 * (cov[i * D_ + j] + cov[j * D_ + i]);
+    // chosen automatically, the diagonal metric unless the correlations are
+    // worth a dense one that the gradients say suits the whole posterior
+    if (choice_ == Choice::automatic) {
+      bool dense = dense_is_worth_it(cov.data(), D_, n);
+      if (dense && g2) {
+        // the gradients' second moments in the model's coordinates: dlp/dx =
+        // L^-T dlp/dy, so L^-T (g2 / n) L^-1, by two triangular solves
+        const double* gy = g2 + (pooled ? 0 : c * DD);
+        std::vector<double> a(DD), gx(DD);
+        auto solve_upper = [&](const double* rhs, double* out) {  // L' out = rhs
+          for (long col = 0; col < D_; ++col)
+            for (long i = D_ - 1; i >= 0; --i) {
+              double s = rhs[i * D_ + col];
+              for (long k = i + 1; k < D_; ++k) s -= L[k * D_ + i] * out[k * D_ + col];
+              out[i * D_ + col] = s / L[i * D_ + i];
+            }
+        };
+        std::vector<double> scaled(gy, gy + DD);
+        for (double& v : scaled) v /= n;
+        solve_upper(scaled.data(), a.data());  // L^-T (g2 / n)
+        for (long i = 0; i < D_; ++i)           // its transpose, (g2 / n) L^-1
+          for (long j = 0; j < D_; ++j) scaled[i * D_ + j] = a[j * D_ + i];
+        solve_upper(scaled.data(), gx.data());
+        dense = dense_fits_gradients(cov.data(), gx.data(), D_, n);
+      }
+      if (!dense)
+        for (long i = 0; i < D_; ++i)
+          for (long j = 0; j < D_; ++j)
+            if (i != j) cov[i * D_ + j] = 0;
+    }
     if (cholesky_lower(cov.data(), D_)) std::copy(cov.begin(), cov.end(), L_.begin() + c * DD);
   }
+  find_diagonal_factors();
   to_sampler(x.data(), y);
 }
 

@@ -100,6 +100,7 @@ void LeapfrogSampler::use_dense_metric(DenseMetric& metric) {
   const long rows = per_chain_metric_ ? C_ : 1;
   dense_mean_.assign(rows * D_, 0.0);
   dense_m2_.assign(rows * D_ * D_, 0.0);
+  dense_g2_.assign(rows * D_ * D_, 0.0);
 }
 
 void LeapfrogSampler::to_model(const double* y, double* x, long rows) const {
@@ -114,6 +115,13 @@ void LeapfrogSampler::to_model(const double* y, double* x, long rows) const {
 // into its own), with window_n_ draws already in the window (per row).
 void LeapfrogSampler::dense_window_update(const ChainMask& from) {
   const long D = D_;
+  // a metric chosen automatically also needs the gradients' second moments
+  // (DenseMetric::adapt()): on the host, from the vectors where they are kept
+  const bool gradients = dense_->choice() == DenseMetric::Choice::automatic;
+  if (gradients && !in_groups()) {
+    sync_vectors();
+    vectors().download(grad_.data(), g_v_);
+  }
   std::vector<double> delta(D);
   double pooled_n = static_cast<double>(window_n_);
   for (long c = 0; c < C_; ++c) {
@@ -129,6 +137,12 @@ void LeapfrogSampler::dense_window_update(const ChainMask& from) {
     }
     for (long i = 0; i < D; ++i)
       for (long j = 0; j < D; ++j) m2[i * D + j] += delta[i] * (y[j] - mean[j]);
+    if (gradients) {
+      const double* g = grad_.data() + c * D;
+      double* g2 = dense_g2_.data() + row * D * D;
+      for (long i = 0; i < D; ++i)
+        for (long j = 0; j < D; ++j) g2[i * D + j] += g[i] * g[j];
+    }
   }
 }
 
@@ -298,7 +312,19 @@ void LeapfrogSampler::step_in_groups(std::unique_ptr<ChainGroups> groups) {
     const long c0 = groups->first[k], c1 = groups->first[k + 1];
     const std::vector<double> sd(sd_.begin() + c0 * D_, sd_.begin() + c1 * D_);
     const std::vector<double> init(x_.begin() + c0 * D_, x_.begin() + c1 * D_);
+    // With a dense metric, each group's target is a DenseMetric of its own
+    // over the group's executor, holding its chains' factors, so that the
+    // group's coordinates are this sampler's.
+    DenseMetric* metric = nullptr;
+    if (dense_) {
+      metric = dynamic_cast<DenseMetric*>(groups->targets[k].get());
+      if (!metric || metric->chains() != c1 - c0)
+        throw std::invalid_argument(name_ + ": with a dense metric, each chain group's target "
+                                            "must be a dense metric over its chains");
+      metric->set_factor(dense_->factor().data() + c0 * D_ * D_);
+    }
     samplers.push_back(make_group_sampler(*groups->targets[k], init, sd));
+    if (metric) samplers.back()->use_dense_metric(*metric);
   }
   groups_ = std::move(groups);
   group_samplers_ = std::move(samplers);
@@ -312,6 +338,15 @@ void LeapfrogSampler::to_groups() {
     g.epsilon_ = epsilon_;
     if (group_metric_[k] != metric_version()) {
       g.set_diag_sd(sd_.data() + c0 * D_);
+      if (dense_) {
+        // a new dense factor moved the chains to its coordinates: the group
+        // takes both the factor and its chains' states there
+        g.dense_->set_factor(dense_->factor().data() + c0 * D_ * D_);
+        std::copy(x_.begin() + c0 * D_, x_.begin() + c1 * D_, g.x_.begin());
+        std::copy(grad_.begin() + c0 * D_, grad_.begin() + c1 * D_, g.grad_.begin());
+        std::copy(lp_.begin() + c0, lp_.begin() + c1, g.lp_.begin());
+        g.state_changed_on_host();
+      }
       group_metric_[k] = metric_version();
     }
     // the group's chains draw from this sampler's streams of those chains,
@@ -411,11 +446,14 @@ void LeapfrogSampler::adapt() {
         // the new metric, the states in its coordinates, their log densities
         // and gradients there
         dense_->adapt(dense_m2_.data(), static_cast<double>(window_n_), !per_chain_metric_,
+                      dense_g2_.data(),
                       x_.data());
         target_.log_density(x_.data(), lp_.data(), grad_.data());
         state_changed_on_host();
+        ++metric_version_;  // chain groups take up the new factor and states
         std::fill(dense_mean_.begin(), dense_mean_.end(), 0.0);
         std::fill(dense_m2_.begin(), dense_m2_.end(), 0.0);
+        std::fill(dense_g2_.begin(), dense_g2_.end(), 0.0);
       } else {
         ChainVectors& v = vectors();
         v.metric_from_window(sd_v_, m_v_, window_m2_v_, static_cast<double>(window_n_),

@@ -151,7 +151,7 @@ TEST_CASE("dense metric: adapt() takes the regularised covariance of the window"
     std::normal_distribution<double> nd(0, 1);
     for (double& v : y) v = nd(rng);
     metric.to_model(y.data(), x_before.data(), chains);
-    metric.adapt(m2.data(), n, pooled, y.data());
+    metric.adapt(m2.data(), n, pooled, nullptr, y.data());
     // the states did not move in the model's coordinates
     metric.to_model(y.data(), x_after.data(), chains);
     for (long k = 0; k < chains * D; ++k) CHECK(x_after[k] == Approx(x_before[k]).epsilon(1e-12));
@@ -237,4 +237,158 @@ TEST_CASE("dense metric: refused where it cannot work", "[dense_metric]") {
   CHECK_NOTHROW(on_metric.use_dense_metric(metric));
   CHECK(on_metric.dense_metric() == &metric);
   CHECK(on_metric.diag_sd() == std::vector<double>(4, 1.0));
+}
+
+TEST_CASE("dense metric: the condition number of a covariance's correlations",
+          "[dense_metric]") {
+  // 2 x 2 with correlation rho: eigenvalues 1 +- rho, whatever the scales
+  for (double rho : {0.0, 0.5, -0.9, 0.999}) {
+    const double s1 = 3, s2 = 0.01;
+    const double cov[4] = {s1 * s1, rho * s1 * s2, rho * s1 * s2, s2 * s2};
+    CHECK(DenseMetric::correlation_condition(cov, 2) ==
+          Approx((1 + std::fabs(rho)) / (1 - std::fabs(rho))).epsilon(1e-10));
+  }
+  // equicorrelation rho in d dimensions, scaled: eigenvalues 1 + (d - 1) rho
+  // and 1 - rho
+  const long d = 7;
+  const double rho = 0.3;
+  std::vector<double> cov(d * d);
+  for (long i = 0; i < d; ++i)
+    for (long j = 0; j < d; ++j)
+      cov[i * d + j] = (i == j ? 1 : rho) * (1 + i) * (1 + j);
+  CHECK(DenseMetric::correlation_condition(cov.data(), d) ==
+        Approx((1 + (d - 1) * rho) / (1 - rho)).epsilon(1e-10));
+}
+
+TEST_CASE("dense metric: chosen automatically, dense only where correlations call for it",
+          "[dense_metric]") {
+  // the rule: condition number beyond 4 ((1 + r) / (1 - r))^2, r = sqrt(4 d / n)
+  const double corr[4] = {1, 0.9, 0.9, 1};  // condition 19
+  // n = 1600 draws of 2: r = 0.1, chance 1.49: dense
+  CHECK(DenseMetric::dense_is_worth_it(corr, 2, 1600));
+  // n = 32: r = 0.5, chance 9, so 36 is needed: diagonal
+  CHECK_FALSE(DenseMetric::dense_is_worth_it(corr, 2, 32));
+  CHECK(DenseMetric::dense_is_worth_it(corr, 2, 64));  // r = 0.35: 17.6 is needed
+  const double round[4] = {4, 0.1, 0.1, 1};  // correlation 0.05: condition 1.1
+  CHECK_FALSE(DenseMetric::dense_is_worth_it(round, 2, 1e6));
+  const double one[1] = {2};
+  CHECK_FALSE(DenseMetric::dense_is_worth_it(one, 1, 1e6));  // nothing to correlate
+  const double strong[4] = {1, 0.9999, 0.9999, 1};
+  CHECK_FALSE(DenseMetric::dense_is_worth_it(strong, 2, 7));  // fewer than 4 d draws
+
+  // The gradients: for a Gaussian their second moments are cov^-1, and a
+  // dense metric fits; with curvature along x1 that the covariance does not
+  // show (cov^-1 + 100 e1 e1': in the dense metric's coordinates, curvatures
+  // 1 and 101; in the diagonal's, 1.7 times the correlations' condition
+  // number), it does not.
+  const double cov[4] = {1, 0.99, 0.99, 1};
+  const double k = 1 / (1 - 0.99 * 0.99);
+  const double gaussian[4] = {k, -0.99 * k, -0.99 * k, k};
+  CHECK(DenseMetric::dense_fits_gradients(cov, gaussian, 2, 1e9));
+  const double scaled[4] = {3 * k, -3 * 0.99 * k, -3 * 0.99 * k, 3 * k};  // evenly steeper
+  CHECK(DenseMetric::dense_fits_gradients(cov, scaled, 2, 1e9));
+  const double uneven[4] = {k + 100, -0.99 * k, -0.99 * k, k};
+  CHECK_FALSE(DenseMetric::dense_fits_gradients(cov, uneven, 2, 1e9));
+  // unless so few draws could have made 101 of a Gaussian's 1: 4 x 9 = 36
+  // for 32 draws of 2 could not, 4 x 97 for 12 could
+  CHECK(DenseMetric::chance_condition(2, 32) == Approx(9));
+  CHECK_FALSE(DenseMetric::dense_fits_gradients(cov, uneven, 2, 32));
+  CHECK(DenseMetric::dense_fits_gradients(cov, uneven, 2, 12));
+  CHECK(std::isinf(DenseMetric::chance_condition(2, 8)));
+
+  // adapt(): a window whose co-moments are uncorrelated gives a diagonal
+  // factor, the square roots of the regularised variances, and one whose
+  // co-moments are strongly correlated the dense factor
+  sampler_tests::IndependentGaussian model({0, 0}, {1, 1}, 2);
+  const double n = 400;
+  for (bool correlated : {false, true}) {
+    INFO("correlated " << correlated);
+    DenseMetric metric(model);
+    metric.set_choice(DenseMetric::Choice::automatic);
+    const double r = correlated ? 0.99 : 0.02;
+    const double m2[4] = {4 * (n - 1), r * 2 * 0.5 * (n - 1), r * 2 * 0.5 * (n - 1),
+                          0.25 * (n - 1)};
+    std::vector<double> y = {0.3, -0.2, 1.1, 0.4};
+    metric.adapt(m2, n, true, nullptr, y.data());
+    for (long c = 0; c < 2; ++c) {
+      CHECK(metric.is_dense(c) == correlated);
+      // (the gradients' moments, in the identity's coordinates, would decide
+      // the same for a Gaussian, and against the dense factor for the uneven
+      // curvature above: checked below)
+      const double* L = metric.factor().data() + c * 4;
+      const double v0 = 4 * n / (n + 5), v1 = 0.25 * n / (n + 5);
+      CHECK(L[0] * L[0] == Approx(v0 + 5 / (n + 5) * (1e-3 * v0 * (n + 5) / n + 1e-10)));
+      CHECK((L[2] != 0) == correlated);
+      CHECK(L[2] * L[2] + L[3] * L[3] ==
+            Approx(v1 + 5 / (n + 5) * (1e-3 * v1 * (n + 5) / n + 1e-10)));
+    }
+  }
+}
+
+TEST_CASE("dense metric: chosen automatically, adapt() hears the window's gradients",
+          "[dense_metric]") {
+  // the same correlated window (sd 2 and 0.5, correlation 0.99) with the
+  // gradients' sums of a Gaussian of that covariance, and with extra
+  // curvature along x1: dense, then diagonal
+  sampler_tests::IndependentGaussian model({0, 0}, {1, 1}, 1);
+  const double n = 400, r = 0.99;
+  const double m2[4] = {4 * (n - 1), r * (n - 1), r * (n - 1), 0.25 * (n - 1)};
+  // the regularised covariance adapt() takes, and its inverse
+  const double v0 = 4 * n / (n + 5) + 5 / (n + 5) * (1e-3 * 4 + 1e-10);
+  const double v1 = 0.25 * n / (n + 5) + 5 / (n + 5) * (1e-3 * 0.25 + 1e-10);
+  const double v01 = r * n / (n + 5);
+  const double det = v0 * v1 - v01 * v01;
+  for (bool uneven : {false, true}) {
+    INFO("uneven " << uneven);
+    const double g2[4] = {n * (v1 / det + (uneven ? 100 / v0 : 0)), -n * v01 / det,
+                          -n * v01 / det, n * v0 / det};
+    DenseMetric metric(model);
+    metric.set_choice(DenseMetric::Choice::automatic);
+    std::vector<double> y = {0.3, -0.2};
+    metric.adapt(m2, n, true, g2, y.data());
+    CHECK(metric.is_dense(0) == !uneven);
+  }
+}
+
+TEST_CASE("dense metric: chosen automatically, NUTS learns a dense metric for a correlated "
+          "Gaussian and a diagonal one for independent Gaussians",
+          "[dense_metric][nuts]") {
+  const long C = sampler_tests::n_chains;
+  auto warm = [&](lockstep::Target& model, DenseMetric& metric) {
+    const long D = model.dim();
+    metric.set_choice(DenseMetric::Choice::automatic);
+    std::vector<double> x0(C * D), y0(C * D);
+    for (long k = 0; k < C * D; ++k) x0[k] = std::sin(1.7 * k + 0.3);
+    metric.to_sampler(x0.data(), y0.data());
+    lockstep::Nuts nuts(metric, lockstep::NutsSettings(), y0, 3, 4);
+    nuts.use_dense_metric(metric);
+    nuts.begin_warmup(500);
+    for (int i = 0; i < 500; ++i) nuts.iterate(true);
+    double steps = 0;
+    for (int i = 0; i < 100; ++i) {
+      nuts.iterate(false);
+      for (long c = 0; c < C; ++c) steps += nuts.last().n_leapfrog[c];
+    }
+    return steps / (100 * C);
+  };
+  CorrelatedGaussian correlated(3, -2, 10, 0.1, 0.999, C);
+  DenseMetric m1(correlated);
+  const double steps = warm(correlated, m1);
+  INFO("leapfrog steps per iteration " << steps);
+  for (long c = 0; c < C; ++c) CHECK(m1.is_dense(c));
+  CHECK(steps < 8);
+  // five independent Gaussians with scales from 0.1 to 10: the diagonal
+  // metric, with the scales learnt
+  const std::vector<double> sd = {0.1, 1, 3, 10, 0.5};
+  sampler_tests::IndependentGaussian independent({1, -2, 0.5, 3, 0}, sd, C);
+  DenseMetric m2(independent);
+  warm(independent, m2);
+  for (long c = 0; c < C; ++c) {
+    CHECK_FALSE(m2.is_dense(c));
+    for (long i = 0; i < 5; ++i) {
+      const double learnt = m2.factor()[c * 25 + i * 5 + i];
+      CHECK(learnt / sd[i] > 0.6);
+      CHECK(learnt / sd[i] < 1.6);
+    }
+  }
 }

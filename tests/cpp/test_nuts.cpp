@@ -11,6 +11,7 @@
 
 #include "helpers.hpp"
 #include "lockstep/sampler/chees.hpp"
+#include "lockstep/sampler/dense_metric.hpp"
 #include "lockstep/sampler/dual_averaging.hpp"
 #include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
@@ -240,18 +241,31 @@ std::unique_ptr<lockstep::LeapfrogSampler> group_test_sampler(bool hmc, lockstep
 // of `program`, in `groups` chain groups on `threads` threads (groups 0:
 // lockstep): every iteration's draws, tree depths, leapfrog steps and
 // acceptance statistics, then the step size and metric.
+// With `dense`, through a dense metric (each group's over its executor) of
+// that choice: the dense metric's factor, or the one chosen automatically.
 std::vector<double> nuts_trace(const Program& program, long chains, long groups, int threads,
-                               bool hmc = false) {
+                               bool hmc = false, const lockstep::DenseMetric::Choice* dense = nullptr) {
   Executor<double> ex(program, chains, lockstep::ExecOptions());
   const long D = ex.dim();
   std::vector<double> init(chains * D);
   for (long k = 0; k < chains * D; ++k) init[k] = std::sin(1.3 * k + 0.2);
-  std::unique_ptr<lockstep::LeapfrogSampler> sampler = group_test_sampler(hmc, ex, init);
+  std::unique_ptr<lockstep::DenseMetric> metric;
+  lockstep::Target* target = &ex;
+  if (dense) {
+    metric = std::make_unique<lockstep::DenseMetric>(ex);
+    metric->set_choice(*dense);
+    target = metric.get();
+  }
+  std::unique_ptr<lockstep::LeapfrogSampler> sampler = group_test_sampler(hmc, *target, init);
   lockstep::LeapfrogSampler& nuts = *sampler;
+  if (dense) nuts.use_dense_metric(*metric);
   if (groups > 0)
-    nuts.step_in_groups(lockstep::ChainGroups::make(chains, groups, threads, [&](long n) {
-      return std::make_unique<Executor<double>>(program, n, lockstep::ExecOptions());
-    }));
+    nuts.step_in_groups(lockstep::ChainGroups::make(
+        chains, groups, threads, [&](long n) -> std::unique_ptr<lockstep::Target> {
+          auto group_ex = std::make_unique<Executor<double>>(program, n, lockstep::ExecOptions());
+          if (!dense) return group_ex;
+          return std::make_unique<lockstep::DenseMetric>(std::move(group_ex));
+        }));
   std::vector<double> out;
   auto append_last = [&] {  // the last iteration's draw and statistics
     const lockstep::IterationStats& st = nuts.last();
@@ -291,6 +305,7 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
   out.insert(out.end(), nuts.log_density().begin(), nuts.log_density().end());
   out.push_back(nuts.epsilon());
   out.insert(out.end(), nuts.diag_sd().begin(), nuts.diag_sd().end());
+  if (metric) out.insert(out.end(), metric->factor().begin(), metric->factor().end());
   for (long c = 0; c < chains; ++c) {
     out.push_back(static_cast<double>(nuts.accepted()[c]));
     out.push_back(static_cast<double>(nuts.bad()[c]));
@@ -346,6 +361,32 @@ TEST_CASE("hmc in chain groups draws exactly what hmc in lockstep draws",
   for (long it = 0; it < 80; ++it) steps.push_back(lockstep_run[it * per_iteration + chains * D + 2 * chains]);
   CHECK(*std::min_element(steps.begin(), steps.end()) < *std::max_element(steps.begin(), steps.end()));
   CHECK(lockstep_run[0] != lockstep_run[79 * per_iteration]);
+}
+
+TEST_CASE("nuts and hmc with a dense metric in chain groups draw what they draw in lockstep",
+          "[nuts][hmc][chain_groups][dense_metric]") {
+  // Each group's dense metric holds its chains' factors; a new factor at a
+  // window's end moves the chains to its coordinates in every group. Both
+  // choices: always dense, and chosen automatically (the 60 iterations'
+  // window is one of 45 draws per chain; eight schools' shape, 9 free
+  // parameters: 4 x 45 pooled draws are enough to choose).
+  const Program planned = eight_schools_shape();
+  const long chains = 5;
+  for (auto choice : {lockstep::DenseMetric::Choice::dense, lockstep::DenseMetric::Choice::automatic})
+    for (bool hmc : {false, true}) {
+      INFO((choice == lockstep::DenseMetric::Choice::dense ? "dense" : "automatic")
+           << (hmc ? ", hmc" : ", nuts"));
+      const std::vector<double> lockstep_run = nuts_trace(planned, chains, 0, 1, hmc, &choice);
+      // the metric changed: the factor at the end is not the identity
+      const long D = 9;
+      const double* factor = lockstep_run.data() + lockstep_run.size() - 2 * chains - chains * D * D;
+      CHECK(factor[0] != 1.0);
+      for (long groups : {2L, 3L})
+        for (int threads : {1, 2}) {
+          INFO("groups " << groups << ", threads " << threads);
+          CHECK(nuts_trace(planned, chains, groups, threads, hmc, &choice) == lockstep_run);
+        }
+    }
 }
 
 TEST_CASE("chain groups: which samplers step in groups, and how the chains split",

@@ -309,13 +309,23 @@ test_that("traced values do not depend on the trace batch size", {
 test_that("the emulated backend samples the same chains as the CPU backend", {
   # the same seed gives the same random numbers on every backend, and the
   # backends agree to rounding, so short runs should give (nearly) the same draws
+  # (with the diagonal metric: metric = "auto" is that on the GPU backends, a
+  # dense metric's vector work staying in host memory)
   m <- eight_schools_model()
   set.seed(514)
-  cpu <- suppressWarnings(mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE))
+  diagonal <- nuts(metric = "diagonal")
+  cpu <- suppressWarnings(mcmc(m, sampler = diagonal, n_samples = 20, warmup = 20, chains = 2,
+                               verbose = FALSE))
   old <- options(lockstep.backend = "emulated")
   on.exit(options(old), add = TRUE)
   set.seed(514)
-  emulated <- suppressWarnings(mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE))
+  emulated <- suppressWarnings(mcmc(m, sampler = diagonal, n_samples = 20, warmup = 20,
+                                    chains = 2, verbose = FALSE))
+  # and metric = "auto" there is the diagonal metric
+  set.seed(514)
+  auto <- suppressWarnings(mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE))
+  expect_identical(as.matrix(auto), as.matrix(emulated))
+  expect_null(attr(auto, "model_info")$run$metric_factor)
   expect_equal(as.matrix(emulated), as.matrix(cpu), tolerance = 1e-6)
 })
 
@@ -694,7 +704,7 @@ test_that("metric = \"dense\" learns the posterior's covariance: short trajector
     mean(unlist(lapply(get_sampler_params(draws), function(p) p$n_leapfrog__)))
   }
   dense <- run(nuts(metric = "dense"))
-  diagonal <- suppressWarnings(run(nuts()))  # of its tree depth
+  diagonal <- suppressWarnings(run(nuts(metric = "diagonal")))  # of its tree depth
   expect_lt(steps(dense) * 5, steps(diagonal))
   expect_lt(steps(dense), 8)
   # the draws are the posterior's: within Monte Carlo error of least squares
@@ -732,15 +742,82 @@ test_that("metric = \"dense\" learns the posterior's covariance: short trajector
     draws <- as.matrix(d)
     expect_lt(max(abs(colMeans(draws) - mu) / sqrt(diag(solve(P)))), 0.5)
   }
-  # and it never steps in groups
+  # on two threads it steps in two chain groups, with the draws of one thread
   two <- run(nuts(metric = "dense"), threads = 2)
-  expect_equal(attr(attr(two, "model_info")$run$handle, "chain_groups"), 1)
-  expect_error(nuts(metric = "full"), "`metric` must be \"diagonal\" or \"dense\"")
+  expect_equal(attr(attr(two, "model_info")$run$handle, "chain_groups"), 2)
+  expect_identical(as.matrix(two), as.matrix(dense))
+  expect_error(nuts(metric = "full"), "`metric` must be \"auto\" or \"diagonal\" or \"dense\"")
   big <- normal(0, 1, dim = 2001)
   expect_error(mcmc(model(big), sampler = nuts(metric = "dense"), n_samples = 1, warmup = 1,
                     chains = 1, verbose = FALSE),
                "a dense metric is for models with at most 2000 free parameters")
   expect_error(hmc(metric = "dense", diag_sd = 2), "`diag_sd` cannot be set with metric = \"dense\"")
+})
+
+test_that("metric = \"auto\" (the default) learns a dense metric where correlations call for it, else a diagonal one", {
+  expect_identical(nuts()$parameters$metric, "auto")
+  expect_identical(hmc()$parameters$metric, "auto")
+  expect_identical(chees()$parameters$metric, "auto")
+  run <- function(m, sampler = nuts(), threads = 1, chains = 4) {
+    set.seed(95)
+    mcmc(m, sampler = sampler, n_samples = 300, warmup = 500, chains = chains, verbose = FALSE,
+         compute_options = cpu_only(threads = threads))
+  }
+  steps <- function(draws) {
+    mean(unlist(lapply(get_sampler_params(draws), function(p) p$n_leapfrog__)))
+  }
+  off_diagonal <- function(draws) {
+    f <- attr(draws, "model_info")$run$metric_factor
+    max(abs(f[, , 1][upper.tri(f[, , 1])]))  # the slice is the lower factor's transpose
+  }
+  # a regression on an uncentred predictor: intercept and slope correlated at
+  # about -0.999
+  set.seed(96)
+  x <- seq(1950, 2010, length.out = 40)
+  y <- 2 + 0.01 * (x - 1980) + rnorm(40, sd = 0.3)
+  a <- normal(0, 100)
+  b <- normal(0, 1)
+  s <- normal(0, 2, truncation = c(0, Inf))
+  distribution(y) <- normal(a + b * x, s)
+  correlated <- model(a, b, s)
+  auto <- run(correlated)
+  expect_gt(off_diagonal(auto), 0)
+  expect_lt(steps(auto), 8)
+  expect_lt(abs(stats::cor(as.matrix(auto)[, "a"], as.matrix(auto)[, "b"]) -
+                  stats::cov2cor(stats::vcov(stats::lm(y ~ x)))[1, 2]), 0.002)
+  # in chain groups on two threads, the draws of one thread
+  two <- run(correlated, threads = 2)
+  expect_equal(attr(attr(two, "model_info")$run$handle, "chain_groups"), 2)
+  expect_identical(as.matrix(two), as.matrix(auto))
+  # independent parameters of very different scales: a diagonal metric, which
+  # learns the scales
+  u <- normal(0, 0.01)
+  v <- normal(5, 100)
+  independent <- run(model(u, v))
+  f <- attr(independent, "model_info")$run$metric_factor[, , 1]
+  expect_equal(f[upper.tri(f)], 0)
+  expect_equal(diag(f), c(0.01, 100), tolerance = 0.3)
+  expect_lt(steps(independent), 8)
+  # hmc() and chees() choose it too (on an easier posterior, correlated at
+  # -0.98: they do not reach the regression's typical set from random initial
+  # values in a short warmup)
+  z <- normal(0, 1, dim = 2)
+  w <- as_data(c(0.3, -0.2))
+  distribution(w) <- normal(z[1] + c(1, 1.1) * z[2], 0.2)
+  for (smp in list(hmc(Lmin = 3, Lmax = 6), chees())) {
+    d <- run(model(z), sampler = smp)
+    expect_gt(off_diagonal(d), 0)
+  }
+  # with more than 100 free parameters, the diagonal metric alone
+  big <- normal(0, 1, dim = 101)
+  d <- run(model(big), chains = 2)
+  expect_null(attr(d, "model_info")$run$metric_factor)
+  expect_length(attr(d, "model_info")$run$diag_sd, 101)
+  # diag_sd is where "auto" starts from
+  set.seed(97)
+  start <- mcmc(model(u, v), sampler = nuts(diag_sd = c(0.01, 100)), n_samples = 1, warmup = 0,
+                chains = 1, verbose = FALSE)
+  expect_equal(diag(attr(start, "model_info")$run$metric_factor[, , 1]), c(0.01, 100))
 })
 
 test_that("a chain that has not come in by the end of warmup is named in a warning", {

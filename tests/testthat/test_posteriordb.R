@@ -214,6 +214,27 @@ posteriordb_posteriors <- list(
         sum(stats::dnorm(f_tilde, log = TRUE)) + sum(stats::dpois(d$k, exp(f), log = TRUE))
     }
   ),
+  # theta = mu + tau theta_tilde, y ~ normal(theta, sigma); mu ~ normal(0, 5),
+  # tau ~ half-cauchy(0, 5), theta_tilde ~ normal(0, 1) (test_mcmc.R samples it
+  # with nuts(), hmc() and chees(); bench/posteriordb.R times it)
+  "eight_schools-eight_schools_noncentered" = list(
+    build = function(d) {
+      mu <- normal(0, 5)
+      tau <- cauchy(0, 5, truncation = c(0, Inf))
+      theta_tilde <- normal(0, 1, dim = d$J)
+      theta <- mu + tau * theta_tilde
+      y <- d$y
+      distribution(y) <- normal(theta, d$sigma)
+      model(mu, tau, theta)
+    },
+    log_density = function(z, d) {
+      tau <- exp(z[2])
+      theta <- z[1] + tau * z[2 + seq_len(d$J)]
+      stats::dnorm(z[1], 0, 5, log = TRUE) + stats::dcauchy(tau, 0, 5, log = TRUE) + log(2) +
+        z[2] + sum(stats::dnorm(z[2 + seq_len(d$J)], log = TRUE)) +
+        sum(stats::dnorm(d$y, theta, d$sigma, log = TRUE))
+    }
+  ),
   # Y ~ normal(Intercept + Xc b, sigma), Xc = X without its intercept column,
   # each column centred; b ~ normal(0, 1), Intercept ~ student_t(3, 8, 10),
   # sigma ~ half-student_t(3, 0, 10)
@@ -324,21 +345,21 @@ test_that("arK-arK matches the posteriordb reference", {
 })
 
 test_that("kilpisjarvi_mod-kilpisjarvi (extreme correlation) matches the posteriordb reference", {
-  # 500 kept draws per chain (about 550 effective in all): its trajectories are
-  # long (about a quarter of the iterations reach the maximum tree depth).
-  # (Seed 606 once failed here: one chain started far out, and the pooled
-  # warmup followed it until all four barely moved. Chains that lag far
-  # below the others' log density no longer steer warmup; see the 16-chain
-  # test below.)
+  # nuts()'s metric = "auto" learns a dense metric here (the intercept and
+  # slope are correlated at -0.9998): about 5 leapfrog steps per iteration,
+  # and about 2000 effective draws of 2000 on seed 610.
   expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 500)
 })
 
-test_that("nuts(metric = \"dense\"): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
-  # The dense metric undoes the intercept and slope's correlation: about 5
-  # leapfrog steps per iteration instead of hundreds, and about 2000
-  # effective draws of 2000 on seed 610 (the diagonal metric: about 550).
+test_that("nuts(metric = \"diagonal\"): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
+  # Stan's default metric: 500 kept draws per chain (about 550 effective in
+  # all), its trajectories long (about a quarter of the iterations reach the
+  # maximum tree depth). (Seed 606 once failed here: one chain started far
+  # out, and the pooled warmup followed it until all four barely moved.
+  # Chains that lag far below the others' log density no longer steer
+  # warmup; see the 16-chain test below.)
   expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 500,
-                           sampler = nuts(metric = "dense"))
+                           sampler = nuts(metric = "diagonal"))
 })
 
 test_that("16 chains on kilpisjarvi: a chain that starts far out does not steer warmup", {
@@ -372,12 +393,11 @@ test_that("gp_pois_regr-gp_pois_regr (latent GP, Poisson counts) matches the pos
 })
 
 test_that("diamonds-diamonds (26 correlated quantities) matches the posteriordb reference", {
-  # Most iterations reach the maximum tree depth (1023 leapfrog steps through a
-  # 5000 x 24 design): 16-20 minutes on the 2-core development machine.
-  skip_if_not(identical(Sys.getenv("LOCKSTEP_SLOW_TESTS"), "true"),
-              paste("diamonds-diamonds takes about 20 minutes (long trajectories):",
-                    "opt in with LOCKSTEP_SLOW_TESTS=true"))
-  # 500 kept draws per chain (about 850 effective)
+  # nuts()'s metric = "auto" learns a dense metric: about 7 leapfrog steps per
+  # iteration and 15-20 seconds on the 2-core development machine. (With
+  # metric = "diagonal", as Stan's default, most iterations reach the maximum
+  # tree depth, 1023 leapfrog steps through a 5000 x 24 design: 16-20
+  # minutes.)
   expect_posteriordb_match("diamonds-diamonds", seed = 609, n_samples = 500)
 })
 
@@ -422,19 +442,20 @@ test_that("chees(): diamonds-diamonds matches the posteriordb reference", {
   expect_posteriordb_match("diamonds-diamonds", seed = 609, n_samples = 500, sampler = chees())
 })
 
-test_that("chees(): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
+test_that("chees(metric = \"diagonal\"): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
   # Its extreme correlation (posterior sds 27, 0.0068 and 0.09) on a diagonal
   # metric needs trajectories of about 150-250 steps; 1000 kept draws per
   # chain give 170-280 effective draws (seeds 610-613). Before chees()'s
   # initial buffer made NUTS transitions (chees.hpp), the chains starting far
   # out never came in: 8 to 15 effective draws, means 150 standard errors off.
   expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 1000,
-                           sampler = chees())
+                           sampler = chees(metric = "diagonal"))
 })
 
-test_that("chees(metric = \"dense\"): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
-  # 2 to 4 leapfrog steps per iteration, 1300 to 2600 effective draws of 2000
-  # (seeds 610-613)
+test_that("chees(): kilpisjarvi_mod-kilpisjarvi matches the posteriordb reference", {
+  # metric = "auto" learns a dense metric here. With metric = "dense": 2 to 4
+  # leapfrog steps per iteration, 1300 to 2600 effective draws of 2000 (seeds
+  # 610-613)
   expect_posteriordb_match("kilpisjarvi_mod-kilpisjarvi", seed = 610, n_samples = 500,
-                           sampler = chees(metric = "dense"))
+                           sampler = chees())
 })

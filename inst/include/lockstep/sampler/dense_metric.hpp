@@ -16,9 +16,19 @@
 //
 // The factor is per chain ([chains, dim, dim], row-major lower triangles);
 // pooled, every chain's is the same.
+//
+// Chosen automatically (Choice::automatic, mcmc()'s default through
+// metric = "auto"), each window's covariance becomes a dense factor only when
+// its correlations leave a diagonal metric badly conditioned beyond what the
+// window's sampling noise alone would (dense_is_worth_it()), and the window's
+// gradients show a posterior close enough to a Gaussian for one covariance to
+// serve all of it (dense_fits_gradients()); otherwise the factor is
+// diagonal, its standard deviations: the diagonal metric, with products of
+// O(dim) per gradient.
 #ifndef LOCKSTEP_SAMPLER_DENSE_METRIC_HPP
 #define LOCKSTEP_SAMPLER_DENSE_METRIC_HPP
 
+#include <memory>
 #include <vector>
 
 #include "../executor.hpp"
@@ -28,12 +38,25 @@ namespace lockstep {
 // The most free parameters a dense metric takes: its factor is chains x D^2
 // values and each gradient costs as many multiply-adds.
 constexpr long max_dense_dim = 2000;
+// The most free parameters for which metric = "auto" considers a dense
+// metric: a window of a few hundred draws cannot estimate more covariances
+// than this well, and a model this small has a gradient cheap enough that
+// C x D^2 per gradient is not a burden beside it.
+constexpr long max_auto_dense_dim = 100;
 
 class DenseMetric final : public Target {
  public:
   // model: the model's target; factor: empty (the identity), one dim x dim
   // lower triangle (row-major) for every chain, or one per chain.
   DenseMetric(Target& model, const std::vector<double>& factor = {});
+  // The same over a model it owns (a chain group's executor).
+  DenseMetric(std::unique_ptr<Target> model, const std::vector<double>& factor = {});
+
+  // What adapt() makes of a window: always a dense factor, or one chosen
+  // between dense and diagonal by dense_is_worth_it().
+  enum class Choice { dense, automatic };
+  void set_choice(Choice choice) { choice_ = choice; }
+  Choice choice() const { return choice_; }
 
   long dim() const override { return D_; }
   long chains() const override { return C_; }
@@ -52,14 +75,63 @@ class DenseMetric final : public Target {
   // same for every scale, would swamp the covariance of a parameter whose
   // posterior sd is 0.003: the correlations a dense metric is for would be
   // lost); the chains' states y ([chains, dim]) move to the new coordinates.
-  void adapt(const double* m2, double n, bool pooled, double* y);
+  //
+  // Chosen automatically, g2 ([dim, dim] or [chains, dim, dim], like m2) holds
+  // the sums of the products of the window's gradients in the sampler's
+  // coordinates (dlp/dy), for dense_fits_gradients(); nullptr leaves the
+  // choice to the correlations alone.
+  void adapt(const double* m2, double n, bool pooled, const double* g2, double* y);
   // [chains, dim, dim]: each chain's factor.
   const std::vector<double>& factor() const { return L_; }
+  // Replaces every chain's factor ([chains, dim, dim], as factor() has it;
+  // a chain group's from the whole sampler's).
+  void set_factor(const double* factor);
+  // Whether chain c's factor has any value off its diagonal.
+  bool is_dense(long c) const { return !diagonal_[c]; }
+
+  // Whether a dense metric is worth learning from a covariance `cov` ([d, d],
+  // row-major) estimated from n draws: whether its correlation matrix's
+  // condition number (that of the posterior in a diagonal metric's
+  // coordinates, whose square root sets the trajectories' length) exceeds
+  // four times the one that n / 4 independent draws of uncorrelated
+  // parameters would show by chance ((1 + r) / (1 - r))^2, r = sqrt(4 d / n),
+  // the Marchenko-Pastur edges; n / 4 for the draws' autocorrelation). Below
+  // that, a dense factor would fit mostly noise; with fewer than 4 d draws,
+  // never.
+  static bool dense_is_worth_it(const double* cov, long d, double n);
+  // The condition number of the correlation matrix of `cov` ([d, d]).
+  static double correlation_condition(const double* cov, long d);
+  // Whether a dense metric from `cov` suits a posterior whose gradients have
+  // second moments `grad2` ([d, d], model coordinates): for a Gaussian, grad2
+  // is cov^-1, and in either metric's coordinates (factor L) the largest
+  // eigenvalue of L' grad2 L, a curvature, times the largest of L^-1 cov
+  // L^-T, a squared scale, is 1 for the dense factor and 1 times the
+  // condition number of the correlations for the diagonal one. Away from a
+  // Gaussian (a funnel, a latent Gaussian process's hyperparameters) the
+  // curvature varies across the posterior and the products grow: the dense
+  // metric is kept only if its product, its unevenness, is at most twice the
+  // diagonal's divided by that condition number, or within what n draws'
+  // noise could make of a Gaussian's (4 chance_condition(d, n), as in
+  // dense_is_worth_it(): a short window's noise shrinks the correlations'
+  // smallest eigenvalue, and with it the diagonal's unevenness). On
+  // posteriordb's reference posteriors the regressions give 1.1-1.3 for both;
+  // gp_pois_regr, 28 for the dense metric against 8 for the diagonal, and
+  // with the dense metric 3% of its draws diverged.
+  static bool dense_fits_gradients(const double* cov, const double* grad2, long d, double n);
+  // The largest condition number that a correlation matrix estimated from n
+  // draws of d uncorrelated parameters shows by chance, taking n / 4 of them
+  // as independent: ((1 + r) / (1 - r))^2, r = sqrt(4 d / n) (infinite for
+  // r >= 1).
+  static double chance_condition(long d, double n);
 
  private:
+  void find_diagonal_factors();
+  std::unique_ptr<Target> owned_;  // the model, when this metric owns it
   Target& model_;
   long C_, D_;
+  Choice choice_ = Choice::dense;
   std::vector<double> L_;       // [chains, dim, dim], lower triangles, row-major
+  std::vector<char> diagonal_;  // per chain: its factor is diagonal
   std::vector<double> x_, gx_;  // scratch, [chains, dim]
 };
 

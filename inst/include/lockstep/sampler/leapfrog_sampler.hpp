@@ -297,9 +297,11 @@ class LeapfrogSampler {
   long window_n_ = 0;
   double *window_mean_v_ = nullptr, *window_m2_v_ = nullptr;
   // A dense metric: the target is it, and its window's sums are kept on the
-  // host ([1 or chains, dim] means, [1 or chains, dim, dim] co-moments).
+  // host ([1 or chains, dim] means, [1 or chains, dim, dim] co-moments, and
+  // for a metric chosen automatically the gradients' sums of squares and
+  // products, [1 or chains, dim, dim]).
   DenseMetric* dense_ = nullptr;
-  std::vector<double> dense_mean_, dense_m2_;
+  std::vector<double> dense_mean_, dense_m2_, dense_g2_;
   void dense_window_update(const ChainMask& from);
 };
 
