@@ -6,6 +6,10 @@
 # 0..L; a chi-square test on B bins checks that, per parameter.
 #
 #   Rscript bench/sbc.R [--reps 200] [--L 99] [--models normal,logit]
+#                       [--first 1] [--metric auto|diagonal|dense]
+#
+# Replication r (from --first on) draws with set.seed(10000 + r); --metric is
+# nuts()'s metric (its default, "auto").
 #
 # Prints, per model and parameter, the chi-square statistic and p-value (and
 # the minimum p-value over parameters), plus the time taken. Record the table
@@ -20,6 +24,8 @@ opt <- function(name, default) {
 reps <- as.integer(opt("reps", "200"))
 L <- as.integer(opt("L", "99"))
 models <- strsplit(opt("models", "normal,logit"), ",")[[1]]
+first <- as.integer(opt("first", "1"))
+metric <- opt("metric", "auto")
 bins <- 10
 
 # Eight-schools-like non-centred normal hierarchy, J = 8 groups.
@@ -69,12 +75,12 @@ run_model <- function(name) {
   ranks <- NULL
   divergent <- 0
   t0 <- Sys.time()
-  for (r in seq_len(reps)) {
+  for (r in seq(first, length.out = reps)) {
     set.seed(10000 + r)
     s <- sim()
     # 4 chains x 250 draws, thinned to L draws in all (roughly independent)
-    draws <- suppressWarnings(mcmc(s$model, n_samples = 250, warmup = 500, chains = 4,
-                                   verbose = FALSE))
+    draws <- suppressWarnings(mcmc(s$model, sampler = nuts(metric = metric), n_samples = 250,
+                                   warmup = 500, chains = 4, verbose = FALSE))
     divergent <- divergent + sum(unlist(lapply(get_sampler_params(draws), `[[`, "divergent__")))
     post <- as.matrix(draws)
     keep <- round(seq(1, nrow(post), length.out = L))
@@ -92,6 +98,7 @@ run_model <- function(name) {
   }
 }
 
-cat(sprintf("lockstep %s, NUTS (mcmc() defaults), %s\n", packageVersion("lockstep"),
+cat(sprintf("lockstep %s, NUTS (mcmc() defaults, metric = \"%s\"), replications %d-%d, %s\n",
+            packageVersion("lockstep"), metric, first, first + reps - 1,
             format(Sys.time(), "%Y-%m-%d %H:%M")))
 for (m in models) run_model(m)
