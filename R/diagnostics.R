@@ -149,8 +149,29 @@ summary.greta_mcmc_list <- function(object, ...) {
   out <- summary(plain, ...)
   out$diagnostics <- data.frame(rhat = rhat(object), ess_bulk = ess_bulk(object),
                                 row.names = coda::varnames(object))
+  out$sampler <- sampler_description(attr(object, "model_info")$run)
   class(out) <- c("summary.greta_mcmc_list", class(out))
   out
+}
+
+# What ran: the sampler's name, its tuned step size and the metric warmup
+# learnt ("dense" or "diagonal", and "per chain" when adapted per chain; with
+# metric = "auto", the one it chose), as one line; NULL for a run that did not
+# record them.
+sampler_description <- function(run) {
+  if (is.null(run$sampler)) return(NULL)
+  parameters <- run$sampler$parameters
+  factor <- run$metric_factor
+  dense <- !is.null(factor) &&
+    any(vapply(seq_len(dim(factor)[3]), function(k) {
+      f <- factor[, , k, drop = TRUE]
+      length(f) > 1 && any(f[upper.tri(f)] != 0)  # each slice: a lower factor's transpose
+    }, logical(1)))
+  metric <- if (dense) "dense" else "diagonal"
+  if (identical(parameters$metric, "auto")) metric <- paste(metric, "(chosen by metric = \"auto\")")
+  if (identical(parameters$adapt_metric, "per_chain")) metric <- paste(metric, "per chain")
+  step <- if (is.null(run$epsilon)) "" else sprintf(", step size %s", signif(run$epsilon, 3))
+  sprintf("%s%s, metric %s", run$sampler$name, step, metric)
 }
 
 #' @export
@@ -161,5 +182,6 @@ print.summary.greta_mcmc_list <- function(x, ...) {
   print(data.frame(rhat = round(d$rhat, 3), ess_bulk = round(d$ess_bulk),
                    row.names = rownames(d)), ...)
   cat("\n")
+  if (!is.null(x$sampler)) cat("4. Sampler:", x$sampler, "\n\n")
   invisible(x)
 }

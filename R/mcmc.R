@@ -38,7 +38,11 @@
 #'   far.
 #'
 #' @return a `greta_mcmc_list`: a [coda::mcmc.list] with one [coda::mcmc]
-#'   per chain, columns named as greta names them (`mu`, `theta[1,1]`, ...)
+#'   per chain, columns named as greta names them (`mu`, `theta[1,1]`, ...).
+#'   Its `summary()` adds to coda's the rank-normalised split R-hat and bulk
+#'   effective sample size of each quantity, and the sampler with its tuned
+#'   step size and the metric warmup learnt (for `metric = "auto"`, whether it
+#'   chose a dense or a diagonal one)
 #' @examples
 #' y <- c(28, 8, -3, 7, -1, 1, 18, 12)
 #' sigma_y <- c(15, 10, 16, 11, 9, 11, 10, 18)

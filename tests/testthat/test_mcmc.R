@@ -782,6 +782,7 @@ test_that("metric = \"auto\" (the default) learns a dense metric where correlati
   correlated <- model(a, b, s)
   auto <- run(correlated)
   expect_gt(off_diagonal(auto), 0)
+  expect_match(summary(auto)$sampler, "metric dense (chosen by metric = \"auto\")", fixed = TRUE)
   expect_lt(steps(auto), 8)
   expect_lt(abs(stats::cor(as.matrix(auto)[, "a"], as.matrix(auto)[, "b"]) -
                   stats::cov2cor(stats::vcov(stats::lm(y ~ x)))[1, 2]), 0.002)
