@@ -683,18 +683,24 @@ test_that("nuts and hmc on a small model step their chains in groups, one per th
   expect_identical(as.matrix(more_two), as.matrix(more(one, 1)))
 })
 
-test_that("metric = \"dense\" learns the posterior's covariance: short trajectories on a correlated posterior", {
-  # a regression on an uncentred predictor: the intercept and slope are
-  # correlated at about -0.999, which a diagonal metric cannot undo
-  set.seed(91)
+# A regression on an uncentred predictor, its data simulated with `seed`: the
+# intercept and slope are correlated at about -0.999, which a diagonal metric
+# cannot undo. Returns the model and the least-squares fit of its data.
+uncentred_regression <- function(seed) {
+  set.seed(seed)
   x <- seq(1950, 2010, length.out = 40)
   y <- 2 + 0.01 * (x - 1980) + rnorm(40, sd = 0.3)
   a <- normal(0, 100)
   b <- normal(0, 1)
   s <- normal(0, 2, truncation = c(0, Inf))
   distribution(y) <- normal(a + b * x, s)
-  m <- model(a, b, s)
-  fit <- stats::lm(y ~ x)
+  list(model = model(a, b, s), fit = stats::lm(y ~ x))
+}
+
+test_that("metric = \"dense\" learns the posterior's covariance: short trajectories on a correlated posterior", {
+  regression <- uncentred_regression(91)
+  m <- regression$model
+  fit <- regression$fit
   run <- function(sampler, threads = 1) {
     set.seed(92)
     mcmc(m, sampler = sampler, n_samples = 500, warmup = 500, chains = 4, verbose = FALSE,
@@ -770,22 +776,14 @@ test_that("metric = \"auto\" (the default) learns a dense metric where correlati
     f <- attr(draws, "model_info")$run$metric_factor
     max(abs(f[, , 1][upper.tri(f[, , 1])]))  # the slice is the lower factor's transpose
   }
-  # a regression on an uncentred predictor: intercept and slope correlated at
-  # about -0.999
-  set.seed(96)
-  x <- seq(1950, 2010, length.out = 40)
-  y <- 2 + 0.01 * (x - 1980) + rnorm(40, sd = 0.3)
-  a <- normal(0, 100)
-  b <- normal(0, 1)
-  s <- normal(0, 2, truncation = c(0, Inf))
-  distribution(y) <- normal(a + b * x, s)
-  correlated <- model(a, b, s)
+  regression <- uncentred_regression(96)
+  correlated <- regression$model
   auto <- run(correlated)
   expect_gt(off_diagonal(auto), 0)
   expect_match(summary(auto)$sampler, "metric dense (chosen by metric = \"auto\")", fixed = TRUE)
   expect_lt(steps(auto), 8)
   expect_lt(abs(stats::cor(as.matrix(auto)[, "a"], as.matrix(auto)[, "b"]) -
-                  stats::cov2cor(stats::vcov(stats::lm(y ~ x)))[1, 2]), 0.002)
+                  stats::cov2cor(stats::vcov(regression$fit))[1, 2]), 0.002)
   # in chain groups on two threads, the draws of one thread
   two <- run(correlated, threads = 2)
   expect_equal(attr(attr(two, "model_info")$run$handle, "chain_groups"), 2)
