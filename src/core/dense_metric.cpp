@@ -6,6 +6,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "lockstep/math/eigen.hpp"
+#include "lockstep/math/linalg.hpp"
+
 namespace lockstep {
 
 bool cholesky_lower(double* a, long n) {
@@ -84,39 +87,14 @@ void DenseMetric::set_factor(const double* factor) {
 
 namespace {
 
-// The smallest and largest eigenvalues of the symmetric [d, d] a (taken by
-// value), by cyclic Jacobi rotations: d is at most max_auto_dense_dim, and
-// this runs once per metric window.
-void eigen_range(std::vector<double> a, long d, double* lo, double* hi) {
-  for (int sweep = 0; sweep < 100; ++sweep) {
-    double off = 0, total = 0;
-    for (long i = 0; i < d; ++i)
-      for (long j = 0; j < d; ++j) (i == j ? total : off) += a[i * d + j] * a[i * d + j];
-    if (!(off > 1e-24 * (total + off))) break;
-    for (long p = 0; p < d; ++p)
-      for (long q = p + 1; q < d; ++q) {
-        const double apq = a[p * d + q];
-        if (apq == 0) continue;
-        const double theta = (a[q * d + q] - a[p * d + p]) / (2 * apq);
-        const double t = (theta >= 0 ? 1 : -1) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
-        const double c = 1 / std::sqrt(t * t + 1), s = t * c;
-        for (long k = 0; k < d; ++k) {  // columns p and q
-          const double akp = a[k * d + p], akq = a[k * d + q];
-          a[k * d + p] = c * akp - s * akq;
-          a[k * d + q] = s * akp + c * akq;
-        }
-        for (long k = 0; k < d; ++k) {  // rows p and q
-          const double apk = a[p * d + k], aqk = a[q * d + k];
-          a[p * d + k] = c * apk - s * aqk;
-          a[q * d + k] = s * apk + c * aqk;
-        }
-      }
-  }
-  *lo = HUGE_VAL, *hi = -HUGE_VAL;
-  for (long i = 0; i < d; ++i) {
-    *lo = std::min(*lo, a[i * d + i]);
-    *hi = std::max(*hi, a[i * d + i]);
-  }
+// The smallest and largest eigenvalues of the symmetric [d, d] a, by the
+// eigen op's Jacobi rotations (math/eigen.hpp): d is at most
+// max_auto_dense_dim, and this runs a few times per metric window.
+void eigen_range(const std::vector<double>& a, long d, double* lo, double* hi) {
+  std::vector<double> y(d * (d + 1)), work(2 * d * d);
+  sym_eigen_forward(a.data(), y.data(), work.data(), d);
+  *hi = y[0];  // column 0: the eigenvalues, decreasing
+  *lo = y[d - 1];
 }
 
 // The correlation matrix of cov, [d, d].
@@ -283,22 +261,15 @@ void DenseMetric::adapt(const double* m2, double n, bool pooled, const double* g
       if (dense && g2) {
         // the gradients' second moments in the model's coordinates: dlp/dx =
         // L^-T dlp/dy, so L^-T (g2 / n) L^-1, by two triangular solves
+        // (L, row-major lower, is L' column-major, as tri_solve() reads it;
+        // g2 and the result are symmetric, so either layout)
         const double* gy = g2 + (pooled ? 0 : c * DD);
-        std::vector<double> a(DD), gx(DD);
-        auto solve_upper = [&](const double* rhs, double* out) {  // L' out = rhs
-          for (long col = 0; col < D_; ++col)
-            for (long i = D_ - 1; i >= 0; --i) {
-              double s = rhs[i * D_ + col];
-              for (long k = i + 1; k < D_; ++k) s -= L[k * D_ + i] * out[k * D_ + col];
-              out[i * D_ + col] = s / L[i * D_ + i];
-            }
-        };
-        std::vector<double> scaled(gy, gy + DD);
-        for (double& v : scaled) v /= n;
-        solve_upper(scaled.data(), a.data());  // L^-T (g2 / n)
-        for (long i = 0; i < D_; ++i)           // its transpose, (g2 / n) L^-1
-          for (long j = 0; j < D_; ++j) scaled[i * D_ + j] = a[j * D_ + i];
-        solve_upper(scaled.data(), gx.data());
+        std::vector<double> a(gy, gy + DD), gx(DD);
+        for (double& v : a) v /= n;
+        for (long j = 0; j < D_; ++j) tri_solve(L, a.data() + j * D_, D_, false, false);
+        for (long i = 0; i < D_; ++i)  // L^-T (g2 / n), transposed: (g2 / n) L^-1
+          for (long j = 0; j < D_; ++j) gx[i + j * D_] = a[j + i * D_];
+        for (long j = 0; j < D_; ++j) tri_solve(L, gx.data() + j * D_, D_, false, false);
         dense = dense_fits_gradients(cov.data(), gx.data(), D_, n);
       }
       if (!dense)
