@@ -19,6 +19,7 @@
 #include "lockstep/distributions.hpp"
 #include "lockstep/executor.hpp"
 #include "lockstep/kernels/density.hpp"
+#include "lockstep/kernels/running_sums.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/math/special.hpp"
 
@@ -1533,6 +1534,56 @@ TEST_CASE("ls_exp_nonpos is within 2 ulps of exp on x <= 0", "[distributions][sp
   CHECK(lockstep::ls_exp_nonpos(-1e300) == 0.0);
   CHECK(lockstep::ls_exp_nonpos(-HUGE_VAL) == 0.0);
   CHECK(std::isnan(lockstep::ls_exp_nonpos(NAN)));
+}
+
+TEST_CASE("ls_exp is within 2 ulps of exp for every double", "[distributions][special]") {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<double> wide(-708, 709.78), narrow(-1, 1), top(700, 709.78);
+  double worst = 0;
+  for (int i = 0; i < 300000; ++i) {
+    const double x = i % 3 == 0 ? wide(rng) : (i % 3 == 1 ? narrow(rng) : top(rng));
+    worst = std::max(worst, rel_error(lockstep::ls_exp(x), std::exp(x)));
+  }
+  INFO("worst relative error " << worst);
+  CHECK(worst < 4.5e-16);
+  for (double x : {-745.1, -740.0, -709.0, 1e-300, -1e-300, 1e-17, 0.5, 709.0, 709.78})
+    CHECK(rel_error(lockstep::ls_exp(x), std::exp(x)) < 4.5e-16);
+  // the tails and the special values, as the C library's
+  CHECK(lockstep::ls_exp(0.0) == 1.0);
+  CHECK(lockstep::ls_exp(-0.0) == 1.0);
+  CHECK(lockstep::ls_exp(709.79) == HUGE_VAL);
+  CHECK(lockstep::ls_exp(710.0) == HUGE_VAL);
+  CHECK(lockstep::ls_exp(1e300) == HUGE_VAL);
+  CHECK(lockstep::ls_exp(HUGE_VAL) == HUGE_VAL);
+  CHECK(lockstep::ls_exp(-746.0) == 0.0);
+  CHECK(lockstep::ls_exp(-HUGE_VAL) == 0.0);
+  CHECK(std::isnan(lockstep::ls_exp(NAN)));
+  // the largest finite result
+  CHECK(std::isfinite(lockstep::ls_exp(709.782712893384)));
+  CHECK(rel_error(lockstep::ls_exp(709.782712893384), std::exp(709.782712893384)) < 4.5e-16);
+}
+
+TEST_CASE("running_sum: short and long sums within rounding of the plain sum", "[distributions][special]") {
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (long n : {0L, 1L, 3L, 4L, 5L, 11L, 15L, 16L, 17L, 33L, 121L, 1000L}) {
+    INFO("n = " << n);
+    std::vector<double> x(n);
+    double plain = 0, abs_sum = 0;
+    for (double& v : x) {
+      v = u(rng);
+      plain += v;
+      abs_sum += std::fabs(v);
+    }
+    const double s = lockstep::detail::sum_doubles(x.data(), n);
+    CHECK(std::fabs(s - plain) <= 4 * n * 1.2e-16 * abs_sum);
+    // the same inputs give the same sum
+    CHECK(lockstep::detail::sum_doubles(x.data(), n) == s);
+  }
+  // exact for integers
+  std::vector<double> ints(11);
+  for (long i = 0; i < 11; ++i) ints[i] = static_cast<double>(i + 1);
+  CHECK(lockstep::detail::sum_doubles(ints.data(), 11) == 66.0);
 }
 
 TEST_CASE("ls_log1p_unit is within 2 ulps of log1p on [0 1]", "[distributions][special]") {

@@ -20,6 +20,7 @@
 #include "helpers.hpp"
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
+#include "lockstep/math/linalg.hpp"
 #include "lockstep/planner.hpp"
 
 using namespace lstest;
@@ -227,6 +228,49 @@ TEST_CASE("chol: the upper factor of the upper triangle against Cholesky-Banachi
     check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, backend);
     if (backend == Backend::cpu) check_backends_agree(p, chains, state);
   });
+}
+
+TEST_CASE("chol_upper_lanes: two matrices at once give each one's chol_upper factor to the last bit",
+          "[ops][linalg][chol]") {
+  std::mt19937 rng(503);
+  std::normal_distribution<double> z;
+  for (long n : {1L, 2L, 5L, 11L, 17L}) {
+    INFO("n = " << n);
+    // A = G G^T + n I, and a second one; then the second made indefinite
+    auto spd = [&]() {
+      Matrix g(n * n), a(n * n, 0.0);
+      for (double& v : g) v = z(rng);
+      for (long i = 0; i < n; ++i)
+        for (long j = 0; j < n; ++j) {
+          for (long k = 0; k < n; ++k) a[i + j * n] += g[i + k * n] * g[j + k * n];
+          if (i == j) a[i + j * n] += n;
+        }
+      return a;
+    };
+    for (int bad = 0; bad < 3; ++bad) {
+      Matrix a0 = spd(), a1 = spd();
+      if (bad == 1) a1[(n - 1) + (n - 1) * n] = -1;  // the last pivot fails
+      if (bad == 2) a0[0] = 0;                       // the first pivot fails
+      Matrix r0(n * n, 7.0), r1(n * n, 7.0), s0(n * n, 7.0), s1(n * n, 7.0);
+      const bool ok0 = lockstep::chol_upper(a0.data(), s0.data(), n);
+      const bool ok1 = lockstep::chol_upper(a1.data(), s1.data(), n);
+      const double* a[2] = {a0.data(), a1.data()};
+      double* r[2] = {r0.data(), r1.data()};
+      bool ok[2];
+      lockstep::chol_upper_lanes<2>(a, r, n, ok);
+      CHECK(ok[0] == ok0);
+      CHECK(ok[1] == ok1);
+      CHECK(ok0 == (bad != 2));
+      CHECK(ok1 == (bad != 1));
+      for (long k = 0; k < n * n; ++k) {
+        INFO("k = " << k);
+        if (ok0) CHECK(r0[k] == s0[k]);
+        else CHECK((std::isnan(r0[k]) && std::isnan(s0[k])));
+        if (ok1) CHECK(r1[k] == s1[k]);
+        else CHECK((std::isnan(r1[k]) && std::isnan(s1[k])));
+      }
+    }
+  }
 }
 
 TEST_CASE("chol: a matrix that is not positive definite gives NaN for its chain only",

@@ -112,14 +112,23 @@ struct Addressing {
   long row_stride, col_stride;
 };
 
+// Out of line, so that addressing() (once per operand of every elementwise
+// call) inlines without the message's string building.
+[[noreturn]] __attribute__((noinline, cold)) inline void not_broadcastable(long in_rows,
+                                                                          long in_cols,
+                                                                          long out_rows,
+                                                                          long out_cols) {
+  throw std::invalid_argument("lockstep: an operand of " + std::to_string(in_rows) + " x " +
+                              std::to_string(in_cols) + " cannot be broadcast to " +
+                              std::to_string(out_rows) + " x " + std::to_string(out_cols));
+}
+
 template <class T> Addressing addressing(const Slot<T>& in, const Slot<T>& out) {
   if (in.size() == out.size()) return Addressing{false, false, 1, out.rows};
   if (in.size() == 1) return Addressing{true, false, 0, 0};
   if (in.rows == 1 && in.cols == out.cols) return Addressing{false, true, 0, 1};
   if (in.cols == 1 && in.rows == out.rows) return Addressing{false, true, 1, 0};
-  throw std::invalid_argument(
-      "lockstep: an operand of " + std::to_string(in.rows) + " x " + std::to_string(in.cols) +
-      " cannot be broadcast to " + std::to_string(out.rows) + " x " + std::to_string(out.cols));
+  not_broadcastable(in.rows, in.cols, out.rows, out.cols);
 }
 
 template <class T> Operand<T> operand(const Slot<T>& in, const Slot<T>& out) {

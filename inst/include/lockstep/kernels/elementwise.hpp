@@ -18,6 +18,7 @@
 #include "../math/binary.hpp"
 #include "../math/unary.hpp"
 #include "cells.hpp"
+#include "running_sums.hpp"
 
 namespace lockstep {
 
@@ -65,12 +66,38 @@ template <class T> struct UnaryForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
+#if !defined(__CUDA_ARCH__)
+    if (lane.count == 1) return serial_flat();
+#endif
     with_unary_rule(op, [&](auto rule) {
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
         y[k] = decltype(rule)::value(x.at(c, i));
       });
     });
   }
+#if !defined(__CUDA_ARCH__)
+  // The CPU, one lane: chain by chain through plain pointers (the same
+  // values), in a loop the compiler vectorises where the rule's math allows
+  // (exp and log: math/elementary.hpp), at the processor's width
+  // (LS_CPU_VECTORISE, which keeps each element's value).
+  void serial_flat() const {
+    with_unary_rule(op, [&](auto rule) {
+      for (long c = 0; c < chains; ++c) {
+        T* yc = y + c * size;
+        const T* xc = x.data + c * x.chain_stride;
+        if (x.scalar) {
+          const T v = decltype(rule)::value(xc[0]);
+          for (long i = 0; i < size; ++i) yc[i] = v;
+        } else {
+          values<decltype(rule)>(xc, yc, size);
+        }
+      }
+    });
+  }
+  template <class Rule> LS_CPU_VECTORISE static void values(const T* x, T* y, long n) {
+    for (long i = 0; i < n; ++i) y[i] = Rule::value(x[i]);
+  }
+#endif
 };
 
 template <class T> struct UnaryBackward {
@@ -82,12 +109,31 @@ template <class T> struct UnaryBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
+#if !defined(__CUDA_ARCH__)
+    if (lane.count == 1 && !dx.scalar && !x.scalar) return serial_flat();
+#endif
     with_unary_rule(op, [&](auto rule) {
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
         dx.add(c, i, dy[k] * decltype(rule)::deriv(x.at(c, i), y[k]));
       });
     });
   }
+#if !defined(__CUDA_ARCH__)
+  // The CPU, one lane, an adjoint per element: chain by chain through plain
+  // pointers (the same values).
+  void serial_flat() const {
+    if (!dx.data) return;
+    with_unary_rule(op, [&](auto rule) {
+      for (long c = 0; c < chains; ++c) {
+        const long base = c * size;
+        const T* xc = x.data + c * x.chain_stride;
+        T* dxc = dx.data + c * dx.chain_stride;
+        for (long i = 0; i < size; ++i)
+          dxc[i] += dy[base + i] * decltype(rule)::deriv(xc[i], y[base + i]);
+      }
+    });
+  }
+#endif
 };
 
 // rows: the output's rows (its columns are size / rows), for row and column
@@ -209,52 +255,76 @@ template <class T> struct BinaryBackward {
   }
   // SA, SB: whether a's, b's adjoint is summed (the operand is a scalar).
   // The adjoints are written through plain pointers (lane_add is += on the
-  // CPU, and this path is the CPU's alone).
+  // CPU, and this path is the CPU's alone). A summed adjoint is taken with
+  // running sums (kernels/running_sums.hpp), whose additions overlap: one
+  // sum over K = exp(-d^2 / (2 rho^2)) of an 11-point Gaussian process
+  // waited on each of its 121 additions in turn. When an operand's adjoint
+  // is summed and the output has more than one element, the other operand is
+  // not a scalar (two scalars make a 1 x 1 output), so it is read as a plain
+  // array.
   template <bool SA, bool SB> LS_HD void flat() const {
     with_binary_rule(op, [&](auto rule) {
+      using Rule = decltype(rule);
       for (long c = 0; c < chains; ++c) {
         const long base = c * size;
         const T* dyc = dy + base;
         const T* yc = y + base;
+        const T* ap = a.data + c * a.chain_stride;
+        const T* bp = b.data + c * b.chain_stride;
         // a summed operand's adjoint, or an element-by-element one (nullptr
         // when the operand needs none)
         T* dac = da.data ? da.data + c * da.chain_stride : nullptr;
         T* dbc = db.data ? db.data + c * db.chain_stride : nullptr;
-        double sa = 0, sb = 0;
         if (SA && SB) {
-          const T ac = a.at(c, 0), bc = b.at(c, 0);
-          for (long i = 0; i < size; ++i) {
+          const T ac = ap[0], bc = bp[0];
+          const double sa = detail::running_sum(size, [&](long i) {
             T pa = T(0), pb = T(0);
-            decltype(rule)::partials(ac, bc, yc[i], &pa, &pb);
-            sa += static_cast<double>(dyc[i] * pa);
-            sb += static_cast<double>(dyc[i] * pb);
-          }
+            Rule::partials(ac, bc, yc[i], &pa, &pb);
+            return static_cast<double>(dyc[i] * pa);
+          });
+          const double sb = detail::running_sum(size, [&](long i) {
+            T pa = T(0), pb = T(0);
+            Rule::partials(ac, bc, yc[i], &pa, &pb);
+            return static_cast<double>(dyc[i] * pb);
+          });
+          *dac += static_cast<T>(sa);
+          *dbc += static_cast<T>(sb);
         } else if (SA) {
-          const T ac = a.at(c, 0);
-          for (long i = 0; i < size; ++i) {
+          const T ac = ap[0];
+          const double sa = detail::running_sum(size, [&](long i) {
             T pa = T(0), pb = T(0);
-            decltype(rule)::partials(ac, b.at(c, i), yc[i], &pa, &pb);
-            sa += static_cast<double>(dyc[i] * pa);
-            if (dbc) dbc[i] += dyc[i] * pb;
-          }
+            Rule::partials(ac, bp[i], yc[i], &pa, &pb);
+            return static_cast<double>(dyc[i] * pa);
+          });
+          if (dbc)
+            for (long i = 0; i < size; ++i) {
+              T pa = T(0), pb = T(0);
+              Rule::partials(ac, bp[i], yc[i], &pa, &pb);
+              dbc[i] += dyc[i] * pb;
+            }
+          *dac += static_cast<T>(sa);
         } else if (SB) {
-          const T bc = b.at(c, 0);
-          for (long i = 0; i < size; ++i) {
+          const T bc = bp[0];
+          const double sb = detail::running_sum(size, [&](long i) {
             T pa = T(0), pb = T(0);
-            decltype(rule)::partials(a.at(c, i), bc, yc[i], &pa, &pb);
-            if (dac) dac[i] += dyc[i] * pa;
-            sb += static_cast<double>(dyc[i] * pb);
-          }
+            Rule::partials(ap[i], bc, yc[i], &pa, &pb);
+            return static_cast<double>(dyc[i] * pb);
+          });
+          if (dac)
+            for (long i = 0; i < size; ++i) {
+              T pa = T(0), pb = T(0);
+              Rule::partials(ap[i], bc, yc[i], &pa, &pb);
+              dac[i] += dyc[i] * pa;
+            }
+          *dbc += static_cast<T>(sb);
         } else {
           for (long i = 0; i < size; ++i) {
             T pa = T(0), pb = T(0);
-            decltype(rule)::partials(a.at(c, i), b.at(c, i), yc[i], &pa, &pb);
+            Rule::partials(a.at(c, i), b.at(c, i), yc[i], &pa, &pb);
             if (dac) dac[i] += dyc[i] * pa;
             if (dbc) dbc[i] += dyc[i] * pb;
           }
         }
-        if (SA) *dac += static_cast<T>(sa);
-        if (SB) *dbc += static_cast<T>(sb);
       }
     });
   }

@@ -64,6 +64,9 @@ template <class T> struct LinalgForward {
   long chains;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
+#if !defined(__CUDA_ARCH__)
+    if (op == Op::chol && lane.count == 1 && chains > 1) return chol_pairs();
+#endif
     for_each_element(lane, chains, 1, [&](long, long c, long) {
       const long n = s.n;
       const T* ac = a + c * s.a_stride;
@@ -105,6 +108,21 @@ template <class T> struct LinalgForward {
       }
     });
   }
+#if !defined(__CUDA_ARCH__)
+  // The CPU, one lane: chol() two chains at a time (chol_upper_lanes(), the
+  // same factors), the last one alone when the count is odd.
+  void chol_pairs() const {
+    const long n = s.n, out = n * s.cols;
+    long c = 0;
+    bool ok[2];
+    for (; c + 2 <= chains; c += 2) {
+      const T* ac[2] = {a + c * s.a_stride, a + (c + 1) * s.a_stride};
+      T* yc[2] = {y + c * out, y + (c + 1) * out};
+      chol_upper_lanes<2>(ac, yc, n, ok);
+    }
+    if (c < chains) chol_upper(a + c * s.a_stride, y + c * out, n);
+  }
+#endif
 };
 
 // Adds the node's adjoint dy, through its partials, to da and db (either may

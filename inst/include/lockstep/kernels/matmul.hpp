@@ -113,6 +113,14 @@ template <class T> struct MatmulBackwardA {
       const T* bc = b + c * s.b_stride;
       const T* dyc = dy + c * s.m * s.n;
       T* dac = da + c * s.m * s.k;
+      if (s.n == 1) {  // B a vector: dA is the outer product dY B^T (the same values)
+        for (long l = 0; l < s.k; ++l) {
+          const double bl = static_cast<double>(bc[l]);
+          T* col = dac + l * s.m;
+          for (long i = 0; i < s.m; ++i) col[i] += static_cast<T>(static_cast<double>(dyc[i]) * bl);
+        }
+        continue;
+      }
       for (long l = 0; l < s.k; ++l)
         for (long i = 0; i < s.m; ++i) {
           double acc = 0;

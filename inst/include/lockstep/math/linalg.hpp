@@ -74,32 +74,54 @@ LS_HD void tri_solve(const M* t, double* b, long n, bool lower, bool transposed,
 
 // The upper Cholesky factor r of the upper triangle of a (A = R^T R), with the
 // strict lower triangle of r set to 0, row by row of R (R[i, j] =
-// (A[i, j] - sum_{k < i} R[k, i] R[k, j]) / R[i, i]). Returns false, with r
-// all NaN, when A is not positive definite: a pivot A[j, j] - sum R[k, j]^2
-// that is not positive (or NaN). R stops with an error there; an engine
-// evaluating many chains marks that chain's value as undefined instead, so its
-// log density is NaN, which the samplers reject like -Inf.
-template <class T> LS_HD bool chol_upper(const T* a, T* r, long n) {
+// (A[i, j] - sum_{k < i} R[k, i] R[k, j]) / R[i, i]), of W matrices at once:
+// a[w] into r[w], ok[w] false when a[w] is not positive definite (a pivot
+// A[j, j] - sum R[k, j]^2 that is not positive, or NaN), and then r[w] all
+// NaN. R stops with an error there; an engine evaluating many chains marks
+// that chain's value as undefined instead, so its log density is NaN, which
+// the samplers reject like -Inf.
+//
+// W is 1 but for the CPU's pairs of chains (kernels/linalg.hpp). Each matrix
+// gets the same operations in the same order whatever W, so its factor is the
+// same number: a factor is a chain of dependent sums and products (each
+// element waits for the one above it), and two chains interleaved give the
+// processor two to overlap. A failed matrix's sums go on (no traps) until
+// the end, so that the others are not held up.
+template <int W, class T>
+LS_HD void chol_upper_lanes(const T* const* a, T* const* r, long n, bool* ok) {
+  for (int w = 0; w < W; ++w) ok[w] = true;
   for (long j = 0; j < n; ++j) {
-    T* rj = r + j * n;
-    double diag = static_cast<double>(a[j + j * n]);
+    double diag[W];
+    for (int w = 0; w < W; ++w) diag[w] = static_cast<double>(a[w][j + j * n]);
     for (long i = 0; i < j; ++i) {
-      const T* ri = r + i * n;
-      double s = static_cast<double>(a[i + j * n]);
-      for (long k = 0; k < i; ++k) s -= static_cast<double>(ri[k]) * static_cast<double>(rj[k]);
-      // times the reciprocal, which does not wait on the sum (as tri_solve)
-      const double v = s * (1.0 / static_cast<double>(ri[i]));
-      rj[i] = static_cast<T>(v);
-      diag -= static_cast<double>(rj[i]) * static_cast<double>(rj[i]);
+      double s[W];
+      for (int w = 0; w < W; ++w) s[w] = static_cast<double>(a[w][i + j * n]);
+      for (long k = 0; k < i; ++k)
+        for (int w = 0; w < W; ++w)
+          s[w] -= static_cast<double>(r[w][k + i * n]) * static_cast<double>(r[w][k + j * n]);
+      for (int w = 0; w < W; ++w) {
+        // times the reciprocal, which does not wait on the sum (as tri_solve)
+        const T v = static_cast<T>(s[w] * (1.0 / static_cast<double>(r[w][i + i * n])));
+        r[w][i + j * n] = v;
+        diag[w] -= static_cast<double>(v) * static_cast<double>(v);
+      }
     }
-    if (!(diag > 0) || ls_isinf(diag)) {
-      for (long k = 0; k < n * n; ++k) r[k] = static_cast<T>(ls_nan());
-      return false;
+    for (int w = 0; w < W; ++w) {
+      if (!(diag[w] > 0) || ls_isinf(diag[w])) ok[w] = false;
+      r[w][j + j * n] = static_cast<T>(sqrt(diag[w] > 0 ? diag[w] : 1.0));
+      for (long i = j + 1; i < n; ++i) r[w][i + j * n] = T(0);
     }
-    rj[j] = static_cast<T>(sqrt(diag));
-    for (long i = j + 1; i < n; ++i) rj[i] = T(0);
   }
-  return true;
+  for (int w = 0; w < W; ++w)
+    if (!ok[w])
+      for (long k = 0; k < n * n; ++k) r[w][k] = static_cast<T>(ls_nan());
+}
+
+// One matrix: false (and r all NaN) when a is not positive definite.
+template <class T> LS_HD bool chol_upper(const T* a, T* r, long n) {
+  bool ok;
+  chol_upper_lanes<1>(&a, &r, n, &ok);
+  return ok;
 }
 
 // LU factorisation with partial pivoting of a (n x n) into lu (double n x n:
@@ -172,6 +194,7 @@ LS_HD void lu_solve_transposed(const double* lu, const double* perm, double* d, 
 // reads only A's upper triangle, A[j, i] = A[i, j] of the lower algorithm:
 // each element's gradient goes to da[j + i n], j <= i, and nothing below the
 // diagonal.
+
 template <class T>
 LS_HD void chol_backward(const T* r, const T* rb, T* da, double* work, long n) {
   for (long i = 0; i < n; ++i)
