@@ -317,6 +317,20 @@ template <class T> struct BinaryBackward {
               dac[i] += dyc[i] * pa;
             }
           *dbc += static_cast<T>(sb);
+        } else if (!a.scalar && !b.scalar) {
+          // both the output's shape: one plain loop per adjoint wanted
+          if (dac)
+            for (long i = 0; i < size; ++i) {
+              T pa = T(0), pb = T(0);
+              Rule::partials(ap[i], bp[i], yc[i], &pa, &pb);
+              dac[i] += dyc[i] * pa;
+            }
+          if (dbc)
+            for (long i = 0; i < size; ++i) {
+              T pa = T(0), pb = T(0);
+              Rule::partials(ap[i], bp[i], yc[i], &pa, &pb);
+              dbc[i] += dyc[i] * pb;
+            }
         } else {
           for (long i = 0; i < size; ++i) {
             T pa = T(0), pb = T(0);
