@@ -22,12 +22,8 @@ for (k in seq(1, length(args), by = 2)) {
   opt[[sub("^--", "", args[k])]] <- args[k + 1]
 }
 
-# The acceptance tests' model builders, without running their tests.
-defs <- new.env()
-sys.source("tests/testthat/helper-lockstep.R", envir = defs)
-for (e in parse("tests/testthat/test_posteriordb.R", keep.source = FALSE)) {
-  if (!(is.call(e) && identical(e[[1]], as.name("test_that")))) eval(e, defs)
-}
+source("bench/posteriordb_models.R")
+defs <- posteriordb_definitions()
 
 cat(sprintf("lockstep %s (%s); one thread; the fastest of 5 runs of %s gradients\n",
             utils::packageVersion("lockstep"), dirname(system.file(package = "lockstep")),

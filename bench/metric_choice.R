@@ -13,11 +13,8 @@
 # Run from the repository root with an installed lockstep and ../shared/posteriordb
 # (or LOCKSTEP_SHARED). Uses the models of tests/testthat/test_posteriordb.R.
 suppressPackageStartupMessages(library(lockstep))
-defs <- new.env()
-sys.source("tests/testthat/helper-lockstep.R", envir = defs)
-for (e in parse("tests/testthat/test_posteriordb.R", keep.source = FALSE)) {
-  if (!(is.call(e) && identical(e[[1]], as.name("test_that")))) eval(e, defs)
-}
+source("bench/posteriordb_models.R")
+defs <- posteriordb_definitions()
 args <- commandArgs(TRUE)
 which <- if (length(args)) strsplit(args[1], ",")[[1]] else names(defs$posteriordb_posteriors)
 eigen_values <- function(A) eigen((A + t(A)) / 2, symmetric = TRUE, only.values = TRUE)$values

@@ -62,14 +62,8 @@ lockstep_sampler <- function() {
 threads <- strsplit(opt$threads, ",")[[1]]  # lockstep's thread counts; "default": cpu_only()'s
 
 suppressPackageStartupMessages(library(lockstep))
-if (!file.exists("tests/testthat/test_posteriordb.R")) {
-  stop("run bench/posteriordb.R from the repository root", call. = FALSE)
-}
-defs <- new.env()
-sys.source("tests/testthat/helper-lockstep.R", envir = defs)
-for (e in parse("tests/testthat/test_posteriordb.R", keep.source = FALSE)) {
-  if (!(is.call(e) && identical(e[[1]], as.name("test_that")))) eval(e, defs)
-}
+source("bench/posteriordb_models.R")
+defs <- posteriordb_definitions()
 if (use_rstan) suppressPackageStartupMessages(requireNamespace("rstan"))
 
 # -- the posteriors ----------------------------------------------------------------

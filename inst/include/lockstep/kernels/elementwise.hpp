@@ -14,6 +14,8 @@
 #ifndef LOCKSTEP_KERNELS_ELEMENTWISE_HPP
 #define LOCKSTEP_KERNELS_ELEMENTWISE_HPP
 
+#include <type_traits>
+
 #include "../lanes.hpp"
 #include "../math/binary.hpp"
 #include "../math/unary.hpp"
@@ -67,7 +69,7 @@ template <class T> struct UnaryForward {
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
 #if !defined(__CUDA_ARCH__)
-    if (lane.count == 1) return serial_flat();
+    if (lane.count == 1 && !x.scalar) return serial_flat();
 #endif
     with_unary_rule(op, [&](auto rule) {
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
@@ -76,22 +78,14 @@ template <class T> struct UnaryForward {
     });
   }
 #if !defined(__CUDA_ARCH__)
-  // The CPU, one lane: chain by chain through plain pointers (the same
-  // values), in a loop the compiler vectorises where the rule's math allows
-  // (exp and log: math/elementary.hpp), at the processor's width
-  // (LS_CPU_VECTORISE, which keeps each element's value).
+  // The CPU, one lane, x the output's shape: chain by chain through plain
+  // pointers (the same values), in a loop the compiler vectorises where the
+  // rule's math allows (exp and log: math/elementary.hpp), at the processor's
+  // width (LS_CPU_VECTORISE, which keeps each element's value).
   void serial_flat() const {
     with_unary_rule(op, [&](auto rule) {
-      for (long c = 0; c < chains; ++c) {
-        T* yc = y + c * size;
-        const T* xc = x.data + c * x.chain_stride;
-        if (x.scalar) {
-          const T v = decltype(rule)::value(xc[0]);
-          for (long i = 0; i < size; ++i) yc[i] = v;
-        } else {
-          values<decltype(rule)>(xc, yc, size);
-        }
-      }
+      for (long c = 0; c < chains; ++c)
+        values<decltype(rule)>(x.data + c * x.chain_stride, y + c * size, size);
     });
   }
   template <class Rule> LS_CPU_VECTORISE static void values(const T* x, T* y, long n) {
@@ -275,63 +269,30 @@ template <class T> struct BinaryBackward {
         // when the operand needs none)
         T* dac = da.data ? da.data + c * da.chain_stride : nullptr;
         T* dbc = db.data ? db.data + c * db.chain_stride : nullptr;
-        if (SA && SB) {
-          const T ac = ap[0], bc = bp[0];
-          const double sa = detail::running_sum(size, [&](long i) {
-            T pa = T(0), pb = T(0);
-            Rule::partials(ac, bc, yc[i], &pa, &pb);
-            return static_cast<double>(dyc[i] * pa);
-          });
-          const double sb = detail::running_sum(size, [&](long i) {
-            T pa = T(0), pb = T(0);
-            Rule::partials(ac, bc, yc[i], &pa, &pb);
-            return static_cast<double>(dyc[i] * pb);
-          });
-          *dac += static_cast<T>(sa);
-          *dbc += static_cast<T>(sb);
-        } else if (SA) {
-          const T ac = ap[0];
-          const double sa = detail::running_sum(size, [&](long i) {
-            T pa = T(0), pb = T(0);
-            Rule::partials(ac, bp[i], yc[i], &pa, &pb);
-            return static_cast<double>(dyc[i] * pa);
-          });
-          if (dbc)
-            for (long i = 0; i < size; ++i) {
-              T pa = T(0), pb = T(0);
-              Rule::partials(ac, bp[i], yc[i], &pa, &pb);
-              dbc[i] += dyc[i] * pb;
-            }
-          *dac += static_cast<T>(sa);
-        } else if (SB) {
-          const T bc = bp[0];
-          const double sb = detail::running_sum(size, [&](long i) {
-            T pa = T(0), pb = T(0);
-            Rule::partials(ap[i], bc, yc[i], &pa, &pb);
-            return static_cast<double>(dyc[i] * pb);
-          });
-          if (dac)
-            for (long i = 0; i < size; ++i) {
-              T pa = T(0), pb = T(0);
-              Rule::partials(ap[i], bc, yc[i], &pa, &pb);
-              dac[i] += dyc[i] * pa;
-            }
-          *dbc += static_cast<T>(sb);
-        } else if (!a.scalar && !b.scalar) {
-          // both the output's shape: one plain loop per adjoint wanted
-          if (dac)
-            for (long i = 0; i < size; ++i) {
-              T pa = T(0), pb = T(0);
-              Rule::partials(ap[i], bp[i], yc[i], &pa, &pb);
-              dac[i] += dyc[i] * pa;
-            }
-          if (dbc)
-            for (long i = 0; i < size; ++i) {
-              T pa = T(0), pb = T(0);
-              Rule::partials(ap[i], bp[i], yc[i], &pa, &pb);
-              dbc[i] += dyc[i] * pb;
-            }
-        } else {
+        // The operands at element i (a scalar's one value, or the element),
+        // and dy times a's (OfA) or b's (OfB) partial there.
+        auto at_a = [&](long i) { return SA ? ap[0] : ap[i]; };
+        auto at_b = [&](long i) { return SB ? bp[0] : bp[i]; };
+        auto term = [&](auto of_a, long i) {
+          T pa = T(0), pb = T(0);
+          Rule::partials(at_a(i), at_b(i), yc[i], &pa, &pb);
+          return dyc[i] * (decltype(of_a)::value ? pa : pb);
+        };
+        auto sum = [&](auto of_a) {
+          return static_cast<T>(detail::running_sum(
+              size, [&](long i) { return static_cast<double>(term(of_a, i)); }));
+        };
+        auto add_each = [&](T* d, auto of_a) {
+          for (long i = 0; i < size; ++i) d[i] += term(of_a, i);
+        };
+        using OfA = std::true_type;
+        using OfB = std::false_type;
+        if (SA || SB || (!a.scalar && !b.scalar)) {
+          if (SA) *dac += sum(OfA{});
+          else if (dac) add_each(dac, OfA{});
+          if (SB) *dbc += sum(OfB{});
+          else if (dbc) add_each(dbc, OfB{});
+        } else {  // a scalar operand that needs no gradient
           for (long i = 0; i < size; ++i) {
             T pa = T(0), pb = T(0);
             Rule::partials(a.at(c, i), b.at(c, i), yc[i], &pa, &pb);

@@ -2,10 +2,10 @@
 // that the additions overlap instead of each waiting for the one before (a
 // single sum of n terms takes n times the latency of an addition, whatever
 // the vector width). Term i goes into running sum i mod running_sums (the
-// tail into the first), and the running sums are added in order at the end:
+// tail into the first), and the running sums are added pairwise at the end:
 // the order is fixed by the code, not by the machine, so the same inputs give
 // the same sum on every run for a given instruction set (LS_CPU_CLONES picks
-// it), and the running sums are added pairwise at the end. Sixteen sums keep two AVX-512 or four AVX2 registers in flight, which
+// it). Sixteen sums keep two AVX-512 or four AVX2 registers in flight, which
 // the vectoriser packs from the fixed-size array; four, in one register,
 // left the element loops of a small model's densities waiting on their sums.
 #ifndef LOCKSTEP_KERNELS_RUNNING_SUMS_HPP

@@ -194,7 +194,6 @@ LS_HD void lu_solve_transposed(const double* lu, const double* perm, double* d, 
 // reads only A's upper triangle, A[j, i] = A[i, j] of the lower algorithm:
 // each element's gradient goes to da[j + i n], j <= i, and nothing below the
 // diagonal.
-
 template <class T>
 LS_HD void chol_backward(const T* r, const T* rb, T* da, double* work, long n) {
   for (long i = 0; i < n; ++i)
