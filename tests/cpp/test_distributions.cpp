@@ -1503,6 +1503,33 @@ TEST_CASE("support: outside it the log density is -Inf", "[distributions][suppor
   CHECK((dx == 0 && dp[0] == 0 && dp[1] == 0 && dp[2] == 0));
 }
 
+TEST_CASE("ls_lfactorial is lgamma(x + 1), bit for bit, from its table and beyond",
+          "[distributions][special]") {
+  // the table's counts, the first counts past it, and what it must not serve
+  for (int i = 0; i < 300; ++i)
+    CHECK(lockstep::ls_lfactorial(i) == std::lgamma(i + 1.0));
+  for (double x : {0.5, 2.25, 254.5, 255.999, 1e6, 1e300, -0.5})
+    CHECK(lockstep::ls_lfactorial(x) == std::lgamma(x + 1));
+  CHECK(std::isinf(lockstep::ls_lfactorial(-1.0)));
+  CHECK(std::isnan(lockstep::ls_lfactorial(std::nan(""))));
+  CHECK(std::isinf(lockstep::ls_lfactorial(HUGE_VAL)));
+  // the count families through it, against R's dpois / dbinom / dnbinom
+  // values at counts on both sides of the table's end
+  double dx, dp[3];
+  const double q[3] = {300.0, 0.5, 0};
+  for (double x : {0.0, 7.0, 255.0, 256.0}) {
+    const double l[1] = {100.0};
+    CHECK(lockstep::dist_lpdf(lockstep::Family::poisson, x, l, &dx, dp) ==
+          Approx(x * std::log(100.0) - 100.0 - std::lgamma(x + 1)).epsilon(1e-14));
+    const double eta[1] = {std::log(100.0)};
+    CHECK(lockstep::dist_lpdf(lockstep::Family::poisson_log, x, eta, &dx, dp) ==
+          Approx(x * eta[0] - 100.0 - std::lgamma(x + 1)).epsilon(1e-13));
+    CHECK(lockstep::dist_lpdf(lockstep::Family::binomial, x, q, &dx, dp) ==
+          Approx(std::lgamma(301.0) - std::lgamma(x + 1) - std::lgamma(301.0 - x) +
+                 300 * std::log(0.5)).epsilon(1e-13));
+  }
+}
+
 // math/elementary.hpp: the straight-line exp and logs of the vectorised
 // element loops, against the C library on their whole ranges and edges.
 namespace {

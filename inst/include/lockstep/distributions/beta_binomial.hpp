@@ -35,7 +35,7 @@ template <> struct Dist<Family::beta_binomial> : Discrete3 {
     dp[0] = digamma(n + 1) - digamma(m + 1) + d_mb - d_nab;
     dp[1] = digamma(x + a) - d_nab - digamma(a) + d_ab;
     dp[2] = d_mb - d_nab - digamma(b) + d_ab;
-    return lgamma(n + 1) - lgamma(x + 1) - lgamma(m + 1) + ls_lbeta(x + a, m + b) -
+    return ls_lfactorial(n) - ls_lfactorial(x) - ls_lfactorial(m) + ls_lbeta(x + a, m + b) -
            ls_lbeta(a, b);
   }
 };

@@ -27,7 +27,7 @@ template <> struct Dist<Family::binomial> : Discrete2 {
     const double m = n - x;
     dp[0] = digamma(n + 1) - digamma(m + 1) + log1p(-q);
     dp[1] = ls_xdivy(x, q) - ls_xdivy(m, 1 - q);
-    return lgamma(n + 1) - lgamma(x + 1) - lgamma(m + 1) + ls_xlogy(x, q) + ls_xlog1py(m, -q);
+    return ls_lfactorial(n) - ls_lfactorial(x) - ls_lfactorial(m) + ls_xlogy(x, q) + ls_xlog1py(m, -q);
   }
 };
 

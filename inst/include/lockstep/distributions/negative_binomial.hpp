@@ -24,7 +24,7 @@ template <> struct Dist<Family::negative_binomial> : Discrete2 {
     }
     dp[0] = digamma(x + r) - digamma(r) + log(q);
     dp[1] = r / q - ls_xdivy(x, 1 - q);
-    return lgamma(x + r) - lgamma(r) - lgamma(x + 1) + r * log(q) + ls_xlog1py(x, -q);
+    return lgamma(x + r) - lgamma(r) - ls_lfactorial(x) + r * log(q) + ls_xlog1py(x, -q);
   }
 };
 

@@ -20,7 +20,7 @@ template <> struct Dist<Family::poisson> : Discrete {
       return -ls_inf();
     }
     dp[0] = ls_xdivy(x, l) - 1;
-    return ls_xlogy(x, l) - l - lgamma(x + 1);
+    return ls_xlogy(x, l) - l - ls_lfactorial(x);
   }
 };
 

@@ -6,6 +6,8 @@
 // The rate's log is never taken (poisson(exp(eta)) computes x log(exp(eta)),
 // which is -Inf once exp(eta) underflows, at eta < -745). x = 0 contributes
 // exactly -exp(eta) (not 0 * -Inf at eta = -Inf). NaN eta gives NaN.
+// exp is ls_exp (math/elementary.hpp) and log(x!) a table lookup on the CPU
+// (ls_lfactorial), so that the element loop has no call of the C library.
 #ifndef LOCKSTEP_DISTRIBUTIONS_POISSON_LOG_HPP
 #define LOCKSTEP_DISTRIBUTIONS_POISSON_LOG_HPP
 
@@ -23,9 +25,9 @@ template <> struct Dist<Family::poisson_log> : Discrete {
       dp[0] = 0;
       return -ls_inf();
     }
-    const double rate = exp(eta);
+    const double rate = ls_exp(eta);
     dp[0] = x - rate;
-    return ls_count_times(x, eta) - rate - lgamma(x + 1);
+    return ls_count_times(x, eta) - rate - ls_lfactorial(x);
   }
 };
 

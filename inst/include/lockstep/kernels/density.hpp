@@ -168,16 +168,20 @@ template <class T, Family F> struct DensityTerm {
     const T* ps[max_dist_params] = {nullptr};
     bool prepared = true;  // whether the family's prepared lpdf serves this term
     if (size <= 0) return 0;
+    // One value is spread over the elements of one chunk at most (a prior on
+    // one parameter has one: spreading it over a whole chunk cost more than
+    // its lpdf).
+    const long spread = size < chunk ? size : chunk;
     for (int k = 0; k < n_params; ++k) {
       ps[k] = p[k].data + c * p[k].chain_stride;
       pv[k] = static_cast<double>(ps[k][0]);
       prepared = prepared && (p[k].scalar || (k == 0 && has_prepared_location<D>::value));
       if (p[k].scalar)
-        for (long i = 0; i < chunk; ++i) pb[k][i] = pv[k];
+        for (long i = 0; i < spread; ++i) pb[k][i] = pv[k];
     }
     const T* xs = x.data + c * x.chain_stride;
     if (x.scalar)
-      for (long i = 0; i < chunk; ++i) xb[i] = static_cast<double>(xs[0]);
+      for (long i = 0; i < spread; ++i) xb[i] = static_cast<double>(xs[0]);
     T* dxs = dx.data && !dx.scalar ? dx.data + c * dx.chain_stride : nullptr;
     T* dps[max_dist_params] = {nullptr};
     for (int k = 0; k < n_params; ++k)
