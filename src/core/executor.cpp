@@ -265,29 +265,62 @@ template <class T> void Executor<T>::forward(const double* state) {
 }
 
 template <class T>
+void Executor<T>::record(Recording& r, const double* state, double* lp, double* grad) {
+  if (r.valid && r.state == state && r.lp == lp && r.grad == grad) return;
+  r.forward.clear();
+  r.backward.clear();
+  const int n = static_cast<int>(program_.nodes.size());
+  NodeCall<T> scratch;
+  for (int id = 0; id < n; ++id)
+    if (runs(id)) forward_call(call(id, state, lp, grad, 0, chains_, scratch), r.forward);
+  if (grad)
+    for (int id = n - 1; id >= 0; --id)
+      if (runs(id)) backward_call(call(id, state, nullptr, grad, 0, chains_, scratch), r.backward);
+  r.state = state;
+  r.lp = lp;
+  r.grad = grad;
+  r.valid = true;
+}
+
+template <class T>
 void Executor<T>::log_density(const double* state, double* lp, double* grad) {
   const int n = static_cast<int>(program_.nodes.size());
   std::fill(lp, lp + chains_, 0.0);
   for (int t : program_.terms) std::fill(values_[t].begin(), values_[t].end(), T(0));
-  for_chain_groups([&](long c0, long nc) {
-    if (grad) {
-      std::fill(grad + c0 * program_.n_free, grad + (c0 + nc) * program_.n_free, 0.0);
-      for (int id = 0; id < n; ++id) {
-        auto& a = adjoints_[id];
-        if (!a.empty()) {
-          const long size = program_.nodes[id].size;
-          std::fill(a.begin() + c0 * size, a.begin() + (c0 + nc) * size, T(0));
-        }
+  auto zero_gradient = [&](long c0, long nc) {
+    std::fill(grad + c0 * program_.n_free, grad + (c0 + nc) * program_.n_free, 0.0);
+    for (int id = 0; id < n; ++id) {
+      auto& a = adjoints_[id];
+      if (!a.empty()) {
+        const long size = program_.nodes[id].size;
+        std::fill(a.begin() + c0 * size, a.begin() + (c0 + nc) * size, T(0));
       }
     }
-    NodeCall<T> scratch;
-    for (int id = 0; id < n; ++id)
-      if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc, scratch), launch_);
-  });
+  };
+  // Every chain on one thread: the recorded launches. Chain groups on
+  // several threads: each group's calls, made for it.
+  Recording* recording = nullptr;
+  if (std::min<long>(options_.threads, chains_) == 1) {
+    recording = grad ? &with_gradient_ : &without_gradient_;
+    record(*recording, state, lp, grad);
+    if (grad) zero_gradient(0, chains_);
+    recording->forward.replay(launch_);
+  } else {
+    for_chain_groups([&](long c0, long nc) {
+      if (grad) zero_gradient(c0, nc);
+      NodeCall<T> scratch;
+      for (int id = 0; id < n; ++id)
+        if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc, scratch), launch_);
+    });
+  }
   for (auto& stage : stages_)
     stage->run(global_buffers(state, grad), state, lp, grad != nullptr, *pool_, *comm_, launch_,
                options_.world);
   if (!grad) return;
+  if (recording) {
+    recording->backward.replay(launch_);
+    return;
+  }
   for_chain_groups([&](long c0, long nc) {
     NodeCall<T> scratch;
     for (int id = n - 1; id >= 0; --id)

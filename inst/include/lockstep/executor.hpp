@@ -21,6 +21,7 @@
 #include "node_kernels.hpp"
 #include "observation_stage.hpp"
 #include "planner.hpp"
+#include "recorded_launches.hpp"
 #include "thread_pool.hpp"
 
 namespace lockstep {
@@ -137,6 +138,17 @@ template <class T> class Executor : public Target {
   const NodeCall<T>& call(int id, const double* state, double* lp, double* grad, long c0,
                           long nc, NodeCall<T>& scratch);
   NodeCall<T> make_call(int id, const double* state, double* lp, double* grad, long c0, long nc);
+  // The pass over every chain on one thread, recorded (recorded_launches.hpp)
+  // for the buffers it was given: with the gradient (forward and backward)
+  // and without (forward only). record() records anew when the buffers moved.
+  struct Recording {
+    RecordedLaunches forward, backward;
+    const double* state = nullptr;
+    const double* lp = nullptr;
+    const double* grad = nullptr;
+    bool valid = false;
+  };
+  void record(Recording& r, const double* state, double* lp, double* grad);
   // Runs f(c0, nc) over chain groups, one per thread.
   template <class F> void for_chain_groups(F&& f);
 
@@ -158,6 +170,7 @@ template <class T> class Executor : public Target {
   // call per node each way, and building one (seven slots, a division each)
   // and copying it out took a tenth of gp_pois_regr's time.
   std::vector<NodeCall<T>> calls_;
+  Recording with_gradient_, without_gradient_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<InProcessCommunicator> comm_;
   std::vector<std::unique_ptr<ObservationStage<T>>> stages_;
