@@ -254,8 +254,11 @@ void validate(const Program& p) {
         const Node& b = p.nodes[n.inputs[1]];
         if (a.dim.size() != 2 || b.dim.size() != 2 || n.dim.size() != 2)
           fail(id, n, "matrix product needs two-dimensional operands");
-        if (a.dim[1] != b.dim[0]) fail(id, n, "non-conformable operands");
-        if (n.dim[0] != a.dim[0] || n.dim[1] != b.dim[1]) fail(id, n, "wrong output shape");
+        // (a transposed in place: its rows are the product's inner extent)
+        const long a_rows = n.transpose_a ? a.dim[1] : a.dim[0];
+        const long a_cols = n.transpose_a ? a.dim[0] : a.dim[1];
+        if (a_cols != b.dim[0]) fail(id, n, "non-conformable operands");
+        if (n.dim[0] != a_rows || n.dim[1] != b.dim[1]) fail(id, n, "wrong output shape");
         break;
       }
       case OpFamily::gather:

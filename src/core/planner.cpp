@@ -190,7 +190,8 @@ class StageAssigner {
         return true;
       }
       case OpFamily::matmul:
-        return row_aligned(in(0), e) && global(in(1));
+        // (t(A) %*% B sums over A's rows: never row-aligned)
+        return !n.transpose_a && row_aligned(in(0), e) && global(in(1));
       case OpFamily::gather:
         // Row r of the output reads a global input at row r's own indices, or
         // row r of a row-aligned input.
@@ -308,7 +309,8 @@ void fuse_linear_predictors(Program& p) {
   // a %*% v with the rowdot's a, v a vector of a's columns, y a column
   auto is_linear = [&](int id, int a) {
     const Node& n = p.nodes[id];
-    if (n.op != Op::matmul || !single(id) || n.inputs[0] != a || !column(id)) return false;
+    if (n.op != Op::matmul || n.transpose_a || !single(id) || n.inputs[0] != a || !column(id))
+      return false;
     const Node& an = p.nodes[a];
     return p.nodes[n.inputs[1]].size == an.size / an.dim[0];
   };
@@ -401,6 +403,29 @@ void fuse_gathered_offsets(Program& p) {
   }
 }
 
+// t(A) %*% B, where A depends on the parameters and the transpose is read by
+// nothing else: the product reads A transposed in place (Node::transpose_a)
+// and the transpose is left dead, so that its copy of A and its adjoint's
+// copy back are not made at every gradient (a Gaussian process's
+// t(chol(K)) %*% z). The transpose of data is made once, when the executor
+// is built, and stays.
+void fuse_transposed_products(Program& p) {
+  const auto consumers = consumers_of(p, true);
+  std::vector<char> varies(p.nodes.size(), 0);  // depends on a parameter
+  for (size_t id = 0; id < p.nodes.size(); ++id) {
+    varies[id] = p.nodes[id].op == Op::param;
+    for (int in : p.nodes[id].inputs) varies[id] = varies[id] || varies[in];
+  }
+  for (Node& n : p.nodes) {
+    if (n.op != Op::matmul || n.transpose_a) continue;
+    const int t = n.inputs[0];
+    const Node& tn = p.nodes[t];
+    if (tn.op != Op::transpose || consumers[t].size() != 1 || !varies[tn.inputs[0]]) continue;
+    n.inputs[0] = tn.inputs[0];
+    n.transpose_a = true;
+  }
+}
+
 // The log density is its terms plus every parameter's log Jacobian: those are
 // the roots.
 void mark_live(Program& p) {  // (declared above fuse_gathered_offsets)
@@ -420,6 +445,8 @@ void plan(Program& p, PlanOptions options) {
     fuse_linear_predictors(p);
     mark_live(p);
     fuse_gathered_offsets(p);
+    mark_live(p);
+    fuse_transposed_products(p);
   }
   mark_live(p);
   for (Node& n : p.nodes) {

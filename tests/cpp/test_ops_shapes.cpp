@@ -151,6 +151,83 @@ TEST_CASE("transpose: values by hand and gradients, including into a matmul",
   }
 }
 
+// The planner's fusion of t(A) %*% B (Node::transpose_a): the product reads A
+// transposed in place and leaves the transpose dead, with the unfused
+// program's values and gradients; it is made only where A depends on the
+// parameters and the transpose is read by nothing else.
+TEST_CASE("t(A) %*% B: the product reads A transposed in place, as the unfused program computes",
+          "[ops][transpose][matmul]") {
+  std::mt19937 rng(611);
+  const long K = 5, M = 3;
+  for (long N : {1L, 2L}) {
+    auto build = [&](bool fuse, int& a, int& ta, int& prod, int& tdat, int& dprod, int& ts,
+                     int& sprod) {
+      std::mt19937 data_rng(612 + N);
+      Program p;
+      a = p.add(param_node(K * M, 0, Transform::none, 0, 0, {K, M}));  // A: K x M
+      const int b = p.add(param_node(K * N, K * M, Transform::none, 0, 0, {K, N}));
+      ta = p.add(transpose_node(a, p));       // M x K
+      prod = p.add(matmul_node(ta, b, p));    // M x N: fused
+      const int d = p.add(data_node(uniform_vector(data_rng, K * M, -1, 1), {K, M}));
+      tdat = p.add(transpose_node(d, p));     // data: not fused
+      dprod = p.add(matmul_node(tdat, b, p));
+      const int e = p.add(unary_node(Op::exp, a, p));
+      ts = p.add(transpose_node(e, p));       // read twice: not fused
+      sprod = p.add(matmul_node(ts, b, p));
+      p.n_free = K * M + K * N;
+      for (int t : {prod, dprod, sprod, ts}) add_normal_objective(p, t, data_rng);
+      lockstep::plan(p, lockstep::PlanOptions{true, fuse});
+      return p;
+    };
+    int a, ta, prod, tdat, dprod, ts, sprod;
+    const Program fused = build(true, a, ta, prod, tdat, dprod, ts, sprod);
+    const Program plain = build(false, a, ta, prod, tdat, dprod, ts, sprod);
+    CHECK(fused.nodes[prod].transpose_a);
+    CHECK(fused.nodes[prod].inputs[0] == a);
+    CHECK_FALSE(fused.nodes[ta].live);
+    CHECK_FALSE(fused.nodes[dprod].transpose_a);
+    CHECK_FALSE(fused.nodes[sprod].transpose_a);
+    CHECK_FALSE(plain.nodes[prod].transpose_a);
+    for (long chains : {1L, 3L}) {
+      INFO("N " << N << ", chains " << chains);
+      const std::vector<double> state = uniform_vector(rng, chains * fused.n_free, -1.5, 1.5);
+      const Eval f = evaluate(fused, chains, state), u = evaluate(plain, chains, state);
+      for (long c = 0; c < chains; ++c) CHECK(close(f.lp[c], u.lp[c], 1e-13));
+      for (size_t k = 0; k < f.grad.size(); ++k) CHECK(close(f.grad[k], u.grad[k], 1e-13, 1e-14));
+      // the product's value by hand: t(A) %*% B
+      Executor<double> ex(fused, chains);
+      ex.forward(state.data());
+      for (long c = 0; c < chains; ++c) {
+        const double* z = state.data() + c * fused.n_free;
+        const std::vector<double> y = value_of(ex, fused, prod, c);
+        for (long i = 0; i < M; ++i)
+          for (long j = 0; j < N; ++j) {
+            double s = 0;
+            for (long l = 0; l < K; ++l) s += z[l + i * K] * z[K * M + l + j * K];
+            CHECK(close(y[i + j * M], s, 1e-14, 1e-15));
+          }
+      }
+      check_gradient(fused, chains, state, 1e-8, 1e-9);
+      check_emulated_matches_cpu(fused, chains, state);
+    }
+  }
+  // validate() takes the fused product's shapes, and refuses a wrong one
+  int a, prod;
+  Program p = [&] {
+    Program q;
+    a = q.add(param_node(K * M, 0, Transform::none, 0, 0, {K, M}));
+    const int b = q.add(param_node(K, K * M));
+    prod = q.add(matmul_node(a, b, q));  // K x M times K x 1: non-conformable as is
+    q.n_free = K * M + K;
+    return q;
+  }();
+  p.nodes[prod].dim = {M, 1};
+  p.nodes[prod].size = M;
+  CHECK_THROWS_AS(lockstep::validate(p), std::invalid_argument);
+  p.nodes[prod].transpose_a = true;
+  CHECK_NOTHROW(lockstep::validate(p));
+}
+
 TEST_CASE("gather_rows: values by hand and scatter-add gradients with repeated rows",
           "[ops][gather_rows]") {
   std::mt19937 rng(603);

@@ -86,6 +86,10 @@ struct Node {
   // node's index and added (the planner's fusion of a group offset
   // alpha_g[g]; see rowdot_parts)
   bool gathered = false;
+  // matmul: input 0 is the transpose of the left operand (k x m for an m x k
+  // operand), read transposed in place (the planner's fusion of t(A) %*% B,
+  // whose transpose node it leaves dead)
+  bool transpose_a = false;
 
   // Filled by the planner.
   bool chain = false;  // carries the leading chain dimension

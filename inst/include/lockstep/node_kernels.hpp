@@ -144,8 +144,12 @@ template <class T> AdjointSink<T> sink(const Slot<T>& in, const Slot<T>& out) {
 }
 
 template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
-  return MatmulShape{call.in[0].rows, call.in[0].cols, call.in[1].cols,
-                     call.in[0].chain_stride(), call.in[1].chain_stride()};
+  // a transposed in place (Node::transpose_a) is stored k x m
+  const bool ta = call.node->transpose_a;
+  MatmulShape s{ta ? call.in[0].cols : call.in[0].rows, ta ? call.in[0].rows : call.in[0].cols,
+                call.in[1].cols, call.in[0].chain_stride(), call.in[1].chain_stride()};
+  s.a_transposed = ta;
+  return s;
 }
 
 template <class T> LinalgShape linalg_shape(const NodeCall<T>& call) {

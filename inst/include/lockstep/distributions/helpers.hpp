@@ -40,7 +40,7 @@ inline const LogFactorialTable log_factorial_table;
 
 // lgamma(x + 1), log(x!) for a count x: from the table on the host for the
 // counts below 256, else (other x, a GPU) lgamma itself.
-LS_HD double ls_lfactorial(double x) {
+LS_HD_INLINE double ls_lfactorial(double x) {
 #if !defined(__CUDA_ARCH__)
   if (x >= 0 && x < detail::log_factorial_table_size) {
     const int i = static_cast<int>(x);

@@ -17,7 +17,7 @@ namespace lockstep {
 
 template <> struct Dist<Family::poisson_log> : Discrete {
   static constexpr int n_params = 1;
-  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
+  LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
     const double eta = p[0];
     if (eta != eta) return dist_nan(dx, dp, n_params);
     *dx = 0;
