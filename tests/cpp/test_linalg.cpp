@@ -230,6 +230,54 @@ TEST_CASE("chol: the upper factor of the upper triangle against Cholesky-Banachi
   });
 }
 
+#if defined(LOCKSTEP_CHOL_BACKWARD_PAIR)
+// chol()'s gradient two chains at a time, as the CPU runs chain pairs: each
+// chain's gradient must be what chol_backward() gives it alone, to the bit,
+// in double and in single precision, and added to what da already holds.
+template <class T> void check_chol_backward_pair(std::mt19937& rng, long n) {
+  std::normal_distribution<double> z;
+  std::vector<T> r[2], rb[2], da[2], alone[2];
+  for (int w = 0; w < 2; ++w) {
+    Matrix g(n * n), a(n * n, 0.0), f(n * n);
+    for (double& v : g) v = z(rng);
+    for (long i = 0; i < n; ++i)
+      for (long j = 0; j < n; ++j) {
+        for (long k = 0; k < n; ++k) a[i + j * n] += g[i + k * n] * g[j + k * n];
+        if (i == j) a[i + j * n] += n;
+      }
+    REQUIRE(lockstep::chol_upper(a.data(), f.data(), n));
+    r[w].assign(f.begin(), f.end());
+    rb[w].resize(n * n);
+    for (T& v : rb[w]) v = static_cast<T>(z(rng));
+    da[w].resize(n * n);
+    for (T& v : da[w]) v = static_cast<T>(z(rng));  // gradients already there
+    alone[w] = da[w];
+    std::vector<double> work(n * n);
+    lockstep::chol_backward(r[w].data(), rb[w].data(), alone[w].data(), work.data(), n);
+  }
+  const T* rp[2] = {r[0].data(), r[1].data()};
+  const T* rbp[2] = {rb[0].data(), rb[1].data()};
+  T* dap[2] = {da[0].data(), da[1].data()};
+  lockstep::chol_backward_pair(rp, rbp, dap, n);
+  for (int w = 0; w < 2; ++w)
+    for (long k = 0; k < n * n; ++k) {
+      INFO("chain " << w << ", k = " << k);
+      CHECK(da[w][k] == alone[w][k]);
+    }
+}
+
+TEST_CASE("chol_backward_pair: two chains' gradients at once are each chain's chol_backward, "
+          "to the last bit",
+          "[ops][linalg][chol]") {
+  std::mt19937 rng(504);
+  for (long n = 1; n <= lockstep::chol_backward_pair_max_n; n += (n < 6 ? 1 : 6)) {
+    INFO("n = " << n);
+    check_chol_backward_pair<double>(rng, n);
+    check_chol_backward_pair<float>(rng, n);
+  }
+}
+#endif
+
 TEST_CASE("chol_upper_lanes: two matrices at once give each one's chol_upper factor to the last bit",
           "[ops][linalg][chol]") {
   std::mt19937 rng(503);

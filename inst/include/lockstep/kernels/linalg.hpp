@@ -140,6 +140,11 @@ template <class T> struct LinalgBackward {
   long chains;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
+#if defined(LOCKSTEP_CHOL_BACKWARD_PAIR) && !defined(__CUDA_ARCH__)
+    if (op == Op::chol && lane.count == 1 && chains > 1 && da &&
+        s.n <= chol_backward_pair_max_n)
+      return chol_pairs();
+#endif
     for_each_element(lane, chains, 1, [&](long, long c, long) {
       const long n = s.n, out = n * s.cols;
       const T* ac = a + c * s.a_stride;
@@ -177,6 +182,22 @@ template <class T> struct LinalgBackward {
       }
     });
   }
+#if defined(LOCKSTEP_CHOL_BACKWARD_PAIR) && !defined(__CUDA_ARCH__)
+  // The CPU, one lane: chol()'s gradient two chains at a time
+  // (chol_backward_pair(), the same gradients), the last one alone when the
+  // count is odd.
+  void chol_pairs() const {
+    const long n = s.n, out = n * s.cols;
+    long c = 0;
+    for (; c + 2 <= chains; c += 2) {
+      const T* yc[2] = {y + c * out, y + (c + 1) * out};
+      const T* dyc[2] = {dy + c * out, dy + (c + 1) * out};
+      T* dac[2] = {da + c * n * n, da + (c + 1) * n * n};
+      chol_backward_pair(yc, dyc, dac, n);
+    }
+    if (c < chains) chol_backward(y + c * out, dy + c * out, da + c * n * n, work + c * s.work_stride, n);
+  }
+#endif
 };
 
 }  // namespace lockstep

@@ -222,6 +222,58 @@ LS_HD void chol_backward(const T* r, const T* rb, T* da, double* work, long n) {
   }
 }
 
+#if defined(__GNUC__) && !defined(__CUDACC__)
+// The CPU's chol_backward() of two chains at once: the same operations in
+// the same order on both, two doubles an instruction (SSE2's, through GCC's
+// vector extensions: no fused multiply-adds), from copies of their factors
+// and adjoints interleaved element by element, so that each chain's gradient
+// is the number chol_backward() gives it alone (tests/cpp/test_linalg.cpp
+// checks this to the last bit; chain groups rely on it). A factor's
+// backward pass is a chain of short dependent updates (rows of 11 for
+// gp_pois_regr), which one chain leaves the processor little to overlap in;
+// two chains' halve its time. Up to chol_backward_pair_max_n rows (the
+// copies live on the stack).
+#define LOCKSTEP_CHOL_BACKWARD_PAIR 1
+constexpr long chol_backward_pair_max_n = 24;
+
+template <class T>
+void chol_backward_pair(const T* const* r, const T* const* rb, T* const* da, long n) {
+  typedef double pair __attribute__((vector_size(16)));
+  typedef double unaligned_pair __attribute__((vector_size(16), aligned(8)));
+  auto load = [](const double* p) { return pair(*reinterpret_cast<const unaligned_pair*>(p)); };
+  auto store = [](double* p, pair v) { *reinterpret_cast<unaligned_pair*>(p) = v; };
+  constexpr long m = chol_backward_pair_max_n;
+  double L[2 * m * m], W[2 * m * m];  // element e of chain w at [2 e + w]
+  for (long i = 0; i < n; ++i)
+    for (long k = 0; k <= i; ++k)
+      for (int w = 0; w < 2; ++w) {
+        L[2 * (k + i * n) + w] = static_cast<double>(r[w][k + i * n]);
+        W[2 * (k + i * n) + w] = static_cast<double>(rb[w][k + i * n]);
+      }
+  const pair one = {1.0, 1.0}, half = {0.5, 0.5};
+  for (long j = n - 1; j >= 0; --j) {  // chol_backward()'s loops, a pair at a time
+    const double* lj = L + 2 * j * n;
+    double* wj = W + 2 * j * n;
+    const pair inv = one / load(lj + 2 * j);
+    for (long i = n - 1; i > j; --i) {
+      const double* li = L + 2 * i * n;
+      double* wi = W + 2 * i * n;
+      const pair b = load(wi + 2 * j) * inv;
+      for (int w = 0; w < 2; ++w) da[w][j + i * n] += static_cast<T>(b[w]);
+      store(wj + 2 * j, load(wj + 2 * j) - b * load(li + 2 * j));
+      for (long k = 0; k < j; ++k) {
+        store(wi + 2 * k, load(wi + 2 * k) - b * load(lj + 2 * k));
+        store(wj + 2 * k, load(wj + 2 * k) - b * load(li + 2 * k));
+      }
+    }
+    const pair b = load(wj + 2 * j) * inv;
+    const pair hb = half * b;
+    for (int w = 0; w < 2; ++w) da[w][j + j * n] += static_cast<T>(hb[w]);
+    for (long k = 0; k < j; ++k) store(wj + 2 * k, load(wj + 2 * k) - b * load(lj + 2 * k));
+  }
+}
+#endif
+
 // Y = chol2inv(R) = (R^T R)^-1 = R^-1 R^-T, column by column (Y e_j = R^-1
 // (R^-T e_j)), its upper triangle copied to the lower so that Y is exactly
 // symmetric, as R's. work: n doubles.
