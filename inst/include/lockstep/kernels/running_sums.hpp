@@ -16,6 +16,16 @@ namespace detail {
 
 constexpr int running_sums = 16;
 
+// The loops over the running sums unrolled, so that the sums live in
+// registers: rolled, GCC kept them in their stack array and each addition
+// waited on the store of the one before it to the same sum (three times the
+// time of a 121-term dot product). The same additions in the same order.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
+#define LS_UNROLL_SUMS _Pragma("GCC unroll 16")
+#else
+#define LS_UNROLL_SUMS
+#endif
+
 // The sum of term(i) over [0, n), in double. Fewer terms than running sums
 // (a small model's 11-element vector) go into four running sums, each term i
 // into sum i mod 4 (the tail into the first), so that their few additions do
@@ -35,11 +45,16 @@ template <class Term> inline double running_sum(long n, const Term& term) {
     return (s0 + s1) + (s2 + s3);
   }
   double s[running_sums] = {0};
-  for (; i + running_sums <= n; i += running_sums)
+  for (; i + running_sums <= n; i += running_sums) {
+    LS_UNROLL_SUMS
     for (int q = 0; q < running_sums; ++q) s[q] += term(i + q);
+  }
   for (; i < n; ++i) s[0] += term(i);
-  for (int width = running_sums / 2; width > 0; width /= 2)
+  LS_UNROLL_SUMS
+  for (int width = running_sums / 2; width > 0; width /= 2) {
+    LS_UNROLL_SUMS
     for (int q = 0; q < width; ++q) s[q] += s[q + width];
+  }
   return s[0];
 }
 
