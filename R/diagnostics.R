@@ -141,6 +141,7 @@ ess_basic <- function(x) {
   min(total / tau, total * log10(total))
 }
 
+#' @rdname greta_mcmc_list
 #' @export
 summary.greta_mcmc_list <- function(object, ...) {
   plain <- object

@@ -82,6 +82,7 @@ stashed_samples <- function() {
 }
 
 #' @importFrom stats window
+#' @rdname greta_mcmc_list
 #' @export
 window.greta_mcmc_list <- function(x, start = NULL, end = NULL, thin = NULL, ...) {
   info <- attr(x, "model_info")

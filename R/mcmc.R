@@ -12,7 +12,7 @@
 #'   draws are strongly correlated and a diagonal one elsewhere (their
 #'   `metric` argument)
 #' @param n_samples the number of samples to draw per chain after warmup
-#'   (before thinning)
+#'   (before thinning; at least `thin`)
 #' @param thin keep every `thin`-th sample
 #' @param warmup the number of warmup iterations, during which the sampler's
 #'   step size and `diag_sd` are tuned; not returned
@@ -54,6 +54,15 @@
 #' m <- model(mu, tau, theta)
 #' draws <- mcmc(m, n_samples = 200, warmup = 200, chains = 2, verbose = FALSE)
 #' summary(draws)
+#'
+#' # start every chain at mu = 1 and tau = 2 (theta_tilde at random)
+#' draws <- mcmc(m, n_samples = 200, warmup = 200, chains = 2, verbose = FALSE,
+#'               initial_values = initials(mu = 1, tau = 2))
+#' # or each chain somewhere of its own
+#' inits <- list(initials(mu = -1, tau = 1), initials(mu = 1, tau = 3))
+#' draws <- mcmc(m, n_samples = 200, warmup = 200, chains = 2, verbose = FALSE,
+#'               initial_values = inits)
+#' @seealso [greta_mcmc_list] for printing, summarising and windowing the draws
 #' @export
 mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1000,
                  chains = 4, n_cores = NULL, verbose = TRUE, pb_update = 50,
@@ -96,6 +105,10 @@ check_run_arguments <- function(n_samples, thin, pb_update, trace_batch_size, ve
     stop("`verbose` must be TRUE or FALSE", call. = FALSE)
   }
   if (!is.null(n_cores)) check_count(n_cores, "n_cores", minimum = 1)
+  if (out$n_samples < out$thin) {
+    stop("`n_samples` (", out$n_samples, ") must be at least `thin` (", out$thin, "): with ",
+         "one draw kept per `thin` iterations, none would be kept", call. = FALSE)
+  }
   out
 }
 
@@ -227,10 +240,14 @@ get_sampler_params <- function(x) {
 
 # Runs warmup then sampling in chunks of at most pb_update iterations, so
 # progress is shown and an interrupt between chunks keeps every draw made.
-# Chunks are also kept to about half a second each (an interrupt is seen
-# between chunks, so a large model's chunk of pb_update iterations could keep
-# it waiting for minutes). Kept free states and their diagnostics are appended
-# to kept_env$chunks and kept_env$diagnostics as they are made (rows:
+# Chunks are also kept to about a quarter of a second each (an interrupt is
+# seen between chunks, so a large model's chunk of pb_update iterations could
+# keep it waiting for minutes); the first chunk of a run is one iteration,
+# which times them. A chunk's call and the keeping of its draws run with
+# interrupts suspended, so that an interrupt arriving as the call returns
+# cannot drop draws the sampler has made: it is taken as soon as they are
+# kept. Kept free states and their diagnostics are appended to
+# kept_env$chunks and kept_env$diagnostics as they are made (rows:
 # iteration-major, chains within); the step size and diag_sd to kept_env.
 run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
   width_total <- max(warmup, n_samples)
@@ -247,21 +264,27 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
       done <- 0L
       while (done < total) {
         n <- min(pb_update, total - done)
-        if (seconds_per_iteration > 0) n <- max(1L, min(n, floor(0.5 / seconds_per_iteration)))
+        n <- if (seconds_per_iteration > 0) {
+          max(1L, min(n, floor(0.25 / seconds_per_iteration)))
+        } else {
+          1L
+        }
         started <- proc.time()[["elapsed"]]
-        res <- ls_sampler_run(handle, n, phase == "warmup", if (phase == "warmup") 1L else thin,
-                              done)
+        suspendInterrupts({
+          res <- ls_sampler_run(handle, n, phase == "warmup",
+                                if (phase == "warmup") 1L else thin, done)
+          done <- done + n
+          kept_env$epsilon <- res$epsilon
+          kept_env$diag_sd <- res$diag_sd
+          kept_env$metric_factor <- res$metric_factor
+          if (phase == "sampling" && nrow(res$free) > 0) {
+            kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
+            kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics
+          }
+        })
         seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / n
         bad_so_far <- sum(res$bad)
-        done <- done + n
-        kept_env$epsilon <- res$epsilon
-        kept_env$diag_sd <- res$diag_sd
-        kept_env$metric_factor <- res$metric_factor
         if (phase == "warmup" && done == total) warn_lagging_chains(res$lag_at_warmup_end)
-        if (phase == "sampling" && nrow(res$free) > 0) {
-          kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
-          kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics
-        }
         progress_update(bar, done, bad_so_far - bad_at_start, final = done == total)
       }
     }

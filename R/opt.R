@@ -219,6 +219,15 @@ nelder_mead_starts <- function(engine, init, parameters, max_iterations, options
 #' @examples
 #' bfgs()
 #' adam(learning_rate = 0.05)
+#' # the same maximum by three of them
+#' x <- c(-0.8, 1.3, 2.1, 0.4, 1.9)
+#' mu <- variable()
+#' sd <- variable(lower = 0)
+#' distribution(x) <- normal(mu, sd)
+#' m <- model(mu, sd)
+#' opt(m, optimiser = bfgs())$par
+#' opt(m, optimiser = nelder_mead())$par
+#' opt(m, optimiser = adam(learning_rate = 0.1), max_iterations = 1000)$par
 #' @name optimisers
 NULL
 

@@ -34,11 +34,57 @@ build_mcmc_list <- function(model, free, chains, thin, warmup, trace_batch_size,
   draws
 }
 
+#' Draws from mcmc(): printing, summaries and windows
+#'
+#' [mcmc()], [extra_samples()] and [stashed_samples()] return a
+#' `greta_mcmc_list`: a coda [coda::mcmc.list] of the draws of the model's
+#' targets, one [coda::mcmc] per chain, which every coda function takes, with
+#' what lockstep keeps beside them: the draws of the free state, the run (so
+#' that [extra_samples()] can continue it) and every kept iteration's sampler
+#' diagnostics ([get_sampler_params()]).
+#'
+#' `print()` shows the draws as coda does, without what is kept beside them.
+#' `summary()` gives coda's summary (means, standard deviations, standard
+#' errors and quantiles) and, for each quantity, the rank-normalised split
+#' R-hat and the bulk effective sample size ([rhat()], [ess_bulk()]), and
+#' names the sampler that ran, with its tuned step size and the metric warmup
+#' learnt. `window()` keeps the iterations from `start` to `end` (counted as
+#' coda counts them: warmup included, so the first draw after 1000 warmup
+#' iterations is iteration 1001), every `thin`-th one, as coda's window()
+#' does, with the sampler diagnostics of the same iterations; a window is not
+#' a run that [extra_samples()] can continue.
+#'
+#' @param x,object a `greta_mcmc_list`
+#' @param start,end the first and last iteration to keep (`NULL`: the draws'
+#'   own)
+#' @param thin keep one iteration in `thin` (a multiple of the draws' own
+#'   thinning; `NULL`: theirs)
+#' @param ... passed on to coda's methods
+#' @return `print()` returns `x`, invisibly. `summary()` returns a
+#'   `summary.greta_mcmc_list`: coda's `summary.mcmc` with a `diagnostics`
+#'   data frame (`rhat`, `ess_bulk`) and a `sampler` line. `window()` returns a
+#'   `greta_mcmc_list`.
+#' @examples
+#' x <- normal(0, 1)
+#' draws <- mcmc(model(x), n_samples = 200, warmup = 200, chains = 2, verbose = FALSE)
+#' summary(draws)
+#' print(window(draws, end = 205))
+#' # the second half, every other draw, with its sampler diagnostics
+#' half <- window(draws, start = 301, thin = 2)
+#' coda::niter(half)
+#' nrow(get_sampler_params(half)[[1]])
+#' @name greta_mcmc_list
+NULL
+
+#' @rdname greta_mcmc_list
 #' @export
 print.greta_mcmc_list <- function(x, ...) {
-  info <- attr(x, "model_info")
-  attr(x, "model_info") <- NULL
-  class(x) <- "mcmc.list"
-  print(x, ...)
+  shown <- x
+  # what lockstep keeps with the draws (the run, and every iteration's sampler
+  # diagnostics: get_sampler_params()) is not part of the printout
+  attr(shown, "model_info") <- NULL
+  attr(shown, "sampler_params") <- NULL
+  class(shown) <- "mcmc.list"
+  print(shown, ...)
   invisible(x)
 }

@@ -358,14 +358,17 @@ ratio <- function(a, b) if (is.null(a) || is.null(b) || is.na(a / b)) "-" else s
 # then the seconds its chains spent sampling added up (rstan's get_elapsed_time(),
 # warmup included: the one-core cost) and ESS per such second. The ratios: wall
 # time, the first lockstep setting against rstan's wall time; per core, lockstep
-# on one thread (when run) against rstan's ESS per chain-second.
+# on one thread (when run) against rstan's ESS per chain-second. With compile:
+# rstan's ESS per second of its wall time plus its compilation (of a program
+# not cached in bench/cache/), and lockstep's first setting against it.
 header <- "posterior"
 for (th in threads) {
   label <- if (th == "default") "lockstep" else sprintf("lockstep %s thread%s", th, if (th == "1") "" else "s")
   header <- c(header, paste(label, c("ESS", "s", "ESS/s")))
 }
 header <- c(header, "rstan ESS", "rstan wall s", "rstan ESS/s", "rstan chain s", "rstan ESS/chain-s",
-            "ratio (wall)", "ratio (per core)", "rstan compile s", "divergent (lockstep / rstan)",
+            "ratio (wall)", "ratio (per core)", "rstan compile s", "rstan ESS/s with compile",
+            "ratio (with compile)", "divergent (lockstep / rstan)",
             "max abs z (lockstep / rstan)")
 cat("\n|", paste(header, collapse = " | "), "|\n")
 cat("|", paste(c("---", rep("---:", length(header) - 1)), collapse = " | "), "|\n")
@@ -380,10 +383,11 @@ for (row in rows) {
   one <- row$lockstep[["1"]]
   r_wall <- if (is.null(r)) NULL else r$bulk_ess / r$seconds
   r_core <- if (is.null(r)) NULL else r$bulk_ess / r$chain_seconds
+  r_total <- if (is.null(r)) NULL else r$bulk_ess / (r$seconds + r$compile_s)
   cells <- c(cells, fmt(r$bulk_ess), fmt(r$seconds, 1), fmt(r_wall), fmt(r$chain_seconds, 1),
              fmt(r_core), ratio(first$bulk_ess / first$seconds, r_wall),
              if (is.null(one)) "-" else ratio(one$bulk_ess / one$seconds, r_core),
-             fmt(r$compile_s, 1),
+             fmt(r$compile_s, 1), fmt(r_total, 1), ratio(first$bulk_ess / first$seconds, r_total),
              paste(first$divergent, if (is.null(r)) "-" else r$divergent, sep = " / "),
              paste(fmt(first$max_z, 2), fmt(r$max_z, 2), sep = " / "))
   cat("|", paste(cells, collapse = " | "), "|\n")

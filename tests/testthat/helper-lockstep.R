@@ -471,6 +471,20 @@ sample_quietly <- function(...) {
   })
 }
 
+# Draws of a scalar quantity pooled over chains and thinned to roughly
+# independent draws, for a KS test. (Rejected proposals repeat a draw, so a few
+# ties remain; ks.test's warning about them is expected.)
+independent_draws <- function(draws, name) {
+  ess <- coda::effectiveSize(draws[, name])
+  pooled <- as.numeric(as.matrix(draws[, name]))
+  step <- max(1, ceiling(length(pooled) / ess))
+  # thin each chain, so neighbours in the pooled vector are `step` iterations apart
+  unlist(lapply(draws, function(chain) {
+    x <- as.numeric(chain[, name])
+    x[seq(1, length(x), by = step)]
+  }))
+}
+
 # |mean - exact| within 5 Monte Carlo standard errors
 expect_mc_mean <- function(x, exact, sd) {
   expect_lt(max(abs(colMeans(x) - exact) / (sd / sqrt(nrow(x)))), 5)

@@ -24,20 +24,6 @@ test_that("eight schools (non-centred) matches the posteriordb reference, with n
   }
 })
 
-# Draws of a scalar quantity pooled over chains and thinned to roughly
-# independent draws, for a KS test. (Rejected proposals repeat a draw, so a few
-# ties remain; ks.test's warning about them is expected.)
-independent_draws <- function(draws, name) {
-  ess <- coda::effectiveSize(draws[, name])
-  pooled <- as.numeric(as.matrix(draws[, name]))
-  step <- max(1, ceiling(length(pooled) / ess))
-  # thin each chain, so neighbours in the pooled vector are `step` iterations apart
-  unlist(lapply(draws, function(chain) {
-    x <- as.numeric(chain[, name])
-    x[seq(1, length(x), by = step)]
-  }))
-}
-
 test_that("a conjugate normal mean has the exact posterior", {
   set.seed(502)
   sigma <- 2
@@ -147,6 +133,11 @@ test_that("coda's diagnostics, summary() and print() work on the draws", {
   expect_equal(s$statistics[, "Mean"], colMeans(as.matrix(draws)))
   expect_output(print(draws), "theta\\[8,1\\]")
   expect_output(print(draws), "Markov Chain Monte Carlo")
+  # the draws alone: not what lockstep keeps with them (every iteration's
+  # sampler diagnostics, the run)
+  printed <- capture.output(returned <- print(draws))
+  expect_false(any(grepl("sampler_params|model_info|accept_stat__", printed)))
+  expect_identical(returned, draws)
 })
 
 test_that("thin keeps every thin-th draw", {
@@ -163,6 +154,12 @@ test_that("thin keeps every thin-th draw", {
   draws <- suppressWarnings(mcmc(m, n_samples = 10, thin = 3, warmup = 10, chains = 2,
                                  verbose = FALSE))
   expect_equal(coda::niter(draws), 3)
+  # fewer iterations than thin would keep no draw: refused before sampling
+  expect_error(mcmc(m, n_samples = 4, thin = 5, verbose = FALSE),
+               "`n_samples` \\(4\\) must be at least `thin` \\(5\\)")
+  expect_error(mcmc(m, n_samples = 0, verbose = FALSE), "`n_samples` \\(0\\) must be at least")
+  expect_error(extra_samples(draws, n_samples = 2, thin = 3, verbose = FALSE),
+               "must be at least `thin`")
 })
 
 test_that("set.seed() repeats a run exactly, and another seed differs", {
@@ -539,12 +536,16 @@ test_that("stashed_samples() is NULL after a finished run and holds an interrupt
   # it, from progress_update() (called between chunks), replaced for the test
   ns <- asNamespace("lockstep")
   original <- get("progress_update", envir = ns)
-  calls <- 0
+  # (chunks are sized by their time, so the interrupt comes at the first
+  # progress update of sampling at or past 20 iterations, wherever that is)
+  interrupted_at <- NA
   unlockBinding("progress_update", ns)
-  assign("progress_update", function(...) {
-    calls <<- calls + 1
-    if (calls == 3) signalCondition(structure(class = c("interrupt", "condition"),
-                                              list(message = "interrupt", call = NULL)))
+  assign("progress_update", function(bar, done, ...) {
+    if (bar$name == "sampling" && done >= 20 && is.na(interrupted_at)) {
+      interrupted_at <<- done
+      signalCondition(structure(class = c("interrupt", "condition"),
+                                list(message = "interrupt", call = NULL)))
+    }
     invisible(NULL)
   }, envir = ns)
   on.exit({
@@ -556,7 +557,8 @@ test_that("stashed_samples() is NULL after a finished run and holds an interrupt
   stashed <- stashed_samples()
   expect_s3_class(stashed, "greta_mcmc_list")
   expect_equal(as.matrix(stashed), as.matrix(out))
-  expect_equal(coda::niter(stashed), 20)  # two sampling chunks of 10 before the interrupt
+  expect_equal(coda::niter(stashed), interrupted_at)  # every draw made before the interrupt
+  expect_lt(interrupted_at, 100)
 })
 
 test_that("window() keeps a greta_mcmc_list and its diagnostics aligned", {
