@@ -201,6 +201,16 @@ nelder_mead_starts <- function(engine, init, parameters, max_iterations, options
 #'
 #' @param tolerance `bfgs()` stops when the largest absolute element of the
 #'   gradient is below this
+#' @param x_tolerance,f_relative_tolerance,f_absolute_tolerance `bfgs()` also
+#'   stops when a step moves no element of the (free) state by more than
+#'   `x_tolerance`, or changes the objective by at most `f_relative_tolerance`
+#'   times its value or by at most `f_absolute_tolerance` (each off at 0, its
+#'   default, as in TensorFlow Probability's BFGS, which greta uses)
+#' @param value_and_gradients_function,initial_position,initial_inverse_hessian_estimate,stopping_condition
+#'   greta's names for what [opt()] itself sets (the model's density and
+#'   gradient, its `initial_values`); accepted as `NULL` only
+#' @param validate_args accepted for greta's signature; lockstep always
+#'   checks its arguments
 #' @param max_line_search_iterations the most halvings of a `bfgs()` step
 #' @param func_tolerance,position_tolerance `nelder_mead()`'s absolute and
 #'   relative convergence tolerances (`abstol` and `reltol` of [stats::optim()])
@@ -246,8 +256,28 @@ new_optimiser <- function(name, parameters) {
 
 #' @rdname optimisers
 #' @export
-bfgs <- function(tolerance = 1e-08, max_line_search_iterations = 50) {
-  new_optimiser("bfgs", list(tolerance = tolerance,
+bfgs <- function(value_and_gradients_function = NULL, initial_position = NULL,
+                 tolerance = 1e-08, x_tolerance = 0, f_relative_tolerance = 0,
+                 initial_inverse_hessian_estimate = NULL, stopping_condition = NULL,
+                 validate_args = TRUE, max_line_search_iterations = 50,
+                 f_absolute_tolerance = 0) {
+  set_by_opt <- list(value_and_gradients_function = value_and_gradients_function,
+                     initial_position = initial_position,
+                     initial_inverse_hessian_estimate = initial_inverse_hessian_estimate,
+                     stopping_condition = stopping_condition)
+  for (arg in names(set_by_opt)) {
+    if (!is.null(set_by_opt[[arg]])) {
+      stop("`", arg, "` of bfgs() is not set by hand: opt() sets what it stands for ",
+           "(the model's density and gradient, its initial_values), as greta does",
+           call. = FALSE)
+    }
+  }
+  if (!is.logical(validate_args) || length(validate_args) != 1 || is.na(validate_args)) {
+    stop("`validate_args` must be TRUE or FALSE", call. = FALSE)
+  }
+  new_optimiser("bfgs", list(tolerance = tolerance, x_tolerance = x_tolerance,
+                             f_relative_tolerance = f_relative_tolerance,
+                             f_absolute_tolerance = f_absolute_tolerance,
                              max_line_search_iterations = max_line_search_iterations))
 }
 

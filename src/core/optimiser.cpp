@@ -194,6 +194,12 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
   const long memory = 10;
   const double gtol = param(s, "tolerance", 1e-8);
   const long max_ls = static_cast<long>(param(s, "max_line_search_iterations", 50));
+  // TensorFlow Probability's (greta's) further stopping rules, off at 0: the
+  // largest change of a coordinate, and the change of the objective relative
+  // to it and absolute, at most these
+  const double xtol = param(s, "x_tolerance", 0);
+  const double ftol_rel = param(s, "f_relative_tolerance", 0);
+  const double ftol_abs = param(s, "f_absolute_tolerance", 0);
   std::vector<double> f, g, ft, gt;
   obj(x, f, g);
   OptimiserResult r;
@@ -290,11 +296,12 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
         continue;
       }
       std::vector<double> sv(D), yv(D);
-      double sy = 0;
+      double sy = 0, moved = 0;
       for (long i = 0; i < D; ++i) {
         sv[i] = trial[c * D + i] - x[c * D + i];
         yv[i] = gt[c * D + i] - g[c * D + i];
         sy += sv[i] * yv[i];
+        moved = std::max(moved, std::fabs(sv[i]));
       }
       if (sy > 1e-12) {
         S[c].push_back(std::move(sv));
@@ -302,11 +309,14 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
         if (static_cast<long>(S[c].size()) > memory) S[c].pop_front(), Y[c].pop_front();
       }
       const double change = std::fabs(ft[c] - f[c]);
+      const bool small_change = (xtol > 0 && moved <= xtol) ||
+                                (ftol_rel > 0 && change <= ftol_rel * std::fabs(f[c])) ||
+                                (ftol_abs > 0 && change <= ftol_abs);
       std::copy(trial.begin() + c * D, trial.begin() + (c + 1) * D, x.begin() + c * D);
       std::copy(gt.begin() + c * D, gt.begin() + (c + 1) * D, g.begin() + c * D);
       f[c] = ft[c];
       ++r.iterations[c];
-      if (change < s.tolerance || sup_norm(g, c) < gtol) {
+      if (change < s.tolerance || sup_norm(g, c) < gtol || small_change) {
         active[c] = 0;
         r.convergence[c] = 0;
       } else if (r.iterations[c] >= s.max_iterations) {

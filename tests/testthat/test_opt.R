@@ -79,6 +79,34 @@ test_that("opt() and the optimisers check their arguments", {
   expect_error(opt(m, starts = 0), "`starts`")
   expect_error(adam(learning_rate = -1), "`learning_rate`")
   expect_error(bfgs(tolerance = "a"), "`tolerance`")
+  expect_error(bfgs(x_tolerance = -1), "`x_tolerance`")
+  expect_error(bfgs(initial_position = 1), "`initial_position` of bfgs\\(\\) is not set by hand")
+  expect_error(bfgs(validate_args = NA), "`validate_args`")
   expect_output(print(adam()), "learning_rate = 0.1")
   expect_s3_class(rms_prop(), "optimiser")
+})
+
+test_that("bfgs()'s x_tolerance, f_relative_tolerance and f_absolute_tolerance stop it early", {
+  set.seed(1301)
+  x <- rnorm(40, 3, 2)
+  mu <- variable()
+  sd <- variable(lower = 0)
+  distribution(x) <- normal(mu, sd)
+  m <- model(mu, sd)
+  start <- initials(mu = -20, sd = 10)
+  full <- opt(m, optimiser = bfgs(), initial_values = start, tolerance = 0)
+  expect_equal(full$convergence, 0)
+  expect_gt(full$iterations, 3)
+  # each rule, set loosely enough, stops at the first step
+  for (o in list(bfgs(x_tolerance = 1e6), bfgs(f_relative_tolerance = 1e6),
+                 bfgs(f_absolute_tolerance = 1e6))) {
+    early <- opt(m, optimiser = o, initial_values = start, tolerance = 0)
+    expect_equal(early$iterations, 1)
+    expect_equal(early$convergence, 0)
+  }
+  # and tightly, they change nothing
+  tight <- opt(m, optimiser = bfgs(x_tolerance = 1e-300, f_absolute_tolerance = 1e-300),
+               initial_values = start, tolerance = 0)
+  expect_equal(tight$iterations, full$iterations)
+  expect_equal(tight$par, full$par)
 })

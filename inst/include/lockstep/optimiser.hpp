@@ -7,7 +7,11 @@
 //   bfgs              L-BFGS (10 pairs) with a backtracking line search
 //                     satisfying the Armijo condition; converges when the
 //                     sup norm of the gradient is below `tolerance`, or the
-//                     objective changes by less than opt()'s tolerance
+//                     objective changes by less than opt()'s tolerance (or,
+//                     when set above 0, a step moves no coordinate by more
+//                     than `x_tolerance`, or changes the objective by at
+//                     most `f_relative_tolerance` of it or
+//                     `f_absolute_tolerance`: TFP's rules, greta's arguments)
 //   gradient_descent  x -= lr g, with (Nesterov) momentum
 //   adam, adamax, nadam, adagrad, adadelta, rms_prop
 //                     Keras's update rules (tf.keras.optimizers, which greta
