@@ -1,6 +1,6 @@
 # Optimisation: opt() and greta's optimiser constructors. The optimisers run
 # in C++ (src/core/optimiser.cpp) over the engine's log density, every start
-# in lockstep; nelder_mead() runs R's own Nelder-Mead on the engine.
+# in lockstep, one engine call for every start's evaluation.
 
 #' Find the maximum of a model's joint density
 #'
@@ -70,12 +70,8 @@ opt <- function(model, optimiser = bfgs(), max_iterations = 100, tolerance = 1e-
   engine <- model_engine(model)
   init <- initial_free_state(model, initial_values, starts, options, parent.frame())
 
-  res <- if (optimiser$name == "nelder_mead") {
-    nelder_mead_starts(engine, init, optimiser$parameters, max_iterations, options)
-  } else {
-    ls_optimise(engine, init, optimiser$name, optimiser$parameters, max_iterations, tolerance,
-                options)
-  }
+  res <- ls_optimise(engine, init, optimiser$name, optimiser$parameters, max_iterations,
+                     tolerance, options)
   if (isTRUE(res$interrupted)) message("opt() was interrupted: returning the values so far")
   unadjusted <- options
   unadjusted$jacobian <- FALSE
@@ -169,35 +165,14 @@ dfree_dvalue_inverse <- function(z, lower, upper) {
   )
 }
 
-# R's Nelder-Mead on the engine's log density, one start at a time.
-nelder_mead_starts <- function(engine, init, parameters, max_iterations, options) {
-  starts <- nrow(init)
-  par <- init
-  iterations <- numeric(starts)
-  convergence <- integer(starts)
-  for (k in seq_len(starts)) {
-    f <- function(z) {
-      lp <- ls_engine_log_density(engine, matrix(z, nrow = 1), FALSE, options)$log_density
-      if (is.finite(lp)) -lp else .Machine$double.xmax
-    }
-    fit <- stats::optim(init[k, ], f, method = "Nelder-Mead",
-                        control = list(maxit = max_iterations,
-                                       abstol = parameters$func_tolerance,
-                                       reltol = parameters$position_tolerance))
-    par[k, ] <- fit$par
-    iterations[k] <- fit$counts[["function"]]
-    convergence[k] <- if (fit$convergence == 0) 0L else 1L
-  }
-  list(par = par, iterations = iterations, convergence = convergence, interrupted = FALSE)
-}
-
 #' Optimisers for opt()
 #'
 #' Functions that set up an optimiser for [opt()], with greta's names, tuning
 #' parameters and defaults. `bfgs()` is limited-memory BFGS with a
-#' backtracking line search; `nelder_mead()` is R's Nelder-Mead
-#' ([stats::optim()]); the others follow the update rules of the Keras
-#' optimisers that greta uses.
+#' backtracking line search; `nelder_mead()` the simplex method of
+#' TensorFlow Probability, which greta uses (values only, no gradients); the
+#' others follow the update rules of the Keras optimisers that greta uses. All
+#' run in C++, every start of [opt()] in lockstep.
 #'
 #' @param tolerance `bfgs()` stops when the largest absolute element of the
 #'   gradient is below this
@@ -212,8 +187,18 @@ nelder_mead_starts <- function(engine, init, parameters, max_iterations, options
 #' @param validate_args accepted for greta's signature; lockstep always
 #'   checks its arguments
 #' @param max_line_search_iterations the most halvings of a `bfgs()` step
-#' @param func_tolerance,position_tolerance `nelder_mead()`'s absolute and
-#'   relative convergence tolerances (`abstol` and `reltol` of [stats::optim()])
+#' @param func_tolerance,position_tolerance `nelder_mead()` stops when the
+#'   values of its simplex's vertices span at most `func_tolerance`, or when
+#'   every vertex lies within `position_tolerance` of the best in every
+#'   element of the (free) state (opt()'s `tolerance` does not apply to it)
+#' @param step_sizes the size of `nelder_mead()`'s initial simplex: its first
+#'   vertex is the start, the others the start moved by `step_sizes` along each
+#'   element of the free state in turn (one number; `NULL`: 1)
+#' @param reflection,expansion,contraction,shrinkage the factors of
+#'   `nelder_mead()`'s moves (`NULL`: 1, 2, 0.5 and 0.5, TensorFlow
+#'   Probability's defaults)
+#' @param objective_function,initial_vertex greta's names for what [opt()]
+#'   itself sets for `nelder_mead()`; accepted as `NULL` only
 #' @param learning_rate the size of the steps
 #' @param momentum momentum of `gradient_descent()` and `rms_prop()`
 #' @param nesterov whether `gradient_descent()` uses Nesterov momentum
@@ -283,9 +268,34 @@ bfgs <- function(value_and_gradients_function = NULL, initial_position = NULL,
 
 #' @rdname optimisers
 #' @export
-nelder_mead <- function(func_tolerance = 1e-08, position_tolerance = 1e-08) {
-  new_optimiser("nelder_mead", list(func_tolerance = func_tolerance,
-                                    position_tolerance = position_tolerance))
+nelder_mead <- function(objective_function = NULL, initial_vertex = NULL, step_sizes = NULL,
+                        func_tolerance = 1e-08, position_tolerance = 1e-08, reflection = NULL,
+                        expansion = NULL, contraction = NULL, shrinkage = NULL) {
+  set_by_opt <- list(objective_function = objective_function, initial_vertex = initial_vertex)
+  for (arg in names(set_by_opt)) {
+    if (!is.null(set_by_opt[[arg]])) {
+      stop("`", arg, "` of nelder_mead() is not set by hand: opt() sets what it stands for ",
+           "(the model's density, its initial_values), as greta does", call. = FALSE)
+    }
+  }
+  # TensorFlow Probability's defaults where greta leaves them NULL
+  parameters <- list(step_sizes = if (is.null(step_sizes)) 1 else step_sizes,
+                     func_tolerance = func_tolerance, position_tolerance = position_tolerance,
+                     reflection = if (is.null(reflection)) 1 else reflection,
+                     expansion = if (is.null(expansion)) 2 else expansion,
+                     contraction = if (is.null(contraction)) 0.5 else contraction,
+                     shrinkage = if (is.null(shrinkage)) 0.5 else shrinkage)
+  out <- new_optimiser("nelder_mead", parameters)
+  p <- out$parameters
+  if (!(p$step_sizes > 0)) stop("`step_sizes` must be a single positive number", call. = FALSE)
+  if (!(p$reflection > 0)) stop("`reflection` must be positive", call. = FALSE)
+  if (!(p$expansion > 1)) stop("`expansion` must be greater than 1", call. = FALSE)
+  for (arg in c("contraction", "shrinkage")) {
+    if (!(p[[arg]] > 0 && p[[arg]] < 1)) {
+      stop("`", arg, "` must lie between 0 and 1", call. = FALSE)
+    }
+  }
+  out
 }
 
 #' @rdname optimisers

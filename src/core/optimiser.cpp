@@ -331,6 +331,184 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
   return r;
 }
 
+// Nelder-Mead (TensorFlow Probability's nelder_mead_minimize, greta's
+// nelder_mead()): a simplex of D + 1 vertices per start, the first the start
+// itself, vertex i + 1 the start moved by step_sizes along coordinate i. An
+// iteration reflects the worst vertex through the centroid of the others,
+// then expands, accepts, contracts (outside or inside) or shrinks every
+// vertex towards the best. Every start runs in lockstep with the others, one
+// trial point each per engine call (a start that has converged, or is between
+// phases, evaluates its best vertex again), so a start's iteration takes one to
+// D + 2 calls. Converged: the simplex's values span at most func_tolerance,
+// or its vertices lie within position_tolerance of the best in every
+// coordinate. Objective values that are not finite count as +Inf.
+OptimiserResult nelder_mead(Target& target, const OptimiserSettings& s, std::vector<double> x,
+                            bool (*interrupted)()) {
+  const long C = target.chains(), D = target.dim(), V = D + 1;
+  const double step = param(s, "step_sizes", 1), ftol = param(s, "func_tolerance", 1e-8);
+  const double xtol = param(s, "position_tolerance", 1e-8);
+  const double reflection = param(s, "reflection", 1), expansion = param(s, "expansion", 2);
+  const double contraction = param(s, "contraction", 0.5), shrinkage = param(s, "shrinkage", 0.5);
+  enum Phase { start, reflect, expand, contract_outside, contract_inside, shrink, done };
+  std::vector<double> verts(C * V * D), vals(C * V, HUGE_VAL), trial(x), lp(C);
+  std::vector<double> centroid(C * D), reflected(C * D), f_reflected(C, 0);
+  std::vector<int> phase(C, start), worst(C, 0), best(C, 0);
+  std::vector<long> next(C, 0);  // start: the vertex being evaluated; shrink: the vertex moved
+  OptimiserResult r;
+  r.iterations.assign(C, 0);
+  r.convergence.assign(C, 1);
+  if (D == 0) throw std::invalid_argument("opt: nelder_mead needs at least one free parameter");
+  auto vertex = [&](long c, long v) { return verts.data() + (c * V + v) * D; };
+  auto set_trial = [&](long c, const double* p) {
+    std::copy(p, p + D, trial.begin() + c * D);
+  };
+  for (long c = 0; c < C; ++c) {
+    for (long v = 0; v < V; ++v) {
+      double* p = vertex(c, v);
+      std::copy(x.begin() + c * D, x.begin() + (c + 1) * D, p);
+      if (v > 0) p[v - 1] += step;
+    }
+    set_trial(c, vertex(c, 0));
+  }
+  // The next iteration of start c: order its vertices, check convergence,
+  // and reflect (the trial point), or finish.
+  auto begin_iteration = [&](long c) {
+    const double* f = vals.data() + c * V;
+    long b = 0, w = 0;
+    for (long v = 1; v < V; ++v) {
+      if (f[v] < f[b]) b = v;
+      if (f[v] > f[w] || (f[v] == f[w] && w == b)) w = v;
+    }
+    if (w == b) w = b == 0 ? 1 : 0;
+    best[c] = static_cast<int>(b);
+    worst[c] = static_cast<int>(w);
+    double spread = 0;
+    for (long v = 0; v < V; ++v)
+      for (long i = 0; i < D; ++i)
+        spread = std::max(spread, std::fabs(vertex(c, v)[i] - vertex(c, b)[i]));
+    const bool finite = std::isfinite(f[b]);
+    if (finite && (f[w] - f[b] <= ftol || spread <= xtol)) {
+      phase[c] = done;
+      r.convergence[c] = 0;
+    } else if (r.iterations[c] >= s.max_iterations) {
+      phase[c] = done;
+    }
+    if (phase[c] == done) {
+      set_trial(c, vertex(c, b));
+      return;
+    }
+    double* cen = centroid.data() + c * D;
+    std::fill(cen, cen + D, 0.0);
+    for (long v = 0; v < V; ++v)
+      if (v != w)
+        for (long i = 0; i < D; ++i) cen[i] += vertex(c, v)[i] / D;
+    const double* pw = vertex(c, w);
+    double* xr = reflected.data() + c * D;
+    for (long i = 0; i < D; ++i) xr[i] = cen[i] + reflection * (cen[i] - pw[i]);
+    set_trial(c, xr);
+    phase[c] = reflect;
+  };
+  auto accept = [&](long c, const double* p, double f) {
+    std::copy(p, p + D, vertex(c, worst[c]));
+    vals[c * V + worst[c]] = f;
+    ++r.iterations[c];
+    begin_iteration(c);
+  };
+  auto shrink_next = [&](long c) {  // the next vertex but the best to move, or the next iteration
+    while (next[c] < V && next[c] == best[c]) ++next[c];
+    if (next[c] >= V) {
+      ++r.iterations[c];
+      begin_iteration(c);
+      return;
+    }
+    double* p = vertex(c, next[c]);
+    const double* pb = vertex(c, best[c]);
+    for (long i = 0; i < D; ++i) p[i] = pb[i] + shrinkage * (p[i] - pb[i]);
+    set_trial(c, p);
+    phase[c] = shrink;
+  };
+  const long max_rounds = (s.max_iterations + 1) * (D + 2) + V;
+  for (long round = 0; round < max_rounds; ++round) {
+    if (std::all_of(phase.begin(), phase.end(), [](int p) { return p == done; })) break;
+    if (interrupted && interrupted()) break;
+    target.log_density(trial.data(), lp.data(), nullptr);
+    for (long c = 0; c < C; ++c) {
+      const double f = std::isfinite(lp[c]) ? -lp[c] : HUGE_VAL;
+      const double* t = trial.data() + c * D;
+      const double* fv = vals.data() + c * V;
+      switch (phase[c]) {
+        case start:
+          vals[c * V + next[c]] = f;
+          if (++next[c] < V) set_trial(c, vertex(c, next[c]));
+          else begin_iteration(c);
+          break;
+        case reflect: {
+          f_reflected[c] = f;
+          double second = -HUGE_VAL;  // the second-worst value
+          for (long v = 0; v < V; ++v)
+            if (v != worst[c]) second = std::max(second, fv[v]);
+          const double* cen = centroid.data() + c * D;
+          double* trial_c = trial.data() + c * D;
+          if (f < fv[best[c]]) {
+            for (long i = 0; i < D; ++i)
+              trial_c[i] = cen[i] + expansion * (reflected[c * D + i] - cen[i]);
+            phase[c] = expand;
+          } else if (f < second) {
+            accept(c, reflected.data() + c * D, f);
+          } else if (f < fv[worst[c]]) {
+            for (long i = 0; i < D; ++i)
+              trial_c[i] = cen[i] + contraction * (reflected[c * D + i] - cen[i]);
+            phase[c] = contract_outside;
+          } else {
+            const double* pw = vertex(c, worst[c]);
+            for (long i = 0; i < D; ++i) trial_c[i] = cen[i] + contraction * (pw[i] - cen[i]);
+            phase[c] = contract_inside;
+          }
+          break;
+        }
+        case expand:
+          if (f < f_reflected[c]) {
+            const std::vector<double> xe(t, t + D);
+            accept(c, xe.data(), f);
+          } else {
+            accept(c, reflected.data() + c * D, f_reflected[c]);
+          }
+          break;
+        case contract_outside:
+        case contract_inside: {
+          const bool ok = phase[c] == contract_outside ? f <= f_reflected[c] : f < fv[worst[c]];
+          if (ok) {
+            const std::vector<double> xc(t, t + D);
+            accept(c, xc.data(), f);
+          } else {
+            next[c] = 0;
+            shrink_next(c);
+          }
+          break;
+        }
+        case shrink:
+          vals[c * V + next[c]] = f;
+          ++next[c];
+          shrink_next(c);
+          break;
+        case done:
+          break;
+      }
+    }
+  }
+  r.par.resize(C * D);
+  r.value.resize(C);
+  for (long c = 0; c < C; ++c) {
+    long b = 0;
+    for (long v = 1; v < V; ++v)
+      if (vals[c * V + v] < vals[c * V + b]) b = v;
+    std::copy(vertex(c, b), vertex(c, b) + D, r.par.begin() + c * D);
+    r.value[c] = vals[c * V + b];
+    if (!std::isfinite(r.value[c])) r.convergence[c] = 2;  // nowhere finite
+  }
+  return r;
+}
+
 }  // namespace
 
 OptimiserResult optimise(Target& target, const OptimiserSettings& settings,
@@ -340,13 +518,14 @@ OptimiserResult optimise(Target& target, const OptimiserSettings& settings,
     throw std::invalid_argument("opt: initial values must have starts x dim elements");
   if (settings.max_iterations < 1) throw std::invalid_argument("opt: max_iterations must be >= 1");
   if (!(settings.tolerance >= 0)) throw std::invalid_argument("opt: tolerance must be >= 0");
-  static const char* known[] = {"bfgs", "gradient_descent", "adam", "adamax", "nadam",
-                                "adagrad", "adadelta", "rms_prop"};
+  static const char* known[] = {"bfgs", "nelder_mead", "gradient_descent", "adam", "adamax",
+                                "nadam", "adagrad", "adadelta", "rms_prop"};
   if (std::none_of(std::begin(known), std::end(known),
                    [&](const char* k) { return settings.method == k; }))
     throw std::invalid_argument("opt: unknown optimiser '" + settings.method + "'");
   Objective obj{target, C, D, {}, {}};
   if (settings.method == "bfgs") return lbfgs(obj, settings, init, interrupted);
+  if (settings.method == "nelder_mead") return nelder_mead(target, settings, init, interrupted);
   return first_order(obj, settings, init, interrupted);
 }
 

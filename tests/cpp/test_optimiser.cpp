@@ -59,6 +59,8 @@ TEST_CASE("opt: every method finds the optimum of a Gaussian from several starts
   };
   const std::vector<Case> cases = {
       {"bfgs", {}, 100, 1e-6},
+      {"nelder_mead", {{"func_tolerance", 1e-14}, {"position_tolerance", 1e-9}}, 5000, 1e-5},
+      {"nelder_mead", {{"step_sizes", 0.1}, {"func_tolerance", 1e-14}}, 5000, 1e-5},
       {"gradient_descent", {{"learning_rate", 0.1}}, 5000, 1e-3},
       {"gradient_descent", {{"learning_rate", 0.05}, {"momentum", 0.5}, {"nesterov", 1}}, 5000, 1e-3},
       {"adam", {}, 5000, 1e-3},
@@ -110,6 +112,41 @@ TEST_CASE("opt: bfgs solves Rosenbrock's banana and reports convergence", "[opt]
   }
 }
 
+TEST_CASE("opt: nelder_mead solves Rosenbrock's banana from several starts, values only",
+          "[opt]") {
+  Rosenbrock t(4);
+  OptimiserSettings s;
+  s.method = "nelder_mead";
+  s.max_iterations = 2000;
+  s.params = {{"func_tolerance", 1e-16}, {"position_tolerance", 1e-10}};
+  const auto r = lockstep::optimise(t, s, starts(4, 2));
+  for (long c = 0; c < 4; ++c) {
+    INFO("start " << c << ": " << r.par[2 * c] << ", " << r.par[2 * c + 1]);
+    CHECK(r.convergence[c] == 0);
+    CHECK(std::fabs(r.par[2 * c] - 1) < 1e-4);
+    CHECK(std::fabs(r.par[2 * c + 1] - 1) < 1e-4);
+    CHECK(r.value[c] < 1e-8);
+    CHECK(r.iterations[c] < 2000);
+  }
+  // starts that differ take different numbers of iterations, in lockstep
+  CHECK(!(r.iterations[0] == r.iterations[1] && r.iterations[1] == r.iterations[2] &&
+          r.iterations[2] == r.iterations[3]));
+  // loose tolerances stop early; an iteration limit gives convergence 1
+  s.params = {{"func_tolerance", 1e6}};
+  const auto loose = lockstep::optimise(t, s, starts(4, 2));
+  for (long c = 0; c < 4; ++c) CHECK((loose.convergence[c] == 0 && loose.iterations[c] == 0));
+  s.params = {{"func_tolerance", 1e-16}, {"position_tolerance", 1e-16}};
+  s.max_iterations = 3;
+  const auto short_run = lockstep::optimise(t, s, starts(4, 2));
+  for (long c = 0; c < 4; ++c) {
+    CHECK(short_run.convergence[c] == 1);
+    CHECK(short_run.iterations[c] == 3);
+    // never worse than the start
+    const double a = starts(4, 2)[2 * c], b = starts(4, 2)[2 * c + 1];
+    CHECK(short_run.value[c] <= (1 - a) * (1 - a) + 100 * (b - a * a) * (b - a * a));
+  }
+}
+
 TEST_CASE("opt: a start with a non-finite density fails alone, and bad settings are refused",
           "[opt][errors]") {
   BadStart t(-HUGE_VAL);  // chain 2 of 4 is -Inf
@@ -118,6 +155,10 @@ TEST_CASE("opt: a start with a non-finite density fails alone, and bad settings 
   const auto r = lockstep::optimise(t, s, std::vector<double>(4, 0.5));
   CHECK(r.convergence[2] == 2);
   CHECK(r.convergence[0] != 2);
+  s.method = "nelder_mead";
+  const auto nm = lockstep::optimise(t, s, std::vector<double>(4, 0.5));
+  CHECK(nm.convergence[2] == 2);
+  CHECK(nm.convergence[0] != 2);
   s.method = "newton";
   CHECK_THROWS_AS(lockstep::optimise(t, s, std::vector<double>(4, 0.5)), std::invalid_argument);
   s.method = "bfgs";

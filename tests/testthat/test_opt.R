@@ -82,6 +82,11 @@ test_that("opt() and the optimisers check their arguments", {
   expect_error(bfgs(x_tolerance = -1), "`x_tolerance`")
   expect_error(bfgs(initial_position = 1), "`initial_position` of bfgs\\(\\) is not set by hand")
   expect_error(bfgs(validate_args = NA), "`validate_args`")
+  expect_error(nelder_mead(initial_vertex = 1), "`initial_vertex` of nelder_mead\\(\\) is not set")
+  expect_error(nelder_mead(step_sizes = 0), "`step_sizes`")
+  expect_error(nelder_mead(expansion = 0.5), "`expansion`")
+  expect_error(nelder_mead(shrinkage = 1.5), "`shrinkage`")
+  expect_output(print(nelder_mead()), "reflection = 1")
   expect_output(print(adam()), "learning_rate = 0.1")
   expect_s3_class(rms_prop(), "optimiser")
 })
@@ -109,4 +114,30 @@ test_that("bfgs()'s x_tolerance, f_relative_tolerance and f_absolute_tolerance s
                initial_values = start, tolerance = 0)
   expect_equal(tight$iterations, full$iterations)
   expect_equal(tight$par, full$par)
+})
+
+test_that("nelder_mead() runs every start in C++, with its own tolerances and moves", {
+  set.seed(1302)
+  x <- rnorm(30, 1, 2)
+  mu <- variable()
+  sd <- variable(lower = 0)
+  distribution(x) <- normal(mu, sd)
+  m <- model(mu, sd)
+  mle <- c(mean(x), sqrt(mean((x - mean(x))^2)))
+  inits <- list(initials(mu = -5, sd = 1), initials(mu = 5, sd = 8), initials(mu = 0, sd = 0.5))
+  o <- opt(m, optimiser = nelder_mead(func_tolerance = 1e-12), adjust = FALSE, starts = 3,
+           initial_values = inits)
+  for (k in 1:3) {
+    s <- o$all_starts[[k]]
+    expect_equal(c(s$par$mu, s$par$sd), mle, tolerance = 1e-4)
+    expect_equal(s$convergence, 0L)
+  }
+  # a loose func_tolerance stops at once; other moves still converge
+  loose <- opt(m, optimiser = nelder_mead(func_tolerance = 1e9), adjust = FALSE)
+  expect_equal(loose$iterations, 0L)
+  other <- opt(m, optimiser = nelder_mead(step_sizes = 0.1, reflection = 1.2, expansion = 1.5,
+                                          contraction = 0.3, shrinkage = 0.7,
+                                          func_tolerance = 1e-12),
+               adjust = FALSE, max_iterations = 2000)
+  expect_equal(c(other$par$mu, other$par$sd), mle, tolerance = 1e-4)
 })

@@ -12,6 +12,11 @@
 //                     than `x_tolerance`, or changes the objective by at
 //                     most `f_relative_tolerance` of it or
 //                     `f_absolute_tolerance`: TFP's rules, greta's arguments)
+//   nelder_mead       the simplex method (TensorFlow Probability's, greta's):
+//                     values only, one trial point per start per engine call;
+//                     converges when the simplex's values span at most
+//                     `func_tolerance` or its vertices lie within
+//                     `position_tolerance` of the best
 //   gradient_descent  x -= lr g, with (Nesterov) momentum
 //   adam, adamax, nadam, adagrad, adadelta, rms_prop
 //                     Keras's update rules (tf.keras.optimizers, which greta
