@@ -168,7 +168,8 @@ kept_diagnostics <- function(kept_env) {
 lockstep_stash <- new.env(parent = emptyenv())
 
 # After sampling, as Stan does: divergent transitions and trajectories that hit
-# the maximum tree depth are worth a warning.
+# the maximum tree depth (nuts()) or the most leapfrog steps (chees()) are
+# worth a warning.
 warn_sampler_problems <- function(d, sampler) {
   n_div <- sum(d$divergent__)
   if (n_div > 0) {
@@ -182,6 +183,15 @@ warn_sampler_problems <- function(d, sampler) {
       warning(n_max, " of ", nrow(d), " kept draws (all chains) hit the maximum tree depth of ",
               sampler$parameters$max_treedepth, "; consider nuts(max_treedepth = ",
               sampler$parameters$max_treedepth + 2, ")", call. = FALSE)
+    }
+  }
+  if (identical(sampler$name, "chees")) {
+    cap <- sampler$parameters$max_leapfrog
+    n_cap <- sum(d$n_leapfrog__ >= cap)
+    if (n_cap > 0) {
+      warning(n_cap, " of ", nrow(d), " kept draws (all chains) reached chees()'s limit of ", cap,
+              " leapfrog steps, which cuts the adapted trajectory short; consider ",
+              "chees(max_leapfrog = ", 2 * cap, ")", call. = FALSE)
     }
   }
   invisible(NULL)

@@ -171,7 +171,9 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
 }
 
 #' @rdname samplers
-#' @param max_leapfrog the most leapfrog steps `chees()` takes in one iteration
+#' @param max_leapfrog the most leapfrog steps `chees()` takes in one
+#'   iteration; [mcmc()] warns when kept draws reached it (their trajectories
+#'   were cut short of the adapted length)
 #' @export
 chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000,
                   adapt_metric = c("pooled", "per_chain"),

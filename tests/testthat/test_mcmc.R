@@ -409,6 +409,15 @@ test_that("nuts warns about divergences and maximum tree depth hits", {
   expect_warning(mcmc(model(y), sampler = nuts(max_treedepth = 2, epsilon = 1e-3), n_samples = 10,
                       warmup = 0, chains = 2, verbose = FALSE),
                  "hit the maximum tree depth of 2")
+  # chees(): trajectories held to one leapfrog step
+  expect_warning(mcmc(model(y), sampler = chees(max_leapfrog = 1), n_samples = 20, warmup = 50,
+                      chains = 4, verbose = FALSE),
+                 "80 of 80 kept draws \\(all chains\\) reached chees\\(\\)'s limit of 1 leapfrog")
+  # and no such warning where it has room
+  set.seed(522)
+  z <- normal(0, 1)
+  expect_no_warning(mcmc(model(z), sampler = chees(), n_samples = 50, warmup = 100, chains = 4,
+                         verbose = FALSE))
 })
 
 test_that("nuts() checks its arguments", {
