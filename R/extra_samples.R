@@ -55,7 +55,8 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
     run$handle <- restart_sampler(run, info$free, options)
     run$options <- options
   }
-  previous <- list(free = info$free, diagnostics = info$diagnostics)
+  previous <- list(free = info$free, diagnostics = info$diagnostics,
+                   warmup_diagnostics = info$warmup_diagnostics)
   finish_run(run, sample_run(run, 0L, n_samples, pb_update, verbose), previous)
 }
 
@@ -100,6 +101,7 @@ window.greta_mcmc_list <- function(x, start = NULL, end = NULL, thin = NULL, ...
   }))
   info$run <- NULL  # a window is not a run that can be continued
   info$free <- NULL
+  info$warmup_diagnostics <- NULL  # nor does it hold a warmup
   attr(out, "model_info") <- info
   if (!is.null(params)) {
     attr(out, "sampler_params") <- lapply(params, function(p) p[kept, , drop = FALSE])

@@ -148,6 +148,11 @@ finish_run <- function(run, kept_env, previous = NULL) {
   info$run$metric_factor <- kept_env$metric_factor
   info$free <- free
   info$diagnostics <- diagnostics
+  info$warmup_diagnostics <- if (is.null(previous)) {
+    kept_warmup_diagnostics(kept_env, names(diagnostics))
+  } else {
+    previous$warmup_diagnostics  # extra_samples() has no warmup of its own
+  }
   attr(out, "model_info") <- info
   attr(out, "sampler_params") <- split_by_chain(diagnostics, run$chains)
   if (identical(kept_env$status, "complete") && identical(lockstep_stash$last, kept_env)) {
@@ -162,6 +167,14 @@ kept_free <- function(kept_env) {
 
 kept_diagnostics <- function(kept_env) {
   if (length(kept_env$diagnostics)) do.call(rbind, kept_env$diagnostics) else NULL
+}
+
+# Every warmup iteration's diagnostics (rows: iteration-major, chains within),
+# with no rows when there was no warmup.
+kept_warmup_diagnostics <- function(kept_env, columns) {
+  if (length(kept_env$warmup_diagnostics)) return(do.call(rbind, kept_env$warmup_diagnostics))
+  empty <- as.data.frame(stats::setNames(rep(list(numeric(0)), length(columns)), columns))
+  empty
 }
 
 # The draws of the last mcmc() or extra_samples() run that did not finish.
@@ -232,20 +245,42 @@ split_by_chain <- function(d, chains) {
 #' Hamiltonian at the draw).
 #'
 #' @param x a `greta_mcmc_list` from [mcmc()]
-#' @return a list of data frames, one per chain, one row per kept draw
+#' @param inc_warmup whether to include warmup's iterations (every one, before
+#'   the kept draws' rows), as rstan's `inc_warmup = TRUE` does; the default
+#'   gives the kept draws' rows only, one per draw (a [window()] of draws
+#'   keeps no warmup)
+#' @return a list of data frames, one per chain, one row per kept draw (with
+#'   `inc_warmup = TRUE`, first one per warmup iteration)
 #' @examples
 #' mu <- normal(0, 1)
 #' draws <- mcmc(model(mu), n_samples = 100, warmup = 100, chains = 2, verbose = FALSE)
 #' params <- get_sampler_params(draws)
 #' colMeans(params[[1]])
+#' # warmup's step sizes as dual averaging tuned them
+#' with_warmup <- get_sampler_params(draws, inc_warmup = TRUE)
+#' plot(with_warmup[[1]]$stepsize__, type = "l", log = "y")
 #' @export
-get_sampler_params <- function(x) {
+get_sampler_params <- function(x, inc_warmup = FALSE) {
   params <- attr(x, "sampler_params")
   if (is.null(params)) {
     stop("`x` must be a greta_mcmc_list returned by mcmc(), which holds its sampler's ",
          "diagnostics", call. = FALSE)
   }
-  params
+  if (!is.logical(inc_warmup) || length(inc_warmup) != 1 || is.na(inc_warmup)) {
+    stop("`inc_warmup` must be TRUE or FALSE", call. = FALSE)
+  }
+  if (!inc_warmup) return(params)
+  warmup <- attr(x, "model_info")$warmup_diagnostics
+  if (is.null(warmup)) {
+    stop("`x` holds no warmup diagnostics (a window() of draws keeps none): use ",
+         "inc_warmup = FALSE", call. = FALSE)
+  }
+  warmup <- split_by_chain(warmup, length(params))
+  lapply(seq_along(params), function(k) {
+    out <- rbind(warmup[[k]], params[[k]])
+    rownames(out) <- NULL
+    out
+  })
 }
 
 # Runs warmup then sampling in chunks of at most pb_update iterations, so
@@ -263,6 +298,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
   width_total <- max(warmup, n_samples)
   kept_env$chunks <- list()
   kept_env$diagnostics <- list()
+  kept_env$warmup_diagnostics <- list()
   bad_so_far <- 0  # the sampler's tally of bad proposals is cumulative
   seconds_per_iteration <- 0
   status <- tryCatch({
@@ -290,6 +326,10 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
           if (phase == "sampling" && nrow(res$free) > 0) {
             kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
             kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics
+          }
+          if (phase == "warmup") {
+            w <- kept_env$warmup_diagnostics
+            kept_env$warmup_diagnostics[[length(w) + 1L]] <- res$diagnostics
           }
         })
         seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / n

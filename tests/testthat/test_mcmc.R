@@ -394,6 +394,7 @@ test_that("nuts is the default sampler and reports rstan's sampler diagnostics",
   accept <- mean(unlist(lapply(params, `[[`, "accept_stat__")))
   expect_gt(accept, 0.6)
   expect_error(get_sampler_params(list()), "greta_mcmc_list")
+  expect_error(get_sampler_params(draws, inc_warmup = NA), "`inc_warmup`")
 })
 
 test_that("nuts warns about divergences and maximum tree depth hits", {
@@ -851,4 +852,30 @@ test_that("a chain that has not come in by the end of warmup is named in a warni
   }
   expect_no_lagging_warning(mcmc(m, sampler = rwmh(), n_samples = 10, warmup = 30, chains = 4,
                                  initial_values = near, verbose = FALSE))
+})
+
+test_that("get_sampler_params(inc_warmup = TRUE) puts every warmup iteration first", {
+  set.seed(534)
+  x <- normal(0, 1)
+  draws <- mcmc(model(x), n_samples = 40, thin = 2, warmup = 30, chains = 3, verbose = FALSE)
+  kept <- get_sampler_params(draws)
+  all <- get_sampler_params(draws, inc_warmup = TRUE)
+  expect_length(all, 3)
+  for (k in 1:3) {
+    expect_equal(nrow(kept[[k]]), 20)
+    expect_equal(nrow(all[[k]]), 30 + 20)
+    expect_equal(all[[k]][31:50, ], kept[[k]], ignore_attr = TRUE)
+    expect_equal(names(all[[k]]), names(kept[[k]]))
+  }
+  # warmup's step sizes move (dual averaging); sampling's stay at the tuned one
+  expect_gt(length(unique(all[[1]]$stepsize__[1:30])), 1)
+  expect_length(unique(kept[[1]]$stepsize__), 1)
+  # extra_samples() keeps the warmup of the run it continues
+  more <- extra_samples(draws, n_samples = 10, thin = 2, verbose = FALSE)
+  expect_equal(nrow(get_sampler_params(more, inc_warmup = TRUE)[[2]]), 30 + 25)
+  # no warmup: nothing before the draws; a window keeps none
+  none <- mcmc(model(x), n_samples = 10, warmup = 0, chains = 2, verbose = FALSE)
+  expect_equal(nrow(get_sampler_params(none, inc_warmup = TRUE)[[1]]), 10)
+  expect_error(get_sampler_params(window(draws, start = 41), inc_warmup = TRUE),
+               "no warmup diagnostics")
 })
