@@ -16,6 +16,12 @@
 #'   thinning)
 #' @param thin keep every `thin`-th iteration; it must be the thinning of
 #'   `draws`, so that the draws stay evenly spaced
+#' @param n_cores the number of CPU threads for the further draws; by
+#'   default those of the run that made `draws`
+#' @param compute_options where the further draws are made: by default where
+#'   `draws` were made (the same GPU for a [gpu_only()] run; `n_cores`
+#'   threads of the CPU when `n_cores` is given for a CPU run), or
+#'   [cpu_only()] or [gpu_only()] to move the chains
 #' @inheritParams mcmc
 #' @details The chains continue with the sampler that made `draws` when it is
 #'   still in memory (so their random numbers continue too). When it is not (a
@@ -33,7 +39,7 @@
 #' @export
 extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, verbose = TRUE,
                           pb_update = 50, one_by_one = FALSE, trace_batch_size = 100,
-                          compute_options = cpu_only(threads = n_cores)) {
+                          compute_options = NULL) {
   info <- if (inherits(draws, "greta_mcmc_list")) attr(draws, "model_info") else NULL
   if (is.null(info$run)) {
     stop("`draws` must be a greta_mcmc_list returned by mcmc(), extra_samples() or ",
@@ -49,7 +55,16 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
     stop("`draws` were thinned by ", run$thin, ": use extra_samples(draws, thin = ", run$thin,
          ") so that the draws stay evenly spaced", call. = FALSE)
   }
-  options <- check_compute_options(compute_options)
+  options <- if (!is.null(compute_options)) {
+    check_compute_options(compute_options)
+  } else if (!is.null(n_cores) && !identical(run$options$backend, "cuda")) {
+    with_threads <- run$options
+    with_threads$threads <- as.integer(n_cores)
+    with_threads$threads_auto <- FALSE
+    with_threads
+  } else {
+    run$options
+  }
   run$trace_batch_size <- trace_batch_size
   if (ls_pointer_is_null(run$handle) || !identical(options, run$options)) {
     run$handle <- restart_sampler(run, info$free, options)

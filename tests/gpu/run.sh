@@ -7,7 +7,9 @@
 # 2. build/gpu/gpu_hlogit: the seed model's gradient on the GPU and the CPU,
 #    and a NUTS run on the GPU (bench/gpu_hlogit.cpp); its table goes in
 #    bench/RESULTS.md with the device named.
-# 3. tests/gpu/test_cuda.R, where R and an installed lockstep with CUDA exist.
+# 3. tests/gpu/test_*.R, where R and an installed lockstep with CUDA exist:
+#    the elementwise kernels against R (test_cuda.R), and models written in R
+#    run with gpu_only() against the CPU (test_gpu_models.R).
 # Logs go to $OUT when set (the device tool), else build/gpu/. Exits non-zero
 # when a test fails.
 set -uo pipefail
@@ -27,10 +29,13 @@ echo "== gpu_hlogit ${GPU_HLOGIT_ARGS:-}"
 build/gpu/gpu_hlogit ${GPU_HLOGIT_ARGS:-} 2>&1 | tee "$LOG/gpu_hlogit.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 if command -v Rscript >/dev/null 2>&1 && Rscript -e 'library(lockstep)' >/dev/null 2>&1; then
-  echo "== test_cuda.R"
-  Rscript tests/gpu/test_cuda.R 2>&1 | tee "$LOG/test_cuda_R.log" | tail -n 5
-  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  for t in tests/gpu/test_*.R; do
+    name=$(basename "$t" .R)
+    echo "== $name.R"
+    Rscript "$t" 2>&1 | tee "$LOG/${name}_R.log" | tail -n 12
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  done
 else
-  echo "== test_cuda.R skipped: no R with lockstep installed here"
+  echo "== tests/gpu/test_*.R skipped: no R with lockstep installed here"
 fi
 exit $status

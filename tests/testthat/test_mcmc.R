@@ -536,6 +536,30 @@ test_that("extra_samples() restarts from the last draws when the sampler is gone
   expect_equal(coda::niter(more2), 110)
 })
 
+test_that("extra_samples() goes on where the run was made, unless told otherwise", {
+  set.seed(533)
+  x <- normal(0, 1, dim = 2)
+  m <- model(x)
+  emulated <- compute("emulated", threads = 1)
+  draws <- mcmc(m, n_samples = 20, warmup = 20, chains = 2, verbose = FALSE,
+                compute_options = emulated)
+  same <- function(draws) attr(draws, "model_info")$run$options
+  # by default on the run's own backend, with the run's own sampler
+  handle <- attr(draws, "model_info")$run$handle
+  more <- extra_samples(draws, n_samples = 10, verbose = FALSE)
+  expect_identical(same(more), emulated)
+  expect_identical(attr(more, "model_info")$run$handle, handle)
+  # n_cores changes the threads and keeps the rest of the run's options
+  threads <- extra_samples(more, n_samples = 10, n_cores = 2, verbose = FALSE)
+  expect_identical(same(threads)$backend, "emulated")
+  expect_identical(same(threads)$threads, 2L)
+  # compute_options moves the chains
+  moved <- extra_samples(more, n_samples = 10, verbose = FALSE,
+                         compute_options = cpu_only(threads = 1))
+  expect_identical(same(moved)$backend, "cpu")
+  expect_equal(coda::niter(moved), 40)
+})
+
 test_that("stashed_samples() is NULL after a finished run and holds an interrupted run's draws", {
   set.seed(532)
   x <- normal(0, 1)

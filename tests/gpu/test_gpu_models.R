@@ -1,0 +1,270 @@
+# Models written in R and run with compute_options = gpu_only(): the path a
+# user takes, from greta arrays through model() and mcmc() to the CUDA
+# executor, against the same models on the CPU. tests/gpu/test_cuda_executor.cpp
+# checks every op and family of the engine on the GPU from C++; this file checks
+# what only R reaches: the lowering's programs, mcmc()'s chunks and traces,
+# extra_samples(), opt() and calculate() with the GPU's options, single
+# precision, and the errors a user sees.
+#
+# Run by hand where a GPU exists, from the repository root, with lockstep
+# installed with CUDA (tests/gpu/run.sh runs it):
+#   Rscript tests/gpu/test_gpu_models.R
+# Exits non-zero when a test fails. Without a device every test is skipped.
+# With LOCKSTEP_GPU_TEST_STANDIN=emulated, the emulated backend (the CUDA
+# kernel bodies run lane by lane on the CPU) stands in for the GPU, to check
+# the tests themselves on a machine without one (smaller sizes; the tests of
+# the device itself are skipped).
+
+if (!identical(Sys.getenv("TESTTHAT"), "true")) {
+  args <- commandArgs(trailingOnly = FALSE)
+  self <- sub("^--file=", "", grep("^--file=", args, value = TRUE))
+  if (length(self) != 1L) self <- "tests/gpu/test_gpu_models.R"
+  Sys.setenv(LOCKSTEP_REPO = normalizePath(file.path(dirname(self), "..", "..")))
+  results <- as.data.frame(testthat::test_file(self, reporter = "summary"))
+  bad <- results$failed > 0 | results$error
+  cat(sprintf("\n%d passed, %d failed, %d skipped\n",
+              sum(!bad & !results$skipped), sum(bad), sum(results$skipped & !bad)))
+  quit(save = "no", status = if (any(bad)) 1L else 0L)
+}
+
+library(testthat)
+library(lockstep)
+
+# The test suite's helpers (the eight schools model and its hand-written log
+# density, sample_quietly()).
+repo <- Sys.getenv("LOCKSTEP_REPO", normalizePath(file.path("..", "..")))
+source(file.path(repo, "tests", "testthat", "helper-lockstep.R"))
+
+standin <- identical(Sys.getenv("LOCKSTEP_GPU_TEST_STANDIN"), "emulated")
+
+has_device <- function() {
+  info <- backend_info()
+  isTRUE(info$cuda_built) && nrow(info$devices) > 0L
+}
+
+skip_without_device <- function() {
+  if (!standin && !has_device()) {
+    skip("no CUDA device is visible, or lockstep was built without CUDA")
+  }
+}
+
+on_gpu <- function() if (standin) compute("emulated", threads = 1) else gpu_only(0)
+on_cpu <- function() cpu_only(threads = 1)
+
+density_on <- function(m, free, options) {
+  lockstep:::model_log_density(m, free, gradient = TRUE, compute_options = options)
+}
+
+# The log density and gradient of `m` at random free states, on the GPU and on
+# the CPU, for each chain count: equal to `tolerance` (relative, as all.equal).
+expect_gpu_matches_cpu <- function(m, chains = c(1, 4, 9), sd = 0.5, tolerance = 1e-11) {
+  for (n_chains in chains) {
+    free <- matrix(stats::rnorm(n_chains * m$n_free, sd = sd), n_chains, m$n_free)
+    cpu <- density_on(m, free, on_cpu())
+    gpu <- density_on(m, free, on_gpu())
+    expect_true(all(is.finite(cpu$log_density)))
+    expect_equal(gpu$log_density, cpu$log_density, tolerance = tolerance,
+                 label = sprintf("GPU log density, %d chains", n_chains))
+    expect_equal(gpu$gradient, cpu$gradient, tolerance = tolerance,
+                 label = sprintf("GPU gradient, %d chains", n_chains))
+  }
+}
+
+# Posterior means of two runs agree within 5 combined Monte Carlo standard errors.
+expect_means_agree <- function(a, b, names) {
+  sa <- summary(a)$statistics
+  sb <- summary(b)$statistics
+  for (p in names) {
+    se <- sqrt(sa[p, "Time-series SE"]^2 + sb[p, "Time-series SE"]^2)
+    expect_lt(abs(sa[p, "Mean"] - sb[p, "Mean"]) / se, 5, label = p)
+  }
+}
+
+# The seed's hierarchical logistic regression (a random intercept and random
+# slopes per group, non-centred), written as bench/hlogit.R writes it, so that
+# the planner fuses its linear predictor into one row dot product, on data
+# simulated at alpha = 0.3, sigma_alpha = 0.8, sigma_gamma = 0.3.
+hlogit_model <- function(n = 20000, groups = 200, k = 5, precision = "double", seed = 3) {
+  set.seed(seed)
+  x <- matrix(stats::rnorm(n * k), n, k)
+  g <- sample.int(groups, n, replace = TRUE)
+  eta <- 0.3 + stats::rnorm(groups, 0, 0.8)[g] + x %*% stats::rnorm(k, 0, 0.5) +
+    rowSums(x * matrix(stats::rnorm(groups * k, 0, 0.3), groups, k)[g, ])
+  y <- stats::rbinom(n, 1, stats::plogis(eta))
+  alpha <- normal(0, 2)
+  beta <- normal(0, 1, dim = k)
+  sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
+  sigma_gamma <- normal(0, 0.5, dim = k, truncation = c(0, Inf))
+  z_alpha <- normal(0, 1, dim = groups)
+  z_gamma <- normal(0, 1, dim = c(groups, k))
+  alpha_g <- sigma_alpha * z_alpha
+  gamma <- sweep(z_gamma, 2, sigma_gamma, "*")
+  xd <- as_data(x)
+  eta <- alpha + alpha_g[g] + xd %*% beta + rowSums(xd * gamma[g, ])
+  distribution(y) <- bernoulli(ilogit(eta))
+  model(alpha, beta, sigma_alpha, sigma_gamma, precision = precision)
+}
+
+test_that("the device is there and gpu_only() describes it", {
+  skip_without_device()
+  if (standin) skip("the emulated backend stands in for the GPU")
+  info <- backend_info()
+  expect_output(print(info), "1 device visible|devices visible")
+  expect_output(print(on_gpu()), "cuda backend on GPU 0")
+  expect_error(gpu_only(nrow(info$devices) + 3L), "there is no GPU")
+})
+
+test_that("eight schools on the GPU: the hand-written density, and the CPU's", {
+  skip_without_device()
+  set.seed(11)
+  m <- eight_schools_model()
+  free <- matrix(stats::rnorm(4 * m$n_free, sd = 0.7), 4, m$n_free)
+  gpu <- density_on(m, free, on_gpu())
+  expect_equal(gpu$log_density, apply(free, 1, eight_schools_log_density), tolerance = 1e-12)
+  expect_equal(gpu$gradient, t(apply(free, 1, eight_schools_gradient)), tolerance = 1e-11)
+  expect_gpu_matches_cpu(m)
+})
+
+test_that("a hierarchical logistic regression on the GPU equals the CPU's", {
+  skip_without_device()
+  expect_gpu_matches_cpu(hlogit_model(), chains = c(1, 4), sd = 0.3)
+  # single precision: within float rounding of double
+  m1 <- hlogit_model(precision = "single")
+  m2 <- hlogit_model()
+  free <- matrix(stats::rnorm(4 * m1$n_free, sd = 0.3), 4, m1$n_free)
+  single <- density_on(m1, free, on_gpu())
+  double <- density_on(m2, free, on_cpu())
+  expect_equal(single$log_density, double$log_density, tolerance = 1e-5)
+  expect_lt(max(abs(single$gradient - double$gradient)) / max(1, abs(double$gradient)), 1e-3)
+})
+
+test_that("a Gaussian process with chol() and a Poisson log link on the GPU", {
+  skip_without_device()
+  set.seed(12)
+  n <- 15
+  x <- seq(-5, 5, length.out = n)
+  y <- stats::rpois(n, exp(sin(x)))
+  rho <- gamma(2, 0.5)
+  alpha <- normal(0, 2, truncation = c(0, Inf))
+  f_tilde <- normal(0, 1, dim = n)
+  d2 <- outer(x, x, function(a, b) (a - b)^2)
+  k <- alpha^2 * exp(-as_data(d2) / (2 * rho^2)) + diag(n) * 1e-6
+  f <- t(chol(k)) %*% f_tilde
+  distribution(y) <- poisson(exp(f))
+  expect_gpu_matches_cpu(model(rho, alpha, f))
+})
+
+test_that("multivariate families, mixtures and segment sums on the GPU", {
+  skip_without_device()
+  set.seed(13)
+  y <- matrix(stats::rnorm(40 * 3), 40, 3)
+  mu <- normal(0, 2, dim = c(1, 3))
+  omega <- lkj_correlation(2, dimension = 3)
+  s <- lognormal(0, 1, dim = 3)
+  sigma <- sweep(sweep(omega, 1, s, `*`), 2, s, `*`)
+  distribution(y) <- multivariate_normal(mu, sigma, n_realisations = 40)
+  expect_gpu_matches_cpu(model(mu, omega, s), chains = c(1, 4), sd = 0.3)
+
+  w <- wishart(6, diag(3))
+  expect_gpu_matches_cpu(model(w), chains = c(1, 3), sd = 0.3)
+
+  z <- c(stats::rnorm(30, -2), stats::rnorm(30, 2))
+  loc <- normal(0, 3, dim = 2)
+  p <- uniform(0, 1)
+  distribution(z) <- mixture(normal(loc[1], 1), normal(loc[2], 1), weights = c(p, 1 - p))
+  expect_gpu_matches_cpu(model(loc, p))
+
+  grp <- rep(1:4, each = 5)
+  v <- normal(0, 1, dim = 20)
+  totals <- tapply(v, grp, "sum")
+  observed <- c(1, -1, 0.5, 2)
+  distribution(observed) <- normal(totals, 1)
+  expect_gpu_matches_cpu(model(v))
+})
+
+test_that("mcmc() on the GPU samples eight schools as the CPU does", {
+  skip_without_device()
+  m <- eight_schools_model()
+  set.seed(21)
+  gpu <- sample_quietly(m, chains = 4, warmup = 500, n_samples = 1000,
+                        compute_options = on_gpu())
+  set.seed(22)
+  cpu <- sample_quietly(m, chains = 4, warmup = 500, n_samples = 1000,
+                        compute_options = on_cpu())
+  expect_s3_class(gpu, "greta_mcmc_list")
+  expect_length(gpu, 4)
+  expect_equal(dim(gpu[[1]]), c(1000, 10))
+  expect_means_agree(gpu, cpu, c("mu", "tau", "theta[1,1]"))
+  # more draws on the same device, continuing each chain
+  more <- extra_samples(gpu, 200, verbose = FALSE)
+  expect_identical(attr(more, "model_info")$run$options$backend, on_gpu()$backend)
+  expect_equal(dim(more[[1]]), c(1200, 10))
+  expect_true(all(is.finite(as.matrix(more))))
+  # sampler diagnostics came back from the GPU's run
+  params <- get_sampler_params(gpu)
+  expect_length(params, 4)
+  expect_true(all(params[[1]][, "stepsize__"] > 0))
+})
+
+test_that("a seeded GPU run repeats to the bit", {
+  skip_without_device()
+  m <- eight_schools_model()
+  set.seed(5)
+  a <- sample_quietly(m, chains = 3, warmup = 100, n_samples = 100, compute_options = on_gpu())
+  set.seed(5)
+  b <- sample_quietly(m, chains = 3, warmup = 100, n_samples = 100, compute_options = on_gpu())
+  expect_identical(as.matrix(a), as.matrix(b))
+})
+
+test_that("hmc() and chees() run on the GPU", {
+  skip_without_device()
+  m <- eight_schools_model()
+  set.seed(23)
+  h <- sample_quietly(m, sampler = hmc(), chains = 4, warmup = 300, n_samples = 300,
+                      compute_options = on_gpu())
+  ch <- sample_quietly(m, sampler = chees(), chains = 4, warmup = 300, n_samples = 300,
+                       compute_options = on_gpu())
+  for (draws in list(h, ch)) {
+    expect_equal(dim(draws[[1]]), c(300, 10))
+    expect_lt(abs(summary(draws)$statistics["mu", "Mean"] - 4.4), 2)
+  }
+})
+
+test_that("the seed-like model samples on the GPU in both precisions", {
+  skip_without_device()
+  for (precision in c("double", "single")) {
+    n <- if (standin) 600 else 1e5
+    m <- hlogit_model(n = n, groups = n / 10, k = 5, precision = precision)
+    set.seed(24)
+    t0 <- proc.time()[["elapsed"]]
+    draws <- sample_quietly(m, chains = 4, warmup = 200, n_samples = 200,
+                            compute_options = on_gpu())
+    seconds <- proc.time()[["elapsed"]] - t0
+    cat(sprintf("\n  hierarchical logit, N = %g, %d parameters, %s: %.1f s for 4 x (200 + 200) iterations",
+                n, m$n_free, precision, seconds))
+    s <- summary(draws)$statistics
+    expect_true(all(is.finite(s[, "Mean"])))
+    off <- if (standin) 1 else 0.15  # the stand-in's 2000 rows say less
+    expect_lt(abs(s["alpha", "Mean"] - 0.3), off)
+    expect_lt(abs(s["sigma_alpha", "Mean"] - 0.8), off)
+  }
+})
+
+test_that("opt() and calculate() take the GPU's options", {
+  skip_without_device()
+  set.seed(25)
+  y <- stats::rnorm(200, 1.5, 2)
+  mu <- variable()
+  sd <- variable(lower = 0)
+  distribution(y) <- normal(mu, sd)
+  m <- model(mu, sd)
+  for (optimiser in list(bfgs(), adam(learning_rate = 0.1), nelder_mead())) {
+    fit <- opt(m, optimiser = optimiser, max_iterations = 2000, compute_options = on_gpu())
+    expect_equal(fit$par$mu, mean(y), tolerance = 1e-2)
+    expect_equal(fit$par$sd, sqrt(mean((y - mean(y))^2)), tolerance = 1e-2)
+  }
+  draws <- sample_quietly(m, chains = 2, warmup = 200, n_samples = 200, compute_options = on_gpu())
+  twice <- calculate(2 * mu, values = draws, compute_options = on_gpu())
+  expect_equal(as.matrix(twice), 2 * as.matrix(draws)[, "mu", drop = FALSE],
+               ignore_attr = TRUE)
+})
