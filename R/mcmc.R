@@ -20,8 +20,12 @@
 #' @param n_cores the number of threads, when `compute_options` does not set
 #'   them (greta's meaning: cores used by the sampler)
 #' @param verbose whether to show progress bars
-#' @param pb_update how many iterations between progress bar updates (and
-#'   checks for interrupts)
+#' @param pb_update how many iterations between progress bar updates, at
+#'   most (updates also come about four times a second). An interrupt (Esc,
+#'   Ctrl-C, RStudio's stop button) is taken at the next leapfrog step: the
+#'   iteration under way ends there with a valid draw (its trajectory cut
+#'   short), and the draws made so far are returned, and kept for
+#'   [stashed_samples()]
 #' @param one_by_one accepted for compatibility with greta: lockstep always
 #'   rejects numerically bad proposals chain by chain
 #' @param initial_values an [initials()] object, or a list of them (one per
@@ -284,14 +288,13 @@ get_sampler_params <- function(x, inc_warmup = FALSE) {
 }
 
 # Runs warmup then sampling in chunks of at most pb_update iterations, so
-# progress is shown and an interrupt between chunks keeps every draw made.
-# Chunks are also kept to about a quarter of a second each (an interrupt is
-# seen between chunks, so a large model's chunk of pb_update iterations could
-# keep it waiting for minutes); the first chunk of a run is one iteration,
-# which times them. A chunk's call and the keeping of its draws run with
-# interrupts suspended, so that an interrupt arriving as the call returns
-# cannot drop draws the sampler has made: it is taken as soon as they are
-# kept. Kept free states and their diagnostics are appended to
+# progress is shown. Chunks are also kept to about a quarter of a second each;
+# the first chunk of a run is one iteration, which times them. A chunk's call
+# and the keeping of its draws run with interrupts suspended, so that an
+# interrupt cannot drop draws the sampler has made: the sampler sees it at
+# its next leapfrog step, ends the iteration under way there (a valid draw)
+# and returns, and the interrupt is taken as soon as the chunk's draws are
+# kept. So a large model whose one iteration takes minutes stops at once. Kept free states and their diagnostics are appended to
 # kept_env$chunks and kept_env$diagnostics as they are made (rows:
 # iteration-major, chains within); the step size and diag_sd to kept_env.
 run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
@@ -319,7 +322,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         suspendInterrupts({
           res <- ls_sampler_run(handle, n, phase == "warmup",
                                 if (phase == "warmup") 1L else thin, done)
-          done <- done + n
+          done <- done + res$iterations
           kept_env$epsilon <- res$epsilon
           kept_env$diag_sd <- res$diag_sd
           kept_env$metric_factor <- res$metric_factor
@@ -332,7 +335,9 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
             kept_env$warmup_diagnostics[[length(w) + 1L]] <- res$diagnostics
           }
         })
-        seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / n
+        # an interrupt during the call ended it after the iteration under way
+        if (res$interrupted) ls_take_interrupt()
+        seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / res$iterations
         bad_so_far <- sum(res$bad)
         if (phase == "warmup" && done == total) warn_lagging_chains(res$lag_at_warmup_end)
         progress_update(bar, done, bad_so_far - bad_at_start, final = done == total)

@@ -110,6 +110,9 @@ struct SamplerHandle {
   // target), or nullptr
   std::unique_ptr<lockstep::DenseMetric> dense;
   std::unique_ptr<lockstep::LeapfrogSampler> sampler;
+  // MPI ranks must make the same leapfrog steps and iterations (each is a
+  // collective call), so a rank never ends one early on its own interrupt.
+  bool across_processes = false;
 };
 
 template <class T> T* checked_pointer(SEXP x, const char* what) {
@@ -313,6 +316,7 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   const int group_threads = o.threads;
   if (groups > 1) o.threads = 1;
   h->executor = Engine::make_executor(*h->program, C, o, e->single);
+  h->across_processes = o.world != nullptr;
   // diag_sd: one value, one per free parameter, or (restarting a run whose
   // warmup adapted a metric per chain) a chains x dim matrix, one row per chain.
   SEXP sd_arg = parameters["diag_sd"];
@@ -414,14 +418,44 @@ void ls_sampler_begin_warmup(SEXP sampler, int n) {
   checked_pointer<SamplerHandle>(sampler, "sampler")->sampler->begin_warmup(n);
 }
 
+// Whether the user has interrupted (Esc, Ctrl-C, RStudio's stop button), as
+// R's signal handler notes it. mcmc() runs ls_sampler_run() with interrupts
+// suspended, so that no draw made is lost; R_CheckUserInterrupt() then
+// reports nothing, but the flag is set all the same, and R takes the
+// interrupt when mcmc() asks it to (ls_take_interrupt()). Reading it costs
+// nothing, so the sampler asks at every leapfrog step. (Windows' GUI break
+// reaches the flag only through R's event loop, after the chunk.)
+// R_interrupts_pending is declared by R_ext/GraphicsDevice.h, which Rcpp.h
+// includes.
+bool interrupt_pending() { return R_interrupts_pending != 0; }
+
+// Takes an interrupt that arrived during ls_sampler_run(): R signals it here,
+// outside the suspended chunk, where mcmc() catches it.
+// [[Rcpp::export]]
+void ls_take_interrupt() { Rcpp::checkUserInterrupt(); }
+
 // Runs n iterations; keeps every thin-th state (counted from `offset`, the
 // number of iterations of this phase already run). Returns the kept free
 // states as rows (iteration-major, chains within), each kept iteration's
-// diagnostics per chain (same row order), and the sampler's tallies.
+// diagnostics per chain (same row order), the sampler's tallies, and the
+// iterations made: fewer than n when the user interrupted, in which case the
+// iteration under way ended at its next leapfrog step (its trajectory cut
+// short, a valid draw: LeapfrogSampler::set_cut_check()) and `interrupted`
+// is TRUE.
 // [[Rcpp::export]]
 List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
   SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
   lockstep::LeapfrogSampler& smp = *h->sampler;
+  const bool may_stop = !h->across_processes;
+  struct CutCheck {  // the check is this call's alone, also when it throws
+    lockstep::LeapfrogSampler& s;
+    CutCheck(lockstep::LeapfrogSampler& smp, bool on) : s(smp) {
+      s.set_cut_check(on ? interrupt_pending : nullptr);
+    }
+    ~CutCheck() { s.set_cut_check(nullptr); }
+  } cut_check(smp, may_stop);
+  auto stop_now = [may_stop] { return may_stop && interrupt_pending(); };
+  int made = 0;
   const long C = h->executor->chains(), D = h->executor->dim();
   std::vector<std::vector<double>> kept;
   std::vector<double> accept_stat, energy, step_size;
@@ -453,8 +487,10 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
     const long batch = std::max(1L, (1L << 20) / std::max(1L, C * D));
     lockstep::IterationRecord r;
     for (int it0 = 0; it0 < n; it0 += static_cast<int>(batch)) {
+      if (stop_now()) break;  // (the groups' threads do not ask)
       const long m = std::min<long>(batch, n - it0);
       smp.iterate_apart(m, r);
+      made += static_cast<int>(m);
       for (long k = 0; k < m; ++k)
         record(it0 + static_cast<int>(k), r.x.data() + k * C * D, r.accept_stat.data() + k * C,
                r.energy.data() + k * C, r.n_leapfrog.data() + k * C, r.tree_depth.data() + k * C,
@@ -466,6 +502,8 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
       const lockstep::IterationStats& st = smp.last();
       record(it, smp.state().data(), st.accept_stat.data(), st.energy.data(),
              st.n_leapfrog.data(), st.tree_depth.data(), st.divergent.data());
+      ++made;
+      if (stop_now()) break;
     }
   }
   NumericMatrix free(static_cast<int>(kept.size() * C), static_cast<int>(D));
@@ -520,7 +558,8 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
                       _["diag_sd"] = diag_sd,
                       _["metric_factor"] = metric_factor,
                       _["lag_at_warmup_end"] = NumericVector(smp.lag_at_warmup_end().begin(),
-                                                             smp.lag_at_warmup_end().end()));
+                                                             smp.lag_at_warmup_end().end()),
+                      _["iterations"] = made, _["interrupted"] = made < n || stop_now());
 }
 
 // Seconds per log density + gradient evaluation of all chains at `state`,

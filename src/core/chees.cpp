@@ -45,14 +45,14 @@ void Chees::transition() {
   // (no tree: the NUTS transitions of warmup may have left their depths)
   std::fill(stats_.tree_depth.begin(), stats_.tree_depth.end(), 0);
   const double u = run_stream_.uniform();  // the jitter, shared by all chains
-  const int L = static_cast<int>(
+  int L = static_cast<int>(
       std::min<double>(settings_.max_leapfrog, std::max(1.0, std::ceil(u * T_ / epsilon_))));
   sync_vectors();
   ChainVectors& v = vectors();
   draw_momentum(p_v_);
   const ChainMask all = ChainMask::all(C_);
   const std::vector<double> k0 = kinetic_energies(p_v_, all);
-  trajectory(L, epsilon_, p_v_);
+  L = trajectory(L, epsilon_, p_v_);
   const std::vector<double> k1 = kinetic_energies(p_v_, all);
 
   // ChEES's gradient needs, per chain, the squared distances of the state

@@ -40,7 +40,7 @@ void Hmc::transition() {
   draw_momentum(p_v_);
   const ChainMask all = ChainMask::all(C_);
   const std::vector<double> k0 = kinetic_energies(p_v_, all);
-  trajectory(L, epsilon_, p_v_);
+  L = trajectory(L, epsilon_, p_v_);
   const std::vector<double> k1 = kinetic_energies(p_v_, all);
   ChainMask take;
   for (long c = 0; c < C_; ++c) metropolis_step(c, -lp_[c] + k0[c], -lpn_[c] + k1[c], L, take);

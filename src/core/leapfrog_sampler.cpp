@@ -170,17 +170,20 @@ std::vector<double> LeapfrogSampler::kinetic_energies(const double* p, const Cha
 
 // Leapfrog, with the half steps of momentum between two position steps merged
 // into one full step (one pass over the state fewer per step).
-void LeapfrogSampler::trajectory(int L, double eps, double* p) {
+int LeapfrogSampler::trajectory(int L, double eps, double* p) {
   ChainVectors& v = vectors();
   const ChainMask all = ChainMask::all(C_), forward;
   lpn_ = lp_;
-  for (int l = 0; l < L; ++l) {
+  int l = 0;
+  for (; l < L; ++l) {
+    if (l > 0 && cut_short()) break;
     const double kick = l == 0 ? 0.5 * eps : eps;
     v.leapfrog(xn_v_, l == 0 ? x_v_ : xn_v_, p, l == 0 ? g_v_ : gn_v_, m_v_, kick, eps, true, all,
                forward);
     v.log_density(xn_v_, lpn_.data(), gn_v_);
   }
   v.leapfrog(nullptr, nullptr, p, gn_v_, m_v_, 0.5 * eps, eps, false, all, forward);
+  return l;
 }
 
 double LeapfrogSampler::metropolis_step(long c, double h0, double h1, int L, ChainMask& take) {
@@ -270,6 +273,7 @@ void LeapfrogSampler::begin_warmup(long n) {
 
 void LeapfrogSampler::iterate(bool warmup) {
   adapting_ = warmup && warmup_done_ < warmup_total_;
+  cut_ = false;
   transition();
   if (adapting_) adapt();
 }

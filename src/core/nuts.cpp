@@ -129,6 +129,8 @@ void Nuts::transition() {
     for (long k = 0; k < leaves; ++k) {
       ChainMask on = ChainMask::where(building);
       if (!on.any()) break;
+      // Cut short (set_cut_check()): the subtree being built is dropped below.
+      if (cut_short()) break;
       // Leapfrog: half kick and drift for every chain still building; the
       // others wait, their moving point unchanged.
       v.leapfrog(xw_, xw_, pw_, gw_, m_v_, 0.5 * epsilon_, epsilon_, true, on, backward);
@@ -218,6 +220,10 @@ void Nuts::transition() {
           }
       }
     }
+
+    // A cut trajectory ends as a tree of maximum depth d would have: the
+    // draw stays the one made from the subtrees joined so far.
+    if (was_cut()) break;
 
     // Join each chain's new subtree to its trajectory; a U-turn or
     // divergence inside the subtree discards it and ends the chain's tree.

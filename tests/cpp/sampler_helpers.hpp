@@ -110,14 +110,16 @@ struct Run {
   long accepted_in_sampling;
 };
 
-// Warmup, then n iterations of a leapfrog sampler (Hmc, Nuts) with its settings.
+// Warmup, then n iterations of a leapfrog sampler (Hmc, Nuts) with its
+// settings (and a check that cuts its trajectories short, if any).
 template <class Sampler, class Settings>
 Run run_sampler(Target& t, Settings s, long warmup, long n, uint32_t k0 = 1, uint32_t k1 = 2,
-                double init_spread = 1) {
+                double init_spread = 1, bool (*cut_check)() = nullptr) {
   const long C = t.chains(), D = t.dim();
   std::vector<double> init(C * D);
   for (long k = 0; k < C * D; ++k) init[k] = init_spread * std::sin(1.7 * k + 0.3);
   Sampler h(t, s, init, k0, k1);
+  h.set_cut_check(cut_check);
   h.begin_warmup(warmup);
   for (long i = 0; i < warmup; ++i) h.iterate(true);
   long before = 0;

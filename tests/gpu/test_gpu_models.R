@@ -268,3 +268,36 @@ test_that("opt() and calculate() take the GPU's options", {
   expect_equal(as.matrix(twice), 2 * as.matrix(draws)[, "mu", drop = FALSE],
                ignore_attr = TRUE)
 })
+
+test_that("an interrupt ends a GPU run's iteration under way at its next leapfrog step", {
+  skip_without_device()
+  skip_on_os("windows")  # the test sends SIGINT, as Ctrl-C does
+  # One iteration takes seconds uncut: a step far too small for the
+  # posterior's scale (sd 0.001), so every tree grows to its maximum depth.
+  set.seed(26)
+  y <- stats::rnorm(if (standin) 2e4 else 1e6)
+  mu <- normal(0, 1)
+  distribution(y) <- normal(mu, 1)
+  m <- model(mu)
+  depth <- if (standin) 12 else 14
+  sampler <- nuts(epsilon = 1e-8, max_treedepth = depth)
+  start <- initials(mu = 1.5)
+  iteration <- system.time(
+    one <- mcmc(m, sampler = sampler, n_samples = 1, warmup = 0, chains = 2,
+                initial_values = start, verbose = FALSE, compute_options = on_gpu())
+  )[["elapsed"]]
+  expect_equal(get_sampler_params(one)[[1]][, "n_leapfrog__"], 2^depth - 1)
+  delay <- min(0.5, iteration / 4)
+  system(sprintf("sleep %.3f; kill -INT %d", delay, Sys.getpid()), wait = FALSE)
+  started <- proc.time()[["elapsed"]]
+  out <- suppressMessages(
+    mcmc(m, sampler = sampler, n_samples = 10, warmup = 0, chains = 2, initial_values = start,
+         verbose = FALSE, compute_options = on_gpu())
+  )
+  took <- proc.time()[["elapsed"]] - started
+  cat(sprintf("\n  one uncut iteration %.2f s; interrupted after %.2f s, returned after %.2f s",
+              iteration, delay, took))
+  expect_lt(took, delay + iteration / 2)
+  expect_equal(coda::niter(out), 1)
+  expect_lt(get_sampler_params(out)[[1]][, "n_leapfrog__"], 2^depth - 1)
+})

@@ -595,6 +595,42 @@ test_that("stashed_samples() is NULL after a finished run and holds an interrupt
   expect_lt(interrupted_at, 100)
 })
 
+test_that("an interrupt ends the iteration under way at its next leapfrog step", {
+  skip_on_os("windows")  # the test sends SIGINT, as Ctrl-C does
+  # One iteration of this run takes several seconds uncut: a step far too
+  # small for the posterior's scale, so every tree grows to 2^14 - 1 leapfrog
+  # steps of a gradient over 10^5 rows, and the run's first chunk is that one
+  # iteration.
+  set.seed(534)
+  y <- rnorm(1e5)
+  mu <- normal(0, 1)
+  distribution(y) <- normal(mu, 1)
+  m <- model(mu)
+  sampler <- nuts(epsilon = 1e-7, max_treedepth = 14)
+  options <- cpu_only(threads = 1)
+  start <- initials(mu = 1.5)  # far from the posterior (mu near 0, sd 0.003): no U-turn
+  iteration <- system.time(
+    one <- mcmc(m, sampler = sampler, n_samples = 1, warmup = 0, chains = 2,
+                initial_values = start, verbose = FALSE, compute_options = options)
+  )[["elapsed"]]
+  expect_equal(get_sampler_params(one)[[1]][, "n_leapfrog__"], 2^14 - 1)
+  # Ctrl-C half a second into a run of 10 such iterations
+  delay <- min(0.5, iteration / 4)
+  system(sprintf("sleep %.3f; kill -INT %d", delay, Sys.getpid()), wait = FALSE)
+  started <- proc.time()[["elapsed"]]
+  out <- suppressMessages(
+    mcmc(m, sampler = sampler, n_samples = 10, warmup = 0, chains = 2,
+         initial_values = start, verbose = FALSE, compute_options = options)
+  )
+  took <- proc.time()[["elapsed"]] - started
+  # it stopped at once, with the cut iteration's draw kept (a valid draw)
+  expect_lt(took, delay + iteration / 2)
+  expect_s3_class(out, "greta_mcmc_list")
+  expect_equal(coda::niter(out), 1)
+  expect_lt(get_sampler_params(out)[[1]][, "n_leapfrog__"], 2^14 - 1)
+  expect_equal(as.matrix(stashed_samples()), as.matrix(out))
+})
+
 test_that("window() keeps a greta_mcmc_list and its diagnostics aligned", {
   set.seed(533)
   x <- normal(0, 1)

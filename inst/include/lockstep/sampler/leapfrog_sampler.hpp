@@ -100,6 +100,21 @@ class LeapfrogSampler {
   void begin_warmup(long n);
   // One iteration of every chain; adapts when inside warmup.
   void iterate(bool warmup);
+
+  // A check made before every leapfrog step of a transition but the first of
+  // HMC's and ChEES's (nullptr: none), on the thread that calls iterate():
+  // once it returns true, the transition's trajectory ends there, as a
+  // shorter one would have: NUTS keeps the draw of the subtrees it completed
+  // (a tree of smaller maximum depth) and drops the one it was building; HMC
+  // and ChEES make their Metropolis step at the point reached. Each is a
+  // valid transition (one of a kernel whose length was chosen independently
+  // of the state), so its draw counts. A caller polling for a user's
+  // interrupt (rcpp_engine.cpp) thus stops after the current iteration
+  // without waiting for a trajectory of up to thousands of gradients. Chain
+  // groups' transitions, on worker threads, are never cut.
+  void set_cut_check(bool (*check)()) { cut_check_ = check; }
+  // Whether the last iteration's trajectory was cut short by the check.
+  bool was_cut() const { return cut_; }
   // From now on, make each group's transitions on its own thread through its
   // own target (chain_groups.hpp), rather than all chains through this
   // sampler's target; the draws are the same. For samplers that can
@@ -200,8 +215,13 @@ class LeapfrogSampler {
   // K(p) = p' M^-1 p / 2 per chain, of the chains in `on` (0 for the others).
   std::vector<double> kinetic_energies(const double* p, const ChainMask& on);
   // L leapfrog steps of size eps from (x_v_, g_v_) with momenta p (updated in
-  // place); the end point goes to xn_v_, lpn_, gn_v_.
-  void trajectory(int L, double eps, double* p);
+  // place); the end point goes to xn_v_, lpn_, gn_v_. Returns the steps
+  // made: fewer than L when cut short (cut_short()), at least 1.
+  int trajectory(int L, double eps, double* p);
+  // Whether the current transition's trajectory ends now (set_cut_check()):
+  // asks the check until it says so, then stays true until the next
+  // iteration.
+  bool cut_short() { return cut_ || (cut_check_ && (cut_ = cut_check_())); }
   // The Metropolis step of a fixed-length trajectory for chain c, from energy
   // h0 to h1 at the scratch point: a divergence (energy error above 1000 or
   // not finite) is rejected and counted as bad; fills the chain's stats, sets
@@ -283,6 +303,8 @@ class LeapfrogSampler {
   std::vector<long> group_metric_;  // the metric_version() each group holds
   bool state_in_vectors_ = false;
   long metric_in_vectors_ = -1;  // the metric_version_ the mirrors hold
+  bool (*cut_check_)() = nullptr;  // set_cut_check()
+  bool cut_ = false;               // this iteration's trajectory was cut
   DualAveraging dual_{0.8};
   double restart_epsilon_ = 0;  // the step size dual averaging last restarted from
   WarmupSchedule schedule_;
