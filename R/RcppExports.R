@@ -33,10 +33,6 @@ ls_sampler_begin_warmup <- function(sampler, n) {
     invisible(.Call(`_lockstep_ls_sampler_begin_warmup`, sampler, n))
 }
 
-ls_take_interrupt <- function() {
-    invisible(.Call(`_lockstep_ls_take_interrupt`))
-}
-
 ls_sampler_run <- function(sampler, n, warmup, thin, offset) {
     .Call(`_lockstep_ls_sampler_run`, sampler, n, warmup, thin, offset)
 }

@@ -293,8 +293,8 @@ get_sampler_params <- function(x, inc_warmup = FALSE) {
 # and the keeping of its draws run with interrupts suspended, so that an
 # interrupt cannot drop draws the sampler has made: the sampler sees it at
 # its next leapfrog step, ends the iteration under way there (a valid draw)
-# and returns, and the interrupt is taken as soon as the chunk's draws are
-# kept. So a large model whose one iteration takes minutes stops at once. Kept free states and their diagnostics are appended to
+# and returns, and the interrupt is signalled as soon as the chunk's draws
+# are kept. So a large model whose one iteration takes minutes stops at once. Kept free states and their diagnostics are appended to
 # kept_env$chunks and kept_env$diagnostics as they are made (rows:
 # iteration-major, chains within); the step size and diag_sd to kept_env.
 run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
@@ -335,8 +335,13 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
             kept_env$warmup_diagnostics[[length(w) + 1L]] <- res$diagnostics
           }
         })
-        # an interrupt during the call ended it after the iteration under way
-        if (res$interrupted) ls_take_interrupt()
+        if (res$interrupted) {
+          # an interrupt during the call ended it after the iteration under
+          # way, and the sampler took it off R's flag: signal it here, where
+          # the draws are kept
+          signalCondition(structure(class = c("interrupt", "condition"),
+                                    list(message = "interrupt", call = NULL)))
+        }
         seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / res$iterations
         bad_so_far <- sum(res$bad)
         if (phase == "warmup" && done == total) warn_lagging_chains(res$lag_at_warmup_end)

@@ -112,15 +112,6 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
-// ls_take_interrupt
-void ls_take_interrupt();
-RcppExport SEXP _lockstep_ls_take_interrupt() {
-BEGIN_RCPP
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    ls_take_interrupt();
-    return R_NilValue;
-END_RCPP
-}
 // ls_sampler_run
 List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset);
 RcppExport SEXP _lockstep_ls_sampler_run(SEXP samplerSEXP, SEXP nSEXP, SEXP warmupSEXP, SEXP thinSEXP, SEXP offsetSEXP) {
@@ -228,7 +219,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_engine_values", (DL_FUNC) &_lockstep_ls_engine_values, 4},
     {"_lockstep_ls_sampler_new", (DL_FUNC) &_lockstep_ls_sampler_new, 7},
     {"_lockstep_ls_sampler_begin_warmup", (DL_FUNC) &_lockstep_ls_sampler_begin_warmup, 2},
-    {"_lockstep_ls_take_interrupt", (DL_FUNC) &_lockstep_ls_take_interrupt, 0},
     {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 5},
     {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},
     {"_lockstep_ls_optimise", (DL_FUNC) &_lockstep_ls_optimise, 7},

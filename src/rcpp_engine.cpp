@@ -421,18 +421,12 @@ void ls_sampler_begin_warmup(SEXP sampler, int n) {
 // Whether the user has interrupted (Esc, Ctrl-C, RStudio's stop button), as
 // R's signal handler notes it. mcmc() runs ls_sampler_run() with interrupts
 // suspended, so that no draw made is lost; R_CheckUserInterrupt() then
-// reports nothing, but the flag is set all the same, and R takes the
-// interrupt when mcmc() asks it to (ls_take_interrupt()). Reading it costs
+// reports nothing, but the flag is set all the same. Reading it costs
 // nothing, so the sampler asks at every leapfrog step. (Windows' GUI break
 // reaches the flag only through R's event loop, after the chunk.)
 // R_interrupts_pending is declared by R_ext/GraphicsDevice.h, which Rcpp.h
 // includes.
 bool interrupt_pending() { return R_interrupts_pending != 0; }
-
-// Takes an interrupt that arrived during ls_sampler_run(): R signals it here,
-// outside the suspended chunk, where mcmc() catches it.
-// [[Rcpp::export]]
-void ls_take_interrupt() { Rcpp::checkUserInterrupt(); }
 
 // Runs n iterations; keeps every thin-th state (counted from `offset`, the
 // number of iterations of this phase already run). Returns the kept free
@@ -440,8 +434,11 @@ void ls_take_interrupt() { Rcpp::checkUserInterrupt(); }
 // diagnostics per chain (same row order), the sampler's tallies, and the
 // iterations made: fewer than n when the user interrupted, in which case the
 // iteration under way ended at its next leapfrog step (its trajectory cut
-// short, a valid draw: LeapfrogSampler::set_cut_check()) and `interrupted`
-// is TRUE.
+// short, a valid draw: LeapfrogSampler::set_cut_check()). `interrupted` is
+// then TRUE and the interrupt is taken off R's flag: mcmc() signals it
+// itself, where it keeps the draws. (Letting R take it from the flag, in
+// R_ToplevelExec() or through a call that unwinds C++ frames, could end a
+// non-interactive session: Rscript halts on an interrupt no handler sees.)
 // [[Rcpp::export]]
 List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
   SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
@@ -546,6 +543,8 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
                                           static_cast<int>(k));
     metric_factor = f;
   }
+  const bool interrupted = made < n || stop_now();
+  if (interrupted) R_interrupts_pending = 0;
   DataFrame diagnostics = DataFrame::create(
       _["accept_stat__"] = accept_stat, _["stepsize__"] = step_size,
       _["treedepth__"] = tree_depth, _["n_leapfrog__"] = n_leapfrog,
@@ -559,7 +558,7 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
                       _["metric_factor"] = metric_factor,
                       _["lag_at_warmup_end"] = NumericVector(smp.lag_at_warmup_end().begin(),
                                                              smp.lag_at_warmup_end().end()),
-                      _["iterations"] = made, _["interrupted"] = made < n || stop_now());
+                      _["iterations"] = made, _["interrupted"] = interrupted);
 }
 
 // Seconds per log density + gradient evaluation of all chains at `state`,

@@ -30,7 +30,7 @@ cuda_elementwise <- get("ls_cuda_elementwise", envir = asNamespace("lockstep"))
 ops_table <- function() {
   path <- system.file("include", "lockstep", "ops.def", package = "lockstep")
   lines <- grep("^LS_OP\\(", readLines(path), value = TRUE)
-  fields <- regmatches(lines, regexec("^LS_OP\\(([a-z0-9_]+), *(-?[0-9]+), *([a-z]+)\\)", lines))
+  fields <- regmatches(lines, regexec("^LS_OP\\(([a-z0-9_]+), *(-?[0-9]+), *([a-z_]+)\\)", lines))
   data.frame(
     name = vapply(fields, `[`, "", 2L),
     family = vapply(fields, `[`, "", 4L),
@@ -115,7 +115,11 @@ test_that("binary ops on the GPU match R", {
   b <- c(stats::rnorm(n, sd = 10), edge, rev(edge))
   for (op in names(binary_reference)) {
     expected <- suppressWarnings(binary_reference[[op]](a, b))
-    expect_op_matches(cuda_elementwise(op, a, b), expected, 1e-13, op)
+    keep <- rep(TRUE, length(a))
+    # A negative base to an infinite power: R gives NaN, lockstep C's pow
+    # (1 for -1, else the limit of |a|^b: 0 or Inf), on every backend.
+    if (op == "pow") keep <- !(a < 0 & is.infinite(b))
+    expect_op_matches(cuda_elementwise(op, a, b)[keep], expected[keep], 1e-13, op)
   }
 })
 
