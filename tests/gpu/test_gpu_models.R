@@ -216,7 +216,7 @@ test_that("a seeded GPU run repeats to the bit", {
   expect_identical(as.matrix(a), as.matrix(b))
 })
 
-test_that("hmc() and chees() run on the GPU", {
+test_that("hmc(), chees(), rwmh() and slice() run on the GPU", {
   skip_without_device()
   m <- eight_schools_model()
   set.seed(23)
@@ -227,6 +227,18 @@ test_that("hmc() and chees() run on the GPU", {
   for (draws in list(h, ch)) {
     expect_equal(dim(draws[[1]]), c(300, 10))
     expect_lt(abs(summary(draws)$statistics["mu", "Mean"] - 4.4), 2)
+  }
+  # rwmh() and slice() keep their vectors on the host and call the GPU's
+  # executor with host arrays
+  x <- normal(0, 1, dim = 2)
+  m2 <- model(x)
+  for (sampler in list(rwmh(), slice())) {
+    draws <- sample_quietly(m2, sampler = sampler, chains = 4, warmup = 500, n_samples = 500,
+                            compute_options = on_gpu())
+    values <- as.matrix(draws)
+    expect_equal(dim(values), c(2000, 2))
+    expect_true(all(abs(colMeans(values)) < 0.4))
+    expect_true(all(abs(apply(values, 2, stats::sd) - 1) < 0.3))
   }
 })
 
