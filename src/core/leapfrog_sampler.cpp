@@ -170,13 +170,13 @@ std::vector<double> LeapfrogSampler::kinetic_energies(const double* p, const Cha
 
 // Leapfrog, with the half steps of momentum between two position steps merged
 // into one full step (one pass over the state fewer per step).
-int LeapfrogSampler::trajectory(int L, double eps, double* p) {
+int LeapfrogSampler::trajectory(int L, double eps, double* p, bool may_cut) {
   ChainVectors& v = vectors();
   const ChainMask all = ChainMask::all(C_), forward;
   lpn_ = lp_;
   int l = 0;
   for (; l < L; ++l) {
-    if (l > 0 && cut_short()) break;
+    if (l > 0 && may_cut && cut_short()) break;
     const double kick = l == 0 ? 0.5 * eps : eps;
     v.leapfrog(xn_v_, l == 0 ? x_v_ : xn_v_, p, l == 0 ? g_v_ : gn_v_, m_v_, kick, eps, true, all,
                forward);
@@ -230,7 +230,7 @@ double LeapfrogSampler::find_reasonable_epsilon() {
   for (int tries = 0; tries < 60; ++tries) {
     draw_momentum(p_v_);
     const std::vector<double> k0 = kinetic_energies(p_v_, all);
-    trajectory(4, eps, p_v_);
+    trajectory(4, eps, p_v_, false);  // (a cut iteration's window end still searches whole)
     const std::vector<double> k1 = kinetic_energies(p_v_, all);
     double mean_accept = 0;
     for (long c = 0; c < C_; ++c) {

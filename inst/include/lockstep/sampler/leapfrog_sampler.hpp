@@ -216,8 +216,9 @@ class LeapfrogSampler {
   std::vector<double> kinetic_energies(const double* p, const ChainMask& on);
   // L leapfrog steps of size eps from (x_v_, g_v_) with momenta p (updated in
   // place); the end point goes to xn_v_, lpn_, gn_v_. Returns the steps
-  // made: fewer than L when cut short (cut_short()), at least 1.
-  int trajectory(int L, double eps, double* p);
+  // made: fewer than L when cut short (cut_short(), unless !may_cut), at
+  // least 1.
+  int trajectory(int L, double eps, double* p, bool may_cut = true);
   // Whether the current transition's trajectory ends now (set_cut_check()):
   // asks the check until it says so, then stays true until the next
   // iteration.
