@@ -177,8 +177,7 @@ kept_diagnostics <- function(kept_env) {
 # with no rows when there was no warmup.
 kept_warmup_diagnostics <- function(kept_env, columns) {
   if (length(kept_env$warmup_diagnostics)) return(do.call(rbind, kept_env$warmup_diagnostics))
-  empty <- as.data.frame(stats::setNames(rep(list(numeric(0)), length(columns)), columns))
-  empty
+  as.data.frame(stats::setNames(rep(list(numeric(0)), length(columns)), columns))
 }
 
 # The draws of the last mcmc() or extra_samples() run that did not finish.
@@ -294,9 +293,10 @@ get_sampler_params <- function(x, inc_warmup = FALSE) {
 # interrupt cannot drop draws the sampler has made: the sampler sees it at
 # its next leapfrog step, ends the iteration under way there (a valid draw)
 # and returns, and the interrupt is signalled as soon as the chunk's draws
-# are kept. So a large model whose one iteration takes minutes stops at once. Kept free states and their diagnostics are appended to
-# kept_env$chunks and kept_env$diagnostics as they are made (rows:
-# iteration-major, chains within); the step size and diag_sd to kept_env.
+# are kept. So a large model whose one iteration takes minutes stops at once.
+# Kept free states and their diagnostics are appended to kept_env$chunks and
+# kept_env$diagnostics as they are made (rows: iteration-major, chains
+# within); the step size and diag_sd to kept_env.
 run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
   width_total <- max(warmup, n_samples)
   kept_env$chunks <- list()

@@ -239,6 +239,18 @@ new_optimiser <- function(name, parameters) {
             class = c(paste0(name, "_optimiser"), "optimiser"))
 }
 
+# greta's arguments for what opt() itself sets (`stands_for`), which an
+# optimiser's constructor accepts as NULL only.
+refuse_set_by_opt <- function(optimiser, stands_for, ...) {
+  args <- list(...)
+  for (arg in names(args)) {
+    if (!is.null(args[[arg]])) {
+      stop("`", arg, "` of ", optimiser, "() is not set by hand: opt() sets what it stands ",
+           "for (", stands_for, "), as greta does", call. = FALSE)
+    }
+  }
+}
+
 #' @rdname optimisers
 #' @export
 bfgs <- function(value_and_gradients_function = NULL, initial_position = NULL,
@@ -246,17 +258,11 @@ bfgs <- function(value_and_gradients_function = NULL, initial_position = NULL,
                  initial_inverse_hessian_estimate = NULL, stopping_condition = NULL,
                  validate_args = TRUE, max_line_search_iterations = 50,
                  f_absolute_tolerance = 0) {
-  set_by_opt <- list(value_and_gradients_function = value_and_gradients_function,
-                     initial_position = initial_position,
-                     initial_inverse_hessian_estimate = initial_inverse_hessian_estimate,
-                     stopping_condition = stopping_condition)
-  for (arg in names(set_by_opt)) {
-    if (!is.null(set_by_opt[[arg]])) {
-      stop("`", arg, "` of bfgs() is not set by hand: opt() sets what it stands for ",
-           "(the model's density and gradient, its initial_values), as greta does",
-           call. = FALSE)
-    }
-  }
+  refuse_set_by_opt("bfgs", "the model's density and gradient, its initial_values",
+                    value_and_gradients_function = value_and_gradients_function,
+                    initial_position = initial_position,
+                    initial_inverse_hessian_estimate = initial_inverse_hessian_estimate,
+                    stopping_condition = stopping_condition)
   if (!is.logical(validate_args) || length(validate_args) != 1 || is.na(validate_args)) {
     stop("`validate_args` must be TRUE or FALSE", call. = FALSE)
   }
@@ -271,13 +277,8 @@ bfgs <- function(value_and_gradients_function = NULL, initial_position = NULL,
 nelder_mead <- function(objective_function = NULL, initial_vertex = NULL, step_sizes = NULL,
                         func_tolerance = 1e-08, position_tolerance = 1e-08, reflection = NULL,
                         expansion = NULL, contraction = NULL, shrinkage = NULL) {
-  set_by_opt <- list(objective_function = objective_function, initial_vertex = initial_vertex)
-  for (arg in names(set_by_opt)) {
-    if (!is.null(set_by_opt[[arg]])) {
-      stop("`", arg, "` of nelder_mead() is not set by hand: opt() sets what it stands for ",
-           "(the model's density, its initial_values), as greta does", call. = FALSE)
-    }
-  }
+  refuse_set_by_opt("nelder_mead", "the model's density, its initial_values",
+                    objective_function = objective_function, initial_vertex = initial_vertex)
   # TensorFlow Probability's defaults where greta leaves them NULL
   parameters <- list(step_sizes = if (is.null(step_sizes)) 1 else step_sizes,
                      func_tolerance = func_tolerance, position_tolerance = position_tolerance,

@@ -436,9 +436,7 @@ bool interrupt_pending() { return R_interrupts_pending != 0; }
 // iteration under way ended at its next leapfrog step (its trajectory cut
 // short, a valid draw: LeapfrogSampler::set_cut_check()). `interrupted` is
 // then TRUE and the interrupt is taken off R's flag: mcmc() signals it
-// itself, where it keeps the draws. (Letting R take it from the flag, in
-// R_ToplevelExec() or through a call that unwinds C++ frames, could end a
-// non-interactive session: Rscript halts on an interrupt no handler sees.)
+// itself, in R, where it keeps the draws, and R does not see it again.
 // [[Rcpp::export]]
 List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
   SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");

@@ -466,10 +466,9 @@ OptimiserResult nelder_mead(Target& target, const OptimiserSettings& s, std::vec
           }
           break;
         }
-        case expand:
+        case expand:  // (accept() copies t into the simplex before the next trial overwrites it)
           if (f < f_reflected[c]) {
-            const std::vector<double> xe(t, t + D);
-            accept(c, xe.data(), f);
+            accept(c, t, f);
           } else {
             accept(c, reflected.data() + c * D, f_reflected[c]);
           }
@@ -478,8 +477,7 @@ OptimiserResult nelder_mead(Target& target, const OptimiserSettings& s, std::vec
         case contract_inside: {
           const bool ok = phase[c] == contract_outside ? f <= f_reflected[c] : f < fv[worst[c]];
           if (ok) {
-            const std::vector<double> xc(t, t + D);
-            accept(c, xc.data(), f);
+            accept(c, t, f);
           } else {
             next[c] = 0;
             shrink_next(c);

@@ -55,29 +55,20 @@ template <class T> LS_HD double rowdot_scale(const T* sc, const RowDotShape& s, 
 }
 
 // w[r, j] = b[g, j] s[j] + v[j] for a row r of group g, chain c: what the
-// forward and backward bodies both multiply a's row by.
-template <class T>
-LS_HD double rowdot_w(const RowDotShape& s, const T* b, const T* sc, const T* v, long c, long g,
-                      long j) {
-  double x = static_cast<double>(b[c * s.b_stride + g + j * s.b_rows]);
-  if (sc) x *= rowdot_scale(sc, s, c, j);
-  if (v) x += static_cast<double>(v[c * s.v_stride + j]);
-  return x;
-}
-
-// w[r, j] in T itself, for the lanes path's terms: in double the same
-// arithmetic as rowdot_w; in single, float's, so that a term a[r, j] w[r, j]
-// is converted to double once, for the sum, rather than each of its operands
-// (a, b, s, v). An H100 converts float to double at 16 results per clock per
-// multiprocessor, a quarter of its double rate: with four conversions per
-// term, the seed model's forward took 1.6 times as long in single precision
-// as in double, and its backward 1.4 times.
-template <class T>
-LS_HD T rowdot_w_t(const RowDotShape& s, const T* b, const T* sc, const T* v, long c, long g,
-                   long j) {
-  T x = b[c * s.b_stride + g + j * s.b_rows];
-  if (sc) x *= sc[c * s.s_stride + (s.s_scalar ? 0 : j)];
-  if (v) x += v[c * s.v_stride + j];
+// forward and backward bodies both multiply a's row by, computed in A. The
+// CPU's one lane takes it in double; the lanes path in T itself, so that in
+// single precision a term a[r, j] w[r, j] is converted to double once, for
+// the sum, rather than each of its operands (a, b, s, v). An H100 converts
+// float to double at 16 results per clock per multiprocessor, a quarter of
+// its double rate: with four conversions per term, the seed model's forward
+// took 1.6 times as long in single precision as in double, and its backward
+// 1.4 times. (In double the two are the same arithmetic.)
+template <class A, class T>
+LS_HD A rowdot_w(const RowDotShape& s, const T* b, const T* sc, const T* v, long c, long g,
+                 long j) {
+  A x = static_cast<A>(b[c * s.b_stride + g + j * s.b_rows]);
+  if (sc) x *= static_cast<A>(sc[c * s.s_stride + (s.s_scalar ? 0 : j)]);
+  if (v) x += static_cast<A>(v[c * s.v_stride + j]);
   return x;
 }
 
@@ -136,8 +127,8 @@ template <class T> struct RowDotForward {
   long q_stride = 0;      // its chain stride
   int phases = 1, shared_per_lane = 0;
 
-  LS_HD double w(long c, long g, long j) const { return rowdot_w(s, b, sc, v, c, g, j); }
-  LS_HD T w_t(long c, long g, long j) const { return rowdot_w_t(s, b, sc, v, c, g, j); }
+  LS_HD double w(long c, long g, long j) const { return rowdot_w<double>(s, b, sc, v, c, g, j); }
+  LS_HD T w_t(long c, long g, long j) const { return rowdot_w<T>(s, b, sc, v, c, g, j); }
   // The part of chain c's offset that every row of group g shares: q[g] plus
   // a scalar p (0 without either). The CPU's four-chain forward keeps it in
   // its table of groups.
@@ -322,8 +313,8 @@ template <class T> struct RowDotBackward {
   LS_HD int ds_slot() const { return dv ? 1 : 0; }
   LS_HD int dp_slot() const { return (dv ? 1 : 0) + (ds ? 1 : 0); }
 
-  LS_HD double w(long c, long g, long j) const { return rowdot_w(s, b, sc, v, c, g, j); }
-  LS_HD T w_t(long c, long g, long j) const { return rowdot_w_t(s, b, sc, v, c, g, j); }
+  LS_HD double w(long c, long g, long j) const { return rowdot_w<double>(s, b, sc, v, c, g, j); }
+  LS_HD T w_t(long c, long g, long j) const { return rowdot_w<T>(s, b, sc, v, c, g, j); }
   LS_HD void add_ds(long c, long j, double total) const {
     lane_add(ds + c * s.s_stride + (s.s_scalar ? 0 : j), static_cast<T>(total));
   }
@@ -681,7 +672,7 @@ template <class T> struct RowDotBackward {
         flush();
         g_run = g;
       }
-      // each term in T, converted once (rowdot_w_t)
+      // each term in T, converted once (rowdot_w)
       const T d = dyc[r];
       run += static_cast<double>(d * ac[s.a_at(r, j)]);
       if (da) da[c * s.rows * s.cols + r + j * s.rows] += d * w_t(c, g, j);
