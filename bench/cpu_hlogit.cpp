@@ -6,12 +6,13 @@
 //   g++ -std=gnu++17 -O2 -fno-trapping-math -fvect-cost-model=dynamic \
 //       -Iinst/include bench/cpu_hlogit.cpp src/core/*.cpp -o build/cpu_hlogit -lpthread
 //   build/cpu_hlogit [--n 1e5,1e6] [--chains 1,4] [--threads 1,2] [--reps R] [--single 0,1]
-//                    [--tile rows]
+//                    [--tile rows] [--first-writers 0,1]
 //
 // Prints milliseconds per chain-gradient (the minimum over R timed calls after
 // one warm-up call), the CPU milliseconds of all threads per chain-gradient,
 // and the first chain's log density, which must not move when only the speed
-// of the engine changes.
+// of the engine changes. With --first-writers 0,1 the executors with and
+// without ExecOptions::first_writers take turns call by call.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   std::vector<double> ns{1e6}, chain_list{4}, thread_list{1, 2}, singles{0};
   int reps = 5;
   long tile_rows = 0;  // 0: the stage's choice
+  std::vector<bool> first_writers{true};  // ExecOptions::first_writers
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") ns = parse_list(argv[i + 1]);
@@ -55,6 +57,10 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(argv[i + 1]);
     else if (a == "--single") singles = parse_list(argv[i + 1]);
     else if (a == "--tile") tile_rows = std::atol(argv[i + 1]);
+    else if (a == "--first-writers") {
+      first_writers.clear();
+      for (double v : parse_list(argv[i + 1])) first_writers.push_back(v != 0);
+    }
     else {
       std::fprintf(stderr, "unknown argument %s\n", a.c_str());
       return 2;
@@ -74,24 +80,32 @@ int main(int argc, char** argv) {
       for (double& v : state) v = z(rng);
       for (double td : thread_list)
         for (double single : singles) {
-          ExecOptions o;
-          o.threads = static_cast<int>(td);
-          o.alias_parameters = true;
-          o.tile_rows = tile_rows;
-          std::unique_ptr<Target> ex;
-          if (single != 0) ex = std::make_unique<Executor<float>>(p, C, o);
-          else ex = std::make_unique<Executor<double>>(p, C, o);
-          ex->log_density(state.data(), lp.data(), grad.data());  // warm-up
-          double best = 1e300, best_cpu = 1e300;
-          for (int r = 0; r < reps; ++r) {
-            const auto t0 = std::chrono::steady_clock::now();
-            const double c0 = cpu_seconds();
-            ex->log_density(state.data(), lp.data(), grad.data());
-            best_cpu = std::min(best_cpu, cpu_seconds() - c0);
-            best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+          // one executor per --first-writers value, their calls alternating,
+          // so that a machine whose neighbours come and go treats them alike
+          std::vector<std::unique_ptr<Target>> ex;
+          for (bool fw : first_writers) {
+            ExecOptions o;
+            o.threads = static_cast<int>(td);
+            o.alias_parameters = true;
+            o.tile_rows = tile_rows;
+            o.first_writers = fw;
+            if (single != 0) ex.push_back(std::make_unique<Executor<float>>(p, C, o));
+            else ex.push_back(std::make_unique<Executor<double>>(p, C, o));
+            ex.back()->log_density(state.data(), lp.data(), grad.data());  // warm-up
           }
-          std::printf("%10ld %6ld %7d %9s %14.2f %14.2f %22.10f\n", N, C, o.threads,
-                      single != 0 ? "single" : "double", 1e3 * best / C, 1e3 * best_cpu / C, lp[0]);
+          std::vector<double> best(ex.size(), 1e300), best_cpu(ex.size(), 1e300);
+          for (int r = 0; r < reps; ++r)
+            for (size_t e = 0; e < ex.size(); ++e) {
+              const auto t0 = std::chrono::steady_clock::now();
+              const double c0 = cpu_seconds();
+              ex[e]->log_density(state.data(), lp.data(), grad.data());
+              best_cpu[e] = std::min(best_cpu[e], cpu_seconds() - c0);
+              best[e] = std::min(best[e], std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            }
+          for (size_t e = 0; e < ex.size(); ++e)
+            std::printf("%10ld %6ld %7d %9s %14.2f %14.2f %22.10f%s\n", N, C, static_cast<int>(td),
+                        single != 0 ? "single" : "double", 1e3 * best[e] / C, 1e3 * best_cpu[e] / C,
+                        lp[0], ex.size() > 1 ? (first_writers[e] ? "  first writers" : "  zeroed") : "");
           std::fflush(stdout);
         }
     }

@@ -63,6 +63,9 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   values_.resize(n);
   adjoints_.resize(n);
   alias_stride_.assign(n, 0);
+  first_writer_.assign(n, 0);
+  adjoint_stored_.assign(n, 0);
+  grad_zero_spans_.assign(1, {0L, program.n_free});
   scratch_.assign(chains, 0);
   long work = 0;
   for (const Node& node : program.nodes) work = std::max(work, workspace_per_chain(program, node));
@@ -137,6 +140,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     }
   alias_value_.assign(n, nullptr);
   alias_adjoint_.assign(n, nullptr);
+  find_first_writers();
   // the buffers are all in place: each node's call over every chain
   calls_.resize(n);
   for (size_t id = 0; id < n; ++id)
@@ -156,6 +160,66 @@ template <class T> bool Executor<T>::can_alias(int id) const {
   for (const auto& stage : stages_)
     if (stage->reads(id) && !stage->direct(id)) return false;
   return true;
+}
+
+// Two kinds of first writer, which store what they write in a gradient
+// instead of adding it to zeros (saving, for a prior on millions of
+// parameters, a pass zeroing them and a read of each before its add):
+// - A density term adds its partials to the adjoints of its operands in its
+//   forward call (kernels/density.hpp), and no other call of the global
+//   stage's forward pass writes an adjoint; the observation stage and the
+//   backward pass come after. So the first density of the forward pass that
+//   reads a node whose adjoint exists is the first to write that adjoint:
+//   when the node is its target (and none of its other operands) it stores
+//   its partials. Only on the cpu backend, whose one lane runs
+//   DensityTerm::sum_chain (the lanes path adds element by element).
+// - An unconstrained parameter that runs op by op (not aliased: single
+//   precision) is the only writer of its slice of the gradient (a
+//   constrained one's Jacobian adds there too), unless another parameter's
+//   slice overlaps it.
+template <class T> void Executor<T>::find_first_writers() {
+  if (options_.backend != Backend::cpu || !options_.first_writers) return;
+  const int n = static_cast<int>(program_.nodes.size());
+  std::vector<char> read(n, 0);  // by a density already
+  for (int id = 0; id < n; ++id) {
+    const Node& d = program_.nodes[id];
+    if (d.op != Op::density || !runs(id)) continue;
+    const int t = d.inputs[0];
+    const bool has_adjoint = alias_stride_[t] || !adjoints_[t].empty();
+    // (a Jacobian's term is not run at all without the Jacobian)
+    if (d.family != Family::log_jacobian && has_adjoint && !read[t] &&
+        std::count(d.inputs.begin(), d.inputs.end(), t) == 1) {
+      first_writer_[id] = 1;
+      adjoint_stored_[t] = 1;
+    }
+    for (int in : d.inputs) read[in] = 1;
+  }
+  // Slices of the gradient a first writer stores: aliased parameters whose
+  // adjoint a density stores, and parameters that store their own.
+  std::vector<std::pair<long, long>> slices, stored;
+  for (const Node& p : program_.nodes)
+    if (p.op == Op::param) slices.push_back({p.offset, p.offset + p.size});
+  std::sort(slices.begin(), slices.end());
+  auto overlaps = [&](const Node& p) {
+    int count = 0;
+    for (const auto& s : slices) count += s.first < p.offset + p.size && p.offset < s.second;
+    return count > 1;
+  };
+  for (int id = 0; id < n; ++id) {
+    const Node& p = program_.nodes[id];
+    if (p.op == Op::param && runs(id) && p.transform == Transform::none && !overlaps(p))
+      first_writer_[id] = 1;
+    if ((adjoint_stored_[id] && alias_stride_[id]) || (p.op == Op::param && first_writer_[id]))
+      stored.push_back({p.offset, p.offset + p.size});
+  }
+  std::sort(stored.begin(), stored.end());
+  grad_zero_spans_.clear();
+  long from = 0;
+  for (const auto& s : stored) {
+    if (s.first > from) grad_zero_spans_.push_back({from, s.first});
+    from = std::max(from, s.second);
+  }
+  if (from < program_.n_free) grad_zero_spans_.push_back({from, program_.n_free});
 }
 
 template <class T>
@@ -232,6 +296,7 @@ NodeCall<T> Executor<T>::make_call(int id, const double* state, double* lp, doub
   c.state = state ? state + c0 * program_.n_free : nullptr;
   c.grad = grad ? grad + c0 * program_.n_free : nullptr;
   c.gradient = grad != nullptr;
+  c.first_writer = first_writer_[id];
   c.n_free = program_.n_free;
   c.lp = lp ? lp + c0 : nullptr;
   c.scratch = scratch_.data() + c0;
@@ -265,17 +330,29 @@ template <class T> void Executor<T>::forward(const double* state) {
 }
 
 template <class T>
+template <class L>
+void Executor<T>::forward_pass(const double* state, double* lp, double* grad, long c0, long nc,
+                               L& launch) {
+  NodeCall<T> scratch;
+  for (int id = 0; id < static_cast<int>(program_.nodes.size()); ++id)
+    if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc, scratch), launch);
+}
+
+template <class T>
+template <class L>
+void Executor<T>::backward_pass(const double* state, double* grad, long c0, long nc, L& launch) {
+  NodeCall<T> scratch;
+  for (int id = static_cast<int>(program_.nodes.size()) - 1; id >= 0; --id)
+    if (runs(id)) backward_call(call(id, state, nullptr, grad, c0, nc, scratch), launch);
+}
+
+template <class T>
 void Executor<T>::record(Recording& r, const double* state, double* lp, double* grad) {
   if (r.valid && r.state == state && r.lp == lp && r.grad == grad) return;
   r.forward.clear();
   r.backward.clear();
-  const int n = static_cast<int>(program_.nodes.size());
-  NodeCall<T> scratch;
-  for (int id = 0; id < n; ++id)
-    if (runs(id)) forward_call(call(id, state, lp, grad, 0, chains_, scratch), r.forward);
-  if (grad)
-    for (int id = n - 1; id >= 0; --id)
-      if (runs(id)) backward_call(call(id, state, nullptr, grad, 0, chains_, scratch), r.backward);
+  forward_pass(state, lp, grad, 0, chains_, r.forward);
+  if (grad) backward_pass(state, grad, 0, chains_, r.backward);
   r.state = state;
   r.lp = lp;
   r.grad = grad;
@@ -287,11 +364,14 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
   const int n = static_cast<int>(program_.nodes.size());
   std::fill(lp, lp + chains_, 0.0);
   for (int t : program_.terms) std::fill(values_[t].begin(), values_[t].end(), T(0));
+  // (but not what first writers store: find_first_writers())
   auto zero_gradient = [&](long c0, long nc) {
-    std::fill(grad + c0 * program_.n_free, grad + (c0 + nc) * program_.n_free, 0.0);
+    for (long c = c0; c < c0 + nc; ++c)
+      for (const auto& s : grad_zero_spans_)
+        std::fill(grad + c * program_.n_free + s.first, grad + c * program_.n_free + s.second, 0.0);
     for (int id = 0; id < n; ++id) {
       auto& a = adjoints_[id];
-      if (!a.empty()) {
+      if (!a.empty() && !adjoint_stored_[id]) {
         const long size = program_.nodes[id].size;
         std::fill(a.begin() + c0 * size, a.begin() + (c0 + nc) * size, T(0));
       }
@@ -308,9 +388,7 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
   } else {
     for_chain_groups([&](long c0, long nc) {
       if (grad) zero_gradient(c0, nc);
-      NodeCall<T> scratch;
-      for (int id = 0; id < n; ++id)
-        if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc, scratch), launch_);
+      forward_pass(state, lp, grad, c0, nc, launch_);
     });
   }
   for (auto& stage : stages_)
@@ -321,11 +399,7 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
     recording->backward.replay(launch_);
     return;
   }
-  for_chain_groups([&](long c0, long nc) {
-    NodeCall<T> scratch;
-    for (int id = n - 1; id >= 0; --id)
-      if (runs(id)) backward_call(call(id, state, nullptr, grad, c0, nc, scratch), launch_);
-  });
+  for_chain_groups([&](long c0, long nc) { backward_pass(state, grad, c0, nc, launch_); });
 }
 
 template class Executor<double>;

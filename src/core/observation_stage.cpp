@@ -340,10 +340,10 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
   for (int id : nodes_)
     if (program_.nodes[id].op == Op::density) std::fill(w.terms[id].begin(), w.terms[id].end(), T(0));
   // With one shard in one process a direct node's partials go straight to
-  // its global adjoint (zeroed by the executor, and only added to), and the
-  // other nodes' private copies are added to theirs by rows, so only the rows
-  // the worker can touch need zeroing; shards and processes are all-reduced
-  // whole.
+  // its global adjoint (zeroed by the executor or stored by its first
+  // writer, and only added to), and the other nodes' private copies are
+  // added to theirs by rows, so only the rows the worker can touch need
+  // zeroing; shards and processes are all-reduced whole.
   if (gradient)
     for (int id : boundary_) {
       if (!whole && direct_[id]) {

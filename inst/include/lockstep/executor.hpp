@@ -58,6 +58,10 @@ struct ExecOptions {
   // large model's parameters, and the zeroing of their adjoints, are gone.
   // value() of such a node is then empty (tracing executors leave this off).
   bool alias_parameters = false;
+  // On the cpu backend, the first density to write an adjoint in a gradient
+  // stores its partials there instead of adding them to zeros
+  // (Executor::find_first_writers()); false only to compare with.
+  bool first_writers = true;
 };
 
 // Values one log density and gradient of `chains` chains touches, roughly:
@@ -117,6 +121,10 @@ template <class T> class Executor : public Target {
   // observation stage, which exists only tile by tile, and for a parameter
   // aliased to the state (ExecOptions::alias_parameters).
   const std::vector<T>& value(int node) const { return values_[node]; }
+  // Whether `node` stores what it writes in a gradient as its first writer
+  // (ExecOptions::first_writers): a density its target's partials, a
+  // parameter its slice of the gradient. For tests.
+  bool first_writer(int node) const { return first_writer_[node]; }
   // The observation stage of an extent (when tiled): how it runs, for tests.
   const ObservationStage<T>& stage(int extent) const { return *stages_[extent]; }
 
@@ -149,6 +157,11 @@ template <class T> class Executor : public Target {
     bool valid = false;
   };
   void record(Recording& r, const double* state, double* lp, double* grad);
+  // The global stage's calls over chains [c0, c0 + nc), each way, launched
+  // (or recorded) by `launch`: log_density()'s chain groups and record().
+  template <class L>
+  void forward_pass(const double* state, double* lp, double* grad, long c0, long nc, L& launch);
+  template <class L> void backward_pass(const double* state, double* grad, long c0, long nc, L& launch);
   // Runs f(c0, nc) over chain groups, one per thread.
   template <class F> void for_chain_groups(F&& f);
 
@@ -160,6 +173,15 @@ template <class T> class Executor : public Target {
   std::vector<std::vector<T>> values_, adjoints_;
   // per node: n_free for a parameter aliased to the state, else 0
   std::vector<long> alias_stride_;
+  // First writers (find_first_writers()): per node, whether it stores what
+  // it writes in a gradient (NodeCall::first_writer): a density of the
+  // global stage, its target's adjoint; a parameter, its slice of the
+  // gradient. And whether a node's adjoint is written that way (and so is
+  // not zeroed first). The spans of [0, n_free) that log_density() zeroes
+  // in each chain's gradient: all but the slices that first writers store.
+  std::vector<char> first_writer_, adjoint_stored_;
+  std::vector<std::pair<long, long>> grad_zero_spans_;
+  void find_first_writers();
   std::vector<const T*> alias_value_;  // filled per call by global_buffers()
   std::vector<T*> alias_adjoint_;
   std::vector<double> scratch_;  // [chains]

@@ -87,6 +87,12 @@ template <class T> struct NodeCall {
   const double* state = nullptr;  // param: [chains, n_free]
   double* grad = nullptr;         // [chains, n_free] (parameters write here)
   bool gradient = false;          // densities add their partials to the adjoints
+  // The node is the first to write what it writes in this gradient, which
+  // was not zeroed, and stores rather than adds: a density, its target's
+  // partials (DensityTerm::dx_store); a parameter, its slice of the
+  // gradient (ParamBackward::store). Set by the CPU executor
+  // (Executor::find_first_writers()).
+  bool first_writer = false;
   long n_free = 0;
   double* lp = nullptr;       // [chains]: densities and Jacobians add to it
   double* scratch = nullptr;  // [chains] doubles of scratch
@@ -282,6 +288,7 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
         term.truncated = !(ls_isinf(term.lower) && ls_isinf(term.upper));
         term.x = operand(target, target);
         term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
+        term.dx_store = call.gradient && call.first_writer;
         for (int k = 0; k < Term::n_params; ++k) {
           // parameters broadcast over the target's elements
           term.p[k] = operand(call.in[k + 1], target);
@@ -334,7 +341,9 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
     case OpFamily::leaf:
       if (node.op == Op::param) {
         const ConstraintMath g{node.transform, node.lower, node.upper};
-        launch(ParamBackward<T>{g, call.state, call.grad, call.n_free, node.offset, dy, C, n});
+        ParamBackward<T> body{g, call.state, call.grad, call.n_free, node.offset, dy, C, n};
+        body.store = call.first_writer;
+        launch(body);
       }
       break;
     case OpFamily::unary:

@@ -11,8 +11,10 @@
 #include "chain_sum.hpp"
 #include "elementwise.hpp"
 #include "running_sums.hpp"
+#include "stream_store.hpp"
 
 namespace lockstep {
+
 
 // One family's term (the family a template argument, so that its math is
 // inlined into the element loop instead of dispatched per element).
@@ -24,6 +26,12 @@ template <class T, Family F> struct DensityTerm {
   Operand<T> p[max_dist_params];
   AdjointSink<T> dx;  // data == nullptr: no gradient wanted
   AdjointSink<T> dp[max_dist_params];
+  // The term is the first writer of its target's adjoint in this gradient
+  // (Executor: the CPU's global stage), which was therefore not zeroed: its
+  // partials are stored there rather than added. For a prior on millions of
+  // parameters that saves a pass zeroing them and a read of each before its
+  // add.
+  bool dx_store = false;
 
   // Sums per chain (ChainSum's slots) for the adjoints of scalar parameters
   // (and a scalar target) that the term's elements all add to, when asked
@@ -71,10 +79,21 @@ template <class T, Family F> struct DensityTerm {
   double sum_chain(long c, long size) const {
     bool chunked = !truncated && !x.axis && !(dx.data && dx.axis);
     for (int k = 0; k < n_params; ++k) chunked = chunked && !p[k].axis && !(dp[k].data && dp[k].axis);
+    // Only the chunked loop stores a target's partials, one per element;
+    // the other ways add to them, once zeroed.
+    if (dx_store && dx.data && (!chunked || dx.scalar || x.scalar)) zero_dx(c, size);
     if (chunked) return sum_chain_chunked(c, size);
     double lp = 0;
     for (long i = 0; i < size; ++i) lp += (*this)(c, i);
     return lp;
+  }
+
+  // Zeroes chain c's elements [0, size) of the target's adjoint, for a term
+  // with dx_store whose loop adds. (The target's sink is addressed as the
+  // target itself: never an axis, and a scalar only as one element.)
+  void zero_dx(long c, long size) const {
+    T* d = dx.data + c * dx.chain_stride;
+    for (long i = 0; i < (dx.scalar ? 1 : size); ++i) d[i] = T(0);
   }
 
   // The chunked loop: `chunk` elements at a time, the operands first copied
@@ -136,28 +155,32 @@ template <class T, Family F> struct DensityTerm {
   // DP0: a prior's and a regression likelihood's) and no other partial is
   // wanted, the loop adds them there itself, instead of storing every
   // partial of the chunk (wanted or not) in a local array for later passes.
-  template <bool DX, bool DP0, bool Prep>
+  // DX = 2 stores the target's (dx_store).
+  template <int DX, bool DP0, bool Prep>
   inline __attribute__((always_inline)) void lean_elements(long n, const double* xr,
                                                            const double* const* pr,
                                                            const double* pv, T* dxo, T* dp0o,
                                                            double* lpb) const {
     chunk_elements<Prep>(n, xr, pr, pv, lpb,
                          [&](long i, double gx, const double* gp) {
-                           if constexpr (DX) dxo[i] += static_cast<T>(gx);
-                           if constexpr (DP0) dp0o[i] += static_cast<T>(gp[0]);
+                           if constexpr (DX == 1) dxo[i] += static_cast<T>(gx);
+                           if constexpr (DX == 2) dxo[i] = static_cast<T>(gx);
+                           if constexpr (DP0 && n_params > 0) dp0o[i] += static_cast<T>(gp[0]);
                          });
   }
 
   // One chunk of the lean loop, its (DX, DP0, Prep) picked at run time: 0 no
-  // partials, 1 the target's, 2 the first parameter's.
+  // partials, 1 the target's, 2 the first parameter's, 3 the target's
+  // stored.
   template <bool Prep>
   inline __attribute__((always_inline)) void lean_chunk(int lean, long n, const double* xr,
                                                         const double* const* pr,
                                                         const double* pv, T* dxo, T* dp0o,
                                                         double* lpb) const {
-    if (lean == 1) lean_elements<true, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
-    else if (lean == 2) lean_elements<false, true, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
-    else lean_elements<false, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
+    if (lean == 1) lean_elements<1, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else if (lean == 2) lean_elements<0, true, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else if (lean == 3) lean_elements<2, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else lean_elements<0, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
   }
 
   LS_CPU_CLONES double sum_chain_chunked(long c, long size) const {
@@ -194,7 +217,13 @@ template <class T, Family F> struct DensityTerm {
     for (int k = 1; k < n_params; ++k) others = others || dp[k].data;
     const bool by_element = !x.scalar && !others && (!dx.data || dxs) &&
                             (n_params == 0 || !dp[0].data || dps[0]);
-    const int lean = !by_element || (dxs && dps[0]) ? -1 : dxs ? 1 : dps[0] ? 2 : 0;
+    const int lean = !by_element || (dxs && dps[0]) ? -1 : dxs ? (dx_store ? 3 : 1) : dps[0] ? 2 : 0;
+    // A stored target's partials of more than stream_bytes a chain go past
+    // the caches (detail::stream_store): written once here, they are read
+    // next by a pass over other data as large, which would have pushed them
+    // out; a store through the cache would first read every line it writes.
+    T gxt[chunk];
+    const bool stream = lean == 3 && size * static_cast<long>(sizeof(T)) >= detail::stream_bytes;
     for (long i0 = 0; i0 < size; i0 += chunk) {
       const long n = size - i0 < chunk ? size - i0 : chunk;
       // Where the chunk's operands are read: a double operand with a value
@@ -205,10 +234,11 @@ template <class T, Family F> struct DensityTerm {
       if (!x.scalar) xr = in_doubles(xs + i0, n, xb);
       for (int k = 0; k < n_params; ++k) pr[k] = p[k].scalar ? pb[k] : in_doubles(ps[k] + i0, n, pb[k]);
       if (lean >= 0) {
-        T* dxo = dxs ? dxs + i0 : nullptr;
+        T* dxo = stream ? gxt : dxs ? dxs + i0 : nullptr;
         T* dp0o = n_params > 0 && dps[0] ? dps[0] + i0 : nullptr;
         if (has_prepared<D>::value && prepared) lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
         else lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        if (stream) detail::stream_store(dxs + i0, gxt, n);
         lp += detail::sum_doubles(lpb, n);
         continue;
       }
@@ -219,7 +249,9 @@ template <class T, Family F> struct DensityTerm {
       if (has_prepared<D>::value && prepared) chunk_elements<true>(n, xr, pr, pv, lpb, store);
       else chunk_elements<false>(n, xr, pr, pv, lpb, store);
       lp += detail::sum_doubles(lpb, n);
-      if (dxs)
+      if (dxs && dx_store)
+        for (long i = 0; i < n; ++i) dxs[i0 + i] = static_cast<T>(gxb[i]);
+      else if (dxs)
         for (long i = 0; i < n; ++i) dxs[i0 + i] += static_cast<T>(gxb[i]);
       else if (dx.data)
         sum_gx += detail::sum_doubles(gxb, n);
@@ -230,6 +262,7 @@ template <class T, Family F> struct DensityTerm {
           sum_gp[k] += detail::sum_doubles(gpb[k], n);
       }
     }
+    if (stream) detail::stream_fence();
     if (dx.data && !dxs) dx.add(c, 0, static_cast<T>(sum_gx));
     for (int k = 0; k < n_params; ++k)
       if (dp[k].data && !dps[k]) dp[k].add(c, 0, static_cast<T>(sum_gp[k]));

@@ -11,6 +11,7 @@
 #include "../ir.hpp"
 #include "../lanes.hpp"
 #include "../math/unary.hpp"
+#include "stream_store.hpp"
 
 namespace lockstep {
 
@@ -107,8 +108,26 @@ template <class T> struct ParamBackward {
   const T* dy;
   long chains, size;
   int phases = 1, shared_per_lane = 0;
+  // An unconstrained parameter whose slice of the gradient nothing else
+  // writes stores it (the executor did not zero it: NodeCall::first_writer).
+  bool store = false;
   LS_HD void operator()(int, const Lane& lane) const {
-    if (g.transform == Transform::none)
+#if !defined(__CUDA_ARCH__)
+    // The CPU: a slice too large for the caches goes past them (the next
+    // to read it is the sampler, after the whole gradient).
+    if (lane.count == 1 && store && g.transform == Transform::none &&
+        size * static_cast<long>(sizeof(double)) >= detail::stream_bytes) {
+      for (long c = 0; c < chains; ++c)
+        detail::stream_store(grad + c * n_free + offset, dy + c * size, size);
+      detail::stream_fence();
+      return;
+    }
+#endif
+    if (g.transform == Transform::none && store)
+      for_each_element(lane, chains, size, [&](long k, long c, long i) {
+        grad[c * n_free + offset + i] = static_cast<double>(dy[k]);
+      });
+    else if (g.transform == Transform::none)
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
         grad[c * n_free + offset + i] += static_cast<double>(dy[k]);
       });

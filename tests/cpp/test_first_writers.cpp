@@ -1,0 +1,198 @@
+// The first density to write an adjoint stores its partials there, and the
+// executor does not zero what it stores (Executor::find_first_writers(),
+// DensityTerm::dx_store). Checked against the same executor with
+// first_writers off, with the gradient filled with NaN before each call, so
+// that a value neither zeroed nor stored would show.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "helpers.hpp"
+#include "lockstep/kernels/density.hpp"
+#include "lockstep/planner.hpp"
+
+using namespace lockstep;
+using namespace lstest;
+
+namespace {
+
+struct Model {
+  Program p;
+  int z = -1, w = -1, sd = -1;
+  int prior_z = -1, second_z = -1, prior_w = -1, prior_u = -1, twice_q = -1, prior_e = -1,
+      lik = -1;
+};
+
+// z (G), w (5), u (4), q (3), mu, sd > 0: a prior on z, the lean loop's
+// store; a second density on z, which must add; w's prior with parameters
+// that have adjoints (the chunked loop's general path); a truncated prior on
+// u (the element loop, zeroed first); q both target and location of its
+// density (not a first writer); a prior on exp(w), a computed value with
+// an adjoint buffer; and, with rows, a likelihood of data y whose mean is
+// z[g] (an observation stage that adds to z's adjoint).
+Model model(long G, long rows, std::mt19937& rng) {
+  Model m;
+  Program& p = m.p;
+  long off = 0;
+  auto par = [&](long size, Transform t = Transform::none) {
+    const int id = p.add(param_node(size, off, t, 0, 0));
+    off += size;
+    return id;
+  };
+  const int z = par(G), w = par(5), u = par(4), q = par(3), mu = par(1),
+            sd = par(1, Transform::lower);
+  p.n_free = off;
+  m.z = z;
+  m.w = w;
+  m.sd = sd;
+  const int zero = p.add(data_node({0})), one = p.add(data_node({1}));
+  m.prior_z = add_term(p, density_node(Family::normal, {z, zero, one}));
+  m.second_z = add_term(p, density_node(Family::normal, {z, mu, one}));
+  m.prior_w = add_term(p, density_node(Family::normal, {w, mu, sd}));
+  m.prior_u = add_term(p, density_node(Family::normal, {u, zero, one}, -3, inf));
+  m.twice_q = add_term(p, density_node(Family::normal, {q, q, one}));
+  const int e = p.add(unary_node(Op::exp, w, p));
+  m.prior_e = add_term(p, density_node(Family::normal, {e, mu, one}));
+  if (rows > 0) {
+    std::uniform_int_distribution<long> group(0, G - 1);
+    std::normal_distribution<double> norm;
+    std::vector<long> g(rows);
+    std::vector<double> y(rows);
+    for (long r = 0; r < rows; ++r) {
+      g[r] = group(rng);
+      y[r] = norm(rng);
+    }
+    const int zg = p.add(gather_node(z, g));
+    m.lik = add_term(p, density_node(Family::normal, {p.add(data_node(y)), zg, sd}));
+  }
+  lockstep::plan(p);
+  return m;
+}
+
+template <class T>
+std::vector<double> gradient(const Program& p, long chains, const std::vector<double>& state,
+                             ExecOptions o, double fill, std::vector<double>* lp = nullptr) {
+  Executor<T> ex(p, chains, o);
+  std::vector<double> l(chains), grad(chains * p.n_free, fill);
+  ex.log_density(state.data(), l.data(), grad.data());
+  if (lp) *lp = l;
+  return grad;
+}
+
+template <class T>
+void check_against_adding(const Program& p, long chains, const std::vector<double>& state,
+                          ExecOptions o) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> lp_store, lp_add;
+  o.first_writers = true;
+  const std::vector<double> stored = gradient<T>(p, chains, state, o, nan, &lp_store);
+  o.first_writers = false;
+  const std::vector<double> added = gradient<T>(p, chains, state, o, 0.0, &lp_add);
+  CHECK(lp_store == lp_add);
+  long differ = 0;
+  for (size_t k = 0; k < added.size(); ++k) differ += !(stored[k] == added[k]);
+  CHECK(differ == 0);
+}
+
+}  // namespace
+
+TEST_CASE("first writers: which densities store their target's adjoint", "[executor][first]") {
+  std::mt19937 rng(3);
+  const Model m = model(6, 0, rng);
+  for (bool alias : {false, true}) {
+    ExecOptions o;
+    o.alias_parameters = alias;
+    Executor<double> ex(m.p, 2, o);
+    CHECK(ex.first_writer(m.prior_z));
+    CHECK_FALSE(ex.first_writer(m.second_z));  // z's adjoint has its first writer
+    CHECK(ex.first_writer(m.prior_w));
+    CHECK(ex.first_writer(m.prior_u));
+    CHECK_FALSE(ex.first_writer(m.twice_q));  // q is also its location
+    CHECK(ex.first_writer(m.prior_e));
+    // an unconstrained parameter stores its slice of the gradient unless it
+    // is aliased (then its adjoint is that slice); a constrained one's
+    // Jacobian adds there too
+    CHECK(ex.first_writer(m.z) == !alias);
+    CHECK(ex.first_writer(m.w) == !alias);
+    CHECK_FALSE(ex.first_writer(m.sd));
+    o.first_writers = false;
+    Executor<double> off(m.p, 2, o);
+    CHECK_FALSE(off.first_writer(m.prior_z));
+    CHECK_FALSE(off.first_writer(m.z));
+  }
+  Executor<float> single(m.p, 2, ExecOptions{});
+  CHECK(single.first_writer(m.z));
+  CHECK(single.first_writer(m.prior_z));
+  // the lanes path adds element by element: no first writers there
+  ExecOptions em;
+  em.backend = Backend::emulated;
+  CHECK_FALSE(Executor<double>(m.p, 2, em).first_writer(m.prior_z));
+}
+
+TEST_CASE("first writers: the gradient equals the one added to zeros, whatever the buffer held",
+          "[executor][first]") {
+  std::mt19937 rng(5);
+  for (long rows : {0L, 53L}) {
+    const Model m = model(17, rows, rng);
+    for (long chains : {1L, 4L, 5L}) {
+      const std::vector<double> state = uniform_vector(rng, chains * m.p.n_free, -0.8, 0.8);
+      for (int threads : {1, 2})
+        for (int devices : {1, 3})
+          for (bool alias : {false, true}) {
+            INFO("rows " << rows << " chains " << chains << " threads " << threads << " devices "
+                         << devices << " alias " << alias);
+            ExecOptions o;
+            o.threads = threads;
+            o.devices = devices;
+            o.alias_parameters = alias;
+            check_against_adding<double>(m.p, chains, state, o);
+            check_against_adding<float>(m.p, chains, state, o);
+            o.observation_stage = false;
+            check_against_adding<double>(m.p, chains, state, o);
+          }
+    }
+  }
+}
+
+TEST_CASE("first writers: a target too large for the caches is stored past them",
+          "[executor][first]") {
+  // a chain's prior on z stores more than detail::stream_bytes
+  std::mt19937 rng(7);
+  const long G = detail::stream_bytes / static_cast<long>(sizeof(double)) + 37;
+  const Model m = model(G, 0, rng);
+  const std::vector<double> state = uniform_vector(rng, 2 * m.p.n_free, -0.8, 0.8);
+  for (bool alias : {false, true}) {
+    ExecOptions o;
+    o.alias_parameters = alias;
+    o.threads = 2;
+    check_against_adding<double>(m.p, 2, state, o);
+  }
+}
+
+TEST_CASE("first writers: parameters whose slices overlap add", "[executor][first]") {
+  // two parameters over the same slice of the state: each adds its adjoint
+  // to the gradient, so neither may store
+  Program p;
+  const int a = p.add(param_node(4, 0)), b = p.add(param_node(4, 0)), c = p.add(param_node(2, 4));
+  p.n_free = 6;
+  const int zero = p.add(data_node({0})), one = p.add(data_node({1}));
+  add_term(p, density_node(Family::normal, {a, zero, one}));
+  add_term(p, density_node(Family::normal, {b, one, one}));
+  add_term(p, density_node(Family::normal, {c, zero, one}));
+  lockstep::plan(p);
+  Executor<double> ex(p, 3, ExecOptions{});
+  CHECK_FALSE(ex.first_writer(a));
+  CHECK_FALSE(ex.first_writer(b));
+  CHECK(ex.first_writer(c));
+  std::mt19937 rng(11);
+  const std::vector<double> state = uniform_vector(rng, 3 * p.n_free, -1, 1);
+  check_against_adding<double>(p, 3, state, ExecOptions{});
+  check_against_adding<float>(p, 3, state, ExecOptions{});
+  // the gradient of both: -x from a's prior, 1 - x from b's
+  const std::vector<double> grad = gradient<double>(p, 3, state, ExecOptions{}, 0.0);
+  for (long k = 0; k < 3; ++k)
+    for (long i = 0; i < 4; ++i)
+      CHECK(close(grad[k * 6 + i], 1 - 2 * state[k * 6 + i], 1e-14, 1e-14));
+}
