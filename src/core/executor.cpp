@@ -199,7 +199,6 @@ template <class T> void Executor<T>::find_first_writers() {
   std::vector<std::pair<long, long>> slices, stored;
   for (const Node& p : program_.nodes)
     if (p.op == Op::param) slices.push_back({p.offset, p.offset + p.size});
-  std::sort(slices.begin(), slices.end());
   auto overlaps = [&](const Node& p) {
     int count = 0;
     for (const auto& s : slices) count += s.first < p.offset + p.size && p.offset < s.second;

@@ -15,7 +15,6 @@
 
 namespace lockstep {
 
-
 // One family's term (the family a template argument, so that its math is
 // inlined into the element loop instead of dispatched per element).
 template <class T, Family F> struct DensityTerm {
