@@ -1,5 +1,6 @@
 # Developer targets for lockstep (not part of the R package: .Rbuildignore).
 #   make setup     install missing Debian packages (tools/setup.sh)
+#   make bench-setup  the same, plus rstan, the benchmarks' peer (bench/)
 #   make document  Rcpp::compileAttributes() + roxygen2 (NAMESPACE, man/, RcppExports)
 #   make install   R CMD INSTALL . (configure picks CUDA when nvcc is found)
 #   make demo      install, then run tools/demo.R
@@ -10,12 +11,15 @@
 R ?= R
 RSCRIPT ?= Rscript
 
-.PHONY: all setup document install demo check clean
+.PHONY: all setup bench-setup document install demo check clean
 
 all: install
 
 setup:
 	bash tools/setup.sh
+
+bench-setup:
+	bash tools/setup.sh --bench
 
 # compileAttributes() needs a NAMESPACE (it reads useDynLib from it): on a
 # fresh tree roxygen writes one first. Roxygen sources R/ rather than compiling.

@@ -33,8 +33,8 @@ ls_sampler_begin_warmup <- function(sampler, n) {
     invisible(.Call(`_lockstep_ls_sampler_begin_warmup`, sampler, n))
 }
 
-ls_sampler_run <- function(sampler, n, warmup, thin, offset) {
-    .Call(`_lockstep_ls_sampler_run`, sampler, n, warmup, thin, offset)
+ls_sampler_run <- function(sampler, n, warmup, thin, offset, traced, keep_free) {
+    .Call(`_lockstep_ls_sampler_run`, sampler, n, warmup, thin, offset, traced, keep_free)
 }
 
 ls_engine_time <- function(engine, state, options, reps) {

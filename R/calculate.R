@@ -205,9 +205,7 @@ split_values <- function(row, roots, names) {
 # values are taken from the model's raw draws.
 calculate_draws <- function(roots, names, draws, precision, batch, options) {
   info <- attr(draws, "model_info")
-  if (is.null(info$model) || is.null(info$raw_draws)) {
-    stop("`values` is a greta_mcmc_list without its model's draws", call. = FALSE)
-  }
+  if (is.null(info$model) || is.null(info$raw_draws)) stop_without_raw_draws(info, "values")
   model <- info$model
   calculation <- lower_calculation(roots, list(), precision)
   raw <- info$raw_draws

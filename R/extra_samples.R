@@ -27,6 +27,9 @@
 #'   still in memory (so their random numbers continue too). When it is not (a
 #'   saved and reloaded workspace, or other `compute_options`), a new sampler
 #'   starts from each chain's last draw with the tuned step size and `diag_sd`.
+#'   The raw draws (the free state at each draw; see [mcmc()]'s details) are
+#'   kept, old and new, while all of them fit in
+#'   `getOption("lockstep.max_raw_draws_mb")`; otherwise there are none.
 #' @return a `greta_mcmc_list`; `stashed_samples()` returns `NULL` when there
 #'   is nothing stashed
 #' @examples
@@ -67,19 +70,28 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
   }
   run$trace_batch_size <- trace_batch_size
   if (ls_pointer_is_null(run$handle) || !identical(options, run$options)) {
-    run$handle <- restart_sampler(run, info$free, options)
+    run$handle <- restart_sampler(run, info$last_free, options)
     run$options <- options
   }
-  previous <- list(free = info$free, diagnostics = info$diagnostics,
+  # the raw draws go on being kept if they were, and all of them still fit
+  # in getOption("lockstep.max_raw_draws_mb")
+  chains <- run$chains
+  run$keep_raw <- !is.null(info$raw_draws) &&
+    keeps_raw_draws(raw_draws_mb(run$model, coda::niter(draws) + n_samples %/% thin, chains),
+                    verbose)
+  plain <- draws
+  attr(plain, "model_info") <- NULL
+  previous <- list(values = interleave_chains(plain),
+                   free = if (run$keep_raw) interleave_chains(info$raw_draws),
+                   last_free = info$last_free, diagnostics = info$diagnostics,
                    warmup_diagnostics = info$warmup_diagnostics)
   finish_run(run, sample_run(run, 0L, n_samples, pb_update, verbose), previous)
 }
 
-# A sampler that starts at each chain's last draw, with the tuned step size and
-# diag_sd (or dense metric), for a run whose own sampler is gone.
-restart_sampler <- function(run, free, options) {
-  chains <- run$chains
-  last <- free[seq(nrow(free) - chains + 1, nrow(free)), , drop = FALSE]
+# A sampler that starts at each chain's last draw (`last`, a row per chain),
+# with the tuned step size and diag_sd (or dense metric), for a run whose own
+# sampler is gone.
+restart_sampler <- function(run, last, options) {
   parameters <- run$sampler$parameters
   if (!is.null(run$epsilon)) parameters$epsilon <- run$epsilon
   if (!is.null(run$diag_sd)) parameters$diag_sd <- run$diag_sd
@@ -93,7 +105,7 @@ restart_sampler <- function(run, free, options) {
 #' @export
 stashed_samples <- function() {
   kept_env <- lockstep_stash$last
-  if (is.null(kept_env) || is.null(kept_free(kept_env))) return(invisible(NULL))
+  if (is.null(kept_env) || is.null(kept_values(kept_env))) return(invisible(NULL))
   suppressWarnings(finish_run(kept_env$run, kept_env))
 }
 
@@ -111,11 +123,13 @@ window.greta_mcmc_list <- function(x, start = NULL, end = NULL, thin = NULL, ...
   out <- do.call(stats::window, c(list(plain), args, list(...)))
   # the same iterations of the raw draws and diagnostics
   kept <- stats::time(plain[[1]]) %in% stats::time(out[[1]])
-  info$raw_draws <- coda::mcmc.list(lapply(info$raw_draws, function(chain) {
-    coda::mcmc(chain[kept, , drop = FALSE], start = stats::start(out), thin = coda::thin(out))
-  }))
+  if (!is.null(info$raw_draws)) {
+    info$raw_draws <- coda::mcmc.list(lapply(info$raw_draws, function(chain) {
+      coda::mcmc(chain[kept, , drop = FALSE], start = stats::start(out), thin = coda::thin(out))
+    }))
+  }
   info$run <- NULL  # a window is not a run that can be continued
-  info$free <- NULL
+  info$last_free <- NULL
   info$warmup_diagnostics <- NULL  # nor does it hold a warmup
   attr(out, "model_info") <- info
   if (!is.null(params)) {

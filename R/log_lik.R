@@ -66,9 +66,7 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
     stop("`draws` must be a greta_mcmc_list made by mcmc()", call. = FALSE)
   }
   info <- attr(draws, "model_info")
-  if (is.null(info$model) || is.null(info$raw_draws)) {
-    stop("`draws` is a greta_mcmc_list without its model's draws", call. = FALSE)
-  }
+  if (is.null(info$model) || is.null(info$raw_draws)) stop_without_raw_draws(info, "draws")
   if (!is.logical(merge_chains) || length(merge_chains) != 1 || is.na(merge_chains)) {
     stop("`merge_chains` must be TRUE or FALSE", call. = FALSE)
   }

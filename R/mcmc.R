@@ -32,14 +32,26 @@
 #'   chain). Variables without initial values start at values drawn uniformly
 #'   between -2 and 2 on their unconstrained scale; starts whose log density is
 #'   not finite are drawn again.
-#' @param trace_batch_size how many draws to compute traced values for in one
-#'   engine call
+#' @param trace_batch_size accepted for compatibility with greta: lockstep
+#'   computes the traced values of each kept draw as the sampler makes it
 #' @param compute_options where the model runs: [cpu_only()] (the default)
 #'
 #' @details Random numbers come from R's generator (through the seeds of
 #'   lockstep's own counter-based generator), so `set.seed()` repeats a run
 #'   exactly. Interrupting sampling (Esc or Ctrl-C) returns the draws made so
 #'   far.
+#'
+#'   Besides the draws of the model's targets, the result keeps, as greta's
+#'   does, the raw draws: the free state of every kept draw, from which
+#'   [calculate()], [log_lik()] and [simulate()] compute other quantities at
+#'   each draw. A model with millions of parameters (a hierarchical model with
+#'   many groups) would need gigabytes for them, so they are kept only when
+#'   they take at most `getOption("lockstep.max_raw_draws_mb")` megabytes
+#'   (1024 by default); otherwise the draws of the targets are all there is
+#'   (with each chain's last state, so that [extra_samples()] can continue),
+#'   and a message says so when `verbose`. Set the option higher before
+#'   sampling to keep them, or trace what is wanted later as a target of
+#'   [model()].
 #'
 #' @return a `greta_mcmc_list`: a [coda::mcmc.list] with one [coda::mcmc]
 #'   per chain, columns named as greta names them (`mu`, `theta[1,1]`, ...).
@@ -93,9 +105,48 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   handle <- ls_sampler_new(engine, init, sampler$name, sampler$parameters, seeds[1], seeds[2],
                            options)
 
+  raw_mb <- raw_draws_mb(model, n_samples %/% thin, chains)
   run <- list(model = model, handle = handle, sampler = sampler, chains = chains, thin = thin,
-              warmup = warmup, trace_batch_size = trace_batch_size, options = options)
+              warmup = warmup, trace_batch_size = trace_batch_size, options = options,
+              keep_raw = keeps_raw_draws(raw_mb, verbose))
   finish_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
+}
+
+# The megabytes that the raw draws (free states) of `draws` draws of each of
+# `chains` chains of `model` take.
+raw_draws_mb <- function(model, draws, chains) model$n_free * draws * chains * 8 / 2^20
+
+# Whether a run keeps raw draws of `mb` megabytes (see mcmc()'s details): at
+# most getOption("lockstep.max_raw_draws_mb"), 1024 when unset.
+keeps_raw_draws <- function(mb, verbose) {
+  limit <- getOption("lockstep.max_raw_draws_mb", 1024)
+  if (!is.numeric(limit) || length(limit) != 1 || is.na(limit) || limit < 0) {
+    stop("option `lockstep.max_raw_draws_mb` must be a number of megabytes, 0 or more",
+         call. = FALSE)
+  }
+  keep <- mb <= limit
+  if (!keep && verbose) {
+    message("not keeping the raw draws (the free state at each draw): they would take ",
+            format_mb(mb), ", more than getOption(\"lockstep.max_raw_draws_mb\") = ", limit,
+            "; calculate(), log_lik() and simulate() need them")
+  }
+  keep
+}
+
+format_mb <- function(mb) {
+  if (mb >= 1024) sprintf("%.1f GB", mb / 1024) else sprintf("%.0f MB", mb)
+}
+
+# An error for a function that needs the raw draws of `draws` (whose
+# model_info is `info`), saying why they are not there.
+stop_without_raw_draws <- function(info, arg) {
+  if (!is.null(info$model) && !is.null(info$raw_draws_mb)) {
+    stop("`", arg, "` holds no raw draws (the free state at each draw): mcmc() did not keep ",
+         "them, since they would have taken ", format_mb(info$raw_draws_mb), ", more than ",
+         "getOption(\"lockstep.max_raw_draws_mb\"); set that option higher before mcmc() ",
+         "to keep them", call. = FALSE)
+  }
+  stop("`", arg, "` is a greta_mcmc_list without its model's draws", call. = FALSE)
 }
 
 # The arguments mcmc() and extra_samples() share, checked, as integers.
@@ -130,8 +181,9 @@ sample_run <- function(run, warmup, n_samples, pb_update, verbose) {
 # The greta_mcmc_list of a run's kept draws (NULL when there are none), with
 # what extra_samples() needs to continue it. A complete run empties the stash.
 finish_run <- function(run, kept_env, previous = NULL) {
+  values <- kept_values(kept_env)
   free <- kept_free(kept_env)
-  if (is.null(free) && is.null(previous)) {
+  if (is.null(values) && is.null(previous)) {
     if (identical(kept_env$status, "interrupted")) {
       message("interrupted during warmup: there are no draws to return")
     }
@@ -139,18 +191,23 @@ finish_run <- function(run, kept_env, previous = NULL) {
   }
   diagnostics <- kept_diagnostics(kept_env)
   if (!is.null(diagnostics)) warn_sampler_problems(diagnostics, run$sampler)
+  last <- kept_env$last_free
   if (!is.null(previous)) {
-    free <- rbind(previous$free, free)
+    values <- rbind(previous$values, values)
+    free <- if (isTRUE(run$keep_raw)) rbind(previous$free, free)
     diagnostics <- rbind(previous$diagnostics, diagnostics)
+    if (is.null(last)) last <- previous$last_free
   }
-  out <- build_mcmc_list(run$model, free, run$chains, run$thin, run$warmup, run$trace_batch_size,
-                         run$options, kept_env$status)
+  out <- build_mcmc_list(run$model, values, free, run$chains, run$thin, run$warmup,
+                         kept_env$status)
   info <- attr(out, "model_info")
+  if (!isTRUE(run$keep_raw)) info$raw_draws_mb <- raw_draws_mb(run$model, nrow(values) / run$chains,
+                                                       run$chains)
   info$run <- run
   info$run$epsilon <- kept_env$epsilon
   info$run$diag_sd <- kept_env$diag_sd
   info$run$metric_factor <- kept_env$metric_factor
-  info$free <- free
+  info$last_free <- last  # each chain's last kept state, where extra_samples() starts
   info$diagnostics <- diagnostics
   info$warmup_diagnostics <- if (is.null(previous)) {
     kept_warmup_diagnostics(kept_env, names(diagnostics))
@@ -167,6 +224,10 @@ finish_run <- function(run, kept_env, previous = NULL) {
 
 kept_free <- function(kept_env) {
   if (length(kept_env$chunks)) do.call(rbind, kept_env$chunks) else NULL
+}
+
+kept_values <- function(kept_env) {
+  if (length(kept_env$values)) do.call(rbind, kept_env$values) else NULL
 }
 
 kept_diagnostics <- function(kept_env) {
@@ -294,11 +355,16 @@ get_sampler_params <- function(x, inc_warmup = FALSE) {
 # its next leapfrog step, ends the iteration under way there (a valid draw)
 # and returns, and the interrupt is signalled as soon as the chunk's draws
 # are kept. So a large model whose one iteration takes minutes stops at once.
-# Kept free states and their diagnostics are appended to kept_env$chunks and
-# kept_env$diagnostics as they are made (rows: iteration-major, chains
-# within); the step size and diag_sd to kept_env.
+# The traced values of kept draws, their free states (when the run keeps its
+# raw draws) and their diagnostics are appended to kept_env$values,
+# kept_env$chunks and kept_env$diagnostics as they are made (rows:
+# iteration-major, chains within); the last kept state (a row per chain),
+# the step size and diag_sd to kept_env.
 run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
   width_total <- max(warmup, n_samples)
+  run <- kept_env$run
+  traced <- vapply(run$model$traced, function(t) as.integer(t$ir), integer(1))
+  kept_env$values <- list()
   kept_env$chunks <- list()
   kept_env$diagnostics <- list()
   kept_env$warmup_diagnostics <- list()
@@ -320,14 +386,19 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         }
         started <- proc.time()[["elapsed"]]
         suspendInterrupts({
-          res <- ls_sampler_run(handle, n, phase == "warmup",
-                                if (phase == "warmup") 1L else thin, done)
+          sampling <- phase == "sampling"
+          res <- ls_sampler_run(handle, n, !sampling, if (sampling) thin else 1L, done,
+                                if (sampling) traced else integer(0),
+                                sampling && isTRUE(run$keep_raw))
           done <- done + res$iterations
           kept_env$epsilon <- res$epsilon
           kept_env$diag_sd <- res$diag_sd
           kept_env$metric_factor <- res$metric_factor
-          if (phase == "sampling" && nrow(res$free) > 0) {
-            kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
+          if (sampling && nrow(res$values) > 0) {
+            kept_env$values[[length(kept_env$values) + 1L]] <- res$values
+            if (isTRUE(run$keep_raw)) kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
+            kept_env$last_free <- res$free[seq(nrow(res$free) - chains + 1, nrow(res$free)), ,
+                                           drop = FALSE]
             kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics
           }
           if (phase == "warmup") {
@@ -353,8 +424,8 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
     cat("\n", file = stderr())
     "interrupted"
   })
-  if (status == "interrupted" && length(kept_env$chunks)) {
-    message("sampling was interrupted: returning the ", nrow(kept_free(kept_env)) / chains,
+  if (status == "interrupted" && length(kept_env$values)) {
+    message("sampling was interrupted: returning the ", nrow(kept_values(kept_env)) / chains,
             " draws per chain made so far (also available from stashed_samples())")
   }
   status

@@ -7,31 +7,32 @@ trace_names <- function(name, dim) {
   paste0(name, "[", apply(grid, 1, paste, collapse = ","), "]")
 }
 
-build_mcmc_list <- function(model, free, chains, thin, warmup, trace_batch_size, options,
-                            status) {
-  engine <- model_engine(model)
-  ids <- vapply(model$traced, function(t) as.integer(t$ir), integer(1))
+# The greta_mcmc_list of the traced values of kept draws (rows:
+# iteration-major, chains within) and, unless NULL, their free states (the
+# raw draws, rows in the same order).
+build_mcmc_list <- function(model, values, free, chains, thin, warmup, status) {
   names <- unlist(lapply(model$traced, function(t) trace_names(t$name, t$dim)))
-  rows <- nrow(free)
-  batch <- trace_batch_size * chains
-  values <- matrix(0, rows, length(names))
-  for (start in seq(1, rows, by = batch)) {
-    idx <- start:min(rows, start + batch - 1)
-    values[idx, ] <- ls_engine_values(engine, free[idx, , drop = FALSE], ids, options)
-  }
   colnames(values) <- names
-  chain_of_row <- rep_len(seq_len(chains), rows)
-  per_chain <- lapply(seq_len(chains), function(chain) {
-    coda::mcmc(values[chain_of_row == chain, , drop = FALSE], start = warmup + thin, thin = thin)
-  })
-  raw <- lapply(seq_len(chains), function(chain) {
-    coda::mcmc(free[chain_of_row == chain, , drop = FALSE], start = warmup + thin, thin = thin)
-  })
-  draws <- coda::mcmc.list(per_chain)
-  attr(draws, "model_info") <- list(raw_draws = coda::mcmc.list(raw), model = model,
-                                    status = status)
+  by_chain <- function(x) {
+    chain_of_row <- rep_len(seq_len(chains), nrow(x))
+    coda::mcmc.list(lapply(seq_len(chains), function(chain) {
+      coda::mcmc(x[chain_of_row == chain, , drop = FALSE], start = warmup + thin, thin = thin)
+    }))
+  }
+  draws <- by_chain(values)
+  attr(draws, "model_info") <- list(raw_draws = if (!is.null(free)) by_chain(free),
+                                    model = model, status = status)
   class(draws) <- c("greta_mcmc_list", class(draws))
   draws
+}
+
+# The rows of a coda mcmc.list's chains interleaved as the sampler makes them
+# (iteration-major, chains within): the inverse of build_mcmc_list()'s split.
+interleave_chains <- function(x) {
+  chains <- length(x)
+  n <- nrow(x[[1]])
+  all <- do.call(rbind, lapply(x, function(chain) unclass(as.matrix(chain))))
+  all[as.vector(t(matrix(seq_len(n * chains), n, chains))), , drop = FALSE]
 }
 
 #' Draws from mcmc(): printing, summaries and windows

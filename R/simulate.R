@@ -167,9 +167,7 @@ engine_values_batched <- function(engine, free, ids, batch, options) {
 # variables take their values there, and everything else is drawn as above.
 simulate_posterior <- function(roots, names, draws, nsim, precision, batch, options) {
   info <- attr(draws, "model_info")
-  if (is.null(info$model) || is.null(info$raw_draws)) {
-    stop("`values` is a greta_mcmc_list without its model's draws", call. = FALSE)
-  }
+  if (is.null(info$model) || is.null(info$raw_draws)) stop_without_raw_draws(info, "values")
   model <- info$model
   raw <- as.matrix(info$raw_draws)
   if (is.null(dim(raw))) raw <- matrix(raw, ncol = 1)

@@ -600,6 +600,10 @@ driver <- function(o) {
 
   # correctness cross-check
   check <- NULL
+  if ((yes(o$rstan) || yes(o$check)) && !requireNamespace("rstan", quietly = TRUE))
+    stop("--rstan yes and --check yes need rstan, which is not installed: run ",
+         "`make bench-setup` from the repository root (Debian's r-cran-rstan), or pass ",
+         "--rstan no --check no", call. = FALSE)
   if (yes(o$check)) {
     api_ok <- any(vapply(probes, is.na, logical(1)))
     variant <- if (api_ok) "api" else "fallback"

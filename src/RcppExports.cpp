@@ -113,8 +113,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // ls_sampler_run
-List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset);
-RcppExport SEXP _lockstep_ls_sampler_run(SEXP samplerSEXP, SEXP nSEXP, SEXP warmupSEXP, SEXP thinSEXP, SEXP offsetSEXP) {
+List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, IntegerVector traced, bool keep_free);
+RcppExport SEXP _lockstep_ls_sampler_run(SEXP samplerSEXP, SEXP nSEXP, SEXP warmupSEXP, SEXP thinSEXP, SEXP offsetSEXP, SEXP tracedSEXP, SEXP keep_freeSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -123,7 +123,9 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< bool >::type warmup(warmupSEXP);
     Rcpp::traits::input_parameter< int >::type thin(thinSEXP);
     Rcpp::traits::input_parameter< int >::type offset(offsetSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_sampler_run(sampler, n, warmup, thin, offset));
+    Rcpp::traits::input_parameter< IntegerVector >::type traced(tracedSEXP);
+    Rcpp::traits::input_parameter< bool >::type keep_free(keep_freeSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_sampler_run(sampler, n, warmup, thin, offset, traced, keep_free));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -219,7 +221,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_engine_values", (DL_FUNC) &_lockstep_ls_engine_values, 4},
     {"_lockstep_ls_sampler_new", (DL_FUNC) &_lockstep_ls_sampler_new, 7},
     {"_lockstep_ls_sampler_begin_warmup", (DL_FUNC) &_lockstep_ls_sampler_begin_warmup, 2},
-    {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 5},
+    {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 7},
     {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},
     {"_lockstep_ls_optimise", (DL_FUNC) &_lockstep_ls_optimise, 7},
     {"_lockstep_ls_mpi_available", (DL_FUNC) &_lockstep_ls_mpi_available, 0},

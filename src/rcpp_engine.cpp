@@ -32,6 +32,47 @@ using namespace Rcpp;
 
 namespace {
 
+// Tracing reads node values, in double whatever the precision, from the
+// subprogram the traced nodes are computed from (so that tracing parameters
+// never computes the likelihood's observation-sized values), op by op.
+struct Tracer {
+  lockstep::Program program;
+  std::vector<int> ids;  // the traced nodes' ids in `program`
+  std::unique_ptr<lockstep::Executor<double>> executor;
+
+  // The traced values of `chains` chain-major states x ([chains, n_free]):
+  // chain c's k-th value (the nodes' elements, column-major, side by side)
+  // at out[c * chain_stride + k * value_stride] (a node without the chain
+  // dimension gives every chain its one value).
+  void values(const double* x, long chains, double* out, long chain_stride, long value_stride) {
+    executor->forward(x);
+    long col = 0;
+    for (int id : ids) {
+      const lockstep::Node& node = program.nodes[id];
+      const std::vector<double>& v = executor->value(id);
+      for (long i = 0; i < node.size; ++i, ++col)
+        for (long c = 0; c < chains; ++c)
+          out[c * chain_stride + col * value_stride] = node.chain ? v[c * node.size + i] : v[i];
+    }
+  }
+};
+
+std::unique_ptr<Tracer> make_tracer(const lockstep::Program& program, long chains,
+                                    lockstep::ExecOptions o, const std::vector<int>& nodes) {
+  // Traced values are computed on each process alone: the parameters and
+  // what depends on them are the same on every rank.
+  o.observation_stage = false;
+  o.world = nullptr;
+  o.alias_parameters = false;  // tracing reads parameters' own values
+  // and on the CPU: traced values are few and small, and come back to R.
+  if (o.backend == lockstep::Backend::cuda) o.backend = lockstep::Backend::cpu;
+  auto t = std::make_unique<Tracer>();
+  t->program = lockstep::subprogram(program, nodes, &t->ids);
+  lockstep::plan(t->program);
+  t->executor = std::make_unique<lockstep::Executor<double>>(t->program, chains, o);
+  return t;
+}
+
 // A planned program and its executors, one per (chains, compute options), in
 // the model's precision (float32 values with double sums for "single").
 struct Engine {
@@ -45,33 +86,14 @@ struct Engine {
   std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int, bool>,
            std::unique_ptr<lockstep::Target>>
       executors;
-  // Tracing reads node values, in double whatever the precision, from the
-  // subprogram the traced nodes are computed from (so that tracing parameters
-  // never computes the likelihood's observation-sized values), op by op.
-  struct Tracer {
-    lockstep::Program program;
-    std::vector<int> ids;  // the traced nodes' ids in `program`
-    std::unique_ptr<lockstep::Executor<double>> executor;
-  };
   std::map<std::tuple<long, int, std::vector<int>>, std::unique_ptr<Tracer>> tracers;
 
-  Tracer& tracer(long chains, lockstep::ExecOptions o, const std::vector<int>& nodes) {
-    // Traced values are computed on each process alone: the parameters and
-    // what depends on them are the same on every rank.
-    o.observation_stage = false;
-    o.world = nullptr;
-    o.alias_parameters = false;  // tracing reads parameters' own values
-    // and on the CPU: traced values are few and small, and come back to R.
-    if (o.backend == lockstep::Backend::cuda) o.backend = lockstep::Backend::cpu;
+  Tracer& tracer(long chains, const lockstep::ExecOptions& o, const std::vector<int>& nodes) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), nodes);
     auto it = tracers.find(key);
     if (it == tracers.end()) {
       if (tracers.size() > 8) tracers.clear();
-      auto t = std::make_unique<Tracer>();
-      t->program = lockstep::subprogram(*program, nodes, &t->ids);
-      lockstep::plan(t->program);
-      t->executor = std::make_unique<lockstep::Executor<double>>(t->program, chains, o);
-      it = tracers.emplace(key, std::move(t)).first;
+      it = tracers.emplace(key, make_tracer(*program, chains, o, nodes)).first;
     }
     return *it->second;
   }
@@ -118,6 +140,19 @@ struct SamplerHandle {
   // MPI ranks must make the same leapfrog steps and iterations (each is a
   // collective call), so a rank never ends one early on its own interrupt.
   bool across_processes = false;
+  // The compute options it was made with, and the tracer of the nodes
+  // ls_sampler_run() was last asked to trace (made on first use).
+  lockstep::ExecOptions options;
+  std::vector<int> traced;
+  std::unique_ptr<Tracer> tracer;
+
+  Tracer& tracer_of(const std::vector<int>& nodes) {
+    if (!tracer || nodes != traced) {
+      tracer = make_tracer(*program, executor->chains(), options, nodes);
+      traced = nodes;
+    }
+    return *tracer;
+  }
 };
 
 template <class T> T* checked_pointer(SEXP x, const char* what) {
@@ -276,16 +311,8 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   }
   NumericMatrix out(C, width);
   if (C == 0) return out;
-  Engine::Tracer& t = e->tracer(C, exec_options(options), as<std::vector<int>>(nodes));
-  std::vector<double> x = chain_major(state);
-  t.executor->forward(x.data());
-  long col = 0;
-  for (size_t k = 0; k < t.ids.size(); ++k) {
-    const lockstep::Node& node = t.program.nodes[t.ids[k]];
-    const std::vector<double>& v = t.executor->value(t.ids[k]);
-    for (long i = 0; i < node.size; ++i, ++col)
-      for (long c = 0; c < C; ++c) out(c, col) = node.chain ? v[c * node.size + i] : v[i];
-  }
+  Tracer& t = e->tracer(C, exec_options(options), as<std::vector<int>>(nodes));
+  t.values(chain_major(state).data(), C, out.begin(), 1, C);
   return out;
 }
 
@@ -299,6 +326,7 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   auto h = std::make_unique<SamplerHandle>();
   h->program = e->program;
   lockstep::ExecOptions o = exec_options(options);
+  h->options = o;
   const long C = init.nrow();
   // NUTS or HMC on a model whose gradient is too small to share between
   // threads steps its chains in groups, one per thread
@@ -442,16 +470,22 @@ void ls_sampler_begin_warmup(SEXP sampler, int n) {
 bool interrupt_pending() { return R_interrupts_pending != 0; }
 
 // Runs n iterations; keeps every thin-th state (counted from `offset`, the
-// number of iterations of this phase already run). Returns the kept free
-// states as rows (iteration-major, chains within), each kept iteration's
-// diagnostics per chain (same row order), the sampler's tallies, and the
-// iterations made: fewer than n when the user interrupted, in which case the
-// iteration under way ended at its next leapfrog step (its trajectory cut
-// short, a valid draw: LeapfrogSampler::set_cut_check()). `interrupted` is
-// then TRUE and the interrupt is taken off R's flag: mcmc() signals it
-// itself, in R, where it keeps the draws, and R does not see it again.
+// number of iterations of this phase already run). Returns the values of the
+// nodes `traced` (0-based ids) at each kept state as rows (iteration-major,
+// chains within; the nodes' elements side by side, as ls_engine_values()
+// gives them), the kept free states themselves when `keep_free` (else only
+// the last kept one, a row per chain, from which a run can be continued: the
+// free states of a model with millions of parameters would take gigabytes a
+// draw), each kept iteration's diagnostics per chain (the same row order),
+// the sampler's tallies, and the iterations made: fewer than n when the user
+// interrupted, in which case the iteration under way ended at its next
+// leapfrog step (its trajectory cut short, a valid draw:
+// LeapfrogSampler::set_cut_check()). `interrupted` is then TRUE and the
+// interrupt is taken off R's flag: mcmc() signals it itself, in R, where it
+// keeps the draws, and R does not see it again.
 // [[Rcpp::export]]
-List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
+List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, IntegerVector traced,
+                    bool keep_free) {
   SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
   lockstep::LeapfrogSampler& smp = *h->sampler;
   const bool may_stop = !h->across_processes;
@@ -465,7 +499,17 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
   auto stop_now = [may_stop] { return may_stop && interrupt_pending(); };
   int made = 0;
   const long C = h->executor->chains(), D = h->executor->dim();
-  std::vector<std::vector<double>> kept;
+  const std::vector<int> nodes = as<std::vector<int>>(traced);
+  long width = 0;
+  for (int id : nodes) {
+    if (id < 0 || id >= static_cast<int>(h->program->nodes.size())) stop("node id out of range");
+    width += h->program->nodes[id].size;
+  }
+  Tracer* tracer = nodes.empty() ? nullptr : &h->tracer_of(nodes);
+  long n_kept = 0;
+  std::vector<std::vector<double>> kept;  // the kept states, with keep_free
+  std::vector<double> model_x(C * D);     // the last kept state, in the model's coordinates
+  std::vector<double> values;             // [kept draw][chain][width]
   std::vector<double> accept_stat, energy, step_size;
   std::vector<int> n_leapfrog, tree_depth, divergent;
   int divergent_all = 0, max_depth_all = 0;
@@ -478,8 +522,13 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
       max_depth_all = std::max(max_depth_all, depth[c]);
     }
     if ((offset + it + 1) % thin != 0) return;
-    kept.emplace_back(C * D);
-    smp.to_model(x, kept.back().data(), C);  // a dense metric's coordinates are not the model's
+    ++n_kept;
+    smp.to_model(x, model_x.data(), C);  // a dense metric's coordinates are not the model's
+    if (tracer) {
+      values.resize(n_kept * C * width);
+      tracer->values(model_x.data(), C, values.data() + (n_kept - 1) * C * width, width, 1);
+    }
+    if (keep_free) kept.push_back(model_x);
     for (long c = 0; c < C; ++c) {
       accept_stat.push_back(accept[c]);
       energy.push_back(en[c]);
@@ -514,10 +563,18 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
       if (stop_now()) break;
     }
   }
-  NumericMatrix free(static_cast<int>(kept.size() * C), static_cast<int>(D));
-  for (size_t k = 0; k < kept.size(); ++k)
-    for (long c = 0; c < C; ++c)
-      for (long i = 0; i < D; ++i) free(static_cast<int>(k * C + c), i) = kept[k][c * D + i];
+  // free: every kept state, or the last one
+  const long free_draws = keep_free ? n_kept : std::min(n_kept, 1L);
+  NumericMatrix free(static_cast<int>(free_draws * C), static_cast<int>(D));
+  for (long k = 0; k < free_draws; ++k) {
+    const std::vector<double>& xk = keep_free ? kept[k] : model_x;
+    for (long i = 0; i < D; ++i)
+      for (long c = 0; c < C; ++c) free(static_cast<int>(k * C + c), i) = xk[c * D + i];
+  }
+  NumericMatrix traced_values(static_cast<int>(n_kept * C), static_cast<int>(width));
+  for (long col = 0; col < width; ++col)
+    for (long row = 0; row < n_kept * C; ++row)
+      traced_values(static_cast<int>(row), static_cast<int>(col)) = values[row * width + col];
   const auto& acc = smp.accepted();
   const auto& bad = smp.bad();
   // The tuned diag_sd: one per free parameter when pooled (every chain's row
@@ -560,7 +617,8 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset) {
       _["accept_stat__"] = accept_stat, _["stepsize__"] = step_size,
       _["treedepth__"] = tree_depth, _["n_leapfrog__"] = n_leapfrog,
       _["divergent__"] = divergent, _["energy__"] = energy);
-  return List::create(_["free"] = free, _["diagnostics"] = diagnostics,
+  return List::create(_["values"] = traced_values, _["free"] = free,
+                      _["diagnostics"] = diagnostics,
                       _["accepted"] = NumericVector(acc.begin(), acc.end()),
                       _["bad"] = NumericVector(bad.begin(), bad.end()),
                       _["max_treedepth"] = max_depth_all,

@@ -7,6 +7,9 @@
 # references, and R CMD check refuses to run without every suggested package.
 # OpenMPI (libopenmpi-dev, openmpi-bin) is for the MPI communicator's test
 # (tests/mpi, the "mpi" suite of tools/check.sh); the R package does not use it.
+# `setup.sh --bench` (make bench-setup) adds the benchmarks' peer, rstan
+# (r-cran-rstan), which bench/hlogit.R and bench/posteriordb.R time lockstep
+# against; tests and the package do not need it.
 set -euo pipefail
 
 packages=(
@@ -15,6 +18,9 @@ packages=(
   r-cran-extradistr r-cran-abind r-cran-mvtnorm catch2 cmake pandoc
   libopenmpi-dev openmpi-bin
 )
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(r-cran-rstan)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

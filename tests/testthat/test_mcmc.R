@@ -536,6 +536,63 @@ test_that("extra_samples() restarts from the last draws when the sampler is gone
   expect_equal(coda::niter(more2), 110)
 })
 
+test_that("raw draws over getOption(\"lockstep.max_raw_draws_mb\") are not kept: the same draws, extra_samples() goes on, calculate() says why", {
+  mu <- normal(0, 5)
+  tau <- cauchy(0, 5, truncation = c(0, Inf))
+  z <- normal(0, 1, dim = 8)
+  theta <- mu + tau * z
+  distribution(eight_schools_data$y) <- normal(theta, eight_schools_data$sigma)
+  m <- model(mu, tau)
+  run <- function() {
+    set.seed(77)
+    suppressWarnings(mcmc(m, n_samples = 60, warmup = 60, chains = 2, verbose = FALSE))
+  }
+  kept <- run()
+  raw <- attr(kept, "model_info")$raw_draws
+  expect_equal(dim(raw[[2]]), c(60L, 10L))
+  expect_equal(unname(kept[[2]][, "tau"]), unname(exp(raw[[2]][, 2])))
+  old <- options(lockstep.max_raw_draws_mb = 0)
+  on.exit(options(old), add = TRUE)
+  dropped <- run()
+  # the same chains, the same draws of the targets, without the free states
+  expect_identical(lapply(dropped, unclass), lapply(kept, unclass))
+  expect_null(attr(dropped, "model_info")$raw_draws)
+  set.seed(77)
+  msgs <- capture.output(invisible(suppressWarnings(mcmc(m, n_samples = 60, warmup = 60, chains = 2))),
+                         type = "message")
+  expect_true(any(grepl("not keeping the raw draws", msgs)))
+  expect_error(calculate(theta, values = dropped),
+               "`values` holds no raw draws.*lockstep.max_raw_draws_mb")
+  expect_error(log_lik(dropped), "`draws` holds no raw draws")
+  # extra_samples() goes on from the sampler in memory as with raw draws
+  # (the option, still 0, now drops them from both) ...
+  more_kept <- extra_samples(kept, n_samples = 30, verbose = FALSE)
+  more_dropped <- extra_samples(dropped, n_samples = 30, verbose = FALSE)
+  expect_equal(coda::niter(more_dropped), 90)
+  expect_identical(lapply(more_dropped, unclass), lapply(more_kept, unclass))
+  expect_null(attr(more_kept, "model_info")$raw_draws)
+  # ... and from each chain's last draw once the sampler is gone
+  path <- tempfile(fileext = ".rds")
+  saveRDS(dropped, path)
+  restarted <- suppressMessages(extra_samples(readRDS(path), n_samples = 30, verbose = FALSE))
+  expect_equal(coda::niter(restarted), 90)
+  expect_equal(as.matrix(restarted[[1]])[1:60, ], as.matrix(dropped[[1]]))
+  # raw draws kept go on being kept while they fit, and calculate() reads them
+  options(lockstep.max_raw_draws_mb = 1024)
+  kept <- run()
+  more <- extra_samples(kept, n_samples = 30, verbose = FALSE)
+  raw <- attr(more, "model_info")$raw_draws
+  expect_equal(dim(raw[[1]]), c(90L, 10L))
+  expect_equal(unname(as.matrix(more[[1]])[1:60, ]), unname(as.matrix(kept[[1]])))
+  expect_equal(unname(more[[1]][, "mu"]), unname(raw[[1]][, 1]))
+  th <- calculate(theta, values = more)
+  free <- unname(as.matrix(raw[[1]]))
+  expect_equal(unname(as.matrix(th[[1]])), free[, 1] + exp(free[, 2]) * free[, 3:10])
+  options(lockstep.max_raw_draws_mb = "lots")
+  expect_error(mcmc(m, n_samples = 10, warmup = 10, verbose = FALSE),
+               "option `lockstep.max_raw_draws_mb` must be a number of megabytes")
+})
+
 test_that("extra_samples() goes on where the run was made, unless told otherwise", {
   set.seed(533)
   x <- normal(0, 1, dim = 2)
