@@ -775,7 +775,8 @@ print_table <- function(rows, stan_rows, bw, title) {
   cat(title, ":\n", sep = "")
   hdr <- c("N", "G", "K", "C", "precision", "threads", "rows", "lockstep s/chain-grad",
            "engine only", "rstan s/grad",
-           "ratio", "cpu/wall", "others", "floor", "x floor", "lockstep peak MB", "(model MB)", "rstan peak MB")
+           "ratio", "engine ratio", "cpu/wall", "others", "floor", "x floor (engine)",
+           "lockstep peak MB", "(model MB)", "rstan peak MB")
   tab <- lapply(rows, function(r) {
     s <- Filter(function(x) x$N == r$N && x$variant == "rdp" && isTRUE(x$ok), stan_rows)
     s <- if (length(s)) s[[1]] else NULL
@@ -788,12 +789,18 @@ print_table <- function(rows, stan_rows, bw, title) {
         paste0(fmt_s(r$sec), if (!isTRUE(r$finite)) " (!)" else ""),
         fmt_s(if (is.null(r$sec_engine)) NA else r$sec_engine),
         fmt_s(if (is.null(s)) NA else s$sec),
-        if (is.null(s)) "-" else fmt_ratio(s$sec / r$sec), sprintf("%.2f", r$cpu_ratio),
-        if (is.null(r$other_load)) "-" else sprintf("%.2f", r$other_load), fmt_s(fl), if (is.na(fl)) "-" else sprintf("%.1f", r$sec / fl),
+        if (is.null(s)) "-" else fmt_ratio(s$sec / r$sec),
+        if (is.null(s) || !is.numeric(r$sec_engine) || is.na(r$sec_engine)) "-" else
+          fmt_ratio(s$sec / r$sec_engine),
+        sprintf("%.2f", r$cpu_ratio),
+        if (is.null(r$other_load)) "-" else sprintf("%.2f", r$other_load), fmt_s(fl),
+        if (is.na(fl)) "-" else sprintf("%.1f (%s)", r$sec / fl,
+          if (!is.numeric(r$sec_engine) || is.na(r$sec_engine)) "-" else
+            sprintf("%.1f", r$sec_engine / fl)),
         fmt_mb(r$peak_mb), fmt_mb(r$model_mb), fmt_mb(if (is.null(s)) NA else s$peak_mb))
     } else {
       c(fmt_n(r$N), fmt_n(r$G), r$K, r$C, r$precision, r$threads, r$order, "-", "-",
-        fmt_s(if (is.null(s)) NA else s$sec), "-", "-", "-", fmt_s(fl), "-", "-", "-",
+        fmt_s(if (is.null(s)) NA else s$sec), "-", "-", "-", "-", fmt_s(fl), "-", "-", "-",
         fmt_mb(if (is.null(s)) NA else s$peak_mb))
     }
   })
@@ -811,6 +818,9 @@ print_table <- function(rows, stan_rows, bw, title) {
         "row(s): the test point has |eta| > ~37, where a probability-form bernoulli(ilogit(eta))",
         "gives log(0); the logit form must not\n")
   }
+  cat("  ratio: rstan's gradient over lockstep's through R (lockstep:::model_log_density(),",
+      "which copies the state in and a fresh gradient matrix out); engine ratio: over the",
+      "engine alone, what a sampler's leapfrog step pays (bench/hlogit_sampler.R)\n")
   cat("  floor: minimum bytes per chain-gradient (data once per call / C + 3 passes over each",
       "chain's G x (K+1) group state) at the STREAM triad bandwidth for that thread count\n")
   cat("  others: cores kept busy by OTHER processes during the timed calls (/proc/stat);",

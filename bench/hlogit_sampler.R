@@ -1,0 +1,66 @@
+# The seed model's sampler through R: what a leapfrog step costs in mcmc(), against the
+# engine's gradient alone. bench/hlogit.R times one log density and gradient; a sampler
+# adds its vector operations (momentum draws, kick and drift, kinetic energies) and
+# what each kept draw costs (its traced values, its raw draws when they are kept).
+#
+#   Rscript bench/hlogit_sampler.R [--N 1e6] [--chains 4] [--threads 2]
+#                                  [--precision double] [--iterations 5,25] [--L 10]
+#
+# Runs hmc() with a fixed number of leapfrog steps L and no warmup, for each of the two
+# iteration counts, and takes the difference (what the extra iterations cost, without
+# the model's build and the first evaluation); prints it per iteration and per
+# chain-gradient, with the engine alone (ls_engine_time) for comparison. The step size
+# is small (1e-4) so that the chains stay near their starts; HMC's trajectories have
+# their L steps whether or not they diverge. Data: the seed's generator
+# (../shared/peers/simdata.R; set LOCKSTEP_SHARED to the folder holding peers/).
+suppressPackageStartupMessages(library(lockstep))
+
+args <- commandArgs(TRUE)
+opt <- list(N = "1e6", chains = "4", threads = "2", precision = "double",
+            iterations = "5,25", L = "10")
+if (length(args) %% 2 != 0) stop("usage: see the header of this script")
+for (i in seq_len(length(args) / 2) * 2 - 1) {
+  key <- sub("^--", "", args[i])
+  if (!key %in% names(opt)) stop("unknown option --", key, "; see the header of this script")
+  opt[[key]] <- args[i + 1]
+}
+N <- as.numeric(opt$N); chains <- as.integer(opt$chains); threads <- as.integer(opt$threads)
+L <- as.integer(opt$L); its <- as.integer(strsplit(opt$iterations, ",")[[1]])
+stopifnot(length(its) == 2, its[2] > its[1])
+
+shared <- Sys.getenv("LOCKSTEP_SHARED", "../shared")
+source(file.path(shared, "peers", "simdata.R"))
+G <- round(N / 10); K <- 20
+d <- sim_hlogit(N, G, K, 20240601)$data
+
+alpha <- normal(0, 1.5)
+beta <- normal(0, 1, dim = K)
+sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
+sigma_gamma <- normal(0, 0.5, dim = K, truncation = c(0, Inf))
+z_alpha <- normal(0, 1, dim = G)
+z_gamma <- normal(0, 1, dim = c(G, K))
+gamma <- sweep(z_gamma, 2, sigma_gamma, "*")
+Xd <- as_data(d$X)
+eta <- alpha + (sigma_alpha * z_alpha)[d$g] + Xd %*% beta + rowSums(Xd * gamma[d$g, ])
+distribution(d$y) <- bernoulli(ilogit(eta))
+m <- model(alpha, beta, sigma_alpha, sigma_gamma, precision = opt$precision)
+co <- cpu_only(threads = threads)
+
+seconds <- vapply(its, function(n) {
+  set.seed(1)
+  system.time(suppressWarnings(
+    mcmc(m, sampler = hmc(Lmin = L, Lmax = L, epsilon = 1e-4), warmup = 0, n_samples = n,
+         chains = chains, verbose = FALSE, compute_options = co)))[["elapsed"]]
+}, numeric(1))
+per_iteration <- diff(seconds) / diff(its)
+set.seed(1)
+free <- matrix(rnorm(chains * m$n_free, 0, 0.5), chains, m$n_free)
+engine <- lockstep:::ls_engine_time(lockstep:::model_engine(m), free, co, 10L) / chains
+
+cat(sprintf("N = %g, %d chains, %d threads, %s, hmc L = %d (%d free parameters)\n", N, chains,
+            threads, opt$precision, L, m$n_free))
+cat(sprintf("  mcmc(): %.3f s and %.3f s for %d and %d iterations: %.1f ms per iteration\n",
+            seconds[1], seconds[2], its[1], its[2], 1e3 * per_iteration))
+cat(sprintf("  per chain-gradient: sampler %.2f ms, engine alone %.2f ms (%.2fx)\n",
+            1e3 * per_iteration / (L * chains), 1e3 * engine,
+            per_iteration / (L * chains) / engine))
