@@ -11,7 +11,9 @@
 #'   taken as given), it returns the targets' values;
 #' * with `values` a `greta_mcmc_list` from [mcmc()], it returns the targets'
 #'   values at every draw, as a `greta_mcmc_list` with the same chains,
-#'   iterations and thinning.
+#'   iterations and thinning. It reads the draws' raw draws, which `mcmc()`
+#'   does not keep for a model whose free states would take more than
+#'   `getOption("lockstep.max_raw_draws_mb")` (see [mcmc()]'s details).
 #'
 #' @section Simulation (`nsim`): With `nsim`, `calculate()` draws `nsim`
 #'   independent simulations of the targets, as greta's does. Every greta

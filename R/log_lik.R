@@ -40,7 +40,8 @@
 #' Data given a [mixture()] count one observation per element, data given a
 #' [joint()] distribution one per row.
 #'
-#' @param draws a `greta_mcmc_list` from [mcmc()] (or [extra_samples()])
+#' @param draws a `greta_mcmc_list` from [mcmc()] (or [extra_samples()]) that
+#'   holds its raw draws (see [mcmc()]'s details)
 #' @param merge_chains `TRUE` (the default) for a matrix of draws x
 #'   observations, the chains one after the other (as `as.matrix(draws)`
 #'   stacks them); `FALSE` for an array of iterations x chains x observations
