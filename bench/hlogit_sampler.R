@@ -11,8 +11,8 @@
 # the model's build and the first evaluation); prints it per iteration and per
 # chain-gradient, with the engine alone (ls_engine_time) for comparison. The step size
 # is small (1e-4) so that the chains stay near their starts; HMC's trajectories have
-# their L steps whether or not they diverge. Data: the seed's generator
-# (../shared/peers/simdata.R; set LOCKSTEP_SHARED to the folder holding peers/).
+# their L steps whether or not they diverge. The model and data: hlogit_model.R (the seed's
+# generator, ../shared/peers/simdata.R; set LOCKSTEP_SHARED to the folder holding peers/).
 suppressPackageStartupMessages(library(lockstep))
 
 args <- commandArgs(TRUE)
@@ -28,22 +28,11 @@ N <- as.numeric(opt$N); chains <- as.integer(opt$chains); threads <- as.integer(
 L <- as.integer(opt$L); its <- as.integer(strsplit(opt$iterations, ",")[[1]])
 stopifnot(length(its) == 2, its[2] > its[1])
 
-shared <- Sys.getenv("LOCKSTEP_SHARED", "../shared")
-source(file.path(shared, "peers", "simdata.R"))
-G <- round(N / 10); K <- 20
-d <- sim_hlogit(N, G, K, 20240601)$data
-
-alpha <- normal(0, 1.5)
-beta <- normal(0, 1, dim = K)
-sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
-sigma_gamma <- normal(0, 0.5, dim = K, truncation = c(0, Inf))
-z_alpha <- normal(0, 1, dim = G)
-z_gamma <- normal(0, 1, dim = c(G, K))
-gamma <- sweep(z_gamma, 2, sigma_gamma, "*")
-Xd <- as_data(d$X)
-eta <- alpha + (sigma_alpha * z_alpha)[d$g] + Xd %*% beta + rowSums(Xd * gamma[d$g, ])
-distribution(d$y) <- bernoulli(ilogit(eta))
-m <- model(alpha, beta, sigma_alpha, sigma_gamma, precision = opt$precision)
+script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
+repo_root <- dirname(dirname(script))
+shared <- Sys.getenv("LOCKSTEP_SHARED", file.path(dirname(repo_root), "shared"))
+source(file.path(dirname(script), "hlogit_model.R"))
+m <- hlogit_model(hlogit_data(N, shared), opt$precision)
 co <- cpu_only(threads = threads)
 
 seconds <- vapply(its, function(n) {

@@ -1,0 +1,30 @@
+# The seed model in lockstep's R API, for the bench scripts that time it alone
+# (profile_hlogit.R, hlogit_sampler.R): the same model as hlogit.R's
+# build_lockstep(variant = "api"), on the seed's generator.
+
+# The seed's data for N rows (G = N / 10 groups, K = 20 covariates), from
+# `shared`/peers/simdata.R. The generator runs with base's %*% and rowSums,
+# which lockstep masks once attached.
+hlogit_data <- function(N, shared) {
+  env <- new.env(parent = getNamespace("stats"))
+  sys.source(file.path(shared, "peers", "simdata.R"), envir = env)
+  env$sim_hlogit(N, round(N / 10), 20L, 20240601L)$data
+}
+
+# The seed's non-centred hierarchical logistic regression of data `d`, tracing
+# alpha, beta, sigma_alpha and sigma_gamma.
+hlogit_model <- function(d, precision = "double") {
+  K <- d$K; G <- d$G; g <- d$g
+  alpha <- normal(0, 1.5)
+  beta <- normal(0, 1, dim = K)
+  sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
+  sigma_gamma <- normal(0, 0.5, dim = K, truncation = c(0, Inf))
+  z_alpha <- normal(0, 1, dim = G)
+  z_gamma <- normal(0, 1, dim = c(G, K))
+  alpha_g <- sigma_alpha * z_alpha
+  Xd <- as_data(d$X)
+  gamma <- lockstep::sweep(z_gamma, 2, sigma_gamma, "*")
+  eta <- alpha + alpha_g[g] + Xd %*% beta + lockstep::rowSums(Xd * gamma[g, ])
+  distribution(d$y) <- bernoulli(ilogit(eta))
+  model(alpha, beta, sigma_alpha, sigma_gamma, precision = precision)
+}
