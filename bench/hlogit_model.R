@@ -1,15 +1,18 @@
 # The seed model in lockstep's R API, for the bench scripts that time it alone
-# (profile_hlogit.R, hlogit_sampler.R): the same model as hlogit.R's
+# (profile_hlogit.R, hlogit_sampler.R, hlogit_nuts.R): the same model as hlogit.R's
 # build_lockstep(variant = "api"), on the seed's generator.
 
-# The seed's data for N rows (G = N / 10 groups, K = 20 covariates), from
-# `shared`/peers/simdata.R. The generator runs with base's %*% and rowSums,
-# which lockstep masks once attached.
-hlogit_data <- function(N, shared) {
+# The seed's simulation for N rows (G = N / 10 groups, K = 20 covariates) from
+# `shared`/peers/simdata.R: its data and the truth they were drawn from. The
+# generator runs with base's %*% and rowSums, which lockstep masks once
+# attached.
+hlogit_sim <- function(N, shared) {
   env <- new.env(parent = getNamespace("stats"))
   sys.source(file.path(shared, "peers", "simdata.R"), envir = env)
-  env$sim_hlogit(N, round(N / 10), 20L, 20240601L)$data
+  env$sim_hlogit(N, round(N / 10), 20L, 20240601L)
 }
+
+hlogit_data <- function(N, shared) hlogit_sim(N, shared)$data
 
 # The seed's non-centred hierarchical logistic regression of data `d`, tracing
 # alpha, beta, sigma_alpha and sigma_gamma.
