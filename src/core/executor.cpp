@@ -2,6 +2,7 @@
 #include "lockstep/executor.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -194,19 +195,32 @@ template <class T> void Executor<T>::find_first_writers() {
     }
     for (int in : d.inputs) read[in] = 1;
   }
-  // Slices of the gradient a first writer stores: aliased parameters whose
-  // adjoint a density stores, and parameters that store their own.
-  std::vector<std::pair<long, long>> slices, stored;
-  for (const Node& p : program_.nodes)
-    if (p.op == Op::param) slices.push_back({p.offset, p.offset + p.size});
-  auto overlaps = [&](const Node& p) {
-    int count = 0;
-    for (const auto& s : slices) count += s.first < p.offset + p.size && p.offset < s.second;
-    return count > 1;
-  };
+  // Which parameters' slices of the state overlap another's, by one sweep
+  // over the slices in the order of their starts (a program lowered from R
+  // may have tens of thousands of parameters): a slice overlaps an earlier
+  // one when it starts before the furthest end so far, and a later one when
+  // the next starts before its own end. (An empty slice may be counted as
+  // overlapping: that only keeps a parameter from storing.)
+  std::vector<std::pair<std::pair<long, long>, int>> slices;  // ((start, end), id)
   for (int id = 0; id < n; ++id) {
     const Node& p = program_.nodes[id];
-    if (p.op == Op::param && runs(id) && p.transform == Transform::none && !overlaps(p))
+    if (p.op == Op::param) slices.push_back({{p.offset, p.offset + p.size}, id});
+  }
+  std::sort(slices.begin(), slices.end());
+  std::vector<char> overlapping(n, 0);
+  long furthest = std::numeric_limits<long>::min();
+  for (size_t k = 0; k < slices.size(); ++k) {
+    const long start = slices[k].first.first, end = slices[k].first.second;
+    if (start < furthest || (k + 1 < slices.size() && slices[k + 1].first.first < end))
+      overlapping[slices[k].second] = 1;
+    furthest = std::max(furthest, end);
+  }
+  // Slices of the gradient a first writer stores: aliased parameters whose
+  // adjoint a density stores, and parameters that store their own.
+  std::vector<std::pair<long, long>> stored;
+  for (int id = 0; id < n; ++id) {
+    const Node& p = program_.nodes[id];
+    if (p.op == Op::param && runs(id) && p.transform == Transform::none && !overlapping[id])
       first_writer_[id] = 1;
     if ((adjoint_stored_[id] && alias_stride_[id]) || (p.op == Op::param && first_writer_[id]))
       stored.push_back({p.offset, p.offset + p.size});

@@ -196,3 +196,26 @@ TEST_CASE("first writers: parameters whose slices overlap add", "[executor][firs
     for (long i = 0; i < 4; ++i)
       CHECK(close(grad[k * 6 + i], 1 - 2 * state[k * 6 + i], 1e-14, 1e-14));
 }
+
+TEST_CASE("first writers: slices that contain, cross or touch one another", "[executor][first]") {
+  // [0, 5) contains [3, 4); [5, 7) touches both neighbours without overlap;
+  // [7, 9) and [8, 10) cross; [10, 12) touches [8, 10); listed out of order
+  Program p;
+  const std::vector<std::pair<long, long>> at = {{8, 2}, {0, 5}, {10, 2}, {5, 2}, {3, 1}, {7, 2}};
+  std::vector<int> ids;
+  for (const auto& s : at) ids.push_back(p.add(param_node(s.second, s.first)));
+  p.n_free = 12;
+  const int zero = p.add(data_node({0})), one = p.add(data_node({1}));
+  for (int id : ids) add_term(p, density_node(Family::normal, {id, zero, one}));
+  lockstep::plan(p);
+  Executor<double> ex(p, 2, ExecOptions{});
+  const std::vector<bool> alone = {false, false, true, true, false, false};
+  for (size_t k = 0; k < ids.size(); ++k) {
+    INFO("slice at " << at[k].first << ", size " << at[k].second);
+    CHECK(ex.first_writer(ids[k]) == alone[k]);
+  }
+  std::mt19937 rng(13);
+  const std::vector<double> state = uniform_vector(rng, 2 * p.n_free, -1, 1);
+  check_against_adding<double>(p, 2, state, ExecOptions{});
+  check_against_adding<float>(p, 2, state, ExecOptions{});
+}
