@@ -34,7 +34,7 @@ m <- hlogit_model(sim$data, opt$precision)
 
 set.seed(1)
 wall <- system.time(draws <- mcmc(m, warmup = warmup, n_samples = samples, chains = chains,
-                                  verbose = FALSE,
+                                  verbose = TRUE,  # progress on stderr: a run at scale is long
                                   compute_options = cpu_only(threads = threads)))[["elapsed"]]
 params <- get_sampler_params(draws, inc_warmup = TRUE)
 leapfrogs <- function(rows) sum(vapply(params, function(p) sum(p$n_leapfrog__[rows]), 0))
