@@ -1,6 +1,19 @@
 # The seed model in lockstep's R API, for the bench scripts that time it alone
 # (profile_hlogit.R, hlogit_sampler.R, hlogit_nuts.R): the same model as hlogit.R's
-# build_lockstep(variant = "api"), on the seed's generator.
+# build_lockstep(variant = "api"), on the seed's generator; and their options.
+
+# Command-line options `--key value` over `defaults`, a named list of strings.
+bench_options <- function(defaults, args = commandArgs(TRUE)) {
+  if (length(args) %% 2 != 0) stop("usage: see the header of the script", call. = FALSE)
+  for (i in seq_len(length(args) / 2) * 2 - 1) {
+    key <- sub("^--", "", args[i])
+    if (!key %in% names(defaults)) {
+      stop("unknown option --", key, "; see the header of the script", call. = FALSE)
+    }
+    defaults[[key]] <- args[i + 1]
+  }
+  defaults
+}
 
 # The seed's simulation for N rows (G = N / 10 groups, K = 20 covariates) from
 # `shared`/peers/simdata.R: its data and the truth they were drawn from. The

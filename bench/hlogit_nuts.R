@@ -13,22 +13,15 @@
 # N = 1e6 that is hours), which assumes its NUTS needs as many steps as lockstep's.
 suppressPackageStartupMessages(library(lockstep))
 
-args <- commandArgs(TRUE)
-opt <- list(N = "1e6", chains = "4", threads = "2", precision = "double", warmup = "200",
-            samples = "200", `rstan-grad` = "")
-if (length(args) %% 2 != 0) stop("usage: see the header of this script")
-for (i in seq_len(length(args) / 2) * 2 - 1) {
-  key <- sub("^--", "", args[i])
-  if (!key %in% names(opt)) stop("unknown option --", key, "; see the header of this script")
-  opt[[key]] <- args[i + 1]
-}
+script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
+source(file.path(dirname(script), "hlogit_model.R"))
+opt <- bench_options(list(N = "1e6", chains = "4", threads = "2", precision = "double",
+                          warmup = "200", samples = "200", `rstan-grad` = ""))
 N <- as.numeric(opt$N); chains <- as.integer(opt$chains); threads <- as.integer(opt$threads)
 warmup <- as.integer(opt$warmup); samples <- as.integer(opt$samples)
 
-script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
 repo_root <- dirname(dirname(script))
 shared <- Sys.getenv("LOCKSTEP_SHARED", file.path(dirname(repo_root), "shared"))
-source(file.path(dirname(script), "hlogit_model.R"))
 sim <- hlogit_sim(N, shared)
 m <- hlogit_model(sim$data, opt$precision)
 

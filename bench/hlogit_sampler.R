@@ -15,23 +15,16 @@
 # generator, ../shared/peers/simdata.R; set LOCKSTEP_SHARED to the folder holding peers/).
 suppressPackageStartupMessages(library(lockstep))
 
-args <- commandArgs(TRUE)
-opt <- list(N = "1e6", chains = "4", threads = "2", precision = "double",
-            iterations = "5,25", L = "10")
-if (length(args) %% 2 != 0) stop("usage: see the header of this script")
-for (i in seq_len(length(args) / 2) * 2 - 1) {
-  key <- sub("^--", "", args[i])
-  if (!key %in% names(opt)) stop("unknown option --", key, "; see the header of this script")
-  opt[[key]] <- args[i + 1]
-}
+script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
+source(file.path(dirname(script), "hlogit_model.R"))
+opt <- bench_options(list(N = "1e6", chains = "4", threads = "2", precision = "double",
+                          iterations = "5,25", L = "10"))
 N <- as.numeric(opt$N); chains <- as.integer(opt$chains); threads <- as.integer(opt$threads)
 L <- as.integer(opt$L); its <- as.integer(strsplit(opt$iterations, ",")[[1]])
 stopifnot(length(its) == 2, its[2] > its[1])
 
-script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
 repo_root <- dirname(dirname(script))
 shared <- Sys.getenv("LOCKSTEP_SHARED", file.path(dirname(repo_root), "shared"))
-source(file.path(dirname(script), "hlogit_model.R"))
 m <- hlogit_model(hlogit_data(N, shared), opt$precision)
 co <- cpu_only(threads = threads)
 
