@@ -52,7 +52,6 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
   n_samples <- checked$n_samples
   thin <- checked$thin
   pb_update <- checked$pb_update
-  trace_batch_size <- checked$trace_batch_size
   run <- info$run
   if (thin != run$thin) {
     stop("`draws` were thinned by ", run$thin, ": use extra_samples(draws, thin = ", run$thin,
@@ -68,7 +67,6 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
   } else {
     run$options
   }
-  run$trace_batch_size <- trace_batch_size
   if (ls_pointer_is_null(run$handle) || !identical(options, run$options)) {
     run$handle <- restart_sampler(run, info$last_free, options)
     run$options <- options
@@ -79,9 +77,7 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
   run$keep_raw <- !is.null(info$raw_draws) &&
     keeps_raw_draws(raw_draws_mb(run$model, coda::niter(draws) + n_samples %/% thin, chains),
                     verbose)
-  plain <- draws
-  attr(plain, "model_info") <- NULL
-  previous <- list(values = interleave_chains(plain),
+  previous <- list(values = interleave_chains(draws),
                    free = if (run$keep_raw) interleave_chains(info$raw_draws),
                    last_free = info$last_free, diagnostics = info$diagnostics,
                    warmup_diagnostics = info$warmup_diagnostics)

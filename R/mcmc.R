@@ -94,7 +94,6 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   n_samples <- checked$n_samples
   thin <- checked$thin
   pb_update <- checked$pb_update
-  trace_batch_size <- checked$trace_batch_size
   warmup <- check_count(warmup, "warmup", 0)
   chains <- check_count(chains, "chains", 1)
   options <- check_compute_options(compute_options)
@@ -107,7 +106,7 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
 
   raw_mb <- raw_draws_mb(model, n_samples %/% thin, chains)
   run <- list(model = model, handle = handle, sampler = sampler, chains = chains, thin = thin,
-              warmup = warmup, trace_batch_size = trace_batch_size, options = options,
+              warmup = warmup, options = options,
               keep_raw = keeps_raw_draws(raw_mb, verbose))
   finish_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
 }
@@ -222,22 +221,19 @@ finish_run <- function(run, kept_env, previous = NULL) {
   out
 }
 
-kept_free <- function(kept_env) {
-  if (length(kept_env$chunks)) do.call(rbind, kept_env$chunks) else NULL
-}
+# A run's chunks of kept rows (free states, traced values or diagnostics)
+# bound into one, NULL when there are none.
+bind_chunks <- function(chunks) if (length(chunks)) do.call(rbind, chunks) else NULL
 
-kept_values <- function(kept_env) {
-  if (length(kept_env$values)) do.call(rbind, kept_env$values) else NULL
-}
-
-kept_diagnostics <- function(kept_env) {
-  if (length(kept_env$diagnostics)) do.call(rbind, kept_env$diagnostics) else NULL
-}
+kept_free <- function(kept_env) bind_chunks(kept_env$chunks)
+kept_values <- function(kept_env) bind_chunks(kept_env$values)
+kept_diagnostics <- function(kept_env) bind_chunks(kept_env$diagnostics)
 
 # Every warmup iteration's diagnostics (rows: iteration-major, chains within),
 # with no rows when there was no warmup.
 kept_warmup_diagnostics <- function(kept_env, columns) {
-  if (length(kept_env$warmup_diagnostics)) return(do.call(rbind, kept_env$warmup_diagnostics))
+  out <- bind_chunks(kept_env$warmup_diagnostics)
+  if (!is.null(out)) return(out)
   as.data.frame(stats::setNames(rep(list(numeric(0)), length(columns)), columns))
 }
 

@@ -57,6 +57,17 @@ struct Tracer {
   }
 };
 
+// The number of values of the nodes `nodes` (0-based ids) of `program`, which
+// are checked.
+long traced_width(const lockstep::Program& program, const std::vector<int>& nodes) {
+  long width = 0;
+  for (int id : nodes) {
+    if (id < 0 || id >= static_cast<int>(program.nodes.size())) stop("node id out of range");
+    width += program.nodes[id].size;
+  }
+  return width;
+}
+
 std::unique_ptr<Tracer> make_tracer(const lockstep::Program& program, long chains,
                                     lockstep::ExecOptions o, const std::vector<int>& nodes) {
   // Traced values are computed on each process alone: the parameters and
@@ -304,14 +315,10 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
   Engine* e = checked_pointer<Engine>(engine, "engine");
   const long C = state.nrow(), D = state.ncol();
   if (D != e->program->n_free) stop("the state does not match the model's free parameters");
-  long width = 0;
-  for (int id : nodes) {
-    if (id < 0 || id >= static_cast<int>(e->program->nodes.size())) stop("node id out of range");
-    width += e->program->nodes[id].size;
-  }
-  NumericMatrix out(C, width);
+  const std::vector<int> ids = as<std::vector<int>>(nodes);
+  NumericMatrix out(C, traced_width(*e->program, ids));
   if (C == 0) return out;
-  Tracer& t = e->tracer(C, exec_options(options), as<std::vector<int>>(nodes));
+  Tracer& t = e->tracer(C, exec_options(options), ids);
   t.values(chain_major(state).data(), C, out.begin(), 1, C);
   return out;
 }
@@ -500,11 +507,7 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   int made = 0;
   const long C = h->executor->chains(), D = h->executor->dim();
   const std::vector<int> nodes = as<std::vector<int>>(traced);
-  long width = 0;
-  for (int id : nodes) {
-    if (id < 0 || id >= static_cast<int>(h->program->nodes.size())) stop("node id out of range");
-    width += h->program->nodes[id].size;
-  }
+  const long width = traced_width(*h->program, nodes);
   Tracer* tracer = nodes.empty() ? nullptr : &h->tracer_of(nodes);
   long n_kept = 0;
   std::vector<std::vector<double>> kept;  // the kept states, with keep_free
