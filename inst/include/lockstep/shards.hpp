@@ -1,0 +1,81 @@
+// Shards of a planned program's observation rows, one per GPU (DESIGN.md,
+// "Devices and communication").
+//
+// A log density is the sum of its global terms (priors and the like,
+// computed from parameters alone, and the parameters' log |Jacobian|) and of
+// its observation extents' terms, each a sum over rows. Shard s of S is a
+// copy of the program whose every extent holds only its block s of rows,
+// [R s / S, R (s + 1) / S), and which, on shards other than 0, has no global
+// terms and is run without the parameters' log |Jacobian| (shard_options()).
+// The shards' log densities and gradients then add up to the whole program's,
+// up to the reassociation of sums. Every shard computes the global values
+// (parameters, their transforms, hyperparameters) itself: they are small next
+// to the rows, and computing them is cheaper than sending them.
+//
+// What stays whole: a node the planner did not prove row-aligned is global
+// (so sharding never changes a result), and its rows, however many, are
+// computed on shard 0 only. An extent whose block s is empty (fewer rows than
+// shards) is not an extent of shard s: its terms are left out there, and its
+// nodes stay whole and dead in the global stage. Terms left out stay in the
+// program as dead density nodes, which executors skip; the shard is for
+// running, not for planning again (validate() would refuse it).
+//
+// The same cut, without slicing (the rows are already the rank's own), is
+// what a process of an MPI run other than rank 0 needs: without_global_terms().
+#ifndef LOCKSTEP_SHARDS_HPP
+#define LOCKSTEP_SHARDS_HPP
+
+#include <memory>
+#include <vector>
+
+#include "executor.hpp"
+#include "ir.hpp"
+
+namespace lockstep {
+
+// The first row of block `shard` of `rows` rows split into `shards` blocks
+// (the last block ends at shard_first_row(rows, shards, shards) = rows).
+long shard_first_row(long rows, int shard, int shards);
+
+// Shard `shard` of `shards` of planned `p` (0 <= shard < shards): a planned
+// copy holding block `shard` of every extent's rows; on shards other than 0,
+// without the global terms. Throws std::invalid_argument for a bad shard.
+Program shard_program(const Program& p, int shard, int shards);
+
+// Planned `p` without its global terms (those of no observation extent), and
+// with the nodes only they read marked dead.
+Program without_global_terms(const Program& p);
+
+// The options a shard runs with: shards other than 0 leave out the
+// parameters' log |Jacobian|, which shard 0 counts for all.
+ExecOptions shard_options(ExecOptions options, int shard);
+
+// The shards of a program each on an executor of the cpu or emulated backend,
+// their log densities and gradients summed in shard order: how the cut into
+// shards that the multi-GPU executor runs is tested without GPUs (on the
+// emulated backend, the shards run the CUDA kernel bodies lane by lane).
+class ShardedTarget : public Target {
+ public:
+  // `shards` executors in precision T over the shards of planned `p` (which
+  // need not outlive this), each with shard_options(options, s).
+  template <class T>
+  static std::unique_ptr<ShardedTarget> make(const Program& p, long chains, const ExecOptions& options,
+                                             int shards);
+
+  long dim() const override { return dim_; }
+  long chains() const override { return chains_; }
+  void log_density(const double* state, double* lp, double* grad) override;
+  int shards() const { return static_cast<int>(targets_.size()); }
+  const Program& program(int shard) const { return *programs_[shard]; }
+
+ private:
+  ShardedTarget(long dim, long chains) : dim_(dim), chains_(chains) {}
+  long dim_, chains_;
+  std::vector<std::unique_ptr<Program>> programs_;  // each outlives its executor
+  std::vector<std::unique_ptr<Target>> targets_;
+  std::vector<double> lp_, grad_;  // a later shard's partials
+};
+
+}  // namespace lockstep
+
+#endif

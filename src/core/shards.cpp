@@ -1,0 +1,161 @@
+// Shards of a program's observation rows (shards.hpp).
+#include "lockstep/shards.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace lockstep {
+
+namespace {
+
+// Keeps only the terms `keep` says to keep; a node stays live where it was
+// live and a parameter, a kept term or read by a live node (so nodes that the
+// planner's fusions left dead stay dead). A term left out stays in the
+// program as a dead density node, which executors skip (validate() would
+// refuse it: the program is for running, not for planning again).
+template <class Keep> void keep_terms(Program& p, Keep keep) {
+  std::vector<int> terms;
+  for (int t : p.terms)
+    if (keep(p.nodes[t])) terms.push_back(t);
+  p.terms = terms;
+  std::vector<char> live(p.nodes.size(), 0);
+  for (size_t id = 0; id < p.nodes.size(); ++id) live[id] = p.nodes[id].op == Op::param;
+  for (int t : p.terms) live[t] = 1;
+  for (size_t k = p.nodes.size(); k-- > 0;)
+    if (live[k])
+      for (int in : p.nodes[k].inputs) live[in] = 1;
+  for (size_t id = 0; id < p.nodes.size(); ++id) p.nodes[id].live = p.nodes[id].live && live[id];
+}
+
+// Cuts node `n` of extent `rows` rows to rows [first, last).
+void slice_rows(Node& n, const Program& p, long rows, long first, long last) {
+  if (n.dim.empty() || n.dim[0] != rows)
+    throw std::logic_error(std::string("shard_program: a row-aligned ") + op_name(n.op) +
+                           " node without its extent's rows (" + std::to_string(n.dim[0]) + ", " + std::to_string(rows) + ")");
+  const long cols = n.size / rows, kept = last - first;
+  auto cut = [&](auto& v) {  // v holds rows x cols, column-major
+    auto out = v;
+    out.resize(static_cast<size_t>(kept * cols));
+    for (long j = 0; j < cols; ++j)
+      for (long r = first; r < last; ++r) out[(r - first) + j * kept] = v[r + j * rows];
+    v = std::move(out);
+  };
+  switch (n.op) {
+    case Op::data:
+      cut(n.values);
+      break;
+    case Op::gather_rows:
+    case Op::rowdot_rows:  // one input row per row
+      n.index = std::vector<long>(n.index.begin() + first, n.index.begin() + last);
+      break;
+    case Op::gather: {  // one flat index per element
+      // A gather within rows (the planner's only row-aligned gather from a
+      // row-aligned input) reads its own row r of the input: renumbered.
+      const bool within = p.nodes[n.inputs[0]].extent == n.extent;
+      std::vector<long> index = n.index;
+      cut(index);
+      if (within)
+        for (long& k : index) {
+          const long r = k % rows;
+          if (r < first || r >= last) throw std::logic_error("shard_program: a gather across rows");
+          k = (r - first) + (k / rows) * kept;
+        }
+      n.index = std::move(index);
+      break;
+    }
+    default:
+      if (!n.index.empty() || !n.values.empty())
+        throw std::logic_error(std::string("shard_program: cannot cut the rows of a ") +
+                               op_name(n.op) + " node");
+  }
+  n.dim[0] = kept;
+  n.size = kept * cols;
+}
+
+}  // namespace
+
+long shard_first_row(long rows, int shard, int shards) {
+  // rows * shard fits a long for any row count an extent can have
+  return rows * shard / shards;
+}
+
+Program shard_program(const Program& p, int shard, int shards) {
+  if (shards < 1 || shard < 0 || shard >= shards)
+    throw std::invalid_argument("shard_program: shard " + std::to_string(shard) + " of " +
+                                std::to_string(shards));
+  Program out = p;
+  if (shards == 1) return out;
+  const int extents = static_cast<int>(p.extents.size());
+  std::vector<char> empty(extents, 0);
+  for (int e = 0; e < extents; ++e) {
+    const long rows = p.extents[e];
+    const long first = shard_first_row(rows, shard, shards);
+    const long last = shard_first_row(rows, shard + 1, shards);
+    empty[e] = last == first;
+    if (empty[e]) continue;
+    for (Node& n : out.nodes)  // (a term's value is one per chain, not per row)
+      if (n.extent == e && n.op != Op::density) slice_rows(n, p, rows, first, last);
+    out.extents[e] = last - first;
+  }
+  keep_terms(out, [&](const Node& t) {
+    return t.extent < 0 ? shard == 0 : !empty[t.extent];
+  });
+  // An extent without rows here goes: its nodes, whole and now dead, join the
+  // global stage (where nothing runs them), and the later extents move down.
+  std::vector<int> renumbered(extents, -1);
+  std::vector<long> kept;
+  for (int e = 0; e < extents; ++e)
+    if (!empty[e]) {
+      renumbered[e] = static_cast<int>(kept.size());
+      kept.push_back(out.extents[e]);
+    }
+  out.extents = kept;
+  for (Node& n : out.nodes)
+    if (n.extent >= 0) n.extent = renumbered[n.extent];
+  return out;
+}
+
+Program without_global_terms(const Program& p) {
+  Program out = p;
+  keep_terms(out, [](const Node& t) { return t.extent >= 0; });
+  return out;
+}
+
+ExecOptions shard_options(ExecOptions options, int shard) {
+  if (shard > 0) options.jacobian = false;
+  return options;
+}
+
+template <class T>
+std::unique_ptr<ShardedTarget> ShardedTarget::make(const Program& p, long chains,
+                                                   const ExecOptions& options, int shards) {
+  if (options.backend == Backend::cuda)
+    throw std::invalid_argument("ShardedTarget runs the cpu and emulated backends");
+  std::unique_ptr<ShardedTarget> t(new ShardedTarget(p.n_free, chains));
+  for (int s = 0; s < shards; ++s) {
+    t->programs_.push_back(std::make_unique<Program>(shard_program(p, s, shards)));
+    t->targets_.push_back(
+        std::make_unique<Executor<T>>(*t->programs_.back(), chains, shard_options(options, s)));
+  }
+  return t;
+}
+
+template std::unique_ptr<ShardedTarget> ShardedTarget::make<double>(const Program&, long,
+                                                                    const ExecOptions&, int);
+template std::unique_ptr<ShardedTarget> ShardedTarget::make<float>(const Program&, long,
+                                                                   const ExecOptions&, int);
+
+void ShardedTarget::log_density(const double* state, double* lp, double* grad) {
+  targets_[0]->log_density(state, lp, grad);
+  const long n = chains_ * dim_;
+  lp_.resize(chains_);
+  if (grad) grad_.resize(n);
+  for (size_t s = 1; s < targets_.size(); ++s) {
+    targets_[s]->log_density(state, lp_.data(), grad ? grad_.data() : nullptr);
+    for (long c = 0; c < chains_; ++c) lp[c] += lp_[c];
+    if (grad)
+      for (long k = 0; k < n; ++k) grad[k] += grad_[k];
+  }
+}
+
+}  // namespace lockstep
