@@ -15,7 +15,10 @@
 #'     a string such as `"13.0"`, or `NA` when it was not built;
 #'   * `devices`: a data frame with a row per visible CUDA device and columns
 #'     `id`, `name`, `compute_capability`, `memory_gb` (GiB) and
-#'     `multiprocessors`; no rows when none is visible or CUDA was not built.
+#'     `multiprocessors`; no rows when none is visible or CUDA was not built;
+#'   * `nccl`: `TRUE` when several GPUs ([gpu_only()] with more than one
+#'     device) sum their shares through NCCL: the build has NCCL's header and
+#'     `libnccl.so.2` loads. Otherwise they sum through copies between devices.
 #' @examples
 #' info <- backend_info()
 #' info
@@ -34,7 +37,8 @@ backend_info <- function() {
     list(
       cuda_built = raw$cuda_built,
       cuda_runtime_version = version,
-      devices = raw$devices
+      devices = raw$devices,
+      nccl = raw$nccl
     ),
     class = "lockstep_backend_info"
   )
@@ -50,9 +54,9 @@ print.lockstep_backend_info <- function(x, ...) {
     "not built"
   } else {
     sprintf(
-      "built with CUDA runtime %s, %d %s visible",
+      "built with CUDA runtime %s%s, %d %s visible",
       if (is.na(x$cuda_runtime_version)) "(unknown)" else x$cuda_runtime_version,
-      n, if (n == 1L) "device" else "devices"
+      if (isTRUE(x$nccl)) " and NCCL" else "", n, if (n == 1L) "device" else "devices"
     )
   }
   cat(sprintf("lockstep %s backends: cpu (always), cuda: %s\n",
@@ -99,6 +103,21 @@ print.lockstep_backend_info <- function(x, ...) {
 #' about the same speed in both.) Needs lockstep built with CUDA (see
 #' [backend_info()]).
 #'
+#' `gpu_only(devices = 0:3)` runs one model on several GPUs of one machine:
+#' each GPU holds a block of the likelihood's rows (its share of the data)
+#' and computes the parameters, priors and transforms itself, and each
+#' gradient's partial log densities and gradients are summed on the first GPU,
+#' where the sampler's vectors live. The sum goes through NCCL where lockstep
+#' was built with its header and `libnccl.so.2` loads (the CUDA toolkit ships
+#' both; `backend_info()` says whether the build has it); otherwise, or when a
+#' device is named twice, through copies between the devices. A device may be
+#' named more than once (shards taking turns on one GPU, which is how the
+#' multi-GPU path is tested where there is one GPU). Rows that the likelihood
+#' cannot be split by (data not row-aligned with its terms) stay on the first
+#' GPU, so sharding never changes a result beyond the order of floating-point
+#' sums. Several GPUs pay off when each one's share is still large (10^6 rows
+#' and more for the seed model's kind of regression).
+#'
 #' @param threads the number of worker threads; by default the option
 #'   `lockstep.threads`, else the number of cores. Left at its default, it is
 #'   a most: a model too small to share out (less than about 8,000 values
@@ -115,11 +134,15 @@ print.lockstep_backend_info <- function(x, ...) {
 #' @param tile_rows rows per tile; `NULL` sizes tiles to the cache
 #' @param mpi `TRUE` to run across the processes of an MPI job (`mpirun -np P
 #'   Rscript fit.R`), each holding its own rows of the data: see [mpi_rows()].
-#'   Starts MPI when it is not running yet.
+#'   Starts MPI when it is not running yet. With `gpu_only()`, each process
+#'   runs on one GPU, taking the `devices` in turn by rank (rank r gets
+#'   `devices[r %% length(devices) + 1]`), and the processes' partial log
+#'   densities and gradients are summed through MPI on the host, so the
+#'   sampler's vectors stay in host memory there.
 #' @param devices for `cpu_only()`, the number of virtual devices (shards of
-#'   the observation rows); for `gpu_only()`, the CUDA device to run on,
-#'   numbered from 0 as in `backend_info()$devices$id` (one GPU per process for
-#'   now)
+#'   the observation rows); for `gpu_only()`, the CUDA devices to run on,
+#'   numbered from 0 as in `backend_info()$devices$id`: one, or several to
+#'   share the rows among (see Details)
 #' @return a `lockstep_compute_options` object for [mcmc()], [opt()] and
 #'   [calculate()]
 #' @examples
@@ -153,16 +176,19 @@ cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE)
 
 #' @rdname cpu_only
 #' @export
-gpu_only <- function(devices = 0L) {
+gpu_only <- function(devices = 0L, mpi = FALSE) {
   if (!is.numeric(devices) || length(devices) < 1 || anyNA(devices) || any(devices < 0) ||
       any(devices != round(devices))) {
-    stop("`devices` must be a device number (0, 1, ...), as in backend_info()$devices$id",
+    stop("`devices` must be device numbers (0, 1, ...), as in backend_info()$devices$id",
          call. = FALSE)
   }
-  if (length(devices) > 1) {
-    stop("gpu_only(): one GPU per process for now (several GPUs in one process, through ",
-         "NCCL, are not available yet); got devices = c(", paste(devices, collapse = ", "), ")",
-         call. = FALSE)
+  if (!is.logical(mpi) || length(mpi) != 1 || is.na(mpi)) {
+    stop("`mpi` must be TRUE or FALSE", call. = FALSE)
+  }
+  devices <- as.integer(devices)
+  if (mpi) {
+    # one GPU per process: the ranks take the devices in turn
+    devices <- devices[mpi_rank() %% length(devices) + 1L]
   }
   info <- backend_info()
   if (!isTRUE(info$cuda_built)) {
@@ -174,13 +200,15 @@ gpu_only <- function(devices = 0L) {
     stop("gpu_only(): lockstep was built with CUDA, but no CUDA device is visible ",
          "(no GPU, or no driver); use cpu_only()", call. = FALSE)
   }
-  if (!devices %in% info$devices$id) {
-    stop(sprintf("gpu_only(): there is no GPU %d; the visible ones are %s", as.integer(devices),
-                 paste(info$devices$id, collapse = ", ")), call. = FALSE)
+  missing <- setdiff(devices, info$devices$id)
+  if (length(missing) > 0) {
+    stop(sprintf("gpu_only(): there is no GPU %s; the visible ones are %s",
+                 paste(missing, collapse = ", "), paste(info$devices$id, collapse = ", ")),
+         call. = FALSE)
   }
   structure(
     list(backend = "cuda", threads = 1L, devices = 1L, tile_rows = 0,
-         observation_stage = FALSE, mpi = FALSE, gpu = as.integer(devices),
+         observation_stage = FALSE, mpi = mpi, gpu = devices,
          gpu_name = info$devices$name[match(devices, info$devices$id)]),
     class = "lockstep_compute_options"
   )
@@ -189,7 +217,13 @@ gpu_only <- function(devices = 0L) {
 #' @export
 print.lockstep_compute_options <- function(x, ...) {
   if (identical(x$backend, "cuda")) {
-    cat(sprintf("lockstep compute options: cuda backend on GPU %d (%s)\n", x$gpu, x$gpu_name))
+    if (length(x$gpu) == 1) {
+      cat(sprintf("lockstep compute options: cuda backend on GPU %d (%s)\n", x$gpu, x$gpu_name))
+      if (isTRUE(x$mpi)) cat(sprintf("  across %d MPI processes (this is rank %d)\n", mpi_size(), mpi_rank()))
+    } else {
+      cat(sprintf("lockstep compute options: cuda backend on %d GPUs (%s), each holding a share of the rows\n",
+                  length(x$gpu), paste(sprintf("%d: %s", x$gpu, x$gpu_name), collapse = ", ")))
+    }
     return(invisible(x))
   }
   cat(sprintf("lockstep compute options: %s backend, %s%d thread%s, %d device%s, tiles of %s\n",

@@ -12,10 +12,12 @@
 Rcpp::List ls_backend_info() {
 #ifdef LOCKSTEP_HAS_CUDA
   const bool built = true;
+  const bool nccl = lockstep::cuda::nccl_available();
   const int runtime = lockstep::cuda::runtime_version();
   const std::vector<lockstep::cuda::DeviceInfo> devs = lockstep::cuda::devices();
 #else
   const bool built = false;
+  const bool nccl = false;
   const int runtime = NA_INTEGER;
   const std::vector<int> devs;
 #endif
@@ -40,7 +42,7 @@ Rcpp::List ls_backend_info() {
       Rcpp::Named("stringsAsFactors") = false);
   return Rcpp::List::create(Rcpp::Named("cuda_built") = built,
                             Rcpp::Named("cuda_runtime_version") = runtime,
-                            Rcpp::Named("devices") = devices);
+                            Rcpp::Named("devices") = devices, Rcpp::Named("nccl") = nccl);
 }
 
 // y = op(a) for a unary op, or op(a, b) for a binary op (a and b of one

@@ -23,6 +23,7 @@
 #include "lockstep/sampler/nuts.hpp"
 #include "lockstep/sampler/rwmh.hpp"
 #include "lockstep/sampler/slice.hpp"
+#include "lockstep/shards.hpp"
 #include "mpi_world.h"
 // declarations only: their definitions exist where LOCKSTEP_HAS_CUDA is defined
 #include "lockstep/backends/cuda.hpp"
@@ -94,7 +95,7 @@ struct Engine {
   // fault per 4 KB page at every call, twice the engine's own time there.
   // (Every executor writes the whole gradient.)
   std::vector<double> state_buffer, grad_buffer;
-  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int, bool>,
+  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int, bool, std::vector<int>>,
            std::unique_ptr<lockstep::Target>>
       executors;
   std::map<std::tuple<long, int, std::vector<int>>, std::unique_ptr<Tracer>> tracers;
@@ -112,7 +113,7 @@ struct Engine {
   lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
                                o.observation_stage, o.tile_rows, o.world != nullptr, o.jacobian,
-                               o.gpu, o.threads_auto);
+                               o.gpu, o.threads_auto, o.gpus);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
@@ -127,6 +128,16 @@ struct Engine {
                                                          bool single) {
     if (o.backend == lockstep::Backend::cuda) {
 #ifdef LOCKSTEP_HAS_CUDA
+      if (o.world) {
+        // A GPU rank of an MPI run: this rank's program on its GPU, its
+        // partials summed across the ranks on the host (shards.hpp).
+        const int rank = o.world->rank();
+        lockstep::ExecOptions local = lockstep::shard_options(o, rank);
+        local.world = nullptr;
+        return std::make_unique<lockstep::WorldSumTarget>(
+            lockstep::cuda::make_executor(lockstep::rank_program(p, rank), chains, local, single),
+            o.world);
+      }
       return lockstep::cuda::make_executor(p, chains, o, single);
 #else
       throw std::invalid_argument(lockstep::cuda::built_without_cuda);
@@ -247,7 +258,12 @@ lockstep::ExecOptions exec_options(const List& o) {
   e.observation_stage = as<bool>(o["observation_stage"]);
   if (o.containsElementNamed("mpi") && as<bool>(o["mpi"])) e.world = mpi_world();
   if (o.containsElementNamed("jacobian")) e.jacobian = as<bool>(o["jacobian"]);
-  if (o.containsElementNamed("gpu")) e.gpu = as<int>(o["gpu"]);
+  if (o.containsElementNamed("gpu")) {
+    const IntegerVector gpus = o["gpu"];
+    if (gpus.size() < 1) stop("compute options: no GPU named");
+    e.gpu = gpus[0];
+    if (gpus.size() > 1) e.gpus.assign(gpus.begin(), gpus.end());
+  }
   if (o.containsElementNamed("threads_auto")) e.threads_auto = as<bool>(o["threads_auto"]);
   // (tracer() turns it off: tracing reads parameters' values)
   e.alias_parameters = true;

@@ -1,5 +1,6 @@
 // The executor (executor.hpp).
 #include "lockstep/executor.hpp"
+#include "lockstep/shards.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -94,14 +95,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     // being summed across ranks, silently wrong.
     if (!tiled_)
       throw std::invalid_argument("lockstep: a run across processes needs the observation stage");
-    for (int t : program.terms) {
-      const Node& target = program.nodes[program.nodes[t].inputs[0]];
-      if (!target.chain && target.dim[0] > 1 && program.nodes[t].extent < 0)
-        throw std::invalid_argument(
-            "lockstep: across processes, every likelihood must be row-aligned with its data (a "
-            "likelihood of data with " + std::to_string(target.dim[0]) +
-            " rows could not be split by rows)");
-    }
+    check_rows_split(program);
   }
   pool_ = std::make_unique<ThreadPool>(options_.threads);
   comm_ = std::make_unique<InProcessCommunicator>(options.devices);

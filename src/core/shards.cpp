@@ -121,6 +121,22 @@ Program without_global_terms(const Program& p) {
   return out;
 }
 
+void check_rows_split(const Program& p) {
+  for (int t : p.terms) {
+    const Node& target = p.nodes[p.nodes[t].inputs[0]];
+    if (!target.chain && target.dim[0] > 1 && p.nodes[t].extent < 0)
+      throw std::invalid_argument(
+          "lockstep: across processes, every likelihood must be row-aligned with its data (a "
+          "likelihood of data with " + std::to_string(target.dim[0]) +
+          " rows could not be split by rows)");
+  }
+}
+
+Program rank_program(const Program& p, int rank) {
+  check_rows_split(p);
+  return rank == 0 ? p : without_global_terms(p);
+}
+
 ExecOptions shard_options(ExecOptions options, int shard) {
   if (shard > 0) options.jacobian = false;
   return options;

@@ -27,6 +27,7 @@ void select_device(int gpu) {
 
 std::unique_ptr<DeviceExecutor> make_executor(const Program& program, long chains,
                                               const ExecOptions& options, bool single) {
+  if (options.gpus.size() > 1) return make_multi_device_executor(program, chains, options, single);
   if (single) return std::make_unique<CudaExecutor<float>>(program, chains, options);
   return std::make_unique<CudaExecutor<double>>(program, chains, options);
 }

@@ -9,6 +9,8 @@
 #include <random>
 
 #include "helpers.hpp"
+#include "lockstep/kernels/chain_vectors.hpp"
+#include "lockstep/launcher.hpp"
 #include "lockstep/planner.hpp"
 #include "lockstep/shards.hpp"
 #include "models.hpp"
@@ -184,5 +186,21 @@ TEST_CASE("without_global_terms: what is left is the terms of the rows", "[shard
     for (size_t k = 0; k < r.p.terms.size(); ++k)
       if (r.p.nodes[r.p.terms[k]].extent < 0) global += whole.terms[k][c];
     CHECK(close(part.lp[c], whole.lp[c] - global, 1e-12, 1e-12));
+  }
+}
+
+TEST_CASE("AddPartial: a later shard's partials added in place, on every lane layout",
+          "[shards][emulated]") {
+  std::mt19937 rng(46);
+  for (long n : {1L, 7L, 100L}) {
+    const std::vector<double> total = uniform_vector(rng, n, -2, 2),
+                              partial = uniform_vector(rng, n, -2, 2);
+    for (const lockstep::Launcher& launch :
+         {lockstep::Launcher{Backend::cpu, {}}, lockstep::Launcher{Backend::emulated, {3, 5}},
+          lockstep::Launcher{Backend::emulated, {2, 32}}}) {
+      std::vector<double> sum = total;
+      launch(lockstep::AddPartial{{}, sum.data(), partial.data(), n});
+      for (long k = 0; k < n; ++k) CHECK(sum[k] == total[k] + partial[k]);
+    }
   }
 }

@@ -45,6 +45,7 @@
 #include "lockstep/sampler/chees.hpp"
 #include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
+#include "lockstep/shards.hpp"
 
 using namespace lstest;
 using lockstep::ExecOptions;
@@ -72,10 +73,39 @@ void require_gpu() {
 }
 #endif
 
+// The GPUs the executor under test runs on: empty, options.gpu alone; two or
+// more, the multi-GPU executor's shards (a device may repeat).
+std::vector<int> gpus_under_test;
+
+// The GPUs to test several shards on: device 0 twice (shards taking turns on
+// one GPU, through copies), and, with two or more GPUs, every one of them
+// (through NCCL where it loads).
+std::vector<std::vector<int>> multi_gpu_sets() {
+  std::vector<std::vector<int>> sets = {{0, 0}};
+#ifndef LOCKSTEP_GPU_TEST_STANDIN
+  const size_t n = lockstep::cuda::devices().size();
+  if (n >= 2) {
+    std::vector<int> all;
+    for (size_t i = 0; i < n; ++i) all.push_back(static_cast<int>(i));
+    sets.push_back(all);
+  }
+#endif
+  return sets;
+}
+
 // The executor under test.
 std::unique_ptr<Target> make_gpu(const Program& p, long chains, const ExecOptions& options,
                                  bool single) {
 #ifdef LOCKSTEP_GPU_TEST_STANDIN
+  if (!gpus_under_test.empty()) {  // shards on the emulated backend
+    ExecOptions o = options;
+    o.observation_stage = false;
+    o.backend = Backend::emulated;
+    o.geometry = EmulatedGeometry{5, 32};
+    const int shards = static_cast<int>(gpus_under_test.size());
+    if (single) return lockstep::ShardedTarget::make<float>(p, chains, o, shards);
+    return lockstep::ShardedTarget::make<double>(p, chains, o, shards);
+  }
   ExecOptions o = options;
   o.observation_stage = false;
   if (single) {
@@ -86,7 +116,9 @@ std::unique_ptr<Target> make_gpu(const Program& p, long chains, const ExecOption
   o.geometry = EmulatedGeometry{5, 32};
   return std::unique_ptr<Target>(new Executor<double>(p, chains, o));
 #else
-  return lockstep::cuda::make_executor(p, chains, options, single);
+  ExecOptions o = options;
+  if (!gpus_under_test.empty()) o.gpus = gpus_under_test, o.gpu = gpus_under_test[0];
+  return lockstep::cuda::make_executor(p, chains, o, single);
 #endif
 }
 
@@ -1349,6 +1381,24 @@ TEST_CASE("cuda executor: varying slopes regression on 100003 rows with fused ro
   run_cases({varying_slopes_case()}, 2010);
 }
 
+TEST_CASE("cuda executor on several GPUs: shards of the rows summed equal the cpu executor",
+          "[cuda][multi]") {
+  require_gpu();
+  for (const std::vector<int>& gpus : multi_gpu_sets()) {
+    INFO("GPUs " << gpus.size() << " (first " << gpus[0] << ", last " << gpus.back() << ")");
+    gpus_under_test = gpus;
+    try {
+      run_cases({logistic_regression_case(), varying_slopes_case()}, 2011);
+      run_cases(transform_cases(), 2012);  // the Jacobian on the first shard only
+      run_cases({gather_rows_case(), rowdot_case(), logpdf_case()}, 2013);
+    } catch (...) {
+      gpus_under_test.clear();
+      throw;
+    }
+    gpus_under_test.clear();
+  }
+}
+
 #ifndef LOCKSTEP_GPU_TEST_STANDIN
 TEST_CASE("cuda executor: log_density_device in device memory equals log_density",
           "[cuda][device]") {
@@ -1501,11 +1551,13 @@ TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
 // The same executor, keys and start, the sampler's vectors on the GPU and on
 // the host: the two differ only in rounding, far too little to change a
 // decision in a few iterations.
-template <class Sampler, class Settings> void device_follows_host(const Settings& s, int warmup) {
+template <class Sampler, class Settings>
+void device_follows_host(const Settings& s, int warmup, std::vector<int> gpus = {}) {
   const Case k = logistic_regression_case();
   const long C = 3, D = k.p.n_free;
-  std::unique_ptr<lockstep::cuda::DeviceExecutor> ex =
-      lockstep::cuda::make_executor(k.p, C, k.options, false);
+  ExecOptions o = k.options;
+  if (!gpus.empty()) o.gpus = gpus, o.gpu = gpus[0];
+  std::unique_ptr<lockstep::cuda::DeviceExecutor> ex = lockstep::cuda::make_executor(k.p, C, o, false);
   std::mt19937 rng(77);
   const std::vector<double> init = draw_state(k, C, rng);
   lockstep::WithHostVectors host_target(*ex);
@@ -1538,6 +1590,18 @@ TEST_CASE("cuda executor: device-resident NUTS, HMC and ChEES follow them with h
   chees.epsilon = 0.001;
   chees.max_leapfrog = 50;
   device_follows_host<lockstep::Chees>(chees, 6);  // adapting: the chains' means too
+}
+
+TEST_CASE("cuda executor on several GPUs: device-resident NUTS follows it with host vectors",
+          "[cuda][sampler][nuts][multi]") {
+  require_gpu();
+  lockstep::NutsSettings nuts;
+  nuts.epsilon = 0.001;
+  nuts.max_treedepth = 7;
+  for (const std::vector<int>& gpus : multi_gpu_sets()) {
+    INFO("GPUs " << gpus.size());
+    device_follows_host<lockstep::Nuts>(nuts, 0, gpus);
+  }
 }
 
 TEST_CASE("cuda executor: running out of GPU memory is a clear error, and recoverable",

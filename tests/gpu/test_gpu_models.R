@@ -125,6 +125,32 @@ test_that("eight schools on the GPU: the hand-written density, and the CPU's", {
   expect_gpu_matches_cpu(m)
 })
 
+test_that("several GPUs: shares of the rows summed equal the CPU, and mcmc() runs on them", {
+  skip_without_device()
+  if (standin) skip("the emulated backend stands in for one GPU (tests/cpp test_shards.cpp covers shards)")
+  info <- backend_info()
+  sets <- list(c(0L, 0L))  # shards taking turns on one GPU, through copies
+  if (nrow(info$devices) >= 2) sets <- c(sets, list(info$devices$id))  # through NCCL where it loads
+  m <- hlogit_model(n = 5003, groups = 60)
+  for (devices in sets) {
+    options <- gpu_only(devices)
+    expect_output(print(options), sprintf("on %d GPUs", length(devices)))
+    for (n_chains in c(1, 4)) {
+      free <- matrix(stats::rnorm(n_chains * m$n_free, sd = 0.3), n_chains, m$n_free)
+      cpu <- density_on(m, free, on_cpu())
+      gpu <- density_on(m, free, options)
+      expect_equal(gpu$log_density, cpu$log_density, tolerance = 1e-11)
+      expect_equal(gpu$gradient, cpu$gradient, tolerance = 1e-11)
+    }
+    set.seed(5)
+    one <- sample_quietly(m, n_samples = 200, warmup = 200, chains = 2, compute_options = on_gpu())
+    set.seed(5)
+    several <- sample_quietly(m, n_samples = 200, warmup = 200, chains = 2,
+                              compute_options = options)
+    expect_means_agree(one, several, c("alpha", "sigma_alpha"))
+  }
+})
+
 test_that("a hierarchical logistic regression on the GPU equals the CPU's", {
   skip_without_device()
   expect_gpu_matches_cpu(hlogit_model(), chains = c(1, 4), sd = 0.3)

@@ -35,6 +35,7 @@
 #include "lockstep/executor.hpp"
 #include "lockstep/mpi_communicator.hpp"
 #include "lockstep/planner.hpp"
+#include "lockstep/shards.hpp"
 
 using namespace lstest;
 using lockstep::ExecOptions;
@@ -391,6 +392,59 @@ void test_executor_world(const Data& d, long chains, ExecOptions o, double share
   expect(refused, what + ": refused without the observation stage");
 }
 
+// One rank over an executor that cannot sum across processes itself (the
+// GPU's; here the emulated backend stands in for it, running the same kernel
+// bodies lane by lane): rank_program() and WorldSumTarget, as R builds a GPU
+// rank (gpu_only(mpi = TRUE)). Every rank builds the whole model over its own
+// rows; rank 0 counts the priors and Jacobians.
+void test_world_sum_target(const Data& d, long chains, double share, const std::string& label) {
+  const long D = n_free(d);
+  std::mt19937 rng(13);
+  const std::vector<double> state = uniform_vector(rng, chains * D, -0.7, 0.7);
+  ExecOptions plain;
+  plain.observation_stage = false;
+  const Result ref = run(model(d, 0, d.N, true), chains, state, plain);
+  const auto rows = my_rows(d.N, world_rank, world_size, share);
+  const Program part = model(d, rows.first, rows.second, true);
+  MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
+  ExecOptions o = plain;
+  o.backend = lockstep::Backend::emulated;
+  o.geometry = lockstep::EmulatedGeometry{3, 32};
+  const Program mine_p = lockstep::rank_program(part, world_rank);
+  lockstep::WorldSumTarget t(
+      std::make_unique<Executor<double>>(mine_p, chains, lockstep::shard_options(o, world_rank)),
+      &comm);
+  Result mine{std::vector<double>(chains, 0), std::vector<double>(chains * D, 0)};
+  t.log_density(state.data(), mine.lp.data(), mine.grad.data());
+  std::vector<double> lp_only(chains, 0);
+  t.log_density(state.data(), lp_only.data(), nullptr);
+  const std::string what = "rank programs summed by WorldSumTarget, " + label;
+  const double e_lp = worst(mine.lp, ref.lp), e_grad = worst(mine.grad, ref.grad);
+  expect(e_lp <= 1e-12, what + ": lp equals the single-process lp to 1e-12",
+         "worst relative error " + std::to_string(e_lp));
+  expect(e_grad <= 1e-12, what + ": gradient equals the single-process gradient to 1e-12",
+         "worst relative error " + std::to_string(e_grad));
+  expect(worst(lp_only, ref.lp) <= 1e-12, what + ": the same lp without a gradient");
+  const bool same_lp = same_on_all_ranks(mine.lp), same_grad = same_on_all_ranks(mine.grad);
+  expect(same_lp && same_grad, what + ": lp and gradient bitwise the same on every rank");
+  // rank 0 keeps the priors; the others only their rows' terms
+  expect(mine_p.terms.size() == (world_rank == 0 ? part.terms.size() : 2),
+         what + ": only rank 0 keeps the global terms");
+  // A likelihood that is not row-aligned with its data is refused.
+  Program unsplit = part;
+  lockstep::PlanOptions global_only;
+  global_only.observation_stage = false;
+  lockstep::plan(unsplit, global_only);
+  bool refused = false;
+  try {
+    lockstep::rank_program(unsplit, world_rank);
+  } catch (const std::invalid_argument&) {
+    refused = true;
+  }
+  expect(refused || rows.second - rows.first <= 1,
+         what + ": a likelihood not split by rows is refused");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -426,6 +480,8 @@ int main(int argc, char** argv) {
     test_spmd(d, 2, plain, Order::rank, 0.8, "plain op-by-op executor, uneven split");
     test_executor_world(d, 3, tiled, 0.5, "even split");
     test_executor_world(d, 4, sharded, 0.37, "2 threads x 2 virtual devices per rank");
+    test_world_sum_target(d, 3, 0.5, "even split");
+    test_world_sum_target(d, 2, 0.37, "uneven split");
   } catch (const std::exception& e) {
     // A collective left half-done would hang the other ranks: abort them all.
     std::fprintf(stderr, "rank %d: exception: %s\n", world_rank, e.what());

@@ -292,17 +292,25 @@ test_that("cpu_only() and gpu_only() check their arguments", {
   expect_output(print(cpu_only(threads = 2, devices = 3)), "2 threads, 3 devices")
   expect_error(cpu_only(threads = 0), "`threads` must be a whole number of at least 1")
   expect_error(cpu_only(devices = 1.5), "`devices`")
-  expect_error(gpu_only(-1), "`devices` must be a device number")
-  expect_error(gpu_only("0"), "`devices` must be a device number")
-  expect_error(gpu_only(0:1), "one GPU per process")
+  expect_error(gpu_only(-1), "`devices` must be device numbers")
+  expect_error(gpu_only("0"), "`devices` must be device numbers")
+  expect_error(gpu_only(c(0, NA)), "`devices` must be device numbers")
+  expect_error(gpu_only(integer()), "`devices` must be device numbers")
   info <- backend_info()
+  expect_type(info$nccl, "logical")
   if (!isTRUE(info$cuda_built)) {
     expect_error(gpu_only(), "no CUDA backend")
+    expect_error(gpu_only(0:1), "no CUDA backend")
+    expect_false(info$nccl)
   } else if (nrow(info$devices) == 0L) {
     expect_error(gpu_only(), "no CUDA device is visible")
+    expect_error(gpu_only(0:1), "no CUDA device is visible")
   } else {
     expect_error(gpu_only(max(info$devices$id) + 1), "there is no GPU")
+    expect_error(gpu_only(c(0, max(info$devices$id) + 1:2)),
+                 sprintf("there is no GPU %d, %d", max(info$devices$id) + 1, max(info$devices$id) + 2))
     expect_output(print(gpu_only()), "cuda backend on GPU 0")
+    expect_output(print(gpu_only(c(0, 0))), "cuda backend on 2 GPUs")
   }
   m <- eight_schools_model()
   expect_error(mcmc(m, compute_options = "cpu", verbose = FALSE),

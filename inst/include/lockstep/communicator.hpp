@@ -13,6 +13,8 @@ class Communicator {
  public:
   virtual ~Communicator() = default;
   virtual int ranks() const = 0;
+  // The first rank this process drives (an MPI process: its own rank).
+  virtual int rank() const { return 0; }
   // buffers[r] is rank r's buffer of n values.
   virtual void all_reduce_sum(double* const* buffers, long n) = 0;
   virtual void all_reduce_sum(float* const* buffers, long n) = 0;

@@ -43,8 +43,11 @@ struct ExecOptions {
   // the density of the free state (sampling, and MAP estimates), or, false,
   // the model's own density at the constrained values (maximum likelihood).
   bool jacobian = true;
-  // The CUDA device the cuda backend runs on (backends/cuda_executor.hpp).
+  // The CUDA device the cuda backend runs on (backends/cuda_executor.hpp);
+  // with two or more in `gpus`, the devices a multi-GPU executor splits the
+  // rows among (gpu is then gpus[0]).
   int gpu = 0;
+  std::vector<int> gpus = {};
   // `threads` is a most, not a demand: the executor uses no more threads than
   // the work of one call supports (work_per_call(), at least
   // min_work_per_thread values each), so that a small model runs on one

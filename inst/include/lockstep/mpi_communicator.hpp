@@ -91,7 +91,7 @@ class MpiCommunicator : public Communicator {
   }
 
   int ranks() const override { return size_; }
-  int rank() const { return rank_; }
+  int rank() const override { return rank_; }
   Order order() const { return order_; }
   MPI_Comm comm() const { return comm_; }
 

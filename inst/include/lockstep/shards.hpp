@@ -21,7 +21,9 @@
 // running, not for planning again (validate() would refuse it).
 //
 // The same cut, without slicing (the rows are already the rank's own), is
-// what a process of an MPI run other than rank 0 needs: without_global_terms().
+// what a process of an MPI run other than rank 0 needs when its executor
+// cannot sum across processes itself (the GPU's): rank_program() and
+// WorldSumTarget.
 #ifndef LOCKSTEP_SHARDS_HPP
 #define LOCKSTEP_SHARDS_HPP
 
@@ -45,6 +47,18 @@ Program shard_program(const Program& p, int shard, int shards);
 // Planned `p` without its global terms (those of no observation extent), and
 // with the nodes only they read marked dead.
 Program without_global_terms(const Program& p);
+
+// The program rank `rank` of an MPI run evaluates, when every rank holds its
+// own rows of `p` and an executor that knows nothing of the other ranks runs
+// it: `p` on rank 0, without_global_terms(p) elsewhere. Throws
+// std::invalid_argument, as the CPU executor does across processes, when a
+// likelihood is not row-aligned with its data (a term over data of many rows
+// in the global stage), whose rows could then not be summed across ranks.
+Program rank_program(const Program& p, int rank);
+
+// Throws that std::invalid_argument for a program whose likelihoods cannot
+// all be split by rows (the CPU executor's check across processes too).
+void check_rows_split(const Program& p);
 
 // The options a shard runs with: shards other than 0 leave out the
 // parameters' log |Jacobian|, which shard 0 counts for all.
@@ -74,6 +88,32 @@ class ShardedTarget : public Target {
   std::vector<std::unique_ptr<Program>> programs_;  // each outlives its executor
   std::vector<std::unique_ptr<Target>> targets_;
   std::vector<double> lp_, grad_;  // a later shard's partials
+};
+
+// One rank of an MPI run over an executor that cannot sum across processes
+// itself (the GPU's): `local` runs rank_program(p, rank) with
+// shard_options(options, rank), and every call's log density and gradient
+// are then summed over the ranks by `world` (host arrays; every rank must
+// call, it is collective), so that every rank holds the whole model's.
+class WorldSumTarget : public Target {
+ public:
+  WorldSumTarget(std::unique_ptr<Target> local, Communicator* world)
+      : local_(std::move(local)), world_(world) {}
+  long dim() const override { return local_->dim(); }
+  long chains() const override { return local_->chains(); }
+  void log_density(const double* state, double* lp, double* grad) override {
+    local_->log_density(state, lp, grad);
+    double* lps[] = {lp};
+    world_->all_reduce_sum(lps, chains());
+    if (grad) {
+      double* grads[] = {grad};
+      world_->all_reduce_sum(grads, chains() * dim());
+    }
+  }
+
+ private:
+  std::unique_ptr<Target> local_;
+  Communicator* world_;
 };
 
 }  // namespace lockstep

@@ -32,6 +32,11 @@ std::vector<DeviceInfo> devices();
 // The CUDA runtime version the package was built with, e.g. 13000 for 13.0.
 int runtime_version();
 
+// Whether several GPUs' partial sums go through NCCL: the build has NCCL's
+// header (configure found nccl.h) and libnccl.so.2 loads here
+// (src/cuda/multi_device_executor.cu).
+bool nccl_available();
+
 // y = op(x) elementwise on device 0 for a unary op of ops.def; and
 // y = op(a, b) for a binary op, with a, b and y all of length n (no
 // broadcasting). Host arrays in and out: copies to the device, runs the

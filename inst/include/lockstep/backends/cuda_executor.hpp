@@ -50,10 +50,17 @@ class DeviceExecutor : public Target {
   // made: a table of each node's forward and backward milliseconds per call
   // (each node synchronised, so slower than unprofiled calls); else "".
   virtual std::string profile_report() const = 0;
+  // The cudaStream_t its calls are queued on, its device and that device's
+  // multiprocessors: where a sampler's vectors go (make_device_vectors).
+  virtual void* stream() const = 0;
+  virtual int gpu() const = 0;
+  virtual int multiprocessors() const = 0;
 };
 
 // The program must be planned (the executor keeps a copy); options.gpu picks the
-// device; `single` computes in float32 with sums in double. Throws
+// device, or options.gpus, when it names more than one, the devices of a
+// multi-GPU executor (make_multi_device_executor); `single` computes in
+// float32 with sums in double. Throws
 // std::runtime_error when no CUDA device is visible, when options.gpu is not
 // one of them, or when the device has too little free memory for the model
 // (the message says how much was needed and how much is free), and
@@ -61,6 +68,18 @@ class DeviceExecutor : public Target {
 // MPI processes).
 std::unique_ptr<DeviceExecutor> make_executor(const Program& program, long chains,
                                               const ExecOptions& options, bool single);
+
+// The executor over several GPUs, options.gpus (at least two; a device may be
+// named more than once, for tests on one GPU): shard s of the program's rows
+// (shards.hpp) on GPU gpus[s], each an executor of its own; the state, the log
+// density and the gradient of log_density_device in the memory of gpus[0],
+// where a sampler's vectors live. Each call sends the state to the other
+// shards and sums their partials into gpus[0]'s: with NCCL (a broadcast and a
+// reduction) where the devices are distinct and libnccl loads, else by copies
+// between devices and additions in shard order. LOCKSTEP_NCCL=no in the
+// environment turns NCCL off.
+std::unique_ptr<DeviceExecutor> make_multi_device_executor(const Program& program, long chains,
+                                                           const ExecOptions& options, bool single);
 
 // A sampler's vectors in the memory of GPU `gpu`, their operations queued on
 // `stream` (the executor's cudaStream_t, so they are ordered with its

@@ -82,6 +82,9 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   void synchronize() override;
   double device_bytes() const override { return bytes_; }
   std::string profile_report() const override;
+  void* stream() const override { return stream_; }
+  int gpu() const override { return options_.gpu; }
+  int multiprocessors() const override { return multiprocessors_; }
   // Device-resident sampling: the sampler's vectors next to this executor's.
   std::unique_ptr<ChainVectors> vectors() override {
     return make_device_vectors(*this, stream_, options_.gpu, multiprocessors_);

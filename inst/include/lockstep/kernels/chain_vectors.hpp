@@ -109,6 +109,18 @@ struct RowsAdd : SimpleBody {
   }
 };
 
+// dst[k] += src[k] for k < n, over whole arrays: a later shard's partial log
+// densities or gradient added to the first shard's (the multi-GPU executor
+// without NCCL), in shard order.
+struct AddPartial : SimpleBody {
+  double* dst;
+  const double* src;
+  long n;
+  LS_HD void operator()(int, const Lane& lane) const {
+    for (long k = lane.index; k < n; k += lane.count) dst[k] += src[k];
+  }
+};
+
 // The leapfrog's momentum half step and position step, in one pass:
 //   p += kick g;  x_out = x_in + eps m p,
 // with kick and eps negated on the chains in `back` (moving backward in time).
