@@ -10,7 +10,7 @@
 // Built and run by bench/gpu_run.sh (the GPU machine has no R, so this is C++):
 //   bench/gpu_hlogit [--n 1e5,1e6,1e7] [--chains 1,4,16] [--threads T] [--reps R]
 //                    [--nuts-n 1e5] [--nuts W,S] [--nuts-vectors host,device]
-//                    [--nuts-precision double,single]
+//                    [--nuts-precision double,single] [--gpus 1,2,4] [--nuts-gpus 1]
 // For each N, chains and precision it prints the GPU's milliseconds per
 // gradient (median of R timed calls after warm-up, state, lp and gradient in
 // device memory, each call synchronised), per chain-gradient, the CPU
@@ -23,6 +23,10 @@
 // timed as a whole, with the leapfrog calls it made, and the bulk effective
 // sample size and R-hat of the hyperparameters' and lp's draws (per second
 // of sampling), with their posterior means against the simulation's values.
+// --gpus times the gradient on the first 1, 2, ... visible GPUs (the
+// multi-GPU executor: each GPU a block of the rows, partials summed on the
+// first through NCCL where it loads), skipping counts above the GPUs there
+// are; --nuts-gpus runs NUTS on that many.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -166,6 +170,8 @@ int main(int argc, char** argv) {
   int reps = 20;
   std::vector<double> nuts_ns = {1e5}, nuts_iters = {150, 150};
   std::string nuts_vectors = "host,device", nuts_precision = "double,single";
+  std::vector<double> gpu_counts = {1};
+  int nuts_gpus = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") ns = parse_list(argv[i + 1]);
@@ -176,7 +182,16 @@ int main(int argc, char** argv) {
     else if (a == "--nuts") nuts_iters = parse_list(argv[i + 1]);
     else if (a == "--nuts-vectors") nuts_vectors = argv[i + 1];
     else if (a == "--nuts-precision") nuts_precision = argv[i + 1];
+    else if (a == "--gpus") gpu_counts = parse_list(argv[i + 1]);
+    else if (a == "--nuts-gpus") nuts_gpus = std::atoi(argv[i + 1]);
   }
+  // the options that run on the first k GPUs
+  auto on_gpus = [](long k) {
+    ExecOptions go;
+    go.backend = Backend::cuda;
+    for (long g = 0; g < k && k > 1; ++g) go.gpus.push_back(static_cast<int>(g));
+    return go;
+  };
   const std::vector<cuda::DeviceInfo> devs = cuda::devices();
   if (devs.empty()) {
     std::printf("no CUDA device is visible\n");
@@ -184,8 +199,8 @@ int main(int argc, char** argv) {
   }
   std::printf("GPU: %s (%d SMs, %.1f GiB); CPU executor: %d threads\n", devs[0].name.c_str(),
               devs[0].multiprocessors, devs[0].memory_gb, threads);
-  std::printf("%9s %6s %6s %12s %14s %12s %14s %8s %10s %8s\n", "N", "chains", "prec",
-              "gpu ms/grad", "gpu ms/chgrad", "cpu ms/grad", "cpu ms/chgrad", "cpu/gpu",
+  std::printf("%9s %6s %6s %4s %12s %14s %12s %14s %8s %10s %8s\n", "N", "chains", "prec",
+              "gpus", "gpu ms/grad", "gpu ms/chgrad", "cpu ms/grad", "cpu ms/chgrad", "cpu/gpu",
               "lp rel err", "GiB");
   int bad = 0;
   for (double nd : ns) {
@@ -217,45 +232,47 @@ int main(int argc, char** argv) {
             }
             cpu_ms = 1e3 * median(t);
           }
-          ExecOptions go;
-          go.backend = Backend::cuda;
-          auto gpu = cuda::make_executor(p, C, go, single != 0);
-          double* d_state = cuda::device_alloc(C * D);
-          double* d_lp = cuda::device_alloc(C);
-          double* d_grad = cuda::device_alloc(C * D);
-          cuda::copy_to_device(d_state, state.data(), C * D);
-          for (int w = 0; w < 3; ++w) gpu->log_density_device(d_state, d_lp, d_grad);
-          gpu->synchronize();
-          std::vector<double> t;
-          for (int r = 0; r < reps; ++r) {
-            auto t0 = std::chrono::steady_clock::now();
-            gpu->log_density_device(d_state, d_lp, d_grad);
+          for (double kd : gpu_counts) {
+            const long k = static_cast<long>(kd);
+            if (k < 1 || k > static_cast<long>(devs.size())) continue;
+            auto gpu = cuda::make_executor(p, C, on_gpus(k), single != 0);
+            double* d_state = cuda::device_alloc(C * D);
+            double* d_lp = cuda::device_alloc(C);
+            double* d_grad = cuda::device_alloc(C * D);
+            cuda::copy_to_device(d_state, state.data(), C * D);
+            for (int w = 0; w < 3; ++w) gpu->log_density_device(d_state, d_lp, d_grad);
             gpu->synchronize();
-            t.push_back(seconds_since(t0));
+            std::vector<double> t;
+            for (int r = 0; r < reps; ++r) {
+              auto t0 = std::chrono::steady_clock::now();
+              gpu->log_density_device(d_state, d_lp, d_grad);
+              gpu->synchronize();
+              t.push_back(seconds_since(t0));
+            }
+            const double gpu_ms = 1e3 * median(t);
+            std::vector<double> lp(C), grad(C * D);
+            cuda::copy_to_host(lp.data(), d_lp, C);
+            cuda::copy_to_host(grad.data(), d_grad, C * D);
+            double err = 0, gerr = 0, gscale = 0;
+            for (long c = 0; c < C; ++c)
+              err = std::max(err, std::fabs(lp[c] - lp_cpu[c]) / std::fabs(lp_cpu[c]));
+            for (long k = 0; k < C * D; ++k) {
+              gerr = std::max(gerr, std::fabs(grad[k] - grad_cpu[k]));
+              gscale = std::max(gscale, std::fabs(grad_cpu[k]));
+            }
+            const double tol = single ? 1e-4 : 1e-10;
+            const bool ok = err < tol && gerr <= tol * 10 * gscale;
+            bad += !ok;
+            std::printf("%9ld %6ld %6s %4ld %12.3f %14.4f %12.2f %14.3f %8.1f %10.1e %8.2f%s\n", N,
+                        C, single ? "single" : "double", k, gpu_ms, gpu_ms / C, cpu_ms, cpu_ms / C,
+                        cpu_ms / gpu_ms, err, gpu->device_bytes() / 1073741824.0,
+                        ok ? "" : "  MISMATCH (gradient or lp)");
+            std::fflush(stdout);
+            std::fputs(gpu->profile_report().c_str(), stdout);
+            cuda::device_free(d_state);
+            cuda::device_free(d_lp);
+            cuda::device_free(d_grad);
           }
-          const double gpu_ms = 1e3 * median(t);
-          std::vector<double> lp(C), grad(C * D);
-          cuda::copy_to_host(lp.data(), d_lp, C);
-          cuda::copy_to_host(grad.data(), d_grad, C * D);
-          double err = 0, gerr = 0, gscale = 0;
-          for (long c = 0; c < C; ++c)
-            err = std::max(err, std::fabs(lp[c] - lp_cpu[c]) / std::fabs(lp_cpu[c]));
-          for (long k = 0; k < C * D; ++k) {
-            gerr = std::max(gerr, std::fabs(grad[k] - grad_cpu[k]));
-            gscale = std::max(gscale, std::fabs(grad_cpu[k]));
-          }
-          const double tol = single ? 1e-4 : 1e-10;
-          const bool ok = err < tol && gerr <= tol * 10 * gscale;
-          bad += !ok;
-          std::printf("%9ld %6ld %6s %12.3f %14.4f %12.2f %14.3f %8.1f %10.1e %8.2f%s\n", N, C,
-                      single ? "single" : "double", gpu_ms, gpu_ms / C, cpu_ms, cpu_ms / C,
-                      cpu_ms / gpu_ms, err, gpu->device_bytes() / 1073741824.0,
-                      ok ? "" : "  MISMATCH (gradient or lp)");
-          std::fflush(stdout);
-          std::fputs(gpu->profile_report().c_str(), stdout);
-          cuda::device_free(d_state);
-          cuda::device_free(d_lp);
-          cuda::device_free(d_grad);
         } catch (const std::exception& e) {
           std::printf("%9ld %6ld %6s failed: %s\n", N, C, single ? "single" : "double", e.what());
           ++bad;
@@ -272,9 +289,9 @@ int main(int argc, char** argv) {
       try {
         const Program p = hlogit(N, G, K, 20240601u);
         const long D = p.n_free;
-        ExecOptions go;
-        go.backend = Backend::cuda;
-        auto gpu = cuda::make_executor(p, C, go, single != 0);
+        auto gpu = cuda::make_executor(
+            p, C, on_gpus(std::min<long>(std::max(nuts_gpus, 1), static_cast<long>(devs.size()))),
+            single != 0);
         // host: the sampler's vectors in host memory, the state and gradient
         // copied to and from the GPU at every step; device: device-resident
         // sampling (the executor's own vectors in GPU memory)

@@ -15,7 +15,8 @@
 // LOCKSTEP_NCCL=no), 1 is a peer copy and 3 a peer copy of each later shard's
 // partials into a buffer on gpus[0] and an addition (AddPartial), in shard
 // order. The host never waits inside a call: the streams are ordered by
-// events. NCCL's reduction order is its own (it depends on the topology), so
+// events. Every call leaves the first GPU the current device, where callers
+// allocate the buffers they pass. NCCL's reduction order is its own (it depends on the topology), so
 // results agree with one GPU's up to the reassociation of sums, as the
 // shards' own atomics already do.
 //
@@ -227,6 +228,7 @@ class MultiDeviceExecutor final : public DeviceExecutor {
       }
       nccl_check(nccl.group_end(), "ncclGroupEnd");
 #endif
+      select_device(gpus_[0]);  // callers allocate on the current device: the first GPU's
       return;
     }
     for (int s = 1; s < S; ++s) {
@@ -243,6 +245,7 @@ class MultiDeviceExecutor final : public DeviceExecutor {
 
   void synchronize() override {
     for (size_t s = 0; s < shards_.size(); ++s) shards_[s]->synchronize();
+    select_device(gpus_[0]);
   }
 
   void log_density(const double* state, double* lp, double* grad) override {
