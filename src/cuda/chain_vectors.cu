@@ -146,19 +146,9 @@ class DeviceChainVectors final : public ChainVectors {
     wait("the sampler's sums");
   }
   void* allocate(size_t n) {
-    void* p = nullptr;
-    if (cudaMalloc(&p, n > 0 ? n : 1) != cudaSuccess) {
-      cudaGetLastError();
-      size_t free_bytes = 0, total_bytes = 0;
-      cudaMemGetInfo(&free_bytes, &total_bytes);
-      char msg[256];
-      std::snprintf(msg, sizeof msg,
-                    "lockstep CUDA: the sampler needs another %.2f GiB of GPU memory for a vector "
-                    "of %ld chains x %ld parameters; GPU %d has %.2f GiB free (of %.2f GiB)",
-                    n / 1073741824.0, chains_, dim_, gpu_, free_bytes / 1073741824.0,
-                    total_bytes / 1073741824.0);
-      throw std::runtime_error(msg);
-    }
+    void* p = device_malloc(n, gpu_, "the sampler",
+                            " for a vector of " + std::to_string(chains_) + " chains x " +
+                                std::to_string(dim_) + " parameters");
     owned_.push_back(p);
     return p;
   }

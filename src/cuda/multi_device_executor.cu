@@ -283,20 +283,8 @@ class MultiDeviceExecutor final : public DeviceExecutor {
 
   double* allocate(int gpu, long n) {
     select_device(gpu);
-    void* p = nullptr;
     const size_t bytes = static_cast<size_t>(std::max<long>(n, 1)) * sizeof(double);
-    if (cudaMalloc(&p, bytes) != cudaSuccess) {
-      cudaGetLastError();
-      size_t free_bytes = 0, total_bytes = 0;
-      cudaMemGetInfo(&free_bytes, &total_bytes);
-      char msg[256];
-      std::snprintf(msg, sizeof msg,
-                    "lockstep CUDA: the multi-GPU executor needs another %.2f GiB of GPU memory; "
-                    "GPU %d has %.2f GiB free (of %.2f GiB)",
-                    bytes / 1073741824.0, gpu, free_bytes / 1073741824.0,
-                    total_bytes / 1073741824.0);
-      throw std::runtime_error(msg);
-    }
+    void* p = device_malloc(bytes, gpu, "the multi-GPU executor");
     owned_.push_back({gpu, p});
     own_bytes_ += static_cast<double>(bytes);
     return static_cast<double*>(p);

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
@@ -21,6 +22,24 @@ inline void check(cudaError_t err, const char* what) {
     throw std::runtime_error(std::string("lockstep CUDA: ") + what + ": " +
                              cudaGetErrorString(err));
   }
+}
+
+// cudaMalloc of `bytes` on the current device, GPU `gpu`; where that fails, a
+// std::runtime_error: "lockstep CUDA: <who> needs another X GiB of GPU
+// memory<for_what>; GPU g has Y GiB free (of Z GiB)".
+inline void* device_malloc(size_t bytes, int gpu, const char* who, const std::string& for_what = "") {
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes > 0 ? bytes : 1) == cudaSuccess) return p;
+  cudaGetLastError();
+  size_t free_bytes = 0, total_bytes = 0;
+  cudaMemGetInfo(&free_bytes, &total_bytes);
+  char figures[160];
+  std::snprintf(figures, sizeof figures, "; GPU %d has %.2f GiB free (of %.2f GiB)", gpu,
+                free_bytes / 1073741824.0, total_bytes / 1073741824.0);
+  char needed[64];
+  std::snprintf(needed, sizeof needed, "%.2f", bytes / 1073741824.0);
+  throw std::runtime_error(std::string("lockstep CUDA: ") + who + " needs another " + needed +
+                           " GiB of GPU memory" + for_what + figures);
 }
 
 // The body is passed by value (kernel parameter), so it must be trivially
