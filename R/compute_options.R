@@ -136,9 +136,13 @@ print.lockstep_backend_info <- function(x, ...) {
 #'   Rscript fit.R`), each holding its own rows of the data: see [mpi_rows()].
 #'   Starts MPI when it is not running yet. With `gpu_only()`, each process
 #'   runs on one GPU, taking the `devices` in turn by rank (rank r gets
-#'   `devices[r %% length(devices) + 1]`), and the processes' partial log
-#'   densities and gradients are summed through MPI on the host, so the
-#'   sampler's vectors stay in host memory there.
+#'   `devices[r %% length(devices) + 1]`). Where every process has NCCL
+#'   (`backend_info()$nccl`) and its own GPU, the processes' partial log
+#'   densities and gradients are summed by NCCL in GPU memory (its
+#'   communicator set up through MPI) and the sampler's vectors stay on the
+#'   GPUs; otherwise (no NCCL, or two processes on one GPU) they are summed
+#'   through MPI on the host and the sampler's vectors stay in host memory.
+#'   Use GPUs of one model across the processes.
 #' @param devices for `cpu_only()`, the number of virtual devices (shards of
 #'   the observation rows); for `gpu_only()`, the CUDA devices to run on,
 #'   numbered from 0 as in `backend_info()$devices$id`: one, or several to

@@ -123,21 +123,58 @@ struct Engine {
     return *it->second;
   }
 
+#ifdef LOCKSTEP_HAS_CUDA
+  // A GPU rank of an MPI run: this rank's program on its GPU, its partials
+  // summed across the ranks by NCCL in device memory where every rank can
+  // (the sampler's vectors then stay on the GPU), else on the host by MPI
+  // (shards.hpp, WorldSumTarget). The ranks decide each step together: all
+  // must take the same path, and none may wait in a collective call that
+  // another, having failed, never makes.
+  static std::unique_ptr<lockstep::Target> gpu_rank(const lockstep::Program& p, long chains,
+                                                    const lockstep::ExecOptions& o, bool single) {
+    lockstep::Communicator& world = *o.world;
+    const int rank = world.rank(), ranks = world.ranks();
+    lockstep::ExecOptions local = lockstep::shard_options(o, rank);
+    local.world = nullptr;
+    // (every rank checks the same kind of program, so all throw or none)
+    const lockstep::Program mine = lockstep::rank_program(p, rank);
+    auto everyone = [&](bool ok) {
+      double count = ok ? 1 : 0;
+      double* counts[] = {&count};
+      world.all_reduce_sum(counts, 1);
+      return count == ranks;
+    };
+    std::unique_ptr<lockstep::cuda::DeviceExecutor> executor;
+    std::string failure;
+    try {
+      executor = lockstep::cuda::make_executor(mine, chains, local, single);
+    } catch (const std::exception& e) {
+      failure = e.what();
+    }
+    if (!everyone(executor != nullptr))
+      throw std::runtime_error(failure.empty() ? "lockstep: another MPI rank failed to set up its GPU"
+                                               : failure);
+    if (everyone(lockstep::cuda::nccl_available())) {
+      std::unique_ptr<lockstep::cuda::DeviceExecutor> ranked;
+      try {
+        ranked = lockstep::cuda::make_rank_executor(std::move(executor), o.world);
+      } catch (const std::exception&) {
+        // NCCL could not set up (two ranks on one GPU): MPI on the host
+      }
+      if (everyone(ranked != nullptr)) return ranked;
+      ranked.reset();
+      executor = lockstep::cuda::make_executor(mine, chains, local, single);
+    }
+    return std::make_unique<lockstep::WorldSumTarget>(std::move(executor), o.world);
+  }
+#endif
+
   static std::unique_ptr<lockstep::Target> make_executor(const lockstep::Program& p, long chains,
                                                          const lockstep::ExecOptions& o,
                                                          bool single) {
     if (o.backend == lockstep::Backend::cuda) {
 #ifdef LOCKSTEP_HAS_CUDA
-      if (o.world) {
-        // A GPU rank of an MPI run: this rank's program on its GPU, its
-        // partials summed across the ranks on the host (shards.hpp).
-        const int rank = o.world->rank();
-        lockstep::ExecOptions local = lockstep::shard_options(o, rank);
-        local.world = nullptr;
-        return std::make_unique<lockstep::WorldSumTarget>(
-            lockstep::cuda::make_executor(lockstep::rank_program(p, rank), chains, local, single),
-            o.world);
-      }
+      if (o.world) return gpu_rank(p, chains, o, single);
       return lockstep::cuda::make_executor(p, chains, o, single);
 #else
       throw std::invalid_argument(lockstep::cuda::built_without_cuda);

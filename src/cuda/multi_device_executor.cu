@@ -16,14 +16,12 @@
 // partials into a buffer on gpus[0] and an addition (AddPartial), in shard
 // order. The host never waits inside a call: the streams are ordered by
 // events. Every call leaves the first GPU the current device, where callers
-// allocate the buffers they pass. NCCL's reduction order is its own (it depends on the topology), so
-// results agree with one GPU's up to the reassociation of sums, as the
-// shards' own atomics already do.
+// allocate the buffers they pass. NCCL's reduction order is its own (it
+// depends on the topology), so results agree with one GPU's up to the
+// reassociation of sums, as the shards' own atomics already do.
 //
-// NCCL is loaded with dlopen, not linked: the package then loads, and runs on
-// one GPU, where the CUDA toolkit has no NCCL.
+// NCCL is loaded with dlopen, not linked (backends/nccl_library.cuh).
 #include <cuda_runtime.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -35,9 +33,7 @@
 #include "lockstep/kernels/chain_vectors.hpp"
 #include "lockstep/shards.hpp"
 
-#ifdef LOCKSTEP_HAS_NCCL
-#include <nccl.h>
-#endif
+#include "lockstep/backends/nccl_library.cuh"
 
 namespace lockstep {
 namespace cuda {
@@ -45,53 +41,9 @@ namespace cuda {
 namespace {
 
 #ifdef LOCKSTEP_HAS_NCCL
-// The few NCCL entry points the executor uses, from libnccl.so.2 loaded once;
-// ok() is false when it is not there.
-struct NcclLibrary {
-  decltype(&ncclCommInitAll) comm_init_all = nullptr;
-  decltype(&ncclCommDestroy) comm_destroy = nullptr;
-  decltype(&ncclGroupStart) group_start = nullptr;
-  decltype(&ncclGroupEnd) group_end = nullptr;
-  decltype(&ncclBroadcast) broadcast = nullptr;
-  decltype(&ncclReduce) reduce = nullptr;
-  decltype(&ncclGetErrorString) error_string = nullptr;
-
-  bool ok() const { return reduce != nullptr; }
-
-  static const NcclLibrary& get() {
-    static const NcclLibrary library = load();
-    return library;
-  }
-
- private:
-  static NcclLibrary load() {
-    NcclLibrary l;
-    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-    if (!h) h = dlopen("libnccl.so", RTLD_NOW | RTLD_LOCAL);
-    if (!h) return l;
-    auto sym = [&](auto& f, const char* name) {
-      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(h, name));
-      return f != nullptr;
-    };
-    const bool all = sym(l.comm_init_all, "ncclCommInitAll") &&
-                     sym(l.comm_destroy, "ncclCommDestroy") &&
-                     sym(l.group_start, "ncclGroupStart") && sym(l.group_end, "ncclGroupEnd") &&
-                     sym(l.broadcast, "ncclBroadcast") &&
-                     sym(l.error_string, "ncclGetErrorString") && sym(l.reduce, "ncclReduce");
-    if (!all) l = NcclLibrary();
-    return l;
-  }
-};
-
 bool distinct(std::vector<int> gpus) {
   std::sort(gpus.begin(), gpus.end());
   return std::adjacent_find(gpus.begin(), gpus.end()) == gpus.end();
-}
-
-void nccl_check(ncclResult_t rc, const char* what) {
-  if (rc != ncclSuccess)
-    throw std::runtime_error(std::string("lockstep NCCL: ") + what + ": " +
-                             NcclLibrary::get().error_string(rc));
 }
 #endif
 
@@ -110,18 +62,14 @@ class MultiDeviceExecutor final : public DeviceExecutor {
         const Program shard = shard_program(program, s, S);
         shards_.push_back(make_executor(shard, chains, o, single));  // keeps its own copy
       }
-      const char* env = std::getenv("LOCKSTEP_NCCL");
-      const bool wanted = !(env && std::string(env) == "no");
 #ifdef LOCKSTEP_HAS_NCCL
-      if (wanted && distinct(gpus_) && NcclLibrary::get().ok()) {
+      if (distinct(gpus_) && NcclLibrary::get().ok()) {
         // where NCCL cannot set up its communicators, copies do the work
         comms_.assign(S, nullptr);
         nccl_ = NcclLibrary::get().comm_init_all(comms_.data(), S, gpus_.data()) == ncclSuccess;
         if (!nccl_) comms_.clear();
         cudaGetLastError();
       }
-#else
-      (void)wanted;
 #endif
       const long n = chains_ * dim_;
       // Per shard: the state, lp and gradient it computes with (shard 0's

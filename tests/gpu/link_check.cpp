@@ -22,7 +22,8 @@ int main() {
   // The executor's entry points must link too (taking their addresses is
   // enough for the linker to need them).
   volatile bool linked = &cuda::make_executor != nullptr && &cuda::device_alloc != nullptr &&
-                         &cuda::make_multi_device_executor != nullptr;
+                         &cuda::make_multi_device_executor != nullptr &&
+                         &cuda::make_rank_executor != nullptr;
   std::printf("NCCL: %s\n", cuda::nccl_available() ? "loads" : "not available");
   if (devs.empty()) {
     std::printf("no device: link check only%s\n", linked ? "" : " (?)");

@@ -21,9 +21,11 @@
 //    every rank (a program of the parameters alone gives them).
 #include <mpi.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <stdexcept>
@@ -392,6 +394,79 @@ void test_executor_world(const Data& d, long chains, ExecOptions o, double share
   expect(refused, what + ": refused without the observation stage");
 }
 
+// broadcast_bytes: rank 0's bytes on every rank, whole and in chunks.
+void test_broadcast_bytes() {
+  for (long max_count : {static_cast<long>(INT_MAX), 5L}) {
+    MpiCommunicator comm(MPI_COMM_WORLD, Order::allreduce, max_count);
+    std::vector<double> v(13);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 100.0 * world_rank + static_cast<double>(i) + 0.25;
+    comm.broadcast_bytes(v.data(), static_cast<long>(v.size() * sizeof(double)));
+    bool ok = true;
+    for (size_t i = 0; i < v.size(); ++i) ok = ok && v[i] == static_cast<double>(i) + 0.25;
+    expect(ok, "broadcast_bytes leaves rank 0's values on every rank (max_count " +
+                   std::to_string(max_count) + ")");
+  }
+}
+
+// Vectors whose sums differ from rank to rank (as a GPU's may, in their last
+// bits): each writes its rank into its outputs.
+class RankDependentVectors final : public lockstep::ChainVectors {
+ public:
+  RankDependentVectors(long chains, long dim) : ChainVectors(chains, dim) {}
+  double* make() override { return nullptr; }
+  void upload(double*, const double*) override {}
+  void download(double*, const double*) override {}
+  void copy(double*, const double*, const lockstep::ChainMask&) override {}
+  void fill(double*, double, const lockstep::ChainMask&) override {}
+  void add(double*, const double*, const double*, double, const lockstep::ChainMask&) override {}
+  void leapfrog(double*, const double*, double*, const double*, const double*, double, double,
+                bool, const lockstep::ChainMask&, const lockstep::ChainMask&) override {}
+  void momentum(double*, const double*, std::vector<lockstep::Stream>&, uint32_t) override {}
+  void mean_over_chains(double*, const double*, const lockstep::ChainMask&) override {}
+  void window_update(double*, double*, const double*, double, bool,
+                     const lockstep::ChainMask&) override {}
+  void metric_from_window(double*, double*, const double*, double, bool) override {}
+  void dots(const lockstep::DotSpec*, int n, const double*, const lockstep::ChainMask&,
+            double* out) override {
+    fill_out(out, chains_ * n);
+  }
+  void subtree_checks(const lockstep::SubtreeVectors&, const double*, const lockstep::ChainMask&,
+                      double* out) override {
+    fill_out(out, chains_ * 6);
+  }
+  void leaf(const lockstep::LeafVectors& v, const double*, const lockstep::ChainMask&,
+            const lockstep::ChainMask&, double* out) override {
+    fill_out(out, chains_ * v.sums());
+  }
+  void log_density(const double*, double*, double*) override {}
+
+ private:
+  static void fill_out(double* out, long n) {
+    for (long k = 0; k < n; ++k) out[k] = k + 0.5 * world_rank;
+  }
+};
+
+// RankAgreedVectors: the sums the sampler decides from are rank 0's.
+void test_rank_agreed_vectors() {
+  MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
+  const long chains = 3;
+  lockstep::RankAgreedVectors v(std::make_unique<RankDependentVectors>(chains, 4), &comm);
+  const lockstep::ChainMask all = lockstep::ChainMask::all(chains);
+  std::vector<double> dots(chains * 2), checks(chains * 6);
+  lockstep::LeafVectors leaf{};
+  leaf.checks = 1;
+  std::vector<double> leaf_sums(chains * leaf.sums());
+  v.dots(nullptr, 2, nullptr, all, dots.data());
+  v.subtree_checks(lockstep::SubtreeVectors{}, nullptr, all, checks.data());
+  v.leaf(leaf, nullptr, all, all, leaf_sums.data());
+  bool ok = true;
+  for (const std::vector<double>* out : {&dots, &checks, &leaf_sums})
+    for (size_t k = 0; k < out->size(); ++k) ok = ok && (*out)[k] == static_cast<double>(k);
+  expect(ok, "RankAgreedVectors: dots, subtree checks and leaf sums are rank 0's on every rank");
+  expect(same_on_all_ranks(dots) && same_on_all_ranks(checks) && same_on_all_ranks(leaf_sums),
+         "RankAgreedVectors: bitwise the same on every rank");
+}
+
 // One rank over an executor that cannot sum across processes itself (the
 // GPU's; here the emulated backend stands in for it, running the same kernel
 // bodies lane by lane): rank_program() and WorldSumTarget, as R builds a GPU
@@ -480,6 +555,8 @@ int main(int argc, char** argv) {
     test_spmd(d, 2, plain, Order::rank, 0.8, "plain op-by-op executor, uneven split");
     test_executor_world(d, 3, tiled, 0.5, "even split");
     test_executor_world(d, 4, sharded, 0.37, "2 threads x 2 virtual devices per rank");
+    test_broadcast_bytes();
+    test_rank_agreed_vectors();
     test_world_sum_target(d, 3, 0.5, "even split");
     test_world_sum_target(d, 2, 0.37, "uneven split");
   } catch (const std::exception& e) {

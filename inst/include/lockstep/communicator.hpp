@@ -18,6 +18,12 @@ class Communicator {
   // buffers[r] is rank r's buffer of n values.
   virtual void all_reduce_sum(double* const* buffers, long n) = 0;
   virtual void all_reduce_sum(float* const* buffers, long n) = 0;
+  // Rank 0's `bytes` bytes at `data` into every rank's (collective). Ranks in
+  // one process share rank 0's buffer: nothing to do.
+  virtual void broadcast_bytes(void* data, long bytes) {
+    (void)data;
+    (void)bytes;
+  }
 };
 
 // Ranks are shards in this process: a plain sum, in rank order (so results do

@@ -102,6 +102,14 @@ class MpiCommunicator : public Communicator {
     in_place_sum(buffers[0], n);
   }
 
+  void broadcast_bytes(void* data, long bytes) override {
+    char* p = static_cast<char*>(data);
+    for (long i = 0; i < bytes; i += max_count_) {
+      const int count = static_cast<int>(std::min(max_count_, bytes - i));
+      check(MPI_Bcast(p + i, count, MPI_BYTE, 0, comm_), "MPI_Bcast");
+    }
+  }
+
   void all_reduce_sum(float* const* buffers, long n) override {
     if (n <= 0) return;
     if (order_ == Order::rank) return rank_order_sum(buffers[0], n, MPI_FLOAT);

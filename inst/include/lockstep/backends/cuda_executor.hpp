@@ -28,6 +28,7 @@
 #include <memory>
 #include <string>
 
+#include "../communicator.hpp"
 #include "../executor.hpp"
 #include "../ir.hpp"
 
@@ -80,6 +81,17 @@ std::unique_ptr<DeviceExecutor> make_executor(const Program& program, long chain
 // environment turns NCCL off.
 std::unique_ptr<DeviceExecutor> make_multi_device_executor(const Program& program, long chains,
                                                            const ExecOptions& options, bool single);
+
+// A GPU rank of an MPI run (src/cuda/rank_executor.cu): `local` runs this
+// rank's program, rank_program() of its rows (shards.hpp), on its GPU, and
+// every call's log density and gradient are summed over the ranks of `world`
+// by NCCL in device memory (its communicator set up from a unique id that
+// rank 0 makes and `world` broadcasts), so that the sampler's vectors stay
+// on the GPU. Collective: every rank must make it, and call it, together.
+// Throws std::runtime_error where NCCL is not available (nccl_available())
+// or cannot set up its communicator (two ranks on one GPU).
+std::unique_ptr<DeviceExecutor> make_rank_executor(std::unique_ptr<DeviceExecutor> local,
+                                                   Communicator* world);
 
 // A sampler's vectors in the memory of GPU `gpu`, their operations queued on
 // `stream` (the executor's cudaStream_t, so they are ordered with its
