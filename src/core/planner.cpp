@@ -25,10 +25,11 @@ class StageAssigner {
   }
 
   void run() {
-    // Extents: the row counts of data given a likelihood.
+    // Extents: the row counts of data given a likelihood (a density, or the
+    // per-element log densities of a mixture's or a joint's term).
     std::map<long, int> extent_of_rows;
     for (const Node& n : p_.nodes) {
-      if (n.op != Op::density) continue;
+      if (n.op != Op::density && n.op != Op::logpdf) continue;
       const Node& target = p_.nodes[n.inputs[0]];
       if (!target.chain && rows_of(target) > 1 && !extent_of_rows.count(rows_of(target))) {
         extent_of_rows[rows_of(target)] = static_cast<int>(p_.extents.size());
@@ -125,6 +126,7 @@ class StageAssigner {
       case Op::rowdot_rows:
       case Op::rowsum:
       case Op::density:
+      case Op::logpdf:
         return true;
       default:
         return false;
@@ -196,7 +198,10 @@ class StageAssigner {
         // Row r of the output reads a global input at row r's own indices, or
         // row r of a row-aligned input.
         return global(in(0)) || (row_aligned(in(0), e) && row_preserving_[&n - p_.nodes.data()]);
-      case OpFamily::density: {
+      case OpFamily::density:
+      case OpFamily::logpdf: {
+        // (a logpdf is a density's value per element: mixture() and joint()
+        // build their terms from them)
         if (!row_aligned(in(0), e)) return false;
         for (size_t k = 1; k < n.inputs.size(); ++k) {
           const bool rows = row_aligned(in(k), e) && size(k) == size(0);

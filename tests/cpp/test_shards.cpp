@@ -204,3 +204,84 @@ TEST_CASE("AddPartial: a later shard's partials added in place, on every lane la
     }
   }
 }
+
+namespace {
+
+// A two-component normal mixture over N rows, as R's mixture() lowers it:
+// a = logpdf(normal, y, mu1, sigma) + log(w), b = logpdf(normal, y, mu2,
+// sigma) + log(1 - w), log_add_exp(a, b) = (a + b + |a - b|) / 2 +
+// log1p(exp(-|a - b|)), summed by a term of family target; with priors.
+Program mixture_program(long N, std::mt19937& rng) {
+  Program p;
+  const int mu1 = p.add(param_node(1, 0)), mu2 = p.add(param_node(1, 1));
+  const int sigma = p.add(param_node(1, 2, Transform::lower, 0));
+  const int w = p.add(param_node(1, 3, Transform::interval, 0, 1));
+  p.n_free = 4;
+  const int zero = p.add(data_node({0})), one = p.add(data_node({1})), half = p.add(data_node({0.5}));
+  for (int v : {mu1, mu2}) add_term(p, density_node(Family::normal, {v, zero, one}));
+  add_term(p, density_node(Family::normal, {sigma, zero, one}, 0, inf));
+  std::normal_distribution<double> norm;
+  std::vector<double> y(N);
+  for (long i = 0; i < N; ++i) y[i] = (i % 3 == 0 ? 2.0 : -1.0) + norm(rng);
+  const int yd = p.add(data_node(y));
+  auto logpdf = [&](int mu) {
+    Node n;
+    n.op = Op::logpdf;
+    n.dim = p.nodes[yd].dim;
+    n.size = p.nodes[yd].size;
+    n.inputs = {yd, mu, sigma};
+    n.family = Family::normal;
+    return p.add(n);
+  };
+  const int lw = p.add(unary_node(Op::log, w, p));
+  const int lw1 = p.add(unary_node(Op::log1p, p.add(unary_node(Op::neg, w, p)), p));
+  const int a = p.add(binary_node(Op::add, logpdf(mu1), lw, p));
+  const int b = p.add(binary_node(Op::add, logpdf(mu2), lw1, p));
+  const int gap = p.add(unary_node(Op::abs, p.add(binary_node(Op::sub, a, b, p)), p));
+  const int top = p.add(binary_node(
+      Op::mul, p.add(binary_node(Op::add, p.add(binary_node(Op::add, a, b, p)), gap, p)), half, p));
+  const int tail = p.add(unary_node(
+      Op::log1p, p.add(unary_node(Op::exp, p.add(unary_node(Op::neg, gap, p)), p)), p));
+  add_term(p, density_node(Family::target, {p.add(binary_node(Op::add, top, tail, p))}));
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("a mixture's per-element log densities (logpdf) are tiled and sharded with its rows",
+          "[shards][stages][logpdf]") {
+  std::mt19937 rng(47);
+  for (long N : {3L, 29L, 200L}) {
+    Program p = mixture_program(N, rng);
+    lockstep::plan(p);
+    REQUIRE(p.extents == std::vector<long>{N});
+    for (const Node& n : p.nodes)
+      if (n.op == Op::logpdf) CHECK(n.extent == 0);
+    CHECK(p.nodes[p.terms.back()].extent == 0);  // the mixture's term
+    for (long chains : {1L, 3L}) {
+      INFO("N " << N << ", chains " << chains);
+      const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -0.7, 0.7);
+      ExecOptions plain;
+      plain.observation_stage = false;
+      const Result whole = run(p, chains, state, plain);
+      for (int threads : {1, 2})
+        for (long tile : {0L, 4L}) {
+          ExecOptions o;
+          o.threads = threads;
+          o.tile_rows = tile;
+          o.devices = 2;
+          check_same(run(p, chains, state, o), whole);
+        }
+      ExecOptions em;
+      em.backend = Backend::emulated;
+      em.tile_rows = 5;
+      check_same(run(p, chains, state, em), whole);
+      Result no_terms = whole;
+      no_terms.terms.clear();
+      for (int shards : {2, 3})
+        for (const ExecOptions& o : shard_backends())
+          check_same(run_sharded(p, chains, state, o, shards), no_terms);
+    }
+    check_gradient(p, 2, uniform_vector(rng, 2 * p.n_free, -0.7, 0.7), 1e-6, 1e-7);
+  }
+}

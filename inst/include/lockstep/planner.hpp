@@ -8,7 +8,9 @@
 //   rows, i.e. whose row r depends only on row r of other row-aligned nodes and
 //   on global values (data with R rows; elementwise ops of them, broadcasting
 //   global scalars; X %*% beta with beta global; gathers alpha[group] from a
-//   global alpha; the likelihood terms over them). The executor runs them tile
+//   global alpha; the likelihood terms over them, and the per-element log
+//   densities, logpdf, that mixture() and joint() build their terms from).
+//   The executor runs them tile
 //   by tile, so no [chains, R] buffer exists.
 // - the global stage: everything else, op by op over whole values.
 //
