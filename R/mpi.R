@@ -14,7 +14,9 @@
 #' computed on every rank and counted once. Every rank runs the same sampler on
 #' the same totals (random numbers and initial values come from rank 0), so
 #' every rank returns the same draws; the script usually saves them on rank 0
-#' only.
+#' only. With `compute_options = gpu_only(mpi = TRUE)` each process runs on a
+#' GPU of its own (see [gpu_only()]), and the sums go through NCCL in GPU
+#' memory where every process has it.
 #'
 #' `mpi_available()` says whether this build of lockstep has MPI (configure
 #' found `mpicxx`; `LOCKSTEP_MPI=no` builds without it). `mpi_rank()` and
