@@ -122,13 +122,29 @@ Program without_global_terms(const Program& p) {
 }
 
 void check_rows_split(const Program& p) {
+  auto refuse = [](long rows) {
+    throw std::invalid_argument(
+        "lockstep: across processes, every likelihood must be row-aligned with its data (a "
+        "likelihood of data with " + std::to_string(rows) + " rows could not be split by rows)");
+  };
+  // the per-element log densities of data a global term is computed from
+  // (mixture() and joint() build their terms from them), found by a walk
+  // back from the global terms
+  std::vector<char> read(p.nodes.size(), 0);
   for (int t : p.terms) {
+    if (p.nodes[t].extent >= 0) continue;
     const Node& target = p.nodes[p.nodes[t].inputs[0]];
-    if (!target.chain && target.dim[0] > 1 && p.nodes[t].extent < 0)
-      throw std::invalid_argument(
-          "lockstep: across processes, every likelihood must be row-aligned with its data (a "
-          "likelihood of data with " + std::to_string(target.dim[0]) +
-          " rows could not be split by rows)");
+    if (!target.chain && target.dim[0] > 1) refuse(target.dim[0]);
+    read[t] = 1;
+  }
+  for (size_t k = p.nodes.size(); k-- > 0;) {
+    if (!read[k]) continue;
+    const Node& n = p.nodes[k];
+    if (n.op == Op::logpdf) {
+      const Node& target = p.nodes[n.inputs[0]];
+      if (!target.chain && target.dim[0] > 1) refuse(target.dim[0]);
+    }
+    for (int in : n.inputs) read[in] = 1;
   }
 }
 

@@ -283,5 +283,15 @@ TEST_CASE("a mixture's per-element log densities (logpdf) are tiled and sharded 
           check_same(run_sharded(p, chains, state, o, shards), no_terms);
     }
     check_gradient(p, 2, uniform_vector(rng, 2 * p.n_free, -0.7, 0.7), 1e-6, 1e-7);
+    // across processes each rank holds its own rows: a mixture the planner
+    // could not tile (here: planned without the observation stage) would be
+    // counted on each rank's rows alone, and is refused
+    CHECK_NOTHROW(lockstep::rank_program(p, 1));
+    Program global = mixture_program(N, rng);
+    lockstep::PlanOptions no_stage;
+    no_stage.observation_stage = false;
+    lockstep::plan(global, no_stage);
+    CHECK_THROWS_AS(lockstep::rank_program(global, 1), std::invalid_argument);
+    CHECK_THROWS_AS(lockstep::check_rows_split(global), std::invalid_argument);
   }
 }
