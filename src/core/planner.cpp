@@ -355,7 +355,6 @@ void fuse_linear_predictors(Program& p) {
   }
 }
 
-void mark_live(Program& p);
 
 // A row dot product's offset that is, or adds, a gather q[index] from a
 // column q with the row dot product's own index and b's rows (a hierarchical
@@ -431,17 +430,17 @@ void fuse_transposed_products(Program& p) {
   }
 }
 
+}  // namespace
+
 // The log density is its terms plus every parameter's log Jacobian: those are
 // the roots.
-void mark_live(Program& p) {  // (declared above fuse_gathered_offsets)
+void mark_live(Program& p) {
   for (Node& n : p.nodes) n.live = n.op == Op::param;
   for (int t : p.terms) p.nodes[t].live = true;
   for (size_t k = p.nodes.size(); k-- > 0;)
     if (p.nodes[k].live)
       for (int in : p.nodes[k].inputs) p.nodes[in].live = true;
 }
-
-}  // namespace
 
 void plan(Program& p, PlanOptions options) {
   validate(p);

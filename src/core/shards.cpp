@@ -1,6 +1,8 @@
 // Shards of a program's observation rows (shards.hpp).
 #include "lockstep/shards.hpp"
 
+#include "lockstep/planner.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -8,23 +10,17 @@ namespace lockstep {
 
 namespace {
 
-// Keeps only the terms `keep` says to keep; a node stays live where it was
-// live and a parameter, a kept term or read by a live node (so nodes that the
-// planner's fusions left dead stay dead). A term left out stays in the
-// program as a dead density node, which executors skip (validate() would
-// refuse it: the program is for running, not for planning again).
+// Keeps only the terms `keep` says to keep, and marks live what the kept
+// ones need (mark_live: the nodes the planner's fusions left dead stay dead,
+// since nothing live reads them). A term left out stays in the program as a
+// dead density node, which executors skip (validate() would refuse it: the
+// program is for running, not for planning again).
 template <class Keep> void keep_terms(Program& p, Keep keep) {
   std::vector<int> terms;
   for (int t : p.terms)
     if (keep(p.nodes[t])) terms.push_back(t);
   p.terms = terms;
-  std::vector<char> live(p.nodes.size(), 0);
-  for (size_t id = 0; id < p.nodes.size(); ++id) live[id] = p.nodes[id].op == Op::param;
-  for (int t : p.terms) live[t] = 1;
-  for (size_t k = p.nodes.size(); k-- > 0;)
-    if (live[k])
-      for (int in : p.nodes[k].inputs) live[in] = 1;
-  for (size_t id = 0; id < p.nodes.size(); ++id) p.nodes[id].live = p.nodes[id].live && live[id];
+  mark_live(p);
 }
 
 // Cuts node `n` of extent `rows` rows to rows [first, last).

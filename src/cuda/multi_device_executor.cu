@@ -131,7 +131,6 @@ class MultiDeviceExecutor final : public DeviceExecutor {
     const long n = chains_ * dim_;
     cudaStream_t first = stream_of(0);
     select_device(gpus_[0]);
-    check(cudaEventRecord(state_ready_, first), "recording an event");
     // 1. the state to every other shard
     if (nccl_) {
 #ifdef LOCKSTEP_HAS_NCCL
@@ -145,6 +144,7 @@ class MultiDeviceExecutor final : public DeviceExecutor {
       nccl_check(nccl.group_end(), "ncclGroupEnd");
 #endif
     } else {
+      check(cudaEventRecord(state_ready_, first), "recording an event");
       for (int s = 1; s < S; ++s) {
         select_device(gpus_[s]);
         check(cudaStreamWaitEvent(stream_of(s), state_ready_, 0), "waiting for an event");
@@ -197,19 +197,7 @@ class MultiDeviceExecutor final : public DeviceExecutor {
   }
 
   void log_density(const double* state, double* lp, double* grad) override {
-    select_device(gpus_[0]);
-    const long n = chains_ * dim_;
-    cudaStream_t first = stream_of(0);
-    check(cudaMemcpyAsync(state_, state, n * sizeof(double), cudaMemcpyHostToDevice, first),
-          "copying the state to the device");
-    log_density_device(state_, lp_, grad ? grad_ : nullptr);
-    select_device(gpus_[0]);
-    check(cudaMemcpyAsync(lp, lp_, chains_ * sizeof(double), cudaMemcpyDeviceToHost, first),
-          "copying the log density to the host");
-    if (grad)
-      check(cudaMemcpyAsync(grad, grad_, n * sizeof(double), cudaMemcpyDeviceToHost, first),
-            "copying the gradient to the host");
-    synchronize();
+    log_density_via(*this, state, lp, grad, state_, lp_, grad_);
   }
 
  private:

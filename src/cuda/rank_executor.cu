@@ -97,17 +97,7 @@ class RankExecutor final : public DeviceExecutor {
   void synchronize() override { local_->synchronize(); }
 
   void log_density(const double* state, double* lp, double* grad) override {
-    select_device(gpu_);
-    const long C = chains(), n = C * dim();
-    check(cudaMemcpyAsync(state_, state, n * sizeof(double), cudaMemcpyHostToDevice, stream_of()),
-          "copying the state to the device");
-    log_density_device(state_, lp_, grad ? grad_ : nullptr);
-    check(cudaMemcpyAsync(lp, lp_, C * sizeof(double), cudaMemcpyDeviceToHost, stream_of()),
-          "copying the log density to the host");
-    if (grad)
-      check(cudaMemcpyAsync(grad, grad_, n * sizeof(double), cudaMemcpyDeviceToHost, stream_of()),
-            "copying the gradient to the host");
-    synchronize();
+    log_density_via(*this, state, lp, grad, state_, lp_, grad_);
   }
 
  private:

@@ -45,6 +45,11 @@ struct PlanOptions {
 
 void plan(Program& p, PlanOptions options = PlanOptions());
 
+// Marks live the nodes the log density depends on: the parameters (their log
+// Jacobians), the terms and what they read; every other node dead. plan()
+// calls it; so does shard_program() (shards.hpp) after it drops terms.
+void mark_live(Program& p);
+
 }  // namespace lockstep
 
 #endif

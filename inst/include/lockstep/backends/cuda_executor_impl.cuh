@@ -68,6 +68,27 @@ struct StreamLaunch {
   }
 };
 
+// DeviceExecutor::log_density through device buffers on ex.gpu() (state_dev,
+// lp_dev, grad_dev: [chains, dim], [chains], [chains, dim]): the host state
+// copied in, log_density_device, lp and gradient copied back, on ex's stream,
+// waited for. Every executor's host entry point.
+inline void log_density_via(DeviceExecutor& ex, const double* state, double* lp, double* grad,
+                            double* state_dev, double* lp_dev, double* grad_dev) {
+  select_device(ex.gpu());
+  const long C = ex.chains(), n = C * ex.dim();
+  cudaStream_t stream = static_cast<cudaStream_t>(ex.stream());
+  check(cudaMemcpyAsync(state_dev, state, n * sizeof(double), cudaMemcpyHostToDevice, stream),
+        "copying the state to the device");
+  ex.log_density_device(state_dev, lp_dev, grad ? grad_dev : nullptr);
+  select_device(ex.gpu());
+  check(cudaMemcpyAsync(lp, lp_dev, C * sizeof(double), cudaMemcpyDeviceToHost, stream),
+        "copying the log density to the host");
+  if (grad)
+    check(cudaMemcpyAsync(grad, grad_dev, n * sizeof(double), cudaMemcpyDeviceToHost, stream),
+          "copying the gradient to the host");
+  ex.synchronize();
+}
+
 template <class T> class CudaExecutor final : public DeviceExecutor {
  public:
   CudaExecutor(const Program& program, long chains, const ExecOptions& options);
@@ -409,19 +430,7 @@ template <class T> void CudaExecutor<T>::synchronize() {
 
 template <class T>
 void CudaExecutor<T>::log_density(const double* state, double* lp, double* grad) {
-  select_device(options_.gpu);
-  const long D = program_.n_free;
-  check(cudaMemcpyAsync(state_, state, chains_ * D * sizeof(double), cudaMemcpyHostToDevice,
-                        stream_),
-        "copying the state to the device");
-  log_density_device(state_, lp_, grad ? grad_ : nullptr);
-  check(cudaMemcpyAsync(lp, lp_, chains_ * sizeof(double), cudaMemcpyDeviceToHost, stream_),
-        "copying the log density to the host");
-  if (grad)
-    check(cudaMemcpyAsync(grad, grad_, chains_ * D * sizeof(double), cudaMemcpyDeviceToHost,
-                          stream_),
-          "copying the gradient to the host");
-  synchronize();
+  log_density_via(*this, state, lp, grad, state_, lp_, grad_);
 }
 
 }  // namespace cuda
