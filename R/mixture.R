@@ -140,13 +140,19 @@ mixture_log_density <- function(y, p, spec) {
   Reduce(log_add_exp, terms)
 }
 
-# log(exp(a) + exp(b)) elementwise from the engine's ops, stable for finite a
-# and b: max(a, b) + log1p(exp(-|a - b|)), with max(a, b) = (a + b + |a - b|) / 2.
-# Its gradient is the softmax of (a, b) (one half each where a = b, since the
-# derivative of |x| at 0 is 0).
+# log(exp(a) + exp(b)) elementwise: the engine's log_add_exp op (one pass,
+# math/binary.hpp), max(a, b) + log1p(exp(-|a - b|)), finite wherever the
+# larger operand is; its gradient is the softmax of (a, b). On R values, the
+# same formula in R.
 log_add_exp <- function(a, b) {
-  gap <- abs(a - b)
-  (a + b + gap) * 0.5 + log1p(exp(-gap))
+  if (!is.greta_array(a) && !is.greta_array(b)) {
+    top <- pmax(a, b)
+    out <- suppressWarnings(top + log1p(exp(-abs(a - b))))  # NaN where both are infinite
+    at_inf <- is.infinite(top) & !is.na(a) & !is.na(b)
+    out[at_inf] <- top[at_inf]
+    return(out)
+  }
+  elementwise_binary("log_add_exp", a, b, "log_add_exp")
 }
 
 # In R: the log density of each element and draws (R/multivariate_families.R

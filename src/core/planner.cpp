@@ -120,6 +120,7 @@ class StageAssigner {
       case Op::mod:
       case Op::idiv:
       case Op::atan2:
+      case Op::log_add_exp:
       case Op::matmul:
       case Op::gather:
       case Op::gather_rows:

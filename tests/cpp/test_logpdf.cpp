@@ -93,6 +93,37 @@ TEST_CASE("logpdf: normal log densities per element, with gradients in target an
   }
 }
 
+// The CPU's loop prepares the family's parameter-only math once per chain
+// (kernels/logpdf.hpp) where every parameter is one value per chain (here)
+// or all but a varying location (above); the emulated backend's lanes do not.
+TEST_CASE("logpdf: one mean and sd per chain over data, prepared once per chain",
+          "[ops][logpdf][prepared]") {
+  std::mt19937 rng(9);
+  const std::vector<double> y = {-1.2, 0.3, 2.5, 0.9, -0.4};
+  const long n = static_cast<long>(y.size());
+  Program p;
+  const int x = p.add(data_node(y, {n, 1}));
+  const int mean = p.add(param_node(1, 0));
+  const int sd = p.add(unary_node(Op::exp, p.add(param_node(1, 1)), p));
+  const int lp = p.add(logpdf_node(Family::normal, {x, mean, sd}, p));
+  add_weighted_sum(p, lp);
+  p.n_free = 2;
+  lockstep::plan(p);
+  for (long chains : {1L, 2L, 4L}) {
+    const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
+    for (Backend b : {Backend::cpu, Backend::emulated}) {
+      INFO("chains " << chains << (b == Backend::cpu ? ", cpu" : ", emulated"));
+      for (long c = 0; c < chains; ++c) {
+        const double* z = state.data() + c * p.n_free;
+        const std::vector<double> v = values_of(p, chains, state, lp, c, b);
+        for (long i = 0; i < n; ++i)
+          CHECK(close(v[i], normal_lpdf(y[i], z[0], std::exp(z[1])), 1e-13));
+      }
+      check_gradient(p, chains, state, 1e-6, 1e-8, 1e-4, b);
+    }
+  }
+}
+
 TEST_CASE("logpdf: a truncated family renormalises each element, with gradients",
           "[ops][logpdf]") {
   std::mt19937 rng(11);

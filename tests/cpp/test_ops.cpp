@@ -158,6 +158,14 @@ const std::map<std::string, BinaryRef>& binary_refs() {
       {"idiv", {ref_idiv, 1e-7}},
       {"atan2", {[](double a, double b) { return std::atan2(a, b); }, 1e-7, any_value, any_value,
                  any_value}},
+      // operands far apart as well as close (log(exp(a) + exp(b)) is exact
+      // enough in long double here)
+      {"log_add_exp",
+       {[](double a, double b) {
+          return static_cast<double>(std::log(std::exp(static_cast<long double>(a)) +
+                                              std::exp(static_cast<long double>(b))));
+        },
+        1e-7, {-40, 40, false}, {-40, 40, false}, {-40, 40, false}, 1e-15}},
   };
   return m;
 }
@@ -529,6 +537,41 @@ TEST_CASE("binary ops: R's values of ^, %% and %/% at special points", "[ops][bi
   Binary<Op::idiv>::partials(-5.0, 3.0, -2.0, &da, &db);
   CHECK(da == 0);
   CHECK(db == 0);
+}
+
+TEST_CASE("log_add_exp: far tails, infinities and NaN", "[ops][binary][special]") {
+  using lockstep::Binary;
+  using L = Binary<Op::log_add_exp>;
+  const double inf = HUGE_VAL;
+  // no overflow where exp() of an operand would, no loss where it underflows
+  CHECK(L::value(800.0, 800.0) == 800 + std::log(2.0));
+  CHECK(close(L::value(-800.0, -801.0), -800 + std::log1p(std::exp(-1.0)), 1e-15));
+  CHECK(L::value(-1000.0, 5.0) == 5);
+  CHECK(L::value(-inf, 2.5) == 2.5);
+  CHECK(L::value(-inf, -inf) == -inf);
+  CHECK(L::value(inf, -inf) == inf);
+  CHECK(L::value(3.0, inf) == inf);
+  CHECK(std::isnan(L::value(std::nan(""), -inf)));
+  CHECK(std::isnan(L::value(inf, std::nan(""))));
+  // partials: the softmax, split at an infinite value
+  double da = 0, db = 0;
+  L::partials(1.0, 1.0, L::value(1.0, 1.0), &da, &db);
+  CHECK(close(da, 0.5, 1e-15));
+  CHECK(close(db, 0.5, 1e-15));
+  L::partials(-inf, 2.5, 2.5, &da, &db);
+  CHECK(da == 0);
+  CHECK(db == 1);
+  L::partials(-inf, -inf, -inf, &da, &db);
+  CHECK(da == 0.5);
+  CHECK(db == 0.5);
+  L::partials(inf, 7.0, inf, &da, &db);
+  CHECK(da == 1);
+  CHECK(db == 0);
+  L::partials(-800.0, 10.0, L::value(-800.0, 10.0), &da, &db);
+  CHECK(da == 0);
+  CHECK(db == 1);
+  // single precision: the same formula in float
+  CHECK(close(L::value(30.0f, 29.0f), 30 + std::log1p(std::exp(-1.0)), 1e-6));
 }
 
 TEST_CASE("pow: a negative base to integer powers, value and gradient", "[ops][binary][pow]") {

@@ -58,7 +58,7 @@ special <- c("tan", "tanpi", "lgamma", "digamma", "trigamma", "acosh", "asinh", 
 
 binary_reference <- list(
   add = `+`, sub = `-`, mul = `*`, div = `/`, pow = `^`, mod = `%%`, idiv = `%/%`,
-  atan2 = atan2
+  atan2 = atan2, log_add_exp = function(a, b) pmax(a, b) + log1p(exp(-abs(a - b)))
 )
 
 # Where R's value is finite the GPU's equals it to `tolerance`; where R's is

@@ -327,6 +327,7 @@ const BinaryDomain binary_domains[] = {
     {"mod", any_value, nonzero, nonzero},
     {"idiv", any_value, nonzero, nonzero},
     {"atan2", any_value, any_value, any_value},
+    {"log_add_exp", any_value, any_value, any_value},
 };
 
 const BinaryDomain* binary_domain(const std::string& name) {

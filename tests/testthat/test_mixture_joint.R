@@ -36,6 +36,24 @@ test_that("a mixture of normals on data: log density and gradient against R", {
   expect_gradient_matches(m)
 })
 
+test_that("log_add_exp, the op that combines components, matches R with gradients", {
+  log_add_exp <- lockstep:::log_add_exp
+  set.seed(42)
+  check_operation(function(a, b) log_add_exp(a, b), list(a = vec(4), b = vec(4)))
+  check_operation(function(a, b) log_add_exp(a * 30, b), list(a = vec(3), b = scalar()))
+  # far apart, at infinities and NaN: R's log(exp(a) + exp(b)) where it is
+  # finite, and the limits where it overflows
+  a <- c(-800, 800, -2, -Inf, -Inf, Inf, 3, NaN)
+  b <- c(-801, 799, 40, 1.5, -Inf, -Inf, Inf, 1)
+  want <- c(-800 + log1p(exp(-1)), 800 + log1p(exp(-1)), log(exp(-2) + exp(40)), 1.5, -Inf,
+            Inf, Inf, NaN)
+  expect_equal(log_add_exp(a, b), want)
+  # (data must be finite; the engine's infinities are tested in C++)
+  ok <- is.finite(a) & is.finite(b)
+  expect_equal(engine_values(log_add_exp(as_data(a[ok]), as_data(b[ok]))), want[ok],
+               tolerance = 1e-15)
+})
+
 test_that("a mixture of different truncated families with computed weights", {
   y <- c(0.2, 0.9, 1.6, 3.1)
   a <- variable(dim = 2)

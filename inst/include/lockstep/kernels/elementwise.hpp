@@ -151,30 +151,36 @@ template <class T> struct BinaryForward {
       });
     });
   }
+#if !defined(__CUDA_ARCH__)
   // The CPU, one lane, no axis: chain by chain, a scalar operand read once
   // per chain and the others through plain pointers, so that the loop is
-  // a plain elementwise loop (the same values as above).
-  LS_HD void serial_flat() const {
+  // a plain elementwise loop (the same values as above), vectorised at the
+  // processor's width (LS_CPU_VECTORISE: log_add_exp's exp and log1p four or
+  // eight at a time).
+  void serial_flat() const {
     with_binary_rule(op, [&](auto rule) {
-      for (long c = 0; c < chains; ++c) {
-        T* yc = y + c * size;
-        const T* ac = a.data + c * a.chain_stride;
-        const T* bc = b.data + c * b.chain_stride;
-        if (a.scalar && b.scalar) {
-          const T v = decltype(rule)::value(ac[0], bc[0]);
-          for (long i = 0; i < size; ++i) yc[i] = v;
-        } else if (a.scalar) {
-          const T av = ac[0];
-          for (long i = 0; i < size; ++i) yc[i] = decltype(rule)::value(av, bc[i]);
-        } else if (b.scalar) {
-          const T bv = bc[0];
-          for (long i = 0; i < size; ++i) yc[i] = decltype(rule)::value(ac[i], bv);
-        } else {
-          for (long i = 0; i < size; ++i) yc[i] = decltype(rule)::value(ac[i], bc[i]);
-        }
-      }
+      for (long c = 0; c < chains; ++c)
+        values<decltype(rule)>(a.data + c * a.chain_stride, a.scalar,
+                               b.data + c * b.chain_stride, b.scalar, y + c * size, size);
     });
   }
+  template <class Rule>
+  LS_CPU_VECTORISE static void values(const T* a, bool a_scalar, const T* b, bool b_scalar, T* y,
+                                      long n) {
+    if (a_scalar && b_scalar) {
+      const T v = Rule::value(a[0], b[0]);
+      for (long i = 0; i < n; ++i) y[i] = v;
+    } else if (a_scalar) {
+      const T av = a[0];
+      for (long i = 0; i < n; ++i) y[i] = Rule::value(av, b[i]);
+    } else if (b_scalar) {
+      const T bv = b[0];
+      for (long i = 0; i < n; ++i) y[i] = Rule::value(a[i], bv);
+    } else {
+      for (long i = 0; i < n; ++i) y[i] = Rule::value(a[i], b[i]);
+    }
+  }
+#endif
   // Kept out of the flat loop's function body: sharing one body with it cost
   // the flat loop about 10% at -O2.
   LS_HD void along_axis(const Lane& lane) const {
@@ -237,12 +243,13 @@ template <class T> struct BinaryBackward {
       });
     });
   }
+#if !defined(__CUDA_ARCH__)
   // The CPU, one lane, no axis: chain by chain, with a scalar operand's
   // partials summed in a local double (as block_sums() does) and added once
   // per chain. Added element by element they are a read-modify-write of one
   // address, each waiting for the one before: alpha + beta * x over 62 rows
   // spent a fifth of posteriordb's kilpisjarvi gradient there.
-  LS_HD void serial_flat() const {
+  void serial_flat() const {
     const bool sum_a = da.data && da.scalar, sum_b = db.data && db.scalar;
     if (sum_a) sum_b ? flat<true, true>() : flat<true, false>();
     else sum_b ? flat<false, true>() : flat<false, false>();
@@ -256,7 +263,7 @@ template <class T> struct BinaryBackward {
   // is summed and the output has more than one element, the other operand is
   // not a scalar (two scalars make a 1 x 1 output), so it is read as a plain
   // array.
-  template <bool SA, bool SB> LS_HD void flat() const {
+  template <bool SA, bool SB> void flat() const {
     with_binary_rule(op, [&](auto rule) {
       using Rule = decltype(rule);
       for (long c = 0; c < chains; ++c) {
@@ -287,7 +294,11 @@ template <class T> struct BinaryBackward {
         };
         using OfA = std::true_type;
         using OfB = std::false_type;
-        if (SA || SB || (!a.scalar && !b.scalar)) {
+        if (!SA && !SB && !a.scalar && !b.scalar) {
+          // every adjoint per element: one vectorised pass, the partials
+          // computed once for both operands
+          if (dac || dbc) add_per_element<Rule>(ap, bp, yc, dyc, dac, dbc, size);
+        } else if (SA || SB) {
           if (SA) *dac += sum(OfA{});
           else if (dac) add_each(dac, OfA{});
           if (SB) *dbc += sum(OfB{});
@@ -303,6 +314,35 @@ template <class T> struct BinaryBackward {
       }
     });
   }
+  // da[i] += dy[i] * (a's partial) and db[i] += dy[i] * (b's), either
+  // nullptr when that operand needs no gradient: each element's additions in
+  // the order of one pass per operand (a's, then b's), so that the values
+  // are those of separate passes even where da and db are one array (x op x).
+  template <class Rule>
+  LS_CPU_VECTORISE static void add_per_element(const T* a, const T* b, const T* y, const T* dy,
+                                               T* da, T* db, long n) {
+    if (da && db) {
+      for (long i = 0; i < n; ++i) {
+        T pa = T(0), pb = T(0);
+        Rule::partials(a[i], b[i], y[i], &pa, &pb);
+        da[i] += dy[i] * pa;
+        db[i] += dy[i] * pb;
+      }
+    } else if (da) {
+      for (long i = 0; i < n; ++i) {
+        T pa = T(0), pb = T(0);
+        Rule::partials(a[i], b[i], y[i], &pa, &pb);
+        da[i] += dy[i] * pa;
+      }
+    } else {
+      for (long i = 0; i < n; ++i) {
+        T pa = T(0), pb = T(0);
+        Rule::partials(a[i], b[i], y[i], &pa, &pb);
+        db[i] += dy[i] * pb;
+      }
+    }
+  }
+#endif
   LS_HD void along_axis(const Lane& lane) const {
 #if !defined(__CUDA_ARCH__)
     // The CPU: column by column, with a row vector's partials (one value per

@@ -10,6 +10,7 @@
 
 #include "../distributions.hpp"
 #include "elementwise.hpp"
+#include "running_sums.hpp"
 
 namespace lockstep {
 
@@ -37,6 +38,83 @@ template <class T> struct LogpdfInputs {
       });
     });
   }
+
+#if !defined(__CUDA_ARCH__)
+  // The CPU's one lane: chain by chain, `chunk` elements at a time, the
+  // operands first copied into local double arrays (a scalar spread) so that
+  // the loop over the family's math is a plain one the compiler vectorises
+  // (as density terms' loops are, kernels/density.hpp). Where the family
+  // prepares (dist.hpp), the term is untruncated and every parameter is one
+  // value per chain but for a location that may vary (a mixture's
+  // normal(mu[k], sigma) components), the parameter-only math (log sd) is
+  // done once per chain instead of once per element.
+  static constexpr long chunk = 256;
+  struct Chunk {
+    double x[chunk], p[max_dist_params][chunk];
+    double lp[chunk], gx[chunk], gp[max_dist_params][chunk];
+  };
+
+  template <class D> bool preparable() const {
+    if constexpr (!has_prepared<D>::value) {
+      return false;
+    } else {
+      if (!(ls_isinf(lower) && ls_isinf(upper))) return false;  // truncated
+      for (int j = 0; j < D::n_params; ++j)
+        if (!p[j].scalar && !(j == 0 && has_prepared_location<D>::value)) return false;
+      return true;
+    }
+  }
+
+  // lp, gx and gp of elements [0, n) of the chunk from its x and p.
+  template <Family F, bool Prep>
+  LS_CPU_VECTORISE static void chunk_math(Chunk& w, long n, const double* pv, double lower,
+                                          double upper) {
+    using D = Dist<F>;
+    if constexpr (Prep && has_prepared<D>::value) {
+      const typename D::Prepared q0 = D::prepare(pv);
+      for (long i = 0; i < n; ++i) {
+        typename D::Prepared q = q0;
+        if constexpr (has_prepared_location<D>::value) q.location = w.p[0][i];
+        double gp[max_dist_params] = {0};
+        w.lp[i] = D::lpdf(w.x[i], q, &w.gx[i], gp);
+        for (int j = 0; j < D::n_params; ++j) w.gp[j][i] = gp[j];
+      }
+    } else {
+      for (long i = 0; i < n; ++i) {
+        double pi[max_dist_params] = {0}, gp[max_dist_params] = {0};
+        for (int j = 0; j < D::n_params; ++j) pi[j] = w.p[j][i];
+        w.lp[i] = truncated_lpdf_of<F>(w.x[i], pi, lower, upper, &w.gx[i], gp);
+        for (int j = 0; j < D::n_params; ++j) w.gp[j][i] = gp[j];
+      }
+    }
+  }
+
+  // Calls h(c, first, n, w) for each chunk of each chain, w holding its
+  // elements [first, first + n)'s lp and partials, then done(c) after each
+  // chain.
+  template <class H, class Done> void each_chunk(long chains, long size, H&& h, Done&& done) const {
+    Chunk w;
+    with_family(family, [&](auto tag) {
+      constexpr Family F = decltype(tag)::value;
+      using D = Dist<F>;
+      const bool prep = preparable<D>();
+      for (long c = 0; c < chains; ++c) {
+        double pv[max_dist_params] = {0};
+        for (int j = 0; j < D::n_params; ++j) pv[j] = static_cast<double>(p[j].at(c, 0));
+        for (long first = 0; first < size; first += chunk) {
+          const long n = size - first < chunk ? size - first : chunk;
+          for (long i = 0; i < n; ++i) w.x[i] = static_cast<double>(x.at(c, first + i));
+          for (int j = 0; j < D::n_params; ++j)
+            for (long i = 0; i < n; ++i) w.p[j][i] = static_cast<double>(p[j].at(c, first + i));
+          if (prep) chunk_math<F, true>(w, n, pv, lower, upper);
+          else chunk_math<F, false>(w, n, pv, lower, upper);
+          h(c, first, n, w, D::n_params);
+        }
+        done(c);
+      }
+    });
+  }
+#endif
 };
 
 template <class T> struct LogpdfForward {
@@ -45,6 +123,19 @@ template <class T> struct LogpdfForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
+#if !defined(__CUDA_ARCH__)
+    if (lane.count == 1) {
+      using Chunk = typename LogpdfInputs<T>::Chunk;
+      in.each_chunk(
+          chains, size,
+          [&](long c, long first, long n, const Chunk& w, int) {
+            T* yc = y + c * size + first;
+            for (long i = 0; i < n; ++i) yc[i] = static_cast<T>(w.lp[i]);
+          },
+          [](long) {});
+      return;
+    }
+#endif
     in.each(lane, chains, size, [&](long k, long, long, double lp, double, const double*, int) {
       y[k] = static_cast<T>(lp);
     });
@@ -61,6 +152,9 @@ template <class T> struct LogpdfBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   LS_HD void operator()(int, const Lane& lane) const {
+#if !defined(__CUDA_ARCH__)
+    if (lane.count == 1) return serial();
+#endif
     in.each(lane, chains, size,
             [&](long k, long c, long i, double, double gx, const double* gp, int n_params) {
               const double g = static_cast<double>(dy[k]);
@@ -72,6 +166,46 @@ template <class T> struct LogpdfBackward {
                 if (dp[j].data) dp[j].add(c, i, static_cast<T>(g * gp[j]));
             });
   }
+#if !defined(__CUDA_ARCH__)
+  // The CPU's one lane, chunk by chunk (LogpdfInputs::each_chunk): an adjoint
+  // per element is added to as it goes; a scalar operand's, which every
+  // element adds to, is summed in a local double per chain and added once
+  // (added element by element, each addition waits for the one before).
+  void serial() const {
+    using Chunk = typename LogpdfInputs<T>::Chunk;
+    double sum_x = 0, sum_p[max_dist_params] = {0};
+    // g times a partial, zero where g is (a zero adjoint adds nothing, and
+    // must not turn an infinite partial, outside a truncation, into NaN)
+    auto scaled = [](double g, double partial) { return g == 0 ? 0.0 : g * partial; };
+    auto add = [&](const AdjointSink<T>& sink, double& sum, long c, long first, long n,
+                   const T* dyc, const double* partial) {
+      if (!sink.data) return;
+      if (sink.scalar) {
+        sum += detail::running_sum(n, [&](long i) {
+          return scaled(static_cast<double>(dyc[i]), partial[i]);
+        });
+      } else {
+        T* d = sink.data + c * sink.chain_stride + first;
+        for (long i = 0; i < n; ++i) d[i] += static_cast<T>(scaled(static_cast<double>(dyc[i]), partial[i]));
+      }
+    };
+    in.each_chunk(
+        chains, size,
+        [&](long c, long first, long n, const Chunk& w, int n_params) {
+          const T* dyc = dy + c * size + first;
+          add(dx, sum_x, c, first, n, dyc, w.gx);
+          for (int j = 0; j < n_params; ++j) add(dp[j], sum_p[j], c, first, n, dyc, w.gp[j]);
+        },
+        [&](long c) {
+          if (dx.data && dx.scalar) dx.add(c, 0, static_cast<T>(sum_x));
+          for (int j = 0; j < max_dist_params; ++j) {
+            if (dp[j].data && dp[j].scalar) dp[j].add(c, 0, static_cast<T>(sum_p[j]));
+            sum_p[j] = 0;
+          }
+          sum_x = 0;
+        });
+  }
+#endif
 };
 
 }  // namespace lockstep
