@@ -4,6 +4,7 @@
 # with its rows; before, those ops ran over whole [chains, N] buffers.
 #
 #   Rscript bench/mixture.R [--N 1e5,1e6] [--chains 4] [--threads 2] [--rstan yes|no]
+#                           [--gpu yes|no]
 #
 # Prints, per N, the seconds per gradient of all chains through
 # model_log_density() (which includes R's copies of the state and gradient,
@@ -13,15 +14,19 @@
 # per gradient of one chain (rstan::grad_log_prob on the Stan program below,
 # log_mix per row), and the ratios. Prints how far apart their log densities
 # are at the same point (relative), as a check that they are the same model.
+# Where the package was built with CUDA and a GPU is visible (and --gpu is
+# not no), also the same gradient on the first GPU, in double and single.
 suppressPackageStartupMessages(library(lockstep))
 
 args <- commandArgs(TRUE)
-opt <- list(N = "1e5,1e6", chains = "4", threads = "2", rstan = "yes")
+opt <- list(N = "1e5,1e6", chains = "4", threads = "2", rstan = "yes", gpu = "yes")
 for (i in seq(1, length(args) - 1, by = 2)) opt[[sub("^--", "", args[i])]] <- args[i + 1]
 Ns <- as.numeric(strsplit(opt$N, ",")[[1]])
 chains <- as.integer(opt$chains)
 threads <- as.integer(opt$threads)
 use_rstan <- opt$rstan == "yes" && requireNamespace("rstan", quietly = TRUE)
+info <- backend_info()
+use_gpu <- opt$gpu == "yes" && isTRUE(info$cuda_built) && nrow(info$devices) > 0
 if (opt$rstan == "yes" && !use_rstan) {
   cat("rstan is not installed (make bench-setup installs it): timing lockstep only\n")
 }
@@ -29,8 +34,11 @@ if (opt$rstan == "yes" && !use_rstan) {
 # the median of `reps` timings of f(), each of enough calls to last ~0.2 s
 per_call <- function(f, reps = 5) {
   f()
-  t1 <- system.time(f())[["elapsed"]]
-  inner <- max(1L, as.integer(ceiling(0.2 / max(t1, 1e-6))))
+  # calls per timing: doubled until a batch takes 20 ms (system.time()
+  # counts milliseconds, so one fast call reads as 0)
+  inner <- 1L
+  while ((t <- system.time(for (j in seq_len(inner)) f())[["elapsed"]]) < 0.02) inner <- 2L * inner
+  inner <- max(1L, as.integer(ceiling(inner * 0.2 / t)))
   stats::median(vapply(seq_len(reps), function(r) {
     system.time(for (j in seq_len(inner)) f())[["elapsed"]] / inner
   }, numeric(1)))
@@ -101,4 +109,18 @@ for (N in Ns) {
   cat(sprintf("%9g %16s %16s %7.1fx %16s %12s %14s\n", N, fmt(tiled / chains),
               fmt(untiled / chains), untiled / tiled, if (is.na(stan_sec)) "-" else fmt(stan_sec),
               if (is.na(stan_sec)) "-" else sprintf("%.0fx", stan_sec / (tiled / chains)), agrees))
+  if (use_gpu) {
+    # the same gradient on the first GPU, in both precisions (state and
+    # gradient cross PCIe in each call: 4 values per chain here)
+    for (precision in c("double", "single")) {
+      mg <- if (precision == "double") m else model(mu1, mu2, sigma, w, precision = "single")
+      on_gpu <- function() {
+        lockstep:::model_log_density(mg, free, gradient = TRUE, compute_options = gpu_only())
+      }
+      gpu <- per_call(on_gpu)
+      lp_gpu <- on_gpu()$log_density
+      cat(sprintf("%9g   GPU, %s: %s per chain-gradient (CPU tiled / GPU %.1fx), lp %.1e from the CPU's\n",
+                  N, precision, fmt(gpu / chains), tiled / gpu, max(abs(lp_gpu - lp) / abs(lp))))
+    }
+  }
 }

@@ -90,16 +90,19 @@ TEST_CASE("logpdf: normal log densities per element, with gradients in target an
       }
       check_gradient(p, chains, state, 1e-6, 1e-8, 1e-4, b);
     }
+    check_emulated_matches_cpu(p, chains, state);
   }
 }
 
 // The CPU's loop prepares the family's parameter-only math once per chain
 // (kernels/logpdf.hpp) where every parameter is one value per chain (here)
-// or all but a varying location (above); the emulated backend's lanes do not.
+// or all but a varying location (above); the emulated backend's lanes do not,
+// and sum the scalar parameters' partials in block-shared slots (37 rows:
+// more than the emulated launch's 15 lanes, so each lane sums several).
 TEST_CASE("logpdf: one mean and sd per chain over data, prepared once per chain",
           "[ops][logpdf][prepared]") {
   std::mt19937 rng(9);
-  const std::vector<double> y = {-1.2, 0.3, 2.5, 0.9, -0.4};
+  const std::vector<double> y = uniform_vector(rng, 37, -2, 3);
   const long n = static_cast<long>(y.size());
   Program p;
   const int x = p.add(data_node(y, {n, 1}));
@@ -121,6 +124,7 @@ TEST_CASE("logpdf: one mean and sd per chain over data, prepared once per chain"
       }
       check_gradient(p, chains, state, 1e-6, 1e-8, 1e-4, b);
     }
+    check_emulated_matches_cpu(p, chains, state);
   }
 }
 
@@ -154,6 +158,7 @@ TEST_CASE("logpdf: a truncated family renormalises each element, with gradients"
       }
       check_gradient(p, chains, state, 1e-6, 1e-8, 1e-4, b);
     }
+    check_emulated_matches_cpu(p, chains, state);
   }
 }
 

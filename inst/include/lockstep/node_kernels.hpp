@@ -420,7 +420,7 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
         body.dp[k - 1] = sink(call.in[k], call.out);
         any = any || body.dp[k - 1].data;
       }
-      if (any) launch(body);
+      if (any) launch(body.with_block_sums());
       break;
     }
     case OpFamily::fold:

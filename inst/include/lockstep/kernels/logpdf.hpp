@@ -28,15 +28,27 @@ template <class T> struct LogpdfInputs {
   template <class G>
   LS_HD void each(const Lane& lane, long chains, long size, G&& g) const {
     with_family(family, [&](auto tag) {
-      using D = Dist<decltype(tag)::value>;
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
-        double pv[max_dist_params] = {0}, gx = 0, gp[max_dist_params] = {0};
-        for (int j = 0; j < D::n_params; ++j) pv[j] = static_cast<double>(p[j].at(c, i));
-        const double lp = truncated_lpdf_of<decltype(tag)::value>(
-            static_cast<double>(x.at(c, i)), pv, lower, upper, &gx, gp);
-        g(k, c, i, lp, gx, gp, D::n_params);
+        element<decltype(tag)::value>(k, c, i, g);
       });
     });
+  }
+  // The same over chain c's elements alone (a phase of LogpdfBackward's
+  // block sums).
+  template <class G>
+  LS_HD void each_of_chain(const Lane& lane, long c, long size, G&& g) const {
+    with_family(family, [&](auto tag) {
+      for (long i = lane.index; i < size; i += lane.count)
+        element<decltype(tag)::value>(c * size + i, c, i, g);
+    });
+  }
+  template <Family F, class G> LS_HD void element(long k, long c, long i, G& g) const {
+    constexpr int n_params = Dist<F>::n_params;
+    double pv[max_dist_params] = {0}, gx = 0, gp[max_dist_params] = {0};
+    for (int j = 0; j < n_params; ++j) pv[j] = static_cast<double>(p[j].at(c, i));
+    const double lp =
+        truncated_lpdf_of<F>(static_cast<double>(x.at(c, i)), pv, lower, upper, &gx, gp);
+    g(k, c, i, lp, gx, gp, n_params);
   }
 
 #if !defined(__CUDA_ARCH__)
@@ -151,10 +163,37 @@ template <class T> struct LogpdfBackward {
   AdjointSink<T> dp[max_dist_params];
   long chains, size;
   int phases = 1, shared_per_lane = 0;
-  LS_HD void operator()(int, const Lane& lane) const {
+  // Where each operand's partials are summed with several lanes: a block-
+  // shared slot per scalar operand (slot[0]: the target's, slot[1 + j]:
+  // parameter j's; -1: added element by element). Every element adds to a
+  // scalar operand's adjoint (a mixture component's sd, one per chain): one
+  // atomic each would queue every lane of a GPU on one address, as the
+  // elementwise ops' did before their block sums (kernels/elementwise.hpp).
+  // With slots the lanes go through the chains one by one, two phases each:
+  // in phase 2c they add chain c's partials into their slots, in phase
+  // 2c + 1 each slot's block total is added with one atomic. Set by
+  // with_block_sums().
+  int slot[1 + max_dist_params] = {-1, -1, -1, -1};
+
+  LogpdfBackward& with_block_sums() {
+    int slots = 0;
+    slot[0] = dx.data && dx.scalar ? slots++ : -1;
+    for (int j = 0; j < max_dist_params; ++j) slot[1 + j] = dp[j].data && dp[j].scalar ? slots++ : -1;
+    if (slots > 0) {
+      phases = static_cast<int>(2 * chains);
+      shared_per_lane = slots;
+    }
+    return *this;
+  }
+
+  LS_HD void operator()(int phase, const Lane& lane) const {
 #if !defined(__CUDA_ARCH__)
-    if (lane.count == 1) return serial();
+    if (lane.count == 1) {
+      if (phase == 0) serial();  // everything in phase 0
+      return;
+    }
 #endif
+    if (phases > 1) return block_sums(phase, lane);
     in.each(lane, chains, size,
             [&](long k, long c, long i, double, double gx, const double* gp, int n_params) {
               const double g = static_cast<double>(dy[k]);
@@ -165,6 +204,33 @@ template <class T> struct LogpdfBackward {
               for (int j = 0; j < n_params; ++j)
                 if (dp[j].data) dp[j].add(c, i, static_cast<T>(g * gp[j]));
             });
+  }
+
+  LS_HD void block_sums(int phase, const Lane& lane) const {
+    const long c = phase / 2;
+    double* mine = lane.shared + static_cast<long>(lane.in_block) * shared_per_lane;
+    if (phase % 2 == 0) {
+      for (int k = 0; k < shared_per_lane; ++k) mine[k] = 0;
+      in.each_of_chain(lane, c, size,
+                       [&](long k, long, long i, double, double gx, const double* gp, int n_params) {
+                         const double g = static_cast<double>(dy[k]);
+                         if (g == 0) return;  // as above
+                         if (slot[0] >= 0) mine[slot[0]] += g * gx;
+                         else if (dx.data) dx.add(c, i, static_cast<T>(g * gx));
+                         for (int j = 0; j < n_params; ++j) {
+                           if (slot[1 + j] >= 0) mine[slot[1 + j]] += g * gp[j];
+                           else if (dp[j].data) dp[j].add(c, i, static_cast<T>(g * gp[j]));
+                         }
+                       });
+    } else {
+      for (long k = lane.in_block; k < shared_per_lane; k += lane.lanes_in_block) {
+        double total = 0;
+        for (int t = 0; t < lane.lanes_in_block; ++t) total += lane.shared[t * shared_per_lane + k];
+        if (slot[0] == k) dx.add(c, 0, static_cast<T>(total));
+        for (int j = 0; j < max_dist_params; ++j)
+          if (slot[1 + j] == k) dp[j].add(c, 0, static_cast<T>(total));
+      }
+    }
   }
 #if !defined(__CUDA_ARCH__)
   // The CPU's one lane, chunk by chunk (LogpdfInputs::each_chunk): an adjoint
