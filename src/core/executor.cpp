@@ -67,6 +67,10 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   alias_stride_.assign(n, 0);
   first_writer_.assign(n, 0);
   adjoint_stored_.assign(n, 0);
+  // the emulated backend runs gathers' backward on lanes, as a GPU does
+  index_in_runs_.assign(n, 0);
+  if (options.backend == Backend::emulated)
+    for (size_t id = 0; id < n; ++id) index_in_runs_[id] = index_in_runs(program.nodes[id].index);
   grad_zero_spans_.assign(1, {0L, program.n_free});
   scratch_.assign(chains, 0);
   long work = 0;
@@ -304,6 +308,7 @@ NodeCall<T> Executor<T>::make_call(int id, const double* state, double* lp, doub
   c.grad = grad ? grad + c0 * program_.n_free : nullptr;
   c.gradient = grad != nullptr;
   c.first_writer = first_writer_[id];
+  c.index_in_runs = index_in_runs_[id];
   c.n_free = program_.n_free;
   c.lp = lp ? lp + c0 : nullptr;
   c.scratch = scratch_.data() + c0;

@@ -9,6 +9,7 @@
 // fails for an op without a test.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -738,5 +739,44 @@ TEST_CASE("kernels bound to tiles of rows give the rows of the whole-buffer call
         }
       }
     }
+  }
+}
+
+// Indices in runs of equal entries (rows sorted by group, as row_order.hpp
+// sorts them): on lanes the backward sums each run in a register and adds it
+// once (GatherBackward::piece, index_in_runs()). Its pieces split runs, so runs
+// that cross a piece's end, pieces shorter than a run, a last short piece and
+// runs of one are all here, against the cpu backend's element-by-element adds,
+// and against finite differences.
+TEST_CASE("gather and gather_rows: indices in runs, their backward summed run by run",
+          "[ops][gather][gather_rows][emulated]") {
+  std::mt19937 rng(611);
+  // 203 entries over 9 groups, sorted, runs of 1 to 70
+  const long G = 9, K = 3;
+  std::vector<long> idx;
+  const long lengths[G] = {70, 1, 33, 2, 31, 1, 40, 1, 24};
+  for (long g = 0; g < G; ++g)
+    for (long r = 0; r < lengths[g]; ++r) idx.push_back(g);
+  const long N = static_cast<long>(idx.size());
+  CHECK(lockstep::index_in_runs(idx));
+  std::vector<long> unsorted = idx;
+  std::shuffle(unsorted.begin(), unsorted.end(), rng);
+  CHECK_FALSE(lockstep::index_in_runs(unsorted));
+  CHECK_FALSE(lockstep::index_in_runs(std::vector<long>(10, 0)));  // too short to matter
+  for (long chains : {1L, 3L}) {
+    INFO("chains " << chains);
+    Program p;
+    const int a = p.add(param_node(G, 0));                                  // a[group]
+    const int b = p.add(param_node(G * K, G, Transform::none, 0, 0, {G, K}));  // b[group, ]
+    const int ga = p.add(gather_node(a, idx));
+    const int gb = p.add(gather_rows_node(b, idx, p));
+    p.n_free = G + G * K;
+    add_normal_objective(p, ga, rng);
+    add_normal_objective(p, gb, rng);
+    lockstep::plan(p);
+    const std::vector<double> state = uniform_vector(rng, chains * p.n_free, -1, 1);
+    check_emulated_matches_cpu(p, chains, state, {{1, 1}, {3, 5}, {7, 3}, {2, 64}});
+    check_gradient(p, chains, state, 1e-6, 1e-8, 1e-5, Backend::emulated);
+    REQUIRE(p.nodes[ga].size == N);
   }
 }

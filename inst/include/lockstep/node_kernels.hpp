@@ -67,6 +67,11 @@ template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint)
 // (ir.cpp's validate() allows a row dot product no more).
 constexpr int max_node_inputs = 1 + max_dist_params > 6 ? 1 + max_dist_params : 6;
 
+// Consecutive elements a lane of a gather's backward takes, where the index
+// comes in runs (GatherBackward::piece): 32, as the row dot product's
+// backward takes rows (kernels/rowdot.hpp).
+constexpr long gather_piece = 32;
+
 // Doubles of workspace per chain that a node's kernels need (NodeCall::work):
 // the linalg ops' factors and columns; 0 for every other op. Executors
 // allocate chains times the largest over the nodes they run.
@@ -101,6 +106,10 @@ template <class T> struct NodeCall {
   double* work = nullptr;
   bool jacobian = true;       // parameters and log_jacobian terms add their log |Jacobian|
                               // (false: opt(adjust = FALSE))
+  // A gather's index comes in runs of equal entries (index_in_runs(),
+  // kernels/gather.hpp): its backward on several lanes sums runs. Set by the
+  // executors that run whole buffers on lanes (CUDA, emulated).
+  bool index_in_runs = false;
 
   T* y() const { return const_cast<T*>(out.value); }
 };
@@ -383,13 +392,19 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
         launch(TransposeBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
       break;
     case OpFamily::gather:
-      if (call.in[0].adjoint)
-        launch(GatherBackward<T>{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n});
+      if (call.in[0].adjoint) {
+        GatherBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n};
+        body.piece = call.index_in_runs ? gather_piece : 0;
+        launch(body);
+      }
       break;
     case OpFamily::gather_rows:
-      if (call.in[0].adjoint)
-        launch(GatherRowsBackward<T>{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
-                                     call.out.rows, call.out.cols});
+      if (call.in[0].adjoint) {
+        GatherRowsBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
+                                   call.out.rows, call.out.cols};
+        body.piece = call.index_in_runs ? gather_piece : 0;
+        launch(body);
+      }
       break;
     case OpFamily::rowdot_rows: {
       const RowDotParts parts = rowdot_parts(node);

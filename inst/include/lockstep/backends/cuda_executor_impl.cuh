@@ -158,6 +158,7 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   double bytes_ = 0;
   std::vector<T*> values_, adjoints_;  // per node; nullptr where not held
   std::vector<long*> index_;           // per node: its gather index on the device
+  std::vector<char> index_in_runs_;    // per node: NodeCall::index_in_runs
   double* scratch_ = nullptr;          // [chains]
   double* work_ = nullptr;             // [chains, the largest workspace_per_chain]
   int multiprocessors_ = 132;          // of the device
@@ -223,6 +224,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
     values_.assign(n, nullptr);
     adjoints_.assign(n, nullptr);
     index_.assign(n, nullptr);
+    index_in_runs_.assign(n, 0);
     // Constant nodes on the host, once, by the CPU backend's kernels.
     std::vector<std::vector<T>> host(n);
     std::vector<double> host_scratch(1, 0.0), host_work(std::max<long>(work, 1), 0.0);
@@ -253,6 +255,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
           check(cudaMemcpy(index_[id], node.index.data(), node.index.size() * sizeof(long),
                            cudaMemcpyHostToDevice),
                 "copying an index to the device");
+          index_in_runs_[id] = index_in_runs(node.index);
         }
       } else if (needed[id]) {
         values_[id] = allocate<T>(node.size);
@@ -336,6 +339,7 @@ NodeCall<T> CudaExecutor<T>::call(int id, const double* state, double* lp, doubl
   c.out = slot(id);
   for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
   c.index = index_[id];
+  c.index_in_runs = index_in_runs_[id];
   c.chains = chains_;
   c.state = state;
   c.grad = grad;

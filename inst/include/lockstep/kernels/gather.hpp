@@ -8,10 +8,42 @@
 #ifndef LOCKSTEP_KERNELS_GATHER_HPP
 #define LOCKSTEP_KERNELS_GATHER_HPP
 
+#include <vector>
+
 #include "cells.hpp"
 #include "elementwise.hpp"
 
 namespace lockstep {
+
+// The pieces of `sequences` sequences of n elements each, `piece` consecutive
+// elements to a piece, shared out among the lanes: for each piece, the run
+// sums of its values (values(s, first, len) points at sequence s's elements
+// from `first`) grouped by equal index[i] (i within the sequence; the same
+// index for every sequence), each run's total handed to add(s, first, at,
+// total) with at = the run's index. The lanes of a warp take adjacent pieces.
+template <class Values, class Add>
+LS_HD void run_sums(const Lane& lane, long sequences, long n, long piece, const long* index,
+                    Values&& values, Add&& add) {
+  const long per_sequence = (n + piece - 1) / piece;
+  const long total = sequences * per_sequence;
+  for (long q = lane.index; q < total; q += lane.count) {
+    const long s = q / per_sequence, first = (q - s * per_sequence) * piece;
+    const long len = n - first < piece ? n - first : piece;
+    const auto* v = values(s, first, len);
+    long at = index[first];
+    double sum = static_cast<double>(v[0]);
+    for (long i = 1; i < len; ++i) {
+      const long next = index[first + i];
+      if (next != at) {
+        add(s, first, at, sum);
+        at = next;
+        sum = 0;
+      }
+      sum += static_cast<double>(v[i]);
+    }
+    add(s, first, at, sum);
+  }
+}
 
 template <class T> struct GatherForward {
   const T* x;
@@ -27,6 +59,13 @@ template <class T> struct GatherForward {
   }
 };
 
+// The scatter-add of several lanes: by default one atomic per element. Where
+// the index comes in runs of equal entries (rows sorted by group, row_order.hpp:
+// the lanes of a warp would all add to one group's address, each waiting on
+// the one before), `piece` > 0: a lane takes `piece` consecutive elements of
+// one chain, sums each run of equal entries in a register and adds the run's
+// total with one atomic. Only the order of additions changes. One lane (the
+// CPU) adds element by element, in order.
 template <class T> struct GatherBackward {
   const long* index;
   const T* dy;
@@ -34,7 +73,16 @@ template <class T> struct GatherBackward {
   long x_size;
   long chains, size;
   int phases = 1, shared_per_lane = 0;
+  long piece = 0;
   LS_HD void operator()(int, const Lane& lane) const {
+    if (piece > 0 && lane.count > 1) {
+      run_sums(lane, chains, size, piece, index, [&](long c, long first, long) {
+        return dy + c * size + first;
+      }, [&](long c, long, long at, double total) {
+        lane_add(dx + c * x_size + at, static_cast<T>(total));
+      });
+      return;
+    }
     for_each_element(lane, chains, size, [&](long k, long c, long i) {
       lane_add(dx + c * x_size + index[i], dy[k]);
     });
@@ -57,6 +105,8 @@ template <class T> struct GatherRowsForward {
   }
 };
 
+// As GatherBackward, `piece` > 0 summing runs of equal row indices down
+// each column (a chain's column j is one sequence of rows).
 template <class T> struct GatherRowsBackward {
   const long* index;
   const T* dy;  // [chains, rows * cols]
@@ -64,13 +114,35 @@ template <class T> struct GatherRowsBackward {
   long x_rows;
   long chains, rows, cols;
   int phases = 1, shared_per_lane = 0;
+  long piece = 0;
   LS_HD void operator()(int, const Lane& lane) const {
     const long x_size = x_rows * cols;
+    if (piece > 0 && lane.count > 1) {
+      // sequence s = c * cols + j: chain c's column j, rows long
+      run_sums(lane, chains * cols, rows, piece, index, [&](long s, long first, long) {
+        return dy + s * rows + first;
+      }, [&](long s, long, long at, double total) {
+        const long c = s / cols, j = s - c * cols;
+        lane_add(dx + c * x_size + at + j * x_rows, static_cast<T>(total));
+      });
+      return;
+    }
     for_each_cell(lane, chains, rows, cols, [&](long k, long c, long r, long j) {
       lane_add(dx + c * x_size + index[r] + j * x_rows, dy[k]);
     });
   }
 };
+
+// Whether a gather's index (host memory) comes in runs of equal entries four
+// long or more on average: where the backward's lanes sum runs (`piece`).
+// Unsorted indices keep one atomic per element, which reads dy coalesced.
+inline bool index_in_runs(const std::vector<long>& index) {
+  const long n = static_cast<long>(index.size());
+  if (n < 64) return false;
+  long runs = 1;
+  for (long i = 1; i < n; ++i) runs += index[i] != index[i - 1];
+  return runs * 4 <= n;
+}
 
 }  // namespace lockstep
 
