@@ -19,9 +19,11 @@
 //   gathers and their scatter-adds walk memory in order.
 //
 // Sums are not bit-reproducible between runs: per-chain sums (densities,
-// Jacobians, sum()) add each block's partial with an atomic, and gathers'
-// backward passes scatter-add with atomics, so the order of the additions,
-// and hence the last bits, may change from run to run; nothing else does.
+// Jacobians, sum(), the partials of a logpdf's scalar parameters) add each
+// block's partial with an atomic, and gathers' backward passes scatter-add
+// with atomics (a run of equal indices summed first, where the rows are
+// sorted by group), so the order of the additions, and hence the last bits,
+// may change from run to run; nothing else does.
 #ifndef LOCKSTEP_BACKENDS_CUDA_EXECUTOR_HPP
 #define LOCKSTEP_BACKENDS_CUDA_EXECUTOR_HPP
 

@@ -178,7 +178,8 @@ template <class T> struct LogpdfBackward {
   LogpdfBackward& with_block_sums() {
     int slots = 0;
     slot[0] = dx.data && dx.scalar ? slots++ : -1;
-    for (int j = 0; j < max_dist_params; ++j) slot[1 + j] = dp[j].data && dp[j].scalar ? slots++ : -1;
+    for (int j = 0; j < max_dist_params; ++j)
+      slot[1 + j] = dp[j].data && dp[j].scalar ? slots++ : -1;
     if (slots > 0) {
       phases = static_cast<int>(2 * chains);
       shared_per_lane = slots;
@@ -211,17 +212,17 @@ template <class T> struct LogpdfBackward {
     double* mine = lane.shared + static_cast<long>(lane.in_block) * shared_per_lane;
     if (phase % 2 == 0) {
       for (int k = 0; k < shared_per_lane; ++k) mine[k] = 0;
-      in.each_of_chain(lane, c, size,
-                       [&](long k, long, long i, double, double gx, const double* gp, int n_params) {
-                         const double g = static_cast<double>(dy[k]);
-                         if (g == 0) return;  // as above
-                         if (slot[0] >= 0) mine[slot[0]] += g * gx;
-                         else if (dx.data) dx.add(c, i, static_cast<T>(g * gx));
-                         for (int j = 0; j < n_params; ++j) {
-                           if (slot[1 + j] >= 0) mine[slot[1 + j]] += g * gp[j];
-                           else if (dp[j].data) dp[j].add(c, i, static_cast<T>(g * gp[j]));
-                         }
-                       });
+      auto add = [&](long k, long, long i, double, double gx, const double* gp, int n_params) {
+        const double g = static_cast<double>(dy[k]);
+        if (g == 0) return;  // as above
+        if (slot[0] >= 0) mine[slot[0]] += g * gx;
+        else if (dx.data) dx.add(c, i, static_cast<T>(g * gx));
+        for (int j = 0; j < n_params; ++j) {
+          if (slot[1 + j] >= 0) mine[slot[1 + j]] += g * gp[j];
+          else if (dp[j].data) dp[j].add(c, i, static_cast<T>(g * gp[j]));
+        }
+      };
+      in.each_of_chain(lane, c, size, add);
     } else {
       for (long k = lane.in_block; k < shared_per_lane; k += lane.lanes_in_block) {
         double total = 0;
@@ -252,7 +253,8 @@ template <class T> struct LogpdfBackward {
         });
       } else {
         T* d = sink.data + c * sink.chain_stride + first;
-        for (long i = 0; i < n; ++i) d[i] += static_cast<T>(scaled(static_cast<double>(dyc[i]), partial[i]));
+        for (long i = 0; i < n; ++i)
+          d[i] += static_cast<T>(scaled(static_cast<double>(dyc[i]), partial[i]));
       }
     };
     in.each_chunk(
