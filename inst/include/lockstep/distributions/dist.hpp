@@ -21,11 +21,13 @@
 //     LS_HD static double lpdf(double x, const Prepared& q, double* dx, double* dp);
 //
 // with the same results as lpdf(x, p, ...) up to rounding (has_prepared<D>).
-// A location family whose Prepared has a member `location`, set from p[0] by
-// prepare() and read by nothing else, also serves terms whose location varies
-// by element while its other parameters are one value per chain (a
-// regression's likelihood, y ~ normal(X beta, sigma)): the element loop sets
-// q.location per element (has_prepared_location<D>).
+// A location family whose Prepared has a member `location`, set from
+// p[location_param<D>()] by prepare() and read by nothing else, also serves
+// terms whose location varies by element while its other parameters are one
+// value per chain (a regression's likelihood, y ~ normal(X beta, sigma)): the
+// element loop sets q.location per element (has_prepared_location<D>). The
+// location is parameter 0 unless Prepared says otherwise with a
+// `static constexpr int location_param` (student's df comes first).
 //
 // Everything is computed in double, whatever the executor's element type.
 #ifndef LOCKSTEP_DISTRIBUTIONS_DIST_HPP
@@ -50,6 +52,17 @@ template <class D, class = void> struct has_prepared_location : std::false_type 
 template <class D>
 struct has_prepared_location<D, std::void_t<decltype(std::declval<typename D::Prepared&>().location)>>
     : std::true_type {};
+template <class D, class = void> struct declares_location_param : std::false_type {};
+template <class D>
+struct declares_location_param<D, std::void_t<decltype(D::Prepared::location_param)>>
+    : std::true_type {};
+// The parameter a prepared location stands for.
+template <class D> constexpr int location_param() {
+  if constexpr (declares_location_param<D>::value)
+    return D::Prepared::location_param;
+  else
+    return 0;
+}
 
 // The CDFs of a discrete family with one parameter: truncation is refused
 // when the model is built, so they are never called.

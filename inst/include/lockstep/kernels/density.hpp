@@ -133,8 +133,8 @@ template <class T, Family F> struct DensityTerm {
         for (long i = 0; i < n; ++i) {
           double gx, gp[max_dist_params];
           typename D::Prepared q = q0;
-          // (pr[0] holds the location, spread when it is one value)
-          if constexpr (has_prepared_location<D>::value) q.location = pr[0][i];
+          // (pr[location_param] holds the location, spread when it is one value)
+          if constexpr (has_prepared_location<D>::value) q.location = pr[location_param<D>()][i];
           lpb[i] = D::lpdf(xr[i], q, &gx, gp);
           put(i, gx, gp);
         }
@@ -197,7 +197,8 @@ template <class T, Family F> struct DensityTerm {
     for (int k = 0; k < n_params; ++k) {
       ps[k] = p[k].data + c * p[k].chain_stride;
       pv[k] = static_cast<double>(ps[k][0]);
-      prepared = prepared && (p[k].scalar || (k == 0 && has_prepared_location<D>::value));
+      prepared = prepared &&
+                 (p[k].scalar || (k == location_param<D>() && has_prepared_location<D>::value));
       if (p[k].scalar)
         for (long i = 0; i < spread; ++i) pb[k][i] = pv[k];
     }

@@ -72,7 +72,8 @@ template <class T> struct LogpdfInputs {
     } else {
       if (!(ls_isinf(lower) && ls_isinf(upper))) return false;  // truncated
       for (int j = 0; j < D::n_params; ++j)
-        if (!p[j].scalar && !(j == 0 && has_prepared_location<D>::value)) return false;
+        if (!p[j].scalar && !(j == location_param<D>() && has_prepared_location<D>::value))
+          return false;
       return true;
     }
   }
@@ -86,7 +87,7 @@ template <class T> struct LogpdfInputs {
       const typename D::Prepared q0 = D::prepare(pv);
       for (long i = 0; i < n; ++i) {
         typename D::Prepared q = q0;
-        if constexpr (has_prepared_location<D>::value) q.location = w.p[0][i];
+        if constexpr (has_prepared_location<D>::value) q.location = w.p[location_param<D>()][i];
         double gp[max_dist_params] = {0};
         w.lp[i] = D::lpdf(w.x[i], q, &w.gx[i], gp);
         for (int j = 0; j < D::n_params; ++j) w.gp[j][i] = gp[j];
