@@ -63,6 +63,11 @@ template <class D> constexpr int location_param() {
   else
     return 0;
 }
+// Whether parameter k of a term may be prepared: one value per chain
+// (`scalar`), or the family's prepared location, which may vary by element.
+template <class D> LS_HD constexpr bool preparable_param(int k, bool scalar) {
+  return scalar || (k == location_param<D>() && has_prepared_location<D>::value);
+}
 
 // The CDFs of a discrete family with one parameter: truncation is refused
 // when the model is built, so they are never called.

@@ -197,8 +197,7 @@ template <class T, Family F> struct DensityTerm {
     for (int k = 0; k < n_params; ++k) {
       ps[k] = p[k].data + c * p[k].chain_stride;
       pv[k] = static_cast<double>(ps[k][0]);
-      prepared = prepared &&
-                 (p[k].scalar || (k == location_param<D>() && has_prepared_location<D>::value));
+      prepared = prepared && preparable_param<D>(k, p[k].scalar);
       if (p[k].scalar)
         for (long i = 0; i < spread; ++i) pb[k][i] = pv[k];
     }

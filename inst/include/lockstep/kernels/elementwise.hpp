@@ -319,27 +319,21 @@ template <class T> struct BinaryBackward {
   // the order of one pass per operand (a's, then b's), so that the values
   // are those of separate passes even where da and db are one array (x op x).
   template <class Rule>
-  LS_CPU_VECTORISE static void add_per_element(const T* a, const T* b, const T* y, const T* dy,
-                                               T* da, T* db, long n) {
-    if (da && db) {
-      for (long i = 0; i < n; ++i) {
-        T pa = T(0), pb = T(0);
-        Rule::partials(a[i], b[i], y[i], &pa, &pb);
-        da[i] += dy[i] * pa;
-        db[i] += dy[i] * pb;
-      }
-    } else if (da) {
-      for (long i = 0; i < n; ++i) {
-        T pa = T(0), pb = T(0);
-        Rule::partials(a[i], b[i], y[i], &pa, &pb);
-        da[i] += dy[i] * pa;
-      }
-    } else {
-      for (long i = 0; i < n; ++i) {
-        T pa = T(0), pb = T(0);
-        Rule::partials(a[i], b[i], y[i], &pa, &pb);
-        db[i] += dy[i] * pb;
-      }
+  static void add_per_element(const T* a, const T* b, const T* y, const T* dy, T* da, T* db,
+                              long n) {
+    if (da && db) add_partials<Rule, true, true>(a, b, y, dy, da, db, n);
+    else if (da) add_partials<Rule, true, false>(a, b, y, dy, da, db, n);
+    else add_partials<Rule, false, true>(a, b, y, dy, da, db, n);
+  }
+  // DA, DB: whether a's, b's adjoint is added to.
+  template <class Rule, bool DA, bool DB>
+  LS_CPU_VECTORISE static void add_partials(const T* a, const T* b, const T* y, const T* dy,
+                                            T* da, T* db, long n) {
+    for (long i = 0; i < n; ++i) {
+      T pa = T(0), pb = T(0);
+      Rule::partials(a[i], b[i], y[i], &pa, &pb);
+      if constexpr (DA) da[i] += dy[i] * pa;
+      if constexpr (DB) db[i] += dy[i] * pb;
     }
   }
 #endif

@@ -17,8 +17,8 @@ namespace lockstep {
 
 // The pieces of `sequences` sequences of n elements each, `piece` consecutive
 // elements to a piece, shared out among the lanes: for each piece, the run
-// sums of its values (values(s, first, len) points at sequence s's elements
-// from `first`) grouped by equal index[i] (i within the sequence; the same
+// sums of its values (values(s, first) points at sequence s's elements from
+// `first`) grouped by equal index[i] (i within the sequence; the same
 // index for every sequence), each run's total handed to add(s, first, at,
 // total) with at = the run's index. The lanes of a warp take adjacent pieces.
 template <class Values, class Add>
@@ -29,7 +29,7 @@ LS_HD void run_sums(const Lane& lane, long sequences, long n, long piece, const 
   for (long q = lane.index; q < total; q += lane.count) {
     const long s = q / per_sequence, first = (q - s * per_sequence) * piece;
     const long len = n - first < piece ? n - first : piece;
-    const auto* v = values(s, first, len);
+    const auto* v = values(s, first);
     long at = index[first];
     double sum = static_cast<double>(v[0]);
     for (long i = 1; i < len; ++i) {
@@ -76,7 +76,7 @@ template <class T> struct GatherBackward {
   long piece = 0;
   LS_HD void operator()(int, const Lane& lane) const {
     if (piece > 0 && lane.count > 1) {
-      run_sums(lane, chains, size, piece, index, [&](long c, long first, long) {
+      run_sums(lane, chains, size, piece, index, [&](long c, long first) {
         return dy + c * size + first;
       }, [&](long c, long, long at, double total) {
         lane_add(dx + c * x_size + at, static_cast<T>(total));
@@ -119,7 +119,7 @@ template <class T> struct GatherRowsBackward {
     const long x_size = x_rows * cols;
     if (piece > 0 && lane.count > 1) {
       // sequence s = c * cols + j: chain c's column j, rows long
-      run_sums(lane, chains * cols, rows, piece, index, [&](long s, long first, long) {
+      run_sums(lane, chains * cols, rows, piece, index, [&](long s, long first) {
         return dy + s * rows + first;
       }, [&](long s, long, long at, double total) {
         const long c = s / cols, j = s - c * cols;

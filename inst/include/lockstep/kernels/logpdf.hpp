@@ -72,8 +72,7 @@ template <class T> struct LogpdfInputs {
     } else {
       if (!(ls_isinf(lower) && ls_isinf(upper))) return false;  // truncated
       for (int j = 0; j < D::n_params; ++j)
-        if (!p[j].scalar && !(j == location_param<D>() && has_prepared_location<D>::value))
-          return false;
+        if (!preparable_param<D>(j, p[j].scalar)) return false;
       return true;
     }
   }
