@@ -32,7 +32,7 @@ template <> struct Dist<Family::beta_binomial> : Discrete3 {
     }
     const double m = n - x;
     const double d_nab = digamma(n + a + b), d_ab = digamma(a + b), d_mb = digamma(m + b);
-    dp[0] = digamma(n + 1) - digamma(m + 1) + d_mb - d_nab;
+    dp[0] = ls_digamma1p(n) - ls_digamma1p(m) + d_mb - d_nab;
     dp[1] = digamma(x + a) - d_nab - digamma(a) + d_ab;
     dp[2] = d_mb - d_nab - digamma(b) + d_ab;
     return ls_lfactorial(n) - ls_lfactorial(x) - ls_lfactorial(m) + ls_lbeta(x + a, m + b) -

@@ -25,7 +25,7 @@ template <> struct Dist<Family::binomial> : Discrete2 {
       return -ls_inf();
     }
     const double m = n - x;
-    dp[0] = digamma(n + 1) - digamma(m + 1) + log1p(-q);
+    dp[0] = ls_digamma1p(n) - ls_digamma1p(m) + log1p(-q);
     dp[1] = ls_xdivy(x, q) - ls_xdivy(m, 1 - q);
     return ls_lfactorial(n) - ls_lfactorial(x) - ls_lfactorial(m) + ls_xlogy(x, q) + ls_xlog1py(m, -q);
   }

@@ -38,6 +38,7 @@
 
 #include "../hd.hpp"
 #include "../ir.hpp"
+#include "../math/elementary.hpp"
 #include "../math/special.hpp"
 
 namespace lockstep {
@@ -81,6 +82,12 @@ struct Discrete {
     return ls_nan();
   }
 };
+
+// 0 where `ok`, else NaN: added to a prepared lpdf's outputs, so that an
+// invalid parameter (or an element's invalid location) makes every output
+// NaN through arithmetic, as lpdf()'s dist_nan does, without a branch that
+// would stop the element loop's vectoriser.
+LS_HD_INLINE double nan_unless(bool ok) { return ok ? 0.0 : ls_nan(); }
 
 // Invalid parameters: NaN log density and partials, which the sampler rejects.
 LS_HD double dist_nan(double* dx, double* dp, int n) {

@@ -35,6 +35,17 @@ struct LogFactorialTable {
   }
 };
 inline const LogFactorialTable log_factorial_table;
+// digamma(x + 1) for the counts x = 0, ..., 255, from digamma() itself (so
+// the same numbers as its calls): the partial in a binomial's size takes two
+// at every element, wanted or not (size is usually data), and they were most
+// of a binomial likelihood's time.
+struct DigammaCountTable {
+  double value[log_factorial_table_size];
+  DigammaCountTable() {
+    for (int i = 0; i < log_factorial_table_size; ++i) value[i] = digamma(i + 1.0);
+  }
+};
+inline const DigammaCountTable digamma_count_table;
 #endif
 }  // namespace detail
 
@@ -48,6 +59,18 @@ LS_HD_INLINE double ls_lfactorial(double x) {
   }
 #endif
   return lgamma(x + 1);
+}
+
+// digamma(x + 1) for a count x, as ls_lfactorial: from the table on the host
+// for the counts below 256, else digamma itself.
+LS_HD_INLINE double ls_digamma1p(double x) {
+#if !defined(__CUDA_ARCH__)
+  if (x >= 0 && x < detail::log_factorial_table_size) {
+    const int i = static_cast<int>(x);
+    if (i == x) return detail::digamma_count_table.value[i];
+  }
+#endif
+  return digamma(x + 1);
 }
 
 // log of the gamma(a, 1) density's kernel at x: (a - 1) log x - x - lgamma(a).

@@ -19,6 +19,23 @@ template <> struct Dist<Family::laplace> {
     dp[1] = (az - 1) / s;
     return -log(2 * s) - az;
   }
+  // Prepared (dist.hpp): 1 / scale and log(2 scale) once per chain, the
+  // location free to vary by element.
+  struct Prepared {
+    double location, inv_s, log_2s, bad;
+  };
+  LS_HD_INLINE static Prepared prepare(const double* p) {
+    const double s = p[1];
+    return Prepared{p[0], 1 / s, ls_log(2 * s), nan_unless(s > 0)};
+  }
+  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
+    const double z = (x - q.location) * q.inv_s, az = fabs(z);
+    const double sign = z > 0 ? 1.0 : (z < 0 ? -1.0 : 0.0);
+    *dx = -sign * q.inv_s + q.bad;
+    dp[0] = sign * q.inv_s + q.bad;
+    dp[1] = (az - 1) * q.inv_s + q.bad;
+    return -q.log_2s - az + q.bad;
+  }
   // F = exp(z) / 2 below mu, 1 - exp(-z) / 2 above; dF/dmu = -f,
   // dF/dsigma = -f z with f = exp(-|z|) / (2 sigma).
   LS_HD static double cdf(double x, const double* p, double* dp) {

@@ -68,7 +68,7 @@ template <class Link> LS_HD double link_binomial_lpdf(double x, const double* p,
   }
   double log_q;
   const double k = link_binomial_kernel<Link>(x, n, eta, &dp[1], &log_q);
-  dp[0] = digamma(n + 1) - digamma(n - x + 1) + log_q;
+  dp[0] = ls_digamma1p(n) - ls_digamma1p(n - x) + log_q;
   return ls_lfactorial(n) - ls_lfactorial(x) - ls_lfactorial(n - x) + k;
 }
 

@@ -26,6 +26,32 @@ template <> struct Dist<Family::negative_binomial> : Discrete2 {
     dp[1] = r / q - ls_xdivy(x, 1 - q);
     return lgamma(x + r) - lgamma(r) - ls_lfactorial(x) + r * log(q) + ls_xlog1py(x, -q);
   }
+  // Prepared (dist.hpp): lgamma(size) and digamma(size) once per chain, prob
+  // (parameter 1) the location, free to vary by element (a count
+  // regression's prob = size / (size + mean)).
+  struct Prepared {
+    static constexpr int location_param = 1;
+    double location, r, lgamma_r, digamma_r;
+    bool ok;
+  };
+  LS_HD static Prepared prepare(const double* p) {
+    const double r = p[0];
+    const bool ok = r > 0 && !ls_isinf(r);
+    return ok ? Prepared{p[1], r, lgamma(r), digamma(r), true}
+              : Prepared{p[1], r, ls_nan(), ls_nan(), false};
+  }
+  LS_HD static double lpdf(double x, const Prepared& pq, double* dx, double* dp) {
+    const double r = pq.r, q = pq.location;
+    if (!pq.ok || !(q > 0 && q <= 1)) return dist_nan(dx, dp, n_params);
+    *dx = 0;
+    if (x < 0 || floor(x) != x || ls_isinf(x)) {
+      dp[0] = dp[1] = 0;
+      return -ls_inf();
+    }
+    dp[0] = digamma(x + r) - pq.digamma_r + log(q);
+    dp[1] = r / q - ls_xdivy(x, 1 - q);
+    return lgamma(x + r) - pq.lgamma_r - ls_lfactorial(x) + r * log(q) + ls_xlog1py(x, -q);
+  }
 };
 
 }  // namespace lockstep
