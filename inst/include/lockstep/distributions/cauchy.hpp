@@ -24,14 +24,15 @@ template <> struct Dist<Family::cauchy> {
   // location free to vary by element; log1p(z^2) by the straight-line
   // ls_log1p_unit below 1 and ls_log above, so that the loop vectorises.
   struct Prepared {
-    double location, inv_s, log_norm, bad;  // log_norm = -log(pi) - log(scale)
+    double inv_s, log_norm, bad;  // log_norm = -log(pi) - log(scale)
   };
   LS_HD_INLINE static Prepared prepare(const double* p) {
     const double s = p[1];
-    return Prepared{p[0], 1 / s, -ls_log_pi - ls_log(s), nan_unless(s > 0)};
+    return Prepared{1 / s, -ls_log_pi - ls_log(s), nan_unless(s > 0)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    const double z = (x - q.location) * q.inv_s, w = z * z, u = 1 + w;
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
+    const double z = (x - location) * q.inv_s, w = z * z, u = 1 + w;
     const double l = w <= 1 ? ls_log1p_unit(w) : ls_log(u);
     *dx = -2 * z * q.inv_s / u + q.bad;
     dp[0] = 2 * z * q.inv_s / u + q.bad;

@@ -18,15 +18,18 @@
 //
 //     struct Prepared { ... };
 //     LS_HD static Prepared prepare(const double* p);
-//     LS_HD static double lpdf(double x, const Prepared& q, double* dx, double* dp);
+//     LS_HD static double lpdf(double x, double location, const Prepared& q,
+//                              double* dx, double* dp);
 //
-// with the same results as lpdf(x, p, ...) up to rounding (has_prepared<D>).
-// A location family whose Prepared has a member `location`, set from
-// p[location_param<D>()] by prepare() and read by nothing else, also serves
-// terms whose location varies by element while its other parameters are one
-// value per chain (a regression's likelihood, y ~ normal(X beta, sigma)): the
-// element loop sets q.location per element (has_prepared_location<D>). The
-// location is parameter 0 unless Prepared says otherwise with a
+// with the same results as lpdf(x, p, ...) up to rounding (has_prepared<D>),
+// where p[location_param<D>()] is `location`. prepare() does not read that
+// parameter, and the prepared lpdf reads it only from `location`, so that a
+// term whose location varies by element while its other parameters are one
+// value per chain (a regression's likelihood, y ~ normal(X beta, sigma), or
+// a gamma regression's rate) is served too: the element loop passes each
+// element's. (As an argument rather than a member of q that the loop sets:
+// a copy of q per element stopped GCC's vectoriser.) The location is
+// parameter 0 unless Prepared says otherwise with a
 // `static constexpr int location_param` (student's df comes first).
 //
 // Everything is computed in double, whatever the executor's element type.
@@ -49,10 +52,6 @@ template <Family f> struct Dist;  // a family without math fails to build
 
 template <class D, class = void> struct has_prepared : std::false_type {};
 template <class D> struct has_prepared<D, std::void_t<typename D::Prepared>> : std::true_type {};
-template <class D, class = void> struct has_prepared_location : std::false_type {};
-template <class D>
-struct has_prepared_location<D, std::void_t<decltype(std::declval<typename D::Prepared&>().location)>>
-    : std::true_type {};
 template <class D, class = void> struct declares_location_param : std::false_type {};
 template <class D>
 struct declares_location_param<D, std::void_t<decltype(D::Prepared::location_param)>>
@@ -65,9 +64,9 @@ template <class D> constexpr int location_param() {
     return 0;
 }
 // Whether parameter k of a term may be prepared: one value per chain
-// (`scalar`), or the family's prepared location, which may vary by element.
+// (`scalar`), or the family's location, which may vary by element.
 template <class D> LS_HD constexpr bool preparable_param(int k, bool scalar) {
-  return scalar || (k == location_param<D>() && has_prepared_location<D>::value);
+  return scalar || k == location_param<D>();
 }
 
 // The CDFs of a discrete family with one parameter: truncation is refused

@@ -30,14 +30,15 @@ template <> struct Dist<Family::gamma> {
   // regression's rate = shape / mean); the logs by the straight-line ls_log.
   struct Prepared {
     static constexpr int location_param = 1;
-    double location, a, lgamma_a, digamma_a, bad;
+    double a, lgamma_a, digamma_a, bad;
   };
   LS_HD static Prepared prepare(const double* p) {
     const double a = p[0] > 0 ? p[0] : ls_nan();
-    return Prepared{p[1], a, lgamma(a), digamma(a), nan_unless(p[0] > 0)};
+    return Prepared{a, lgamma(a), digamma(a), nan_unless(p[0] > 0)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    const double a = q.a, b = q.location, bad = q.bad + nan_unless(b > 0);
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
+    const double a = q.a, b = location, bad = q.bad + nan_unless(b > 0);
     const bool out = x < 0;  // below the support; NaN stays NaN
     const double xs = out ? 1.0 : x, lb = ls_log(b), lx = ls_log(xs);
     const bool unit = a == 1;  // (a - 1) log x and its partial are 0, even at x = 0

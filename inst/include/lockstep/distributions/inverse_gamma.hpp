@@ -31,14 +31,15 @@ template <> struct Dist<Family::inverse_gamma> {
   // the straight-line ls_log.
   struct Prepared {
     static constexpr int location_param = 1;
-    double location, a, lgamma_a, digamma_a, bad;
+    double a, lgamma_a, digamma_a, bad;
   };
   LS_HD static Prepared prepare(const double* p) {
     const double a = p[0] > 0 ? p[0] : ls_nan();
-    return Prepared{p[1], a, lgamma(a), digamma(a), nan_unless(p[0] > 0)};
+    return Prepared{a, lgamma(a), digamma(a), nan_unless(p[0] > 0)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    const double a = q.a, b = q.location, bad = q.bad + nan_unless(b > 0);
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
+    const double a = q.a, b = location, bad = q.bad + nan_unless(b > 0);
     const bool in = x > 0;
     const double xs = in ? x : 1.0, lb = ls_log(b), lx = ls_log(xs), ix = 1 / xs;
     *dx = (in ? (b * ix - (a + 1)) * ix : 0.0) + bad;

@@ -22,14 +22,15 @@ template <> struct Dist<Family::laplace> {
   // Prepared (dist.hpp): 1 / scale and log(2 scale) once per chain, the
   // location free to vary by element.
   struct Prepared {
-    double location, inv_s, log_2s, bad;
+    double inv_s, log_2s, bad;
   };
   LS_HD_INLINE static Prepared prepare(const double* p) {
     const double s = p[1];
-    return Prepared{p[0], 1 / s, ls_log(2 * s), nan_unless(s > 0)};
+    return Prepared{1 / s, ls_log(2 * s), nan_unless(s > 0)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    const double z = (x - q.location) * q.inv_s, az = fabs(z);
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
+    const double z = (x - location) * q.inv_s, az = fabs(z);
     const double sign = z > 0 ? 1.0 : (z < 0 ? -1.0 : 0.0);
     *dx = -sign * q.inv_s + q.bad;
     dp[0] = sign * q.inv_s + q.bad;

@@ -26,14 +26,15 @@ template <> struct Dist<Family::logistic> {
   // log1p(e) from e = exp(-|z|) by the straight-line functions of
   // math/elementary.hpp, so that the element loop vectorises.
   struct Prepared {
-    double location, inv_s, log_s, bad;
+    double inv_s, log_s, bad;
   };
   LS_HD_INLINE static Prepared prepare(const double* p) {
     const double s = p[1];
-    return Prepared{p[0], 1 / s, ls_log(s), nan_unless(s > 0)};
+    return Prepared{1 / s, ls_log(s), nan_unless(s > 0)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    const double z = (x - q.location) * q.inv_s, az = fabs(z), e = ls_exp_nonpos(-az);
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
+    const double z = (x - location) * q.inv_s, az = fabs(z), e = ls_exp_nonpos(-az);
     const double th = (1 - e) / (1 + e), t = z < 0 ? -th : th;
     *dx = -t * q.inv_s + q.bad;
     dp[0] = t * q.inv_s + q.bad;

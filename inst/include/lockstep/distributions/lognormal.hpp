@@ -31,15 +31,16 @@ template <> struct Dist<Family::lognormal> {
   // loop vectorises. Outside the support (x <= 0, or NaN) -Inf with zero
   // partials, as lpdf(); an invalid sdlog makes everything NaN.
   struct Prepared {
-    double location, inv_s, log_norm, bad;  // log_norm = -log(sqrt(2 pi)) - log(sdlog)
+    double inv_s, log_norm, bad;  // log_norm = -log(sqrt(2 pi)) - log(sdlog)
   };
   LS_HD_INLINE static Prepared prepare(const double* p) {
     const double s = p[1];
-    return Prepared{p[0], 1 / s, -ls_log_sqrt_2pi - ls_log(s), nan_unless(s > 0)};
+    return Prepared{1 / s, -ls_log_sqrt_2pi - ls_log(s), nan_unless(s > 0)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
     const bool in = x > 0;
-    const double xs = in ? x : 1.0, lx = ls_log(xs), z = (lx - q.location) * q.inv_s;
+    const double xs = in ? x : 1.0, lx = ls_log(xs), z = (lx - location) * q.inv_s;
     *dx = (in ? -(1 + z * q.inv_s) / xs : 0.0) + q.bad;
     dp[0] = (in ? z * q.inv_s : 0.0) + q.bad;
     dp[1] = (in ? (z * z - 1) * q.inv_s : 0.0) + q.bad;

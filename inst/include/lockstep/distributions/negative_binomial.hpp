@@ -31,17 +31,18 @@ template <> struct Dist<Family::negative_binomial> : Discrete2 {
   // regression's prob = size / (size + mean)).
   struct Prepared {
     static constexpr int location_param = 1;
-    double location, r, lgamma_r, digamma_r;
+    double r, lgamma_r, digamma_r;
     bool ok;
   };
   LS_HD static Prepared prepare(const double* p) {
     const double r = p[0];
     const bool ok = r > 0 && !ls_isinf(r);
-    return ok ? Prepared{p[1], r, lgamma(r), digamma(r), true}
-              : Prepared{p[1], r, ls_nan(), ls_nan(), false};
+    return ok ? Prepared{r, lgamma(r), digamma(r), true}
+              : Prepared{r, ls_nan(), ls_nan(), false};
   }
-  LS_HD static double lpdf(double x, const Prepared& pq, double* dx, double* dp) {
-    const double r = pq.r, q = pq.location;
+  LS_HD static double lpdf(double x, double location, const Prepared& pq, double* dx,
+                           double* dp) {
+    const double r = pq.r, q = location;
     if (!pq.ok || !(q > 0 && q <= 1)) return dist_nan(dx, dp, n_params);
     *dx = 0;
     if (x < 0 || floor(x) != x || ls_isinf(x)) {

@@ -27,14 +27,15 @@ template <> struct Dist<Family::normal> {
   // as lpdf() computes it (ls_log, inlined into the same element loop), so
   // that a prepared term's values are lpdf()'s to the bit.
   struct Prepared {
-    double location, inv_sd, log_norm;  // log_norm = -log(sqrt(2 pi)) - log(sd); NaN if sd <= 0
+    double inv_sd, log_norm;  // log_norm = -log(sqrt(2 pi)) - log(sd); NaN if sd <= 0
   };
   LS_HD_INLINE static Prepared prepare(const double* p) {
     const double sd = p[1] > 0 ? p[1] : ls_nan();
-    return Prepared{p[0], 1 / sd, -ls_log_sqrt_2pi - ls_log(sd)};
+    return Prepared{1 / sd, -ls_log_sqrt_2pi - ls_log(sd)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    const double z = (x - q.location) * q.inv_sd;
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
+    const double z = (x - location) * q.inv_sd;
     *dx = -z * q.inv_sd;
     dp[0] = z * q.inv_sd;
     dp[1] = (z * z - 1) * q.inv_sd;

@@ -32,18 +32,21 @@ template <> struct Dist<Family::student> {
   // inv_s NaN, and so every output, as lpdf()'s NaN does.
   struct Prepared {
     static constexpr int location_param = 1;
-    double location, v, inv_s, log_norm, dv_norm;
+    double v, inv_s, log_norm, dv_norm;
   };
   LS_HD static Prepared prepare(const double* p) {
     const bool ok = p[0] > 0 && p[2] > 0;
     const double v = ok ? p[0] : ls_nan(), s = ok ? p[2] : ls_nan();
-    return Prepared{p[1], v, 1 / s,
+    return Prepared{v, 1 / s,
                     lgamma(0.5 * (v + 1)) - lgamma(0.5 * v) - 0.5 * (log(v) + ls_log_pi) - log(s),
                     0.5 * (digamma(0.5 * (v + 1)) - digamma(0.5 * v) - 1 / v)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    const double v = q.v, z = (x - q.location) * q.inv_s, z2 = z * z, qv = v + z2;
-    const double l = log1p(z2 / v);
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
+    const double v = q.v, z = (x - location) * q.inv_s, z2 = z * z, qv = v + z2;
+    // log1p(z^2 / v) by the straight-line functions (as cauchy.hpp), so that
+    // the element loop vectorises
+    const double w = z2 / v, l = w <= 1 ? ls_log1p_unit(w) : ls_log(1 + w);
     *dx = -(v + 1) * z * q.inv_s / qv;
     dp[1] = -*dx;
     dp[2] = ((v + 1) * z2 / qv - 1) * q.inv_s;

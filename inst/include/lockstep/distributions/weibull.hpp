@@ -30,20 +30,22 @@ template <> struct Dist<Family::weibull> {
   // Prepared (dist.hpp): log(shape) and 1 / shape once per chain, the scale
   // (parameter 1) the location, free to vary by element (a survival
   // regression's); (x / scale)^shape as exp(shape log(x / scale)) by the
-  // straight-line functions of math/elementary.hpp, so that the element loop
-  // vectorises (relative error about |shape log(x / scale)| ulps, as pow's
-  // own argument reduction would need to avoid), and the limits at x = 0 and
-  // x = Inf selected as pow() gives them.
+  // straight-line functions of math/elementary.hpp (relative error about
+  // |shape log(x / scale)| ulps, which pow's own argument reduction avoids),
+  // and the limits at x = 0 and x = Inf selected as pow() gives them. (GCC
+  // vectorises only some of its element loops: its selects are not all
+  // if-converted.)
   struct Prepared {
     static constexpr int location_param = 1;
-    double location, k, inv_k, log_k, bad;
+    double k, inv_k, log_k, bad;
   };
   LS_HD_INLINE static Prepared prepare(const double* p) {
     const double k = p[0] > 0 ? p[0] : ls_nan();
-    return Prepared{p[1], k, 1 / k, ls_log(k), nan_unless(p[0] > 0)};
+    return Prepared{k, 1 / k, ls_log(k), nan_unless(p[0] > 0)};
   }
-  LS_HD_INLINE static double lpdf(double x, const Prepared& q, double* dx, double* dp) {
-    const double k = q.k, l = q.location, bad = q.bad + nan_unless(l > 0);
+  LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
+                                  double* dx, double* dp) {
+    const double k = q.k, l = location, bad = q.bad + nan_unless(l > 0);
     const bool out = x < 0;  // below the support; NaN stays NaN
     const double xs = out ? 1.0 : x, r = xs / l, lr = ls_log(r), t = ls_exp(k * lr);
     // r^(shape - 1): t / r, and pow's values at r = 0 and r = Inf

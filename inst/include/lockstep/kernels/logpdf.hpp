@@ -84,11 +84,10 @@ template <class T> struct LogpdfInputs {
     using D = Dist<F>;
     if constexpr (Prep && has_prepared<D>::value) {
       const typename D::Prepared q0 = D::prepare(pv);
+      const double* location = w.p[location_param<D>()];
       for (long i = 0; i < n; ++i) {
-        typename D::Prepared q = q0;
-        if constexpr (has_prepared_location<D>::value) q.location = w.p[location_param<D>()][i];
         double gp[max_dist_params] = {0};
-        w.lp[i] = D::lpdf(w.x[i], q, &w.gx[i], gp);
+        w.lp[i] = D::lpdf(w.x[i], location[i], q0, &w.gx[i], gp);
         for (int j = 0; j < D::n_params; ++j) w.gp[j][i] = gp[j];
       }
     } else {
