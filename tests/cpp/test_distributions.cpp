@@ -1266,6 +1266,11 @@ TEST_CASE("every family in a program: log density by hand and gradient, 1 and 3 
           }
         CHECK(close(lp[ch], expected, 1e-12, 1e-12));
       }
+      // the emulated backend (the CUDA kernel bodies lane by lane: the lanes
+      // path of every family, prepared where the family prepares) agrees
+      const Eval emulated = evaluate(p, chains, state, Backend::emulated);
+      for (long ch = 0; ch < chains; ++ch) CHECK(close(emulated.lp[ch], lp[ch], 1e-12, 1e-12));
+      for (long k = 0; k < chains * D; ++k) CHECK(close(emulated.grad[k], grad[k], 1e-11, 1e-12));
       // partials that the library takes by central differences of a CDF
       const bool by_differences =
           !(std::isinf(c.lo) && std::isinf(c.hi)) &&

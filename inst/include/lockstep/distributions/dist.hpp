@@ -52,6 +52,13 @@ template <Family f> struct Dist;  // a family without math fails to build
 
 template <class D, class = void> struct has_prepared : std::false_type {};
 template <class D> struct has_prepared<D, std::void_t<typename D::Prepared>> : std::true_type {};
+// D's Prepared, or char for a family without one (a placeholder member).
+template <class D, class = void> struct prepared_or_none {
+  using type = char;
+};
+template <class D> struct prepared_or_none<D, std::void_t<typename D::Prepared>> {
+  using type = typename D::Prepared;
+};
 template <class D, class = void> struct declares_location_param : std::false_type {};
 template <class D>
 struct declares_location_param<D, std::void_t<decltype(D::Prepared::location_param)>>

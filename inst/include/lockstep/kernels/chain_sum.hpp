@@ -42,6 +42,14 @@ template <class Term, class = void> struct has_slots : std::false_type {};
 template <class Term>
 struct has_slots<Term, std::void_t<decltype(&Term::slots)>> : std::true_type {};
 
+// A term may keep state across the elements one lane visits, chain by chain
+// (DensityTerm's Cursor: what it prepared for the chain):
+// double operator()(long c, long i, double* sums, Cursor& cursor), sums
+// nullptr where it has no slots.
+template <class Term, class = void> struct has_cursor : std::false_type {};
+template <class Term>
+struct has_cursor<Term, std::void_t<typename Term::Cursor>> : std::true_type {};
+
 template <class Term> struct ChainSum {
   Term term;
   double* out;  // out[c * stride] for chain c, added to
@@ -91,6 +99,14 @@ template <class Term> struct ChainSum {
         }
 #endif
       // for_each_element: plain loops on one lane, no division per element
+      if constexpr (has_cursor<Term>::value) {
+        typename Term::Cursor cursor{};
+        for_each_element(lane, chains, size, [&](long, long c, long i) {
+          double* m = mine + c * per_chain;
+          m[0] += term(c, i, per_chain > 1 ? m + 1 : nullptr, cursor);
+        });
+        return;
+      }
       for_each_element(lane, chains, size, [&](long, long c, long i) {
         double* m = mine + c * per_chain;
         m[0] += value(c, i, m + 1);

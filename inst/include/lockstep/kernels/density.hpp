@@ -62,13 +62,55 @@ template <class T, Family F> struct DensityTerm {
     // its math is inlined into the element loop.
     const double lp = truncated ? truncated_lpdf_of<F>(xv, pv, lower, upper, &gx, gp)
                                 : Dist<F>::lpdf(xv, pv, &gx, gp);
+    put_partials(c, i, gx, gp, sums);
+    return lp;
+  }
+
+  // Element i's partials to the chain's slots (sums, where not nullptr) or
+  // to their adjoints.
+  LS_HD void put_partials(long c, long i, double gx, const double* gp, double* sums) const {
     if (sums && slot_x >= 0) sums[slot_x] += gx;
     else if (dx.data) dx.add(c, i, static_cast<T>(gx));
     for (int k = 0; k < n_params; ++k) {
       if (sums && slot_p[k] >= 0) sums[slot_p[k]] += gp[k];
       else if (dp[k].data) dp[k].add(c, i, static_cast<T>(gp[k]));
     }
-    return lp;
+  }
+
+  // The lanes path (ChainSum on a GPU and on the emulated backend) prepares
+  // too. A lane's elements come chain by chain (for_each_element), so a
+  // Cursor that remembers the chain it last prepared for does the family's
+  // parameter-only math (the lgamma and digamma of a shape, the log of a
+  // scale) once per chain and lane instead of once per element, where every
+  // parameter but the location is one value per chain (preparable_param), as
+  // the CPU's chunked loop does.
+  struct Cursor {
+    long c = -1;
+    bool prepared = false;
+    typename prepared_or_none<Dist<F>>::type q{};
+  };
+  LS_HD double operator()(long c, long i, double* sums, Cursor& cur) const {
+    using D = Dist<F>;
+    if constexpr (has_prepared<D>::value) {
+      if (cur.c != c) {
+        cur.c = c;
+        cur.prepared = !truncated;
+        double pv[max_dist_params] = {0};
+        for (int k = 0; k < n_params; ++k) {
+          cur.prepared = cur.prepared && preparable_param<D>(k, p[k].scalar);
+          pv[k] = static_cast<double>(p[k].at(c, 0));
+        }
+        if (cur.prepared) cur.q = D::prepare(pv);
+      }
+      if (cur.prepared) {
+        double gp[max_dist_params] = {0}, gx = 0;
+        const double location = static_cast<double>(p[location_param<D>()].at(c, i));
+        const double lp = D::lpdf(static_cast<double>(x.at(c, i)), location, cur.q, &gx, gp);
+        put_partials(c, i, gx, gp, sums);
+        return lp;
+      }
+    }
+    return (*this)(c, i, sums);
   }
 
   // One chain's sum over elements [0, size): the CPU's loop (ChainSum calls
