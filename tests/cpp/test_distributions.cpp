@@ -1890,7 +1890,7 @@ template <Family F> int check_prepared(std::mt19937& rng, const FamilyRef& ref) 
         CHECK(same(dp2[k], dp1[k]));
       }
     };
-    const double edges[] = {-1, 0, 1, 2.5, HUGE_VAL, -HUGE_VAL, NAN};
+    const double edges[] = {-1, 0, 1, 2.5, 40, HUGE_VAL, -HUGE_VAL, NAN};
     for (int rep = 0; rep < 200; ++rep) {
       double x, p[max_dist_params] = {0, 0, 0}, x2, p2[max_dist_params] = {0, 0, 0};
       ref.draw(rng, &x, p);
