@@ -31,18 +31,7 @@ if (opt$rstan == "yes" && !use_rstan) {
   cat("rstan is not installed (make bench-setup installs it): timing lockstep only\n")
 }
 
-# the median of `reps` timings of f(), each of enough calls to last ~0.2 s
-per_call <- function(f, reps = 5) {
-  f()
-  # calls per timing: doubled until a batch takes 20 ms (system.time()
-  # counts milliseconds, so one fast call reads as 0)
-  inner <- 1L
-  while ((t <- system.time(for (j in seq_len(inner)) f())[["elapsed"]]) < 0.02) inner <- 2L * inner
-  inner <- max(1L, as.integer(ceiling(inner * 0.2 / t)))
-  stats::median(vapply(seq_len(reps), function(r) {
-    system.time(for (j in seq_len(inner)) f())[["elapsed"]] / inner
-  }, numeric(1)))
-}
+source("bench/peer_helpers.R")  # per_call(), fix_boost()
 
 stan_code <- "
 data { int<lower=1> N; vector[N] y; }
@@ -55,14 +44,7 @@ model {
 }"
 if (use_rstan) {
   suppressPackageStartupMessages(library(rstan))
-  # Debian's r-cran-bh is empty (it relies on /usr/include/boost): point rstan
-  # at a directory holding only a link to it, as ../shared/peers/compile.R does
-  if (!file.exists(rstan::rstan_options("boost_lib"))) {
-    bdir <- file.path(tempdir(), "boost_inc")
-    dir.create(bdir, showWarnings = FALSE)
-    file.symlink("/usr/include/boost", file.path(bdir, "boost"))
-    rstan::rstan_options(boost_lib = bdir)
-  }
+  fix_boost()
   cat("compiling the Stan program (about a minute)\n")
   sm <- rstan::stan_model(model_code = stan_code)
 }

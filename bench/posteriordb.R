@@ -63,6 +63,7 @@ threads <- strsplit(opt$threads, ",")[[1]]  # lockstep's thread counts; "default
 
 suppressPackageStartupMessages(library(lockstep))
 source("bench/posteriordb_models.R")
+source("bench/peer_helpers.R")  # fix_boost()
 defs <- posteriordb_definitions()
 if (use_rstan) suppressPackageStartupMessages(requireNamespace("rstan"))
 
@@ -194,17 +195,6 @@ if (length(unknown)) stop("unknown posteriors: ", paste(unknown, collapse = ", "
 
 cache_dir <- file.path("bench", "cache")
 dir.create(cache_dir, showWarnings = FALSE, recursive = TRUE)
-
-# Debian's r-cran-bh is empty and relies on /usr/include/boost (as in
-# ../shared/peers/compile.R): point rstan at a folder holding only a link to it.
-fix_boost <- function() {
-  if (!file.exists(rstan::rstan_options("boost_lib"))) {
-    bdir <- file.path(tempdir(), "boost_inc")
-    dir.create(bdir, showWarnings = FALSE)
-    file.symlink("/usr/include/boost", file.path(bdir, "boost"))
-    rstan::rstan_options(boost_lib = bdir)
-  }
-}
 
 # The stanmodel of a program and the seconds its compilation took (when it was
 # compiled, possibly by an earlier run).
