@@ -22,14 +22,39 @@ template <class T> struct LogpdfInputs {
   Operand<T> x;
   Operand<T> p[max_dist_params];
 
+  // Whether family D's prepared lpdf (dist.hpp) serves this call: the
+  // family prepares, the call is untruncated, and every parameter is one
+  // value per chain but for the location, which may vary.
+  template <class D> LS_HD bool preparable() const {
+    if constexpr (!has_prepared<D>::value) {
+      return false;
+    } else {
+      if (!(ls_isinf(lower) && ls_isinf(upper))) return false;  // truncated
+      for (int j = 0; j < D::n_params; ++j)
+        if (!preparable_param<D>(j, p[j].scalar)) return false;
+      return true;
+    }
+  }
+
+  // What element() prepared for the chain it saw last. A lane's elements come
+  // chain by chain, so on lanes (a GPU, the emulated backend) the family's
+  // parameter-only math is done once per chain and lane instead of once per
+  // element, as density terms' Cursor does (kernels/density.hpp).
+  template <Family F> struct Cursor {
+    long c = -1;
+    bool prepared = false;
+    typename prepared_or_none<Dist<F>>::type q{};
+  };
+
   // Calls g(k, c, i, lp, gx, gp, n_params) at every element this lane owns:
   // the family's log density lp there and its partials gx (target) and gp
   // (parameters), the family chosen once, outside the loop.
   template <class G>
   LS_HD void each(const Lane& lane, long chains, long size, G&& g) const {
     with_family(family, [&](auto tag) {
+      Cursor<decltype(tag)::value> cursor{};
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
-        element<decltype(tag)::value>(k, c, i, g);
+        element<decltype(tag)::value>(k, c, i, g, cursor);
       });
     });
   }
@@ -38,13 +63,30 @@ template <class T> struct LogpdfInputs {
   template <class G>
   LS_HD void each_of_chain(const Lane& lane, long c, long size, G&& g) const {
     with_family(family, [&](auto tag) {
+      Cursor<decltype(tag)::value> cursor{};
       for (long i = lane.index; i < size; i += lane.count)
-        element<decltype(tag)::value>(c * size + i, c, i, g);
+        element<decltype(tag)::value>(c * size + i, c, i, g, cursor);
     });
   }
-  template <Family F, class G> LS_HD void element(long k, long c, long i, G& g) const {
-    constexpr int n_params = Dist<F>::n_params;
+  template <Family F, class G>
+  LS_HD void element(long k, long c, long i, G& g, Cursor<F>& cursor) const {
+    using D = Dist<F>;
+    constexpr int n_params = D::n_params;
     double pv[max_dist_params] = {0}, gx = 0, gp[max_dist_params] = {0};
+    if constexpr (has_prepared<D>::value) {
+      if (cursor.c != c) {
+        cursor.c = c;
+        cursor.prepared = preparable<D>();
+        for (int j = 0; j < n_params; ++j) pv[j] = static_cast<double>(p[j].at(c, 0));
+        if (cursor.prepared) cursor.q = D::prepare(pv);
+      }
+      if (cursor.prepared) {
+        const double location = static_cast<double>(p[location_param<D>()].at(c, i));
+        const double lp = D::lpdf(static_cast<double>(x.at(c, i)), location, cursor.q, &gx, gp);
+        g(k, c, i, lp, gx, gp, n_params);
+        return;
+      }
+    }
     for (int j = 0; j < n_params; ++j) pv[j] = static_cast<double>(p[j].at(c, i));
     const double lp =
         truncated_lpdf_of<F>(static_cast<double>(x.at(c, i)), pv, lower, upper, &gx, gp);
@@ -65,17 +107,6 @@ template <class T> struct LogpdfInputs {
     double x[chunk], p[max_dist_params][chunk];
     double lp[chunk], gx[chunk], gp[max_dist_params][chunk];
   };
-
-  template <class D> bool preparable() const {
-    if constexpr (!has_prepared<D>::value) {
-      return false;
-    } else {
-      if (!(ls_isinf(lower) && ls_isinf(upper))) return false;  // truncated
-      for (int j = 0; j < D::n_params; ++j)
-        if (!preparable_param<D>(j, p[j].scalar)) return false;
-      return true;
-    }
-  }
 
   // lp, gx and gp of elements [0, n) of the chunk from its x and p.
   template <Family F, bool Prep>
