@@ -223,29 +223,27 @@ template <class T, Family F> struct DensityTerm {
     else lean_elements<0, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
   }
 
-  // The element loops out of line, prepared (Prep) or not, in clones that
-  // vectorise loops needing a remainder or an overlap check
-  // (LS_CPU_VECTORISE), as a chunk's loop does: GCC's cheapest cost model at
-  // -O2 vectorises neither. The rest of sum_chain_chunked keeps
-  // LS_CPU_CLONES (a poisson_log or bernoulli_logit likelihood was 15% slower
-  // with the whole function under LS_CPU_VECTORISE).
-  template <bool Prep>
-  LS_CPU_VECTORISE void vectorised_lean_chunk(int lean, long n, const double* xr,
-                                              const double* const* pr, const double* pv, T* dxo,
-                                              T* dp0o, double* lpb) const {
-    lean_chunk<Prep>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+  // The prepared element loops out of line, in clones that vectorise loops
+  // needing a remainder or an overlap check (LS_CPU_VECTORISE), as a chunk's
+  // loop does: GCC's cheapest cost model at -O2 vectorises neither. The rest
+  // of sum_chain_chunked keeps LS_CPU_CLONES (a poisson_log or
+  // bernoulli_logit likelihood, which does not prepare, was 15% slower with
+  // the whole function under LS_CPU_VECTORISE).
+  LS_CPU_VECTORISE void prepared_lean_chunk(int lean, long n, const double* xr,
+                                            const double* const* pr, const double* pv, T* dxo,
+                                            T* dp0o, double* lpb) const {
+    lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
   }
   // (Its outputs are the caller's local arrays, which overlap nothing: said
   // with __restrict, as the vectoriser would otherwise check each pair.)
-  template <bool Prep>
-  LS_CPU_VECTORISE void vectorised_chunk(long n, const double* xr, const double* const* pr,
-                                         const double* pv, double* __restrict lpb,
-                                         double* __restrict gxb,
-                                         double (*__restrict gpb)[chunk]) const {
-    chunk_elements<Prep>(n, xr, pr, pv, lpb, [&](long i, double gx, const double* gp) {
+  LS_CPU_VECTORISE void prepared_chunk(long n, const double* xr, const double* const* pr,
+                                       const double* pv, double* __restrict lpb,
+                                       double* __restrict gxb,
+                                       double (*__restrict gpb)[chunk]) const {
+    chunk_elements<true>(n, xr, pr, pv, lpb, [&](long i, double gx, const double* gp) {
       gxb[i] = gx;
       // (written out: a loop over k here stopped the vectoriser)
-      static_assert(max_dist_params == 3, "vectorised_chunk stores three partials");
+      static_assert(max_dist_params == 3, "prepared_chunk stores three partials");
       if constexpr (n_params > 0) gpb[0][i] = gp[0];
       if constexpr (n_params > 1) gpb[1][i] = gp[1];
       if constexpr (n_params > 2) gpb[2][i] = gp[2];
@@ -305,16 +303,18 @@ template <class T, Family F> struct DensityTerm {
       if (lean >= 0) {
         T* dxo = stream ? gxt : dxs ? dxs + i0 : nullptr;
         T* dp0o = n_params > 0 && dps[0] ? dps[0] + i0 : nullptr;
-        if (has_prepared<D>::value && prepared)
-          vectorised_lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
-        else
-          vectorised_lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        if (has_prepared<D>::value && prepared) prepared_lean_chunk(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        else lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
         if (stream) detail::stream_store(dxs + i0, gxt, n);
         lp += detail::sum_doubles(lpb, n);
         continue;
       }
-      if (has_prepared<D>::value && prepared) vectorised_chunk<true>(n, xr, pr, pv, lpb, gxb, gpb);
-      else vectorised_chunk<false>(n, xr, pr, pv, lpb, gxb, gpb);
+      auto store = [&](long i, double gx, const double* gp) {
+        gxb[i] = gx;
+        for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
+      };
+      if (has_prepared<D>::value && prepared) prepared_chunk(n, xr, pr, pv, lpb, gxb, gpb);
+      else chunk_elements<false>(n, xr, pr, pv, lpb, store);
       lp += detail::sum_doubles(lpb, n);
       if (dxs && dx_store)
         for (long i = 0; i < n; ++i) dxs[i0 + i] = static_cast<T>(gxb[i]);
