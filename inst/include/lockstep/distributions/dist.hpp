@@ -76,6 +76,46 @@ template <class D> LS_HD constexpr bool preparable_param(int k, bool scalar) {
   return scalar || k == location_param<D>();
 }
 
+// Whether D's prepared lpdf serves a term with parameters p[0, n_params)
+// (operands with a `scalar` flag, one value per chain): D prepares, the term
+// is untruncated, and every parameter is preparable_param. The rule of
+// density terms and logpdf, on the CPU and on lanes.
+template <class D, class P> LS_HD bool prepares(bool untruncated, const P* p) {
+  if constexpr (!has_prepared<D>::value) {
+    return false;
+  } else {
+    if (!untruncated) return false;
+    for (int k = 0; k < D::n_params; ++k)
+      if (!preparable_param<D>(k, p[k].scalar)) return false;
+    return true;
+  }
+}
+
+// What an element loop on lanes (a GPU, the emulated backend) prepared for
+// the chain it saw last. A lane's elements come chain by chain
+// (for_each_element), so the family's parameter-only math (the lgamma and
+// digamma of a shape, the log of a scale) is done once per chain and lane
+// instead of once per element: move_to(c, ...) where c differs from the
+// cursor's, then D::lpdf(x, location, q, ...) where `prepared`.
+template <class D> struct PreparedCursor {
+  long c = -1;
+  bool prepared = false;
+  typename prepared_or_none<D>::type q{};
+
+  // Chain `chain`'s preparation from the operands p (p[k].at(chain, 0): one
+  // value per chain, and the location's first, which prepare() does not read).
+  template <class P> LS_HD void move_to(long chain, bool untruncated, const P* p) {
+    c = chain;
+    prepared = prepares<D>(untruncated, p);
+    if constexpr (has_prepared<D>::value) {
+      if (!prepared) return;
+      double pv[max_dist_params] = {0};
+      for (int k = 0; k < D::n_params; ++k) pv[k] = static_cast<double>(p[k].at(chain, 0));
+      q = D::prepare(pv);
+    }
+  }
+};
+
 // The CDFs of a discrete family with one parameter: truncation is refused
 // when the model is built, so they are never called.
 struct Discrete {

@@ -23,29 +23,27 @@ LS_HD double ls_lbeta(double a, double b) { return lgamma(a) + lgamma(b) - lgamm
 
 namespace detail {
 #if !defined(__CUDA_ARCH__)
-// log(x!) for the counts x = 0, ..., 255, from the C library's lgamma (so the
-// same numbers as its calls), filled when the library is loaded: a count
-// model's likelihood takes log(x!) of every count at every gradient, and a
-// table lookup costs a few cycles where lgamma costs a hundred.
-constexpr int log_factorial_table_size = 256;
-struct LogFactorialTable {
-  double value[log_factorial_table_size];
-  LogFactorialTable() {
-    for (int i = 0; i < log_factorial_table_size; ++i) value[i] = lgamma(i + 1.0);
+// f(x + 1) for the counts x = 0, ..., 255, filled when the library is loaded
+// from f itself (so the same numbers as its calls): a count model's
+// likelihood takes log(x!) of every count at every gradient, and a binomial's
+// partial in its size two digamma(x + 1) (wanted or not: size is usually
+// data); a table lookup costs a few cycles where lgamma or digamma costs a
+// hundred.
+constexpr int count_table_size = 256;
+struct CountTable {
+  double value[count_table_size];
+  template <class F> explicit CountTable(F f) {
+    for (int i = 0; i < count_table_size; ++i) value[i] = f(i + 1.0);
+  }
+  // x's entry where x is a count below count_table_size, else nullptr.
+  const double* entry(double x) const {
+    if (!(x >= 0 && x < count_table_size)) return nullptr;
+    const int i = static_cast<int>(x);
+    return i == x ? &value[i] : nullptr;
   }
 };
-inline const LogFactorialTable log_factorial_table;
-// digamma(x + 1) for the counts x = 0, ..., 255, from digamma() itself (so
-// the same numbers as its calls): the partial in a binomial's size takes two
-// at every element, wanted or not (size is usually data), and they were most
-// of a binomial likelihood's time.
-struct DigammaCountTable {
-  double value[log_factorial_table_size];
-  DigammaCountTable() {
-    for (int i = 0; i < log_factorial_table_size; ++i) value[i] = digamma(i + 1.0);
-  }
-};
-inline const DigammaCountTable digamma_count_table;
+inline const CountTable log_factorial_table([](double n) { return lgamma(n); });
+inline const CountTable digamma_count_table([](double n) { return digamma(n); });
 #endif
 }  // namespace detail
 
@@ -53,10 +51,7 @@ inline const DigammaCountTable digamma_count_table;
 // counts below 256, else (other x, a GPU) lgamma itself.
 LS_HD_INLINE double ls_lfactorial(double x) {
 #if !defined(__CUDA_ARCH__)
-  if (x >= 0 && x < detail::log_factorial_table_size) {
-    const int i = static_cast<int>(x);
-    if (i == x) return detail::log_factorial_table.value[i];
-  }
+  if (const double* e = detail::log_factorial_table.entry(x)) return *e;
 #endif
   return lgamma(x + 1);
 }
@@ -65,13 +60,22 @@ LS_HD_INLINE double ls_lfactorial(double x) {
 // for the counts below 256, else digamma itself.
 LS_HD_INLINE double ls_digamma1p(double x) {
 #if !defined(__CUDA_ARCH__)
-  if (x >= 0 && x < detail::log_factorial_table_size) {
-    const int i = static_cast<int>(x);
-    if (i == x) return detail::digamma_count_table.value[i];
-  }
+  if (const double* e = detail::digamma_count_table.entry(x)) return *e;
 #endif
   return digamma(x + 1);
 }
+
+// The Prepared (dist.hpp) of gamma and inverse_gamma: their shape's lgamma
+// and digamma once per chain, parameter 1 (the rate, the scale) the location.
+// An invalid shape makes `a` and `bad` NaN, and so every output.
+struct ShapePrepared {
+  static constexpr int location_param = 1;
+  double a, lgamma_a, digamma_a, bad;
+  LS_HD static ShapePrepared of(double shape) {
+    const double a = shape > 0 ? shape : ls_nan();
+    return ShapePrepared{a, lgamma(a), digamma(a), nan_unless(shape > 0)};
+  }
+};
 
 // log of the gamma(a, 1) density's kernel at x: (a - 1) log x - x - lgamma(a).
 LS_HD double gamma_log_kernel(double a, double x) { return (a - 1) * log(x) - x - lgamma(a); }

@@ -29,14 +29,8 @@ template <> struct Dist<Family::inverse_gamma> {
   // Prepared (dist.hpp): lgamma(shape) and digamma(shape) once per chain, the
   // scale (parameter 1) the location, free to vary by element; the logs by
   // the straight-line ls_log.
-  struct Prepared {
-    static constexpr int location_param = 1;
-    double a, lgamma_a, digamma_a, bad;
-  };
-  LS_HD static Prepared prepare(const double* p) {
-    const double a = p[0] > 0 ? p[0] : ls_nan();
-    return Prepared{a, lgamma(a), digamma(a), nan_unless(p[0] > 0)};
-  }
+  using Prepared = ShapePrepared;
+  LS_HD static Prepared prepare(const double* p) { return ShapePrepared::of(p[0]); }
   LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
                                   double* dx, double* dp) {
     const double a = q.a, b = location, bad = q.bad + nan_unless(b > 0);

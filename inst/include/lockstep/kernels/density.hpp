@@ -78,30 +78,13 @@ template <class T, Family F> struct DensityTerm {
   }
 
   // The lanes path (ChainSum on a GPU and on the emulated backend) prepares
-  // too. A lane's elements come chain by chain (for_each_element), so a
-  // Cursor that remembers the chain it last prepared for does the family's
-  // parameter-only math (the lgamma and digamma of a shape, the log of a
-  // scale) once per chain and lane instead of once per element, where every
-  // parameter but the location is one value per chain (preparable_param), as
-  // the CPU's chunked loop does.
-  struct Cursor {
-    long c = -1;
-    bool prepared = false;
-    typename prepared_or_none<Dist<F>>::type q{};
-  };
+  // too, once per chain and lane (dist.hpp's PreparedCursor), as the CPU's
+  // chunked loop does once per chain.
+  using Cursor = PreparedCursor<Dist<F>>;
   LS_HD double operator()(long c, long i, double* sums, Cursor& cur) const {
     using D = Dist<F>;
     if constexpr (has_prepared<D>::value) {
-      if (cur.c != c) {
-        cur.c = c;
-        cur.prepared = !truncated;
-        double pv[max_dist_params] = {0};
-        for (int k = 0; k < n_params; ++k) {
-          cur.prepared = cur.prepared && preparable_param<D>(k, p[k].scalar);
-          pv[k] = static_cast<double>(p[k].at(c, 0));
-        }
-        if (cur.prepared) cur.q = D::prepare(pv);
-      }
+      if (cur.c != c) cur.move_to(c, !truncated, p);
       if (cur.prepared) {
         double gp[max_dist_params] = {0}, gx = 0;
         const double location = static_cast<double>(p[location_param<D>()].at(c, i));
@@ -256,7 +239,8 @@ template <class T, Family F> struct DensityTerm {
     double pb[max_dist_params][chunk], gpb[max_dist_params][chunk];
     double pv[max_dist_params] = {0};
     const T* ps[max_dist_params] = {nullptr};
-    bool prepared = true;  // whether the family's prepared lpdf serves this term
+    // whether the family's prepared lpdf serves this term (untruncated here)
+    const bool prepared = prepares<D>(true, p);
     if (size <= 0) return 0;
     // One value is spread over the elements of one chunk at most (a prior on
     // one parameter has one: spreading it over a whole chunk cost more than
@@ -265,7 +249,6 @@ template <class T, Family F> struct DensityTerm {
     for (int k = 0; k < n_params; ++k) {
       ps[k] = p[k].data + c * p[k].chain_stride;
       pv[k] = static_cast<double>(ps[k][0]);
-      prepared = prepared && preparable_param<D>(k, p[k].scalar);
       if (p[k].scalar)
         for (long i = 0; i < spread; ++i) pb[k][i] = pv[k];
     }
@@ -303,7 +286,7 @@ template <class T, Family F> struct DensityTerm {
       if (lean >= 0) {
         T* dxo = stream ? gxt : dxs ? dxs + i0 : nullptr;
         T* dp0o = n_params > 0 && dps[0] ? dps[0] + i0 : nullptr;
-        if (has_prepared<D>::value && prepared) prepared_lean_chunk(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        if (prepared) prepared_lean_chunk(lean, n, xr, pr, pv, dxo, dp0o, lpb);
         else lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
         if (stream) detail::stream_store(dxs + i0, gxt, n);
         lp += detail::sum_doubles(lpb, n);
@@ -313,7 +296,7 @@ template <class T, Family F> struct DensityTerm {
         gxb[i] = gx;
         for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
       };
-      if (has_prepared<D>::value && prepared) prepared_chunk(n, xr, pr, pv, lpb, gxb, gpb);
+      if (prepared) prepared_chunk(n, xr, pr, pv, lpb, gxb, gpb);
       else chunk_elements<false>(n, xr, pr, pv, lpb, store);
       lp += detail::sum_doubles(lpb, n);
       if (dxs && dx_store)

@@ -22,29 +22,13 @@ template <class T> struct LogpdfInputs {
   Operand<T> x;
   Operand<T> p[max_dist_params];
 
-  // Whether family D's prepared lpdf (dist.hpp) serves this call: the
-  // family prepares, the call is untruncated, and every parameter is one
-  // value per chain but for the location, which may vary.
-  template <class D> LS_HD bool preparable() const {
-    if constexpr (!has_prepared<D>::value) {
-      return false;
-    } else {
-      if (!(ls_isinf(lower) && ls_isinf(upper))) return false;  // truncated
-      for (int j = 0; j < D::n_params; ++j)
-        if (!preparable_param<D>(j, p[j].scalar)) return false;
-      return true;
-    }
-  }
+  // Untruncated: both bounds infinite.
+  LS_HD bool untruncated() const { return ls_isinf(lower) && ls_isinf(upper); }
 
-  // What element() prepared for the chain it saw last. A lane's elements come
-  // chain by chain, so on lanes (a GPU, the emulated backend) the family's
-  // parameter-only math is done once per chain and lane instead of once per
-  // element, as density terms' Cursor does (kernels/density.hpp).
-  template <Family F> struct Cursor {
-    long c = -1;
-    bool prepared = false;
-    typename prepared_or_none<Dist<F>>::type q{};
-  };
+  // What element() prepared for the chain it saw last (dist.hpp's
+  // PreparedCursor): on lanes (a GPU, the emulated backend) the family's
+  // parameter-only math is done once per chain and lane.
+  template <Family F> using Cursor = PreparedCursor<Dist<F>>;
 
   // Calls g(k, c, i, lp, gx, gp, n_params) at every element this lane owns:
   // the family's log density lp there and its partials gx (target) and gp
@@ -74,12 +58,7 @@ template <class T> struct LogpdfInputs {
     constexpr int n_params = D::n_params;
     double pv[max_dist_params] = {0}, gx = 0, gp[max_dist_params] = {0};
     if constexpr (has_prepared<D>::value) {
-      if (cursor.c != c) {
-        cursor.c = c;
-        cursor.prepared = preparable<D>();
-        for (int j = 0; j < n_params; ++j) pv[j] = static_cast<double>(p[j].at(c, 0));
-        if (cursor.prepared) cursor.q = D::prepare(pv);
-      }
+      if (cursor.c != c) cursor.move_to(c, untruncated(), p);
       if (cursor.prepared) {
         const double location = static_cast<double>(p[location_param<D>()].at(c, i));
         const double lp = D::lpdf(static_cast<double>(x.at(c, i)), location, cursor.q, &gx, gp);
@@ -139,7 +118,7 @@ template <class T> struct LogpdfInputs {
     with_family(family, [&](auto tag) {
       constexpr Family F = decltype(tag)::value;
       using D = Dist<F>;
-      const bool prep = preparable<D>();
+      const bool prep = prepares<D>(untruncated(), p);
       for (long c = 0; c < chains; ++c) {
         double pv[max_dist_params] = {0};
         for (int j = 0; j < D::n_params; ++j) pv[j] = static_cast<double>(p[j].at(c, 0));
