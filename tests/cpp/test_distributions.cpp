@@ -1634,6 +1634,83 @@ TEST_CASE("ls_log1p_unit is within 2 ulps of log1p on [0 1]", "[distributions][s
   CHECK(worst < 4.5e-16);
 }
 
+// digamma in long double, independently of math/log_gamma.hpp: the recurrence
+// up to x >= 40, then the asymptotic series (its next term below 2e-21).
+static long double digamma_long(long double x) {
+  long double r = 0;
+  while (x < 40) {
+    r -= 1 / x;
+    x += 1;
+  }
+  const long double f = 1 / (x * x);
+  return r + logl(x) - 0.5L / x -
+         f * (1.0L / 12 - f * (1.0L / 120 - f * (1.0L / 252 - f * (1.0L / 240 - f / 132))));
+}
+
+TEST_CASE("ls_lgamma_digamma is within its documented error of long double references",
+          "[distributions][special]") {
+  std::mt19937 rng(41);
+  std::uniform_real_distribution<double> e(-690, 690), s(0, 30);
+  double worst_lg = 0, worst_dg = 0;
+  for (int i = 0; i < 400000; ++i) {
+    const double x = i % 2 ? std::exp(e(rng)) : s(rng);
+    const lockstep::LogGamma g = lockstep::ls_lgamma_digamma(x);
+    const double lg = static_cast<double>(lgammal(x)), dg = static_cast<double>(digamma_long(x));
+    // absolute below 1 in size, relative above
+    worst_lg = std::max(worst_lg, std::fabs(g.lgamma - lg) / std::max(1.0, std::fabs(lg)));
+    worst_dg = std::max(worst_dg, std::fabs(g.digamma - dg) / std::max(1.0, std::fabs(dg)));
+  }
+  INFO("worst error: lgamma " << worst_lg << ", digamma " << worst_dg);
+  CHECK(worst_lg < 2e-14);
+  CHECK(worst_dg < 5e-15);
+  // the shift's edge, and the limits
+  for (double x : {1e-300, 1.0, 2.0, 9.999999999, 10.0, 10.000000001}) {
+    INFO("x = " << x);
+    const lockstep::LogGamma g = lockstep::ls_lgamma_digamma(x);
+    CHECK(std::fabs(g.lgamma - std::lgamma(x)) < 2e-14 * std::max(1.0, std::fabs(std::lgamma(x))));
+    const double dg = static_cast<double>(digamma_long(x));
+    CHECK(std::fabs(g.digamma - dg) < 5e-15 * std::max(1.0, std::fabs(dg)));
+  }
+  const lockstep::LogGamma zero = lockstep::ls_lgamma_digamma(0.0);
+  CHECK(zero.lgamma == HUGE_VAL);
+  CHECK(zero.digamma == -HUGE_VAL);
+  const lockstep::LogGamma inf = lockstep::ls_lgamma_digamma(HUGE_VAL);
+  CHECK(inf.lgamma == HUGE_VAL);
+  CHECK(inf.digamma == HUGE_VAL);
+  for (double x : {-1.0, -0.5, -HUGE_VAL, static_cast<double>(NAN)}) {
+    INFO("x = " << x);
+    CHECK(std::isnan(lockstep::ls_lgamma_digamma(x).lgamma));
+    CHECK(std::isnan(lockstep::ls_lgamma_digamma(x).digamma));
+  }
+}
+
+TEST_CASE("ls_log1p is within 3 ulps of log1p for every double above -1",
+          "[distributions][special]") {
+  std::mt19937 rng(43);
+  std::uniform_real_distribution<double> unit(-1, 1), e(-745, 700);
+  double worst = 0;
+  for (int i = 0; i < 300000; ++i) {
+    double y;
+    if (i % 3 == 0) y = unit(rng);                   // (-1, 1)
+    else if (i % 3 == 1) y = std::exp(e(rng));       // (0, Inf), log-uniformly
+    else y = -std::exp(-std::fabs(e(rng)));          // [-1, 0), near 0 and near -1
+    if (y <= -1) continue;
+    const double ref = std::log1p(y);
+    if (ref != 0) worst = std::max(worst, rel_error(lockstep::ls_log1p(y), ref));
+  }
+  INFO("worst relative error " << worst);
+  CHECK(worst < 6.7e-16);
+  for (double y : {1e-300, -1e-300, 1e-17, -1e-17, 1.1e-16, -0.999999, 1.0, 1e300}) {
+    INFO("y = " << y);
+    CHECK(rel_error(lockstep::ls_log1p(y), std::log1p(y)) < 6.7e-16);
+  }
+  CHECK(lockstep::ls_log1p(0.0) == 0.0);
+  CHECK(lockstep::ls_log1p(-1.0) == -HUGE_VAL);
+  CHECK(lockstep::ls_log1p(HUGE_VAL) == HUGE_VAL);
+  CHECK(std::isnan(lockstep::ls_log1p(-2.0)));
+  CHECK(std::isnan(lockstep::ls_log1p(static_cast<double>(NAN))));
+}
+
 TEST_CASE("ls_log is within 2 ulps of log for every double", "[distributions][special]") {
   std::mt19937 rng(37);
   std::uniform_real_distribution<double> e(-745, 709), near1(0.5, 2);
@@ -1783,6 +1860,12 @@ void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool
         x[i] = static_cast<T>(0.1 + 3 * u(rng));
         p0[i] = static_cast<T>(F == lockstep::Family::gamma ? 0.5 + 2 * u(rng) : u(rng) - 0.5);
         break;
+      case lockstep::Family::beta:  // beta and exponential: the straight-line loops
+      case lockstep::Family::exponential:
+      case lockstep::Family::weibull:
+        x[i] = static_cast<T>(F == lockstep::Family::beta ? 0.02 + 0.96 * u(rng) : 0.1 + 3 * u(rng));
+        p0[i] = static_cast<T>(0.5 + 2.5 * u(rng));
+        break;
       default:  // normal, student, logistic, cauchy, laplace: any x; p0 the
                 // location or the degrees of freedom
         x[i] = static_cast<T>(4 * u(rng) - 2);
@@ -1849,6 +1932,10 @@ TEST_CASE("the chunked density loop equals the element-by-element one, lean or n
     check_lean_density<double, Family::logistic>(rng, m[0], m[1], m[2]);
     check_lean_density<float, Family::cauchy>(rng, m[0], m[1], m[2]);
     check_lean_density<double, Family::laplace>(rng, m[0], m[1], m[2]);
+    check_lean_density<double, Family::beta>(rng, m[0], m[1], m[2]);
+    check_lean_density<float, Family::beta>(rng, m[0], m[1], m[2]);
+    check_lean_density<double, Family::weibull>(rng, m[0], m[1], m[2]);
+    check_lean_density<double, Family::exponential>(rng, m[0], m[1], m[2]);
     if (!m[0]) {  // discrete targets: data only
       check_lean_density<double, Family::bernoulli_logit>(rng, false, m[1], m[2]);
       check_lean_density<float, Family::bernoulli_logit>(rng, false, m[1], m[2]);

@@ -13,19 +13,32 @@ namespace lockstep {
 
 template <> struct Dist<Family::beta> {
   static constexpr int n_params = 2;
-  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
+  // Straight-line (no branch on an element's values, only selects, and
+  // math/log_gamma.hpp's lgamma and digamma): in a mean-precision beta
+  // regression both shapes vary by element, so nothing can be prepared once
+  // per chain, and the element loop vectorises instead (density.hpp's
+  // straight_line<D>).
+  static constexpr bool straight_line = true;
+  LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
     const double a = p[0], b = p[1];
-    if (!(a > 0) || !(b > 0)) return dist_nan(dx, dp, n_params);
-    if (x < 0 || x > 1) {
-      *dx = 0;
-      dp[0] = dp[1] = 0;
-      return -ls_inf();
-    }
-    const double dab = digamma(a + b);
-    *dx = ls_xdivy(a - 1, x) - ls_xdivy(b - 1, 1 - x);
-    dp[0] = log(x) - digamma(a) + dab;
-    dp[1] = log1p(-x) - digamma(b) + dab;
-    return ls_xlogy(a - 1, x) + ls_xlog1py(b - 1, -x) - ls_lbeta(a, b);
+    const double bad = nan_unless((a > 0) & (b > 0));
+    // Outside the support the logs below are NaN, and selected away at the
+    // end. (Taken of x itself: of a placeholder selected for x there, GCC
+    // specialised ls_log1p's selects into a select of masks of two widths,
+    // which it then could not vectorise.)
+    const bool out = (x < 0) | (x > 1);  // NaN stays NaN
+    const double lx = ls_log(x), l1x = ls_log1p(-x);
+    const LogGamma ga = ls_lgamma_digamma(a), gb = ls_lgamma_digamma(b);
+    const LogGamma gab = ls_lgamma_digamma(a + b);
+    // (shape - 1) log(x) and (shape - 1) / x are 0 at shape 1, even at x = 0
+    const double gx = (a == 1 ? 0.0 : (a - 1) / x) - (b == 1 ? 0.0 : (b - 1) / (1 - x));
+    const double g1 = lx - ga.digamma + gab.digamma, g2 = l1x - gb.digamma + gab.digamma;
+    const double lp = (a == 1 ? 0.0 : (a - 1) * lx) + (b == 1 ? 0.0 : (b - 1) * l1x) -
+                      (ga.lgamma + gb.lgamma - gab.lgamma);
+    *dx = (out ? 0.0 : gx) + bad;
+    dp[0] = (out ? 0.0 : g1) + bad;
+    dp[1] = (out ? 0.0 : g2) + bad;
+    return (out ? -ls_inf() : lp) + bad;
   }
   // F = I_x(shape1, shape2); its partials in the shapes by central differences.
   LS_HD static double cdf(double x, const double* p, double* dp) {

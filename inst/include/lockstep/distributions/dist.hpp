@@ -42,6 +42,7 @@
 #include "../hd.hpp"
 #include "../ir.hpp"
 #include "../math/elementary.hpp"
+#include "../math/log_gamma.hpp"
 #include "../math/special.hpp"
 
 namespace lockstep {
@@ -59,6 +60,16 @@ template <class D, class = void> struct prepared_or_none {
 template <class D> struct prepared_or_none<D, std::void_t<typename D::Prepared>> {
   using type = typename D::Prepared;
 };
+// Whether D's plain lpdf(x, p, dx, dp) is straight-line (selects, no branch
+// on the element's values; `static constexpr bool straight_line = true`): a
+// family whose parameters all vary by element, which nothing can prepare,
+// then has its element loops vectorised (density.hpp) as prepared ones are.
+template <class D, class = void> struct declares_straight_line : std::false_type {};
+template <class D>
+struct declares_straight_line<D, std::void_t<decltype(D::straight_line)>>
+    : std::integral_constant<bool, D::straight_line> {};
+template <class D> constexpr bool straight_line() { return declares_straight_line<D>::value; }
+
 template <class D, class = void> struct declares_location_param : std::false_type {};
 template <class D>
 struct declares_location_param<D, std::void_t<decltype(D::Prepared::location_param)>>

@@ -10,17 +10,17 @@ namespace lockstep {
 
 template <> struct Dist<Family::exponential> {
   static constexpr int n_params = 1;
-  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
-    const double r = p[0];
-    if (!(r > 0)) return dist_nan(dx, dp, n_params);
-    if (x < 0) {
-      *dx = 0;
-      dp[0] = 0;
-      return -ls_inf();
-    }
-    *dx = -r;
-    dp[0] = 1 / r - x;
-    return log(r) - r * x;
+  // Straight-line (selects, ls_log): a regression's rate varies by element
+  // (exponential(1 / exp(mu))), so nothing is prepared per chain and the
+  // element loop vectorises instead (density.hpp's straight_line<D>).
+  static constexpr bool straight_line = true;
+  LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
+    const double r = p[0], bad = nan_unless(r > 0);
+    const bool out = x < 0;  // below the support; NaN stays NaN
+    const double gr = 1 / r - x, lp = ls_log(r) - r * x;
+    *dx = (out ? 0.0 : -r) + bad;
+    dp[0] = (out ? 0.0 : gr) + bad;
+    return (out ? -ls_inf() : lp) + bad;
   }
   // F = 1 - exp(-rate x), dF/drate = x exp(-rate x).
   LS_HD static double cdf(double x, const double* p, double* dp) {

@@ -27,37 +27,46 @@ template <> struct Dist<Family::weibull> {
     dp[1] = k * (t - 1) / l;
     return log(k) - log(l) + ls_xlogy(k - 1, r) - t;
   }
-  // Prepared (dist.hpp): log(shape) and 1 / shape once per chain, the scale
-  // (parameter 1) the location, free to vary by element (a survival
+  // Prepared (dist.hpp): log(shape), 1 / shape and the limits of
+  // r^(shape - 1) at r = 0 and r = Inf (r = x / scale) once per chain, the
+  // scale (parameter 1) the location, free to vary by element (a survival
   // regression's); (x / scale)^shape as exp(shape log(x / scale)) by the
   // straight-line functions of math/elementary.hpp (relative error about
-  // |shape log(x / scale)| ulps, which pow's own argument reduction avoids),
-  // and the limits at x = 0 and x = Inf selected as pow() gives them. (GCC
-  // vectorises only some of its element loops: its selects are not all
-  // if-converted.)
+  // |shape log(x / scale)| ulps, which pow's own argument reduction avoids).
+  // The element loop selects per element on values only (the limits are
+  // per-chain numbers, shape == 1 a per-chain mask), so that GCC if-converts
+  // every select and vectorises each of its element loops.
   struct Prepared {
     static constexpr int location_param = 1;
-    double k, inv_k, log_k, bad;
+    double k, km1, inv_k, log_k, pow_zero, pow_inf, bad;
+    bool unit;  // shape == 1: (shape - 1) log r and its partial are 0, even at r = 0
   };
   LS_HD_INLINE static Prepared prepare(const double* p) {
     const double k = p[0] > 0 ? p[0] : ls_nan();
-    return Prepared{k, 1 / k, ls_log(k), nan_unless(p[0] > 0)};
+    // pow(r, shape - 1) at r = 0 and at r = Inf
+    const double pow_zero = k > 1 ? 0.0 : (k == 1 ? 1.0 : ls_inf());
+    const double pow_inf = k > 1 ? ls_inf() : (k == 1 ? 1.0 : 0.0);
+    return Prepared{k, k - 1, 1 / k, ls_log(k), pow_zero, pow_inf, nan_unless(p[0] > 0), k == 1};
   }
   LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
                                   double* dx, double* dp) {
     const double k = q.k, l = location, bad = q.bad + nan_unless(l > 0);
-    const bool out = x < 0;  // below the support; NaN stays NaN
-    const double xs = out ? 1.0 : x, r = xs / l, lr = ls_log(r), t = ls_exp(k * lr);
-    // r^(shape - 1): t / r, and pow's values at r = 0 and r = Inf
-    const bool finite = r > 0 && r < ls_inf();
-    const double edge = r > 0 ? (k > 1 ? ls_inf() : (k == 1 ? 1.0 : 0.0))
-                              : (k > 1 ? 0.0 : (k == 1 ? 1.0 : ls_inf()));
-    const double t1 = finite ? t / r : edge;
-    const bool unit = k == 1;  // (shape - 1) log r and its partial are 0, even at r = 0
-    *dx = (out ? 0.0 : (unit ? 0.0 : (k - 1) / xs) - k * t1 / l) + bad;
-    dp[0] = (out ? 0.0 : q.inv_k + lr * (1 - t)) + bad;
-    dp[1] = (out ? 0.0 : k * (t - 1) / l) + bad;
-    return (out ? -ls_inf() : q.log_k - ls_log(l) + (unit ? 0.0 : (k - 1) * lr) - t) + bad;
+    // Below the support the logs below are NaN, selected away at the end
+    // (taken of x itself: see beta.hpp). NaN stays NaN.
+    const bool out = x < 0;
+    const double r = x / l, lr = ls_log(r), t = ls_exp(k * lr);
+    // r^(shape - 1): t / r, or pow's value at r = 0 and r = Inf, where t / r
+    // is 0 / 0 or Inf / Inf (told by t / r != itself: a quiet comparison,
+    // where r < Inf "could trap" for GCC and left a branch in the loop)
+    const double ratio = t / r, edge = r > 0 ? q.pow_inf : q.pow_zero;
+    const double t1 = ratio == ratio ? ratio : edge;
+    const double kx = q.unit ? 0.0 : q.km1 / x, klr = q.unit ? 0.0 : q.km1 * lr;
+    const double gx = kx - k * t1 / l, gk = q.inv_k + lr * (1 - t), gl = k * (t - 1) / l;
+    const double lp = q.log_k - ls_log(l) + klr - t;
+    *dx = (out ? 0.0 : gx) + bad;
+    dp[0] = (out ? 0.0 : gk) + bad;
+    dp[1] = (out ? 0.0 : gl) + bad;
+    return (out ? -ls_inf() : lp) + bad;
   }
   // F = 1 - exp(-t): dF/dshape = exp(-t) t log(x / scale),
   // dF/dscale = -exp(-t) shape t / scale.

@@ -164,9 +164,17 @@ template <class T, Family F> struct DensityTerm {
         }
       }
     } else {
+      // (the operands' pointers read once, not per element: loaded in the
+      // loop they stopped GCC's vectoriser, "no vectype")
+      static_assert(max_dist_params == 3, "chunk_elements reads three operands");
+      const double* const p0 = n_params > 0 ? pr[0] : nullptr;
+      const double* const p1 = n_params > 1 ? pr[1] : nullptr;
+      const double* const p2 = n_params > 2 ? pr[2] : nullptr;
       for (long i = 0; i < n; ++i) {
         double gx, gp[max_dist_params], pi[max_dist_params];
-        for (int k = 0; k < n_params; ++k) pi[k] = pr[k][i];
+        if constexpr (n_params > 0) pi[0] = p0[i];
+        if constexpr (n_params > 1) pi[1] = p1[i];
+        if constexpr (n_params > 2) pi[2] = p2[i];
         lpb[i] = D::lpdf(xr[i], pi, &gx, gp);
         put(i, gx, gp);
       }
@@ -206,27 +214,39 @@ template <class T, Family F> struct DensityTerm {
     else lean_elements<0, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
   }
 
-  // The prepared element loops out of line, in clones that vectorise loops
-  // needing a remainder or an overlap check (LS_CPU_VECTORISE), as a chunk's
-  // loop does: GCC's cheapest cost model at -O2 vectorises neither. The rest
-  // of sum_chain_chunked keeps LS_CPU_CLONES (a poisson_log or
-  // bernoulli_logit likelihood, which does not prepare, was 15% slower with
-  // the whole function under LS_CPU_VECTORISE).
-  LS_CPU_VECTORISE void prepared_lean_chunk(int lean, long n, const double* xr,
-                                            const double* const* pr, const double* pv, T* dxo,
-                                            T* dp0o, double* lpb) const {
-    lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+  // The prepared element loops (prep), and a straight-line family's plain
+  // ones (straight_line<D>, dist.hpp), out of line, in clones that vectorise
+  // loops needing a remainder or an overlap check (LS_CPU_VECTORISE), as a
+  // chunk's loop does: GCC's cheapest cost model at -O2 vectorises neither.
+  // The rest of sum_chain_chunked keeps LS_CPU_CLONES (a poisson_log or
+  // bernoulli_logit likelihood, whose lpdf branches, was 15% slower with the
+  // whole function under LS_CPU_VECTORISE).
+  LS_CPU_VECTORISE void vectorised_lean_chunk(bool prep, int lean, long n, const double* xr,
+                                              const double* const* pr, const double* pv, T* dxo,
+                                              T* dp0o, double* lpb) const {
+    if (prep) lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+    else if constexpr (straight_line<Dist<F>>()) lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
   }
   // (Its outputs are the caller's local arrays, which overlap nothing: said
   // with __restrict, as the vectoriser would otherwise check each pair.)
-  LS_CPU_VECTORISE void prepared_chunk(long n, const double* xr, const double* const* pr,
-                                       const double* pv, double* __restrict lpb,
-                                       double* __restrict gxb,
-                                       double (*__restrict gpb)[chunk]) const {
-    chunk_elements<true>(n, xr, pr, pv, lpb, [&](long i, double gx, const double* gp) {
+  LS_CPU_VECTORISE void vectorised_chunk(bool prep, long n, const double* xr,
+                                         const double* const* pr, const double* pv,
+                                         double* __restrict lpb, double* __restrict gxb,
+                                         double (*__restrict gpb)[chunk]) const {
+    if (prep) stored_chunk<true>(n, xr, pr, pv, lpb, gxb, gpb);
+    else if constexpr (straight_line<Dist<F>>()) stored_chunk<false>(n, xr, pr, pv, lpb, gxb, gpb);
+  }
+  template <bool Prep>
+  inline __attribute__((always_inline)) void stored_chunk(long n, const double* xr,
+                                                          const double* const* pr,
+                                                          const double* pv,
+                                                          double* __restrict lpb,
+                                                          double* __restrict gxb,
+                                                          double (*__restrict gpb)[chunk]) const {
+    chunk_elements<Prep>(n, xr, pr, pv, lpb, [&](long i, double gx, const double* gp) {
       gxb[i] = gx;
       // (written out: a loop over k here stopped the vectoriser)
-      static_assert(max_dist_params == 3, "prepared_chunk stores three partials");
+      static_assert(max_dist_params == 3, "stored_chunk stores three partials");
       if constexpr (n_params > 0) gpb[0][i] = gp[0];
       if constexpr (n_params > 1) gpb[1][i] = gp[1];
       if constexpr (n_params > 2) gpb[2][i] = gp[2];
@@ -241,6 +261,7 @@ template <class T, Family F> struct DensityTerm {
     const T* ps[max_dist_params] = {nullptr};
     // whether the family's prepared lpdf serves this term (untruncated here)
     const bool prepared = prepares<D>(true, p);
+    const bool vectorised = prepared || straight_line<D>();
     if (size <= 0) return 0;
     // One value is spread over the elements of one chunk at most (a prior on
     // one parameter has one: spreading it over a whole chunk cost more than
@@ -286,8 +307,8 @@ template <class T, Family F> struct DensityTerm {
       if (lean >= 0) {
         T* dxo = stream ? gxt : dxs ? dxs + i0 : nullptr;
         T* dp0o = n_params > 0 && dps[0] ? dps[0] + i0 : nullptr;
-        if (prepared) prepared_lean_chunk(lean, n, xr, pr, pv, dxo, dp0o, lpb);
-        else lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        if (vectorised) vectorised_lean_chunk(prepared, lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        else if constexpr (!straight_line<D>()) lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
         if (stream) detail::stream_store(dxs + i0, gxt, n);
         lp += detail::sum_doubles(lpb, n);
         continue;
@@ -296,8 +317,8 @@ template <class T, Family F> struct DensityTerm {
         gxb[i] = gx;
         for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
       };
-      if (prepared) prepared_chunk(n, xr, pr, pv, lpb, gxb, gpb);
-      else chunk_elements<false>(n, xr, pr, pv, lpb, store);
+      if (vectorised) vectorised_chunk(prepared, n, xr, pr, pv, lpb, gxb, gpb);
+      else if constexpr (!straight_line<D>()) chunk_elements<false>(n, xr, pr, pv, lpb, store);
       lp += detail::sum_doubles(lpb, n);
       if (dxs && dx_store)
         for (long i = 0; i < n; ++i) dxs[i0 + i] = static_cast<T>(gxb[i]);

@@ -133,9 +133,12 @@ LS_HD_INLINE double ls_log1p_unit(double e) {
 // log(x) for every double: -Inf at 0, NaN below 0 and for NaN, Inf at Inf.
 LS_HD_INLINE double ls_log(double x) {
   using namespace detail;
-  // Subnormals are scaled into the normal range first (by 2^54).
+  // Subnormals are scaled into the normal range first (by 2^54). The scale is
+  // selected and the product always taken: a product taken only on one side
+  // of a select "could trap" for GCC, whose if-conversion then leaves the
+  // branch, and a loop whose log(r) has r computed in it does not vectorise.
   const bool sub = x < 2.2250738585072014e-308;
-  const double xs = sub ? x * 18014398509481984.0 : x;
+  const double xs = x * (sub ? 18014398509481984.0 : 1.0);
   // x = 2^k m with m in [sqrt(2)/2, sqrt(2)), from the bits (musl's log.c):
   // the offset moves the exponent's boundary from 1 to sqrt(2)/2.
   const std::uint64_t u = static_cast<std::uint64_t>(double_to_bits(xs));
@@ -148,8 +151,22 @@ LS_HD_INLINE double ls_log(double x) {
   const double shifter = 6755399441055744.0;
   const double dk = bits_to_double(double_to_bits(shifter) + k) - shifter;
   const double r = log_reduced(f, dk);
-  const double edge = x == 0 ? -ls_huge() : (x > 0 ? x : ls_quiet_nan());  // 0, Inf, < 0, NaN
-  return x > 0 && x < ls_huge() ? r : edge;
+  // Selects of doubles on one comparison each: written as one condition
+  // (x > 0 && x < Inf) and an edge select, GCC combined them into selects of
+  // masks of two widths, which stopped the vectoriser in loops around them.
+  const double pos = x < ls_huge() ? r : x;                         // Inf stays Inf
+  const double nonpos = x == 0 ? -ls_huge() : ls_quiet_nan();       // 0; below 0, NaN
+  return x > 0 ? pos : nonpos;
+}
+
+// log1p(y) for every double: through ls_log of u = 1 + y, with log(u) y / (u - 1)
+// correcting the rounding of u to first order (Goldberg 1991, "What every
+// computer scientist should know about floating-point arithmetic", theorem
+// 4), within a few ulps of log1p; y itself where u rounds to 1, Inf at Inf,
+// -Inf at -1, NaN below -1 and for NaN.
+LS_HD_INLINE double ls_log1p(double y) {
+  const double u = 1 + y, r = ls_log(u) * (y / (u - 1));
+  return u == 1 ? y : (y > 1.79769313486231570815e+308 ? y : r);
 }
 
 }  // namespace lockstep
