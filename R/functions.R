@@ -14,9 +14,18 @@
 #' `range()` is `c(min(...), max(...))`. (R dispatches these on their first
 #' argument only, so lockstep masks base's `sum()`, `prod()`, `max()`, `min()`
 #' and `range()` with versions that look for a greta array in every argument
-#' and otherwise call base's.) `cumsum()` and `cumprod()` are the cumulative sums
-#' and products of a greta array's elements in R's (column-major) order, and
-#' return a column vector, as greta does.
+#' and otherwise call base's.) `cumsum()`, `cumprod()`, `cummax()` and
+#' `cummin()` are the cumulative sums, products, maxima and minima of a greta
+#' array's elements in R's (column-major) order, and return a column vector, as
+#' greta does.
+#'
+#' `lchoose(n, k)` is the log binomial coefficient `lgamma(n + 1) - lgamma(k +
+#' 1) - lgamma(n - k + 1)` and `choose(n, k)` its exponential, elementwise
+#' (either argument may be a greta array, the other a number or array of the
+#' same shape): as greta's, they are the continuous extension through the
+#' gamma function, differentiable in both arguments, where R's round to an
+#' integer count for integer `n`. (lockstep masks base's `choose()` and
+#' `lchoose()` with versions that call base's for R numbers.)
 #'
 #' greta's inverse link functions are `ilogit()`, the inverse logit
 #' `1 / (1 + exp(-x))` (R's [stats::plogis()]); `iprobit()`, the standard
@@ -56,9 +65,13 @@
 #'   computed without dividing by zero: with exactly one zero element, that
 #'   element's gradient is the product of the others (and every other one's is
 #'   0); with two or more zeros every gradient is 0. `cumprod()` is
-#'   differentiated the same way, exactly at zeros.
+#'   differentiated the same way, exactly at zeros. Element `i` of `cummax()`
+#'   (`cummin()`) passes its gradient to the first element where that running
+#'   maximum (minimum) was taken; from a `NaN` on, the values are `NaN`, as
+#'   R's are.
 #'
 #' @param x a greta array (or, for the link functions, R numbers)
+#' @param n,k for `choose()` and `lchoose()`: greta arrays or numbers
 #' @param ... greta arrays or numbers (for `sum()`, `max()`, `min()`,
 #'   `prod()` and `range()`); `base` for `log()`,
 #'   `digits` (0 only) for `round()`
@@ -73,6 +86,8 @@
 #' max(x, 0)
 #' prod(exp(x))
 #' cumsum(x)
+#' cummax(x)
+#' lchoose(exp(x) + 2, 2)
 #' ilogit(x)
 #' iprobit(x)
 #' imultilogit(variable(dim = c(4, 2)))  # 4 rows of 3 probabilities
@@ -89,12 +104,12 @@ math_functions <- c(
   "abs", "sign", "ceiling", "floor", "round", "trunc", "sqrt", "exp", "expm1", "log",
   "log1p", "log10", "log2", "cos", "sin", "tan", "acos", "asin", "atan", "cosh", "sinh",
   "tanh", "acosh", "asinh", "atanh", "cospi", "sinpi", "tanpi", "lgamma", "digamma",
-  "trigamma", "cumsum", "cumprod"
+  "trigamma", "cumsum", "cumprod", "cummax", "cummin"
 )
 
 # The Math functions that are not elementwise: ops of the engine that return a
 # column vector of every element, in R's order.
-cumulative_functions <- c("cumsum", "cumprod")
+cumulative_functions <- c("cumsum", "cumprod", "cummax", "cummin")
 
 #' @rdname functions
 #' @export
@@ -502,4 +517,18 @@ concat_all <- function(parts, dim) {
     acc <- get_node(result)
   }
   result
+}
+
+#' @rdname functions
+#' @export
+lchoose <- function(n, k) {
+  if (!is.greta_array(n) && !is.greta_array(k)) return(base::lchoose(n, k))
+  lgamma(n + 1) - lgamma(k + 1) - lgamma(n - k + 1)
+}
+
+#' @rdname functions
+#' @export
+choose <- function(n, k) {
+  if (!is.greta_array(n) && !is.greta_array(k)) return(base::choose(n, k))
+  exp(lchoose(n, k))
 }

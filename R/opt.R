@@ -171,8 +171,31 @@ dfree_dvalue_inverse <- function(z, lower, upper) {
 #' parameters and defaults. `bfgs()` is limited-memory BFGS with a
 #' backtracking line search; `nelder_mead()` the simplex method of
 #' TensorFlow Probability, which greta uses (values only, no gradients); the
-#' others follow the update rules of the Keras optimisers that greta uses. All
-#' run in C++, every start of [opt()] in lockstep.
+#' others follow the update rules of the Keras optimisers that greta uses
+#' (`proximal_gradient_descent()`, `proximal_adagrad()` and `adagrad_da()`
+#' those of TensorFlow 1's, which greta 0.5 still offers though it deprecates
+#' them). All run in C++, every start of [opt()] in lockstep.
+#'
+#' `ftrl()` is "follow the regularised leader" (McMahan et al. 2013):
+#' per element, an accumulator of squared gradients and a linear term from
+#' which the state is solved at every step, exactly 0 where the L1 penalty
+#' outweighs the linear term. `proximal_gradient_descent()` takes a gradient
+#' step and then the proximal step of the L1 and L2 penalties (shrinking each
+#' element towards 0 by `learning_rate * l1_regularization_strength`, then
+#' dividing by `1 + learning_rate * l2_regularization_strength`);
+#' `proximal_adagrad()` does the same with adagrad's step sizes.
+#' `adagrad_da()` is adagrad's dual averaging: the state solved from the sums
+#' of the gradients and of their squares, the penalties scaled by
+#' `global_step`, which stays at the value given (as greta passes it to
+#' TensorFlow). The penalties act on the free (unconstrained) state.
+#'
+#' @section Defunct optimisers: greta 0.5 removed `powell()`, `momentum()`,
+#'   `cg()`, `newton_cg()`, `l_bfgs_b()`, `tnc()`, `cobyla()` and `slsqp()`
+#'   (SciPy's optimisers, reached through TensorFlow 1). lockstep has them
+#'   only to say so: each stops with an error naming what to use instead
+#'   (`bfgs()` for the quasi-Newton and conjugate-gradient methods,
+#'   `nelder_mead()` for the derivative-free ones, `gradient_descent(momentum
+#'   = )` for `momentum()`).
 #'
 #' @param tolerance `bfgs()` stops when the largest absolute element of the
 #'   gradient is below this
@@ -210,6 +233,21 @@ dfree_dvalue_inverse <- function(z, lower, upper) {
 #' @param amsgrad whether `adam()` uses the AMSGrad variant
 #' @param centered whether `rms_prop()` normalises by the variance of the
 #'   gradient rather than its second moment
+#' @param learning_rate_power the power of the accumulated squared gradients
+#'   in `ftrl()`'s step sizes (0 or less; -0.5: their square root)
+#' @param l1_regularization_strength,l2_regularization_strength the
+#'   strengths of L1 and L2 penalties on the free state (0 or more)
+#' @param l2_shrinkage_regularization_strength `ftrl()`'s L2 penalty added to
+#'   the gradient itself (a magnitude penalty, where
+#'   `l2_regularization_strength` stabilises the steps)
+#' @param beta `ftrl()`'s beta (McMahan et al. 2013), added to the
+#'   accumulators' power in its steps' denominators
+#' @param global_step `adagrad_da()`'s step count, which its penalties scale
+#'   with (greta's default, 1, leaves them as given)
+#' @param initial_gradient_squared_accumulator_value the starting value of
+#'   `adagrad_da()`'s accumulators of squared gradients
+#' @param ... ignored: the defunct optimisers stop with an error whatever
+#'   they are given
 #' @return an `optimiser` object for [opt()]
 #' @examples
 #' bfgs()
@@ -226,12 +264,15 @@ dfree_dvalue_inverse <- function(z, lower, upper) {
 #' @name optimisers
 NULL
 
-new_optimiser <- function(name, parameters) {
+# `non_positive`: the parameters that must be 0 or less (the rest, 0 or more)
+new_optimiser <- function(name, parameters, non_positive = character()) {
   for (p in names(parameters)) {
     v <- parameters[[p]]
     if (is.logical(v)) v <- as.numeric(v)
-    if (!is.numeric(v) || length(v) != 1 || !is.finite(v) || v < 0) {
-      stop("`", p, "` must be a single non-negative number", call. = FALSE)
+    sign_ok <- if (p %in% non_positive) v <= 0 else v >= 0
+    if (!is.numeric(v) || length(v) != 1 || !is.finite(v) || !sign_ok) {
+      stop("`", p, "` must be a single ", if (p %in% non_positive) "non-positive" else
+           "non-negative", " number", call. = FALSE)
     }
     parameters[[p]] <- v
   }
@@ -349,6 +390,110 @@ rms_prop <- function(learning_rate = 0.1, rho = 0.9, momentum = 0, epsilon = 1e-
   new_optimiser("rms_prop", list(learning_rate = learning_rate, rho = rho, momentum = momentum,
                                  epsilon = epsilon, centered = centered))
 }
+
+#' @rdname optimisers
+#' @export
+ftrl <- function(learning_rate = 1, learning_rate_power = -0.5, initial_accumulator_value = 0.1,
+                 l1_regularization_strength = 0, l2_regularization_strength = 0,
+                 l2_shrinkage_regularization_strength = 0, beta = 0) {
+  out <- new_optimiser("ftrl", list(
+    learning_rate = learning_rate, learning_rate_power = learning_rate_power,
+    initial_accumulator_value = initial_accumulator_value,
+    l1_regularization_strength = l1_regularization_strength,
+    l2_regularization_strength = l2_regularization_strength,
+    l2_shrinkage_regularization_strength = l2_shrinkage_regularization_strength, beta = beta
+  ), non_positive = "learning_rate_power")
+  positive_rate(out)
+}
+
+#' @rdname optimisers
+#' @export
+proximal_gradient_descent <- function(learning_rate = 0.01, l1_regularization_strength = 0,
+                                      l2_regularization_strength = 0) {
+  positive_rate(new_optimiser("proximal_gradient_descent", list(
+    learning_rate = learning_rate, l1_regularization_strength = l1_regularization_strength,
+    l2_regularization_strength = l2_regularization_strength
+  )))
+}
+
+#' @rdname optimisers
+#' @export
+proximal_adagrad <- function(learning_rate = 1, initial_accumulator_value = 0.1,
+                             l1_regularization_strength = 0, l2_regularization_strength = 0) {
+  out <- positive_rate(new_optimiser("proximal_adagrad", list(
+    learning_rate = learning_rate, initial_accumulator_value = initial_accumulator_value,
+    l1_regularization_strength = l1_regularization_strength,
+    l2_regularization_strength = l2_regularization_strength
+  )))
+  if (!(out$parameters$initial_accumulator_value > 0)) {
+    stop("`initial_accumulator_value` must be positive", call. = FALSE)
+  }
+  out
+}
+
+#' @rdname optimisers
+#' @export
+adagrad_da <- function(learning_rate = 0.8, global_step = 1L,
+                       initial_gradient_squared_accumulator_value = 0.1,
+                       l1_regularization_strength = 0, l2_regularization_strength = 0) {
+  out <- positive_rate(new_optimiser("adagrad_da", list(
+    learning_rate = learning_rate, global_step = global_step,
+    initial_gradient_squared_accumulator_value = initial_gradient_squared_accumulator_value,
+    l1_regularization_strength = l1_regularization_strength,
+    l2_regularization_strength = l2_regularization_strength
+  )))
+  if (!(out$parameters$initial_gradient_squared_accumulator_value > 0)) {
+    stop("`initial_gradient_squared_accumulator_value` must be positive", call. = FALSE)
+  }
+  out
+}
+
+# The optimisers whose state is solved from a step size that must not be 0.
+positive_rate <- function(optimiser) {
+  if (!(optimiser$parameters$learning_rate > 0)) {
+    stop("`learning_rate` must be positive", call. = FALSE)
+  }
+  optimiser
+}
+
+# greta 0.5's defunct optimisers: an error naming what to use instead.
+defunct_optimiser <- function(name, instead) {
+  stop("`", name, "()` is defunct: greta 0.5.0 removed it (it was one of SciPy's optimisers, ",
+       "reached through TensorFlow 1), and lockstep does not have it. Use ", instead,
+       " instead.", call. = FALSE)
+}
+
+#' @rdname optimisers
+#' @export
+powell <- function(...) defunct_optimiser("powell", "nelder_mead()")
+
+#' @rdname optimisers
+#' @export
+momentum <- function(...) defunct_optimiser("momentum", "gradient_descent(momentum = 0.9)")
+
+#' @rdname optimisers
+#' @export
+cg <- function(...) defunct_optimiser("cg", "bfgs()")
+
+#' @rdname optimisers
+#' @export
+newton_cg <- function(...) defunct_optimiser("newton_cg", "bfgs()")
+
+#' @rdname optimisers
+#' @export
+l_bfgs_b <- function(...) defunct_optimiser("l_bfgs_b", "bfgs()")
+
+#' @rdname optimisers
+#' @export
+tnc <- function(...) defunct_optimiser("tnc", "bfgs()")
+
+#' @rdname optimisers
+#' @export
+cobyla <- function(...) defunct_optimiser("cobyla", "nelder_mead()")
+
+#' @rdname optimisers
+#' @export
+slsqp <- function(...) defunct_optimiser("slsqp", "bfgs()")
 
 #' @export
 print.optimiser <- function(x, ...) {

@@ -44,17 +44,18 @@ bool finite_row(const std::vector<double>& v, long c, long D) {
 struct FirstOrder {
   std::string method;
   double lr, beta1, beta2, eps, momentum, rho, init_acc;
+  double lr_power, l1, l2, l2_shrinkage, ftrl_beta, global_step;  // ftrl, the proximal ones
   bool nesterov, amsgrad, centered;
   std::vector<double> a, b, u;  // [C, D]: moments / accumulators
   std::vector<double> m_schedule;  // [C]: nadam's momentum schedule product
 
   FirstOrder(const OptimiserSettings& s, long C, long D) : method(s.method) {
     lr = param(s, "learning_rate",
-               method == "gradient_descent" ? 0.01
-               : method == "adam"           ? 0.1
-               : method == "adagrad"        ? 0.8
-               : method == "rms_prop"       ? 0.1
-                                            : 0.001);
+               method == "gradient_descent" || method == "proximal_gradient_descent" ? 0.01
+               : method == "adam" || method == "rms_prop"                            ? 0.1
+               : method == "adagrad" || method == "adagrad_da"                       ? 0.8
+               : method == "ftrl" || method == "proximal_adagrad"                    ? 1.0
+                                                                                     : 0.001);
     beta1 = param(s, "beta_1", 0.9);
     beta2 = param(s, "beta_2", 0.999);
     eps = param(s, "epsilon", method == "adam" || method == "adagrad" || method == "adadelta" ? 1e-8
@@ -66,8 +67,19 @@ struct FirstOrder {
     nesterov = param(s, "nesterov", 0) != 0;
     amsgrad = param(s, "amsgrad", 0) != 0;
     centered = param(s, "centered", 0) != 0;
-    a.assign(C * D, method == "adagrad" ? init_acc : 0.0);
-    b.assign(C * D, 0.0);
+    lr_power = param(s, "learning_rate_power", -0.5);
+    l1 = param(s, "l1_regularization_strength", 0);
+    l2 = param(s, "l2_regularization_strength", 0);
+    l2_shrinkage = param(s, "l2_shrinkage_regularization_strength", 0);
+    ftrl_beta = param(s, "beta", 0);
+    global_step = param(s, "global_step", 1);
+    // a: the squared-gradient accumulator of adagrad, ftrl and proximal_adagrad
+    // (adagrad_da's: its gradient sum, and b its squared-gradient accumulator)
+    const bool accumulates = method == "adagrad" || method == "ftrl" || method == "proximal_adagrad";
+    a.assign(C * D, accumulates ? init_acc : 0.0);
+    b.assign(C * D, method == "adagrad_da"
+                        ? param(s, "initial_gradient_squared_accumulator_value", 0.1)
+                        : 0.0);
     u.assign(C * D, 0.0);
     m_schedule.assign(C, 1.0);
   }
@@ -139,6 +151,42 @@ struct FirstOrder {
         } else {
           x[i] -= step;
         }
+      }
+    } else if (method == "ftrl") {
+      // Follow the regularised leader (McMahan et al. 2013), as Keras's Ftrl:
+      // a accumulates g^2, b is the linear term, and x is solved from them
+      // at every step (0 where the L1 penalty outweighs b).
+      for (long i = 0; i < D; ++i) {
+        const double gs = g[i] + 2 * l2_shrinkage * x[i];
+        const double a_new = A[i] + g[i] * g[i];
+        const double p_new = std::pow(a_new, -lr_power), p_old = std::pow(A[i], -lr_power);
+        B[i] += gs - (p_new - p_old) / lr * x[i];
+        const double quadratic = (p_new + ftrl_beta) / lr + 2 * l2;
+        x[i] = std::fabs(B[i]) > l1 ? (std::clamp(B[i], -l1, l1) - B[i]) / quadratic : 0.0;
+        A[i] = a_new;
+      }
+    } else if (method == "proximal_gradient_descent" || method == "proximal_adagrad") {
+      // A gradient step (adagrad's, scaled by the accumulated g^2, for
+      // proximal_adagrad), then the proximal map of the L1 and L2 penalties:
+      // shrunk towards 0 by lr l1, then scaled by 1 / (1 + lr l2).
+      const bool adaptive = method == "proximal_adagrad";
+      for (long i = 0; i < D; ++i) {
+        if (adaptive) A[i] += g[i] * g[i];
+        const double rate = adaptive ? lr / std::sqrt(A[i]) : lr;
+        const double v = x[i] - rate * g[i];
+        const double shrunk = std::max(std::fabs(v) - rate * l1, 0.0);
+        x[i] = (v > 0 ? shrunk : -shrunk) / (1 + rate * l2);
+      }
+    } else if (method == "adagrad_da") {
+      // Adagrad's dual averaging (TensorFlow's AdagradDA): a sums the
+      // gradients, b their squares, and x is solved from them; the penalties
+      // scale with global_step, fixed as greta passes it.
+      for (long i = 0; i < D; ++i) {
+        A[i] += g[i];
+        B[i] += g[i] * g[i];
+        const double denom = l2 * global_step * lr + std::sqrt(B[i]);
+        const double shrunk = std::max(std::fabs(A[i]) - l1 * global_step, 0.0);
+        x[i] = l1 > 0 ? (A[i] > 0 ? -1.0 : 1.0) * lr * shrunk / denom : -lr * A[i] / denom;
       }
     } else {
       throw std::invalid_argument("opt: unknown optimiser '" + method + "'");
@@ -517,7 +565,8 @@ OptimiserResult optimise(Target& target, const OptimiserSettings& settings,
   if (settings.max_iterations < 1) throw std::invalid_argument("opt: max_iterations must be >= 1");
   if (!(settings.tolerance >= 0)) throw std::invalid_argument("opt: tolerance must be >= 0");
   static const char* known[] = {"bfgs", "nelder_mead", "gradient_descent", "adam", "adamax",
-                                "nadam", "adagrad", "adadelta", "rms_prop"};
+                                "nadam", "adagrad", "adadelta", "rms_prop", "ftrl",
+                                "proximal_gradient_descent", "proximal_adagrad", "adagrad_da"};
   if (std::none_of(std::begin(known), std::end(known),
                    [&](const char* k) { return settings.method == k; }))
     throw std::invalid_argument("opt: unknown optimiser '" + settings.method + "'");

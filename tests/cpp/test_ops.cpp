@@ -177,7 +177,8 @@ const std::map<std::string, BinaryRef>& binary_refs() {
 const std::set<std::string> dedicated_ops = {
     "data",   "param",       "sum",         "matmul", "gather", "density", "rowsum",
     "colsum", "transpose",   "gather_rows", "rowdot_rows",      "max",     "min",
-    "prod",   "cumsum",      "cumprod",     "concat", "chol",   "chol2inv", "solve",
+    "prod",   "cumsum",      "cumprod",     "cummax", "cummin", "concat", "chol",
+    "chol2inv", "solve",
     "logpdf",
     "backsolve", "forwardsolve", "eigen",
     "segment_sum", "segment_max", "segment_min", "segment_prod"};
@@ -1237,6 +1238,89 @@ TEST_CASE("cumsum, cumprod: values as a column-major vector, reverse-scan gradie
       }
       check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, backend);
     }
+}
+
+TEST_CASE("cummax, cummin: running extremes, the gradient to where each was taken",
+          "[ops][cumulative][cummax][cummin]") {
+  std::mt19937 rng(214);
+  const long n = 7;
+  const long D = n;
+  for (long chains : {1L, 3L})
+    for (Backend backend : {Backend::cpu, Backend::emulated}) {
+      INFO("chains " << chains << ", " << backend_name(backend));
+      Program p;
+      const int x = p.add(param_node(n, 0, Transform::none, 0, 0, {n, 1}));
+      // data with ties and a NaN: R's cummax(c(2, 1, 2, 5, NaN, 9)) is
+      // 2 2 2 5 NaN NaN, cummin 2 1 1 1 NaN NaN
+      const std::vector<double> dv = {2, 1, 2, 5, NAN, 9};
+      const int d = p.add(data_node(dv, {6, 1}));
+      const int mx = p.add(cumulative_node(Op::cummax, x, p));
+      const int mn = p.add(cumulative_node(Op::cummin, x, p));
+      const int dmx = p.add(cumulative_node(Op::cummax, d, p));
+      const int dmn = p.add(cumulative_node(Op::cummin, d, p));
+      p.n_free = D;
+      for (int t : {mx, mn}) add_normal_objective(p, t, rng);
+      lockstep::plan(p);
+      CHECK(p.nodes[mx].dim == std::vector<long>({n, 1}));
+      CHECK_FALSE(p.nodes[dmx].chain);
+      // distinct values, well apart (finite differences do not cross a tie)
+      std::vector<double> state(chains * D);
+      for (long c = 0; c < chains; ++c) {
+        std::vector<double> v(n);
+        for (long i = 0; i < n; ++i) v[i] = 0.3 * static_cast<double>(i) - 1;
+        std::shuffle(v.begin(), v.end(), rng);
+        for (long i = 0; i < n; ++i) state[c * D + i] = v[i];
+      }
+      Executor<double> ex(p, chains, backend);
+      ex.forward(state.data());
+      const std::vector<double> dmx_v = chain_values(ex, p, dmx, 0), dmn_v = chain_values(ex, p, dmn, 0);
+      const double want_max[] = {2, 2, 2, 5}, want_min[] = {2, 1, 1, 1};
+      for (int i = 0; i < 4; ++i) {
+        CHECK(dmx_v[i] == want_max[i]);
+        CHECK(dmn_v[i] == want_min[i]);
+      }
+      CHECK((std::isnan(dmx_v[4]) && std::isnan(dmx_v[5])));
+      CHECK((std::isnan(dmn_v[4]) && std::isnan(dmn_v[5])));
+      for (long c = 0; c < chains; ++c) {
+        const double* xc = state.data() + c * D;
+        double hi = xc[0], lo = xc[0];
+        for (long i = 0; i < n; ++i) {
+          hi = std::max(hi, xc[i]);
+          lo = std::min(lo, xc[i]);
+          CHECK(ex.value(mx)[c * n + i] == hi);
+          CHECK(ex.value(mn)[c * n + i] == lo);
+        }
+      }
+      check_gradient(p, chains, state, 1e-7, 1e-9, 1e-4, backend);
+    }
+}
+
+TEST_CASE("cummax, cummin: with ties the gradient goes to the first of them",
+          "[ops][cumulative][cummax][cummin]") {
+  for (Backend backend : {Backend::cpu, Backend::emulated}) {
+    INFO(backend_name(backend));
+    Program p;
+    const long n = 5;
+    const int x = p.add(param_node(n, 0, Transform::none, 0, 0, {n, 1}));
+    const int mx = p.add(cumulative_node(Op::cummax, x, p));
+    const int mn = p.add(cumulative_node(Op::cummin, x, p));
+    // the log density sum(cummax(x)) + 10 sum(cummin(x)), by a target term
+    const int sx = p.add(sum_node(mx));
+    const int sn = p.add(sum_node(mn));
+    const int ten = p.add(data_node({10.0}));
+    const int obj = p.add(binary_node(Op::add, sx, p.add(binary_node(Op::mul, ten, sn, p)), p));
+    add_term(p, density_node(lockstep::Family::target, {obj}));
+    p.n_free = n;
+    lockstep::plan(p);
+    // x = 1 3 3 0 0: cummax 1 3 3 3 3 (from x[1], the first 3),
+    // cummin 1 1 1 0 0 (from x[3], the first 0)
+    const std::vector<double> state = {1, 3, 3, 0, 0};
+    Executor<double> ex(p, 1, backend);
+    std::vector<double> lp(1), grad(n);
+    ex.log_density(state.data(), lp.data(), grad.data());
+    CHECK(lp[0] == (1 + 3 + 3 + 3 + 3) + 10 * (1 + 1 + 1 + 0 + 0));
+    CHECK(grad == std::vector<double>({1 + 10 * 3, 4, 0, 10 * 2, 0}));
+  }
 }
 
 TEST_CASE("concat: blocks copied in order, gradients scattered back to each operand",

@@ -71,6 +71,11 @@ TEST_CASE("opt: every method finds the optimum of a Gaussian from several starts
       {"adadelta", {{"learning_rate", 1}, {"rho", 0.95}, {"epsilon", 1e-6}}, 20000, 1e-2},
       {"rms_prop", {{"learning_rate", 0.01}}, 5000, 1e-2},
       {"rms_prop", {{"learning_rate", 0.01}, {"centered", 1}, {"momentum", 0.5}}, 5000, 1e-2},
+      {"ftrl", {{"learning_rate", 0.5}}, 5000, 1e-3},
+      {"ftrl", {{"learning_rate", 0.5}, {"beta", 0.5}, {"learning_rate_power", -0.3}}, 5000, 1e-3},
+      {"proximal_gradient_descent", {{"learning_rate", 0.1}}, 5000, 1e-3},
+      {"proximal_adagrad", {{"learning_rate", 0.5}}, 5000, 1e-3},
+      {"adagrad_da", {{"learning_rate", 0.5}}, 20000, 1e-2},
   };
   for (const Case& k : cases) {
     INFO(k.method);
@@ -86,6 +91,70 @@ TEST_CASE("opt: every method finds the optimum of a Gaussian from several starts
       for (long i = 0; i < 3; ++i) CHECK(std::fabs(r.par[c * 3 + i] - mu[i]) < k.tol);
       CHECK(std::fabs(r.value[c]) < k.tol);  // -lp at the optimum is 0
     }
+  }
+}
+
+TEST_CASE("opt: the L1 and L2 penalties of the proximal methods reach the penalised optimum, "
+          "with exact zeros", "[opt]") {
+  // -lp = sum (x - mu)^2 / (2 sd^2): with l1 |x| added the optimum is mu soft-
+  // thresholded by l1 sd^2, 0 where |mu| < l1 sd^2 (the third element); with
+  // l2 x^2 / 2 too it is shrunk by 1 / (1 + l2 sd^2). (ftrl's and
+  // adagrad_da's penalties are paid once against the sum of every step's
+  // loss, so they fade as the steps add up: see the next case.)
+  const std::vector<double> mu = {1, -2, 0.5};
+  const std::vector<double> sd = {0.5, 1, 2};
+  IndependentGaussian t(mu, sd, 2);
+  const double l1 = 0.3, l2 = 0.2;
+  struct Case {
+    std::string method;
+    double lr;
+    long iterations;
+  };
+  const std::vector<Case> cases = {{"proximal_gradient_descent", 0.1, 5000},
+                                   {"proximal_adagrad", 0.5, 20000}};
+  for (const Case& k : cases)
+    for (bool with_l2 : {false, true}) {
+      INFO(k.method << (with_l2 ? " with l2" : " l1 only"));
+      OptimiserSettings s;
+      s.method = k.method;
+      s.params = {{"learning_rate", k.lr}, {"l1_regularization_strength", l1}};
+      if (with_l2) s.params["l2_regularization_strength"] = l2;
+      s.max_iterations = k.iterations;
+      s.tolerance = 0;
+      const auto r = lockstep::optimise(t, s, starts(2, 3));
+      for (long c = 0; c < 2; ++c)
+        for (long i = 0; i < 3; ++i) {
+          const double v = sd[i] * sd[i];
+          const double shrunk = std::max(std::fabs(mu[i]) - l1 * v, 0.0) / (1 + (with_l2 ? l2 * v : 0));
+          const double want = mu[i] > 0 ? shrunk : -shrunk;
+          INFO("start " << c << ", element " << i << ": " << r.par[c * 3 + i] << ", want " << want);
+          CHECK(std::fabs(r.par[c * 3 + i] - want) < 1e-3);
+          if (want == 0) CHECK(r.par[c * 3 + i] == 0.0);
+        }
+    }
+}
+
+TEST_CASE("opt: ftrl and adagrad_da hold an element at exactly 0 while its L1 penalty "
+          "outweighs its summed gradients", "[opt]") {
+  const std::vector<double> mu = {1, -2, 0.5};
+  const std::vector<double> sd = {0.5, 1, 2};
+  IndependentGaussian t(mu, sd, 2);
+  for (const std::string method : {"ftrl", "adagrad_da"}) {
+    INFO(method);
+    OptimiserSettings s;
+    s.method = method;
+    // the summed gradient of element i after n steps is at most n |mu_i - x_i|
+    // / sd_i^2 <= n (2 + |mu_i|) / sd_i^2; 50 steps and an l1 of 1e4 hold
+    // every element at 0 from the first step on
+    s.params = {{"learning_rate", 0.5}, {"l1_regularization_strength", 1e4}};
+    s.max_iterations = 50;
+    s.tolerance = 0;
+    const auto r = lockstep::optimise(t, s, starts(2, 3));
+    for (double v : r.par) CHECK(v == 0.0);
+    // and without it, they move
+    s.params.erase("l1_regularization_strength");
+    const auto free = lockstep::optimise(t, s, starts(2, 3));
+    for (double v : free.par) CHECK(v != 0.0);
   }
 }
 

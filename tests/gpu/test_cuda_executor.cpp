@@ -586,8 +586,10 @@ Case cumulative_case() {
   const int cd = b.node(cumulative_node(Op::cumsum, d, b.p));  // data only
   const int s = b.param(1, Domain{-1.5, 1.5});
   const int cds = b.node(binary_node(Op::mul, cd, s, b.p));
-  for (int t : {cs, cp, cz, cds}) b.objective(t);
-  Case c = b.finish("cumsum and cumprod");
+  const int cx = b.node(cumulative_node(Op::cummax, x, b.p));
+  const int cn = b.node(cumulative_node(Op::cummin, z, b.p));
+  for (int t : {cs, cp, cz, cds, cx, cn}) b.objective(t);
+  Case c = b.finish("cumsum, cumprod, cummax and cummin");
   c.fix = [n](long ch, double* st) { zeros_in(st, ch, n + 1, n + 4); };
   return c;
 }

@@ -360,7 +360,7 @@ test_that("comparison and logical operators give 1 and 0, as greta's do, with gr
 test_that("unsupported operations say so", {
   a <- variable(dim = 2)
   expect_error(signif(a), "`signif\\(\\)` is not supported for greta arrays \\(supported: abs, sign")
-  expect_error(cummax(a), "not supported.*trigamma.*log1pe")
+  expect_error(base::gamma(a), "`gamma\\(\\)` is not supported.*cummin.*log1pe")
   expect_error(any(a), "`any\\(\\)` is not supported.*max, min, prod")
   expect_error(a[1] <- 3, "cannot replace elements of a variable")
 })
@@ -548,6 +548,38 @@ test_that("cumsum and cumprod match R as column vectors, with gradients", {
   check_operation(function(a, x) cumprod(a * x), list(a = mat(2, 2), x = matrix(c(1, 0, 2, -1), 2)))
   check_operation(function(a) cumsum(exp(a)) / cumprod(a), list(a = vec(4, lower = 0.5)))
   expect_equal(dim(cumsum(variable(dim = c(2, 3)))), c(6L, 1L))
+})
+
+test_that("cummax and cummin match R as column vectors, the gradient to each running extreme", {
+  set.seed(325)
+  check_operation(function(a) cummax(a), list(a = vec(6)))
+  check_operation(function(a) cummin(a), list(a = mat(3, 2)))
+  check_operation(function(a, b) cummax(a) * cummin(b), list(a = vec(4), b = vec(4)))
+  expect_equal(dim(cummin(variable(dim = c(2, 3)))), c(6L, 1L))
+  # on data, with ties, as R's
+  d <- as_data(c(2, 1, 2, 5, 3, 9))
+  expect_identical(as.numeric(calculate(cummax(d))[[1]]), cummax(c(2, 1, 2, 5, 3, 9)))
+  expect_identical(as.numeric(calculate(cummin(d))[[1]]), cummin(c(2, 1, 2, 5, 3, 9)))
+})
+
+test_that("choose and lchoose are greta's continuous extensions, with gradients", {
+  set.seed(326)
+  # against R's for a real n and an integer k, which R computes directly
+  check_operation(function(n) lchoose(n, 3), list(n = vec(4, lower = 3)))
+  check_operation(function(n) choose(n, 2), list(n = mat(2, 2, lower = 2, upper = 6)))
+  # both arguments greta arrays: the gamma-function form
+  n <- variable(lower = 4, dim = 3)
+  k <- variable(lower = 0, upper = 4, dim = 3)
+  y <- as_data(c(0.2, -0.1, 0.4))
+  distribution(y) <- normal(lchoose(n, k), 1)
+  m <- model(n, k)
+  expect_gradient_matches(m)
+  expect_equal(calculate(lchoose(as_data(c(5, 7.5)), 2))[[1]], matrix(lchoose(c(5, 7.5), 2)))
+  expect_equal(calculate(lchoose(as_data(c(5, 7.5)), as_data(c(2.5, 1))))[[1]],
+               matrix(lgamma(c(6, 8.5)) - lgamma(c(3.5, 2)) - lgamma(c(3.5, 7.5))))
+  # R numbers: base R's
+  expect_identical(choose(5, 2), 10)
+  expect_identical(lchoose(5, 2), base::lchoose(5, 2))
 })
 
 test_that("c(), cbind() and rbind() match R, with numbers, with gradients", {

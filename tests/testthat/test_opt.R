@@ -89,6 +89,52 @@ test_that("opt() and the optimisers check their arguments", {
   expect_output(print(nelder_mead()), "reflection = 1")
   expect_output(print(adam()), "learning_rate = 0.1")
   expect_s3_class(rms_prop(), "optimiser")
+  expect_error(ftrl(learning_rate_power = 0.5), "`learning_rate_power` must be a single non-positive")
+  expect_error(ftrl(learning_rate = 0), "`learning_rate` must be positive")
+  expect_error(proximal_gradient_descent(l1_regularization_strength = -1),
+               "`l1_regularization_strength`")
+  expect_error(proximal_adagrad(initial_accumulator_value = 0), "`initial_accumulator_value`")
+  expect_error(adagrad_da(initial_gradient_squared_accumulator_value = 0),
+               "`initial_gradient_squared_accumulator_value`")
+  expect_output(print(ftrl()), "learning_rate_power = -0.5")
+})
+
+test_that("greta 0.5's defunct optimisers stop with an error naming what to use instead", {
+  expect_error(l_bfgs_b(maxcor = 5), "`l_bfgs_b\\(\\)` is defunct.*Use bfgs\\(\\) instead")
+  expect_error(momentum(), "Use gradient_descent\\(momentum = 0.9\\) instead")
+  expect_error(powell(), "Use nelder_mead\\(\\)")
+  for (f in list(cg, newton_cg, tnc, cobyla, slsqp)) expect_error(f(), "is defunct")
+})
+
+test_that("ftrl() and the proximal optimisers find the maximum, an L1 penalty an exact 0", {
+  set.seed(604)
+  x <- rnorm(50, -2, 1.2)
+  mu <- variable()
+  sd <- variable(lower = 0)
+  distribution(x) <- normal(mu, sd)
+  m <- model(mu, sd)
+  mle_sd <- sqrt(mean((x - mean(x))^2))
+  for (optimiser in list(ftrl(learning_rate = 0.5), proximal_gradient_descent(learning_rate = 0.005),
+                         proximal_adagrad(learning_rate = 0.5), adagrad_da(learning_rate = 0.5))) {
+    o <- opt(m, optimiser = optimiser, adjust = FALSE, max_iterations = 5000, tolerance = 1e-12)
+    label <- class(optimiser)[1]
+    expect_equal(o$par$mu, mean(x), tolerance = 1e-3, label = label)
+    expect_equal(o$par$sd, mle_sd, tolerance = 1e-3, label = label)
+  }
+  # y ~ normal(b, 1) with an L1 penalty of 30 on b: sum(y) = 10 is below it, so b = 0
+  y <- c(2.5, 2.5, 2.5, 2.5)
+  b <- variable()
+  distribution(y) <- normal(b, 1)
+  mb <- model(b)
+  lasso <- opt(mb, optimiser = proximal_gradient_descent(learning_rate = 0.05,
+                                                         l1_regularization_strength = 30),
+               adjust = FALSE, max_iterations = 500, tolerance = 0)
+  expect_true(all(lasso$par$b == 0))
+  # a penalty of 2: the soft-thresholded mean, (10 - 2) / 4
+  lasso2 <- opt(mb, optimiser = proximal_gradient_descent(learning_rate = 0.05,
+                                                          l1_regularization_strength = 2),
+                adjust = FALSE, max_iterations = 2000, tolerance = 0)
+  expect_equal(as.numeric(lasso2$par$b), 2, tolerance = 1e-8)
 })
 
 test_that("bfgs()'s x_tolerance, f_relative_tolerance and f_absolute_tolerance stop it early", {
