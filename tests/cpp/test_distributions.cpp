@@ -1508,6 +1508,23 @@ TEST_CASE("support: outside it the log density is -Inf", "[distributions][suppor
   CHECK((dx == 0 && dp[0] == 0 && dp[1] == 0 && dp[2] == 0));
 }
 
+TEST_CASE("ls_lfactorial_count is log(x!) for counts, exactly 0 at 0 and 1",
+          "[distributions][special]") {
+  CHECK(lockstep::ls_lfactorial_count(0) == 0.0);
+  CHECK(lockstep::ls_lfactorial_count(1) == 0.0);
+  double worst = 0;
+  for (double x = 2; x < 3000; x += x < 40 ? 1 : 37) {
+    const double ref = static_cast<double>(lgammal(static_cast<long double>(x) + 1));
+    worst = std::max(worst, std::fabs(lockstep::ls_lfactorial_count(x) - ref) / ref);
+  }
+  for (double x : {1e5, 123456789.0, 1e15}) {
+    const double ref = static_cast<double>(lgammal(static_cast<long double>(x) + 1));
+    worst = std::max(worst, std::fabs(lockstep::ls_lfactorial_count(x) - ref) / ref);
+  }
+  INFO("worst relative error " << worst);
+  CHECK(worst < 1e-15);
+}
+
 TEST_CASE("ls_lfactorial is lgamma(x + 1), bit for bit, from its table and beyond",
           "[distributions][special]") {
   // the table's counts, the first counts past it, and what it must not serve
@@ -1860,6 +1877,10 @@ void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool
         x[i] = static_cast<T>(0.1 + 3 * u(rng));
         p0[i] = static_cast<T>(F == lockstep::Family::gamma ? 0.5 + 2 * u(rng) : u(rng) - 0.5);
         break;
+      case lockstep::Family::negative_binomial:  // size per element or per chain, prob per chain
+        x[i] = std::floor(30 * u(rng));
+        p0[i] = static_cast<T>(0.5 + 4 * u(rng));
+        break;
       case lockstep::Family::beta:  // beta and exponential: the straight-line loops
       case lockstep::Family::exponential:
       case lockstep::Family::weibull:
@@ -1873,7 +1894,9 @@ void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool
     }
   }
   for (long c = 0; c < C; ++c) {
-    p1[c] = static_cast<T>(F == lockstep::Family::student ? u(rng) - 0.5 : 0.5 + u(rng));
+    p1[c] = static_cast<T>(F == lockstep::Family::student             ? u(rng) - 0.5
+                           : F == lockstep::Family::negative_binomial ? 0.2 + 0.6 * u(rng)
+                                                                      : 0.5 + u(rng));
     p2[c] = static_cast<T>(0.5 + u(rng));
   }
   const long p0_stride = p0_per_element ? n : 1;
@@ -1940,6 +1963,7 @@ TEST_CASE("the chunked density loop equals the element-by-element one, lean or n
       check_lean_density<double, Family::bernoulli_logit>(rng, false, m[1], m[2]);
       check_lean_density<float, Family::bernoulli_logit>(rng, false, m[1], m[2]);
       check_lean_density<double, Family::poisson_log>(rng, false, m[1], m[2]);
+      check_lean_density<double, Family::negative_binomial>(rng, false, m[1], m[2]);
     }
   }
 }

@@ -23,6 +23,19 @@
 #define LS_HD_INLINE inline
 #endif
 
+// LS_UNROLL: the loop that follows, whose trip count is a small constant,
+// unrolled fully: GCC does not at -O2 by itself, and a loop left inside an
+// element loop keeps that one from vectorising (math/log_gamma.hpp's ten
+// recurrence factors). nvcc takes its own pragma, in its host pass too
+// (where GCC's is a warning).
+#if defined(__CUDACC__)
+#define LS_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__) && !defined(__clang__)
+#define LS_UNROLL _Pragma("GCC unroll 16")
+#else
+#define LS_UNROLL
+#endif
+
 // LS_CPU_CLONES: the CPU's hot loops (a kernel body's one-lane path) compiled
 // three times, for the baseline x86-64, x86-64-v3 (AVX2 and FMA) and
 // x86-64-v4 (AVX-512), the best one picked when the library is loaded (GCC's

@@ -56,6 +56,22 @@ LS_HD_INLINE double ls_lfactorial(double x) {
   return lgamma(x + 1);
 }
 
+// log(x!) for a count x, in straight-line arithmetic for element loops that
+// vectorise (negative_binomial's, poisson_log's): below 16 the log of the
+// product of 2, ..., x (exact: 15! < 2^53), so 0 exactly at x = 0 and 1;
+// above, Stirling's series for lgamma(x + 1); one selected. (ls_lfactorial's
+// table would need a gather, which GCC does not emit for the processors it
+// tunes for by default.) What it returns for an x that is not a count is
+// unspecified: its callers select the density's -Inf there.
+LS_HD_INLINE double ls_lfactorial_count(double x) {
+  double product = 1;
+  LS_UNROLL
+  for (int j = 2; j < 16; ++j) product *= j <= x ? static_cast<double>(j) : 1.0;
+  const double z = x + 1;
+  const double big = stirling_lgamma(z, ls_log(z), 1 / z);
+  return x < 16 ? ls_log(product) : big;
+}
+
 // digamma(x + 1) for a count x, as ls_lfactorial: from the table on the host
 // for the counts below 256, else digamma itself.
 LS_HD_INLINE double ls_digamma1p(double x) {

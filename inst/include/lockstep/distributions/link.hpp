@@ -1,6 +1,8 @@
 // The binomial likelihood on the scale of a link (greta's "representations":
 // binomial(size, ilogit(eta)) and binomial(size, iprobit(eta)) are computed
-// from eta, never from the probability). Both links are symmetric, 1 -
+// from eta, never from the probability). The logit forms are written out in
+// bernoulli_logit.hpp and binomial_logit.hpp (straight-line, one exp for both
+// tails); the probit forms use what is here. Both links are symmetric, 1 -
 // g^-1(eta) = g^-1(-eta), so with lp(eta) = log g^-1(eta):
 //   log p = x lp(eta) + (n - x) lp(-eta)   (+ lchoose(n, x) for binomial),
 //   d/deta = x lp'(eta) - (n - x) lp'(-eta),
@@ -17,11 +19,6 @@
 #include "helpers.hpp"
 
 namespace lockstep {
-
-struct LogitLink {
-  LS_HD static double log_p(double eta) { return -log1p_exp(-eta); }
-  LS_HD static double dlog_p(double eta) { return Unary<Op::ilogit>::value(-eta); }
-};
 
 struct ProbitLink {
   LS_HD static double log_p(double eta) { return log_std_normal_cdf(eta); }

@@ -31,52 +31,52 @@ template <> struct Dist<Family::negative_binomial> : Discrete2 {
   // regression's prob = size / (size + mean)). For a count x below 16 (most
   // counts of most count models), lgamma(x + size) - lgamma(size) is the log
   // of the product of size + j over j < x, and digamma(x + size) -
-  // digamma(size) the sum of their reciprocals: a few multiplications where
-  // lgamma and digamma cost a hundred cycles each, and no cancellation
-  // between two large lgammas (size is below 1e15 there, so the product and
-  // the numerator stay finite).
+  // digamma(size) the sum of their reciprocals: a few multiplications, and
+  // no cancellation between two large lgammas (size is below 1e15 there, so
+  // the product and the numerator stay finite); above, math/log_gamma.hpp's
+  // lgamma and digamma of x + size. The element loop is straight-line, so
+  // that it vectorises: sixteen factors, each 1 beyond x, both forms
+  // computed and one selected.
   struct Prepared {
     static constexpr int location_param = 1;
-    double r, lgamma_r, digamma_r;
-    bool ok;
+    double r, lgamma_r, digamma_r, bad;
   };
   LS_HD static Prepared prepare(const double* p) {
     const double r = p[0];
     const bool ok = r > 0 && !ls_isinf(r);
-    return ok ? Prepared{r, lgamma(r), digamma(r), true}
-              : Prepared{r, ls_nan(), ls_nan(), false};
+    return ok ? Prepared{r, lgamma(r), digamma(r), 0.0}
+              : Prepared{ls_nan(), ls_nan(), ls_nan(), ls_nan()};
   }
   LS_HD_INLINE static double lpdf(double x, double location, const Prepared& pq, double* dx,
                                   double* dp) {
-    const double r = pq.r, q = location;
-    if (!pq.ok || !(q > 0 && q <= 1)) return dist_nan(dx, dp, n_params);
-    *dx = 0;
-    if (x < 0 || floor(x) != x || ls_isinf(x)) {
-      dp[0] = dp[1] = 0;
-      return -ls_inf();
+    const double r = pq.r, q = location, bad = pq.bad + nan_unless((q > 0) & (q <= 1));
+    const bool count = (x >= 0) & (floor(x) == x) & (x < ls_inf());  // NaN: not a count
+    // the reciprocals' sum as one fraction, numerator / product, so that the
+    // loop has no division
+    double product = 1, numerator = 0;
+    LS_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const bool in = j < x;
+      const double f = in ? r + j : 1.0;
+      numerator = numerator * f + (in ? product : 0.0);
+      product *= f;
     }
-    double lg, dg;  // lgamma(x + r) - lgamma(r), digamma(x + r) - digamma(r)
-    if (x < 16 && r < 1e15) {
-      // the reciprocals' sum as one fraction, numerator / product, so that
-      // the loop has no division
-      double product = 1, numerator = 0;
-      for (int j = 0; j < static_cast<int>(x); ++j) {
-        numerator = numerator * (r + j) + product;
-        product *= r + j;
-      }
-      lg = ls_log(product);
-      dg = numerator / product;
-    } else {
-      lg = lgamma(x + r) - pq.lgamma_r;
-      dg = digamma(x + r) - pq.digamma_r;
-    }
+    const LogGamma big = ls_lgamma_digamma(x + r);
+    const bool small = (x < 16) & (r < 1e15);
+    // lgamma(x + r) - lgamma(r), digamma(x + r) - digamma(r)
+    const double lg = small ? ls_log(product) : big.lgamma - pq.lgamma_r;
+    const double dg = small ? numerator / product : big.digamma - pq.digamma_r;
     // the logs by the straight-line ls_log (the C library's log and log1p
     // were half of a count regression's time); log(1 - q) for log1p(-q) is
     // off by at most q's rounding in 1 - q, 1e-16 absolute
-    const double log_q = ls_log(q);
-    dp[0] = dg + log_q;
-    dp[1] = r / q - ls_xdivy(x, 1 - q);
-    return lg - ls_lfactorial(x) + r * log_q + (x == 0 ? 0.0 : x * ls_log(1 - q));
+    const double log_q = ls_log(q), log_1q = ls_log(1 - q);
+    const bool zero = x == 0;
+    const double g1 = r / q - (zero ? 0.0 : x / (1 - q));
+    const double lp = lg - ls_lfactorial_count(x) + r * log_q + (zero ? 0.0 : x * log_1q);
+    *dx = bad;
+    dp[0] = (count ? dg + log_q : 0.0) + bad;
+    dp[1] = (count ? g1 : 0.0) + bad;
+    return (count ? lp : -ls_inf()) + bad;
   }
 };
 

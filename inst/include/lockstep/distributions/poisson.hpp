@@ -11,16 +11,18 @@ namespace lockstep {
 
 template <> struct Dist<Family::poisson> : Discrete {
   static constexpr int n_params = 1;
-  LS_HD static double lpdf(double x, const double* p, double* dx, double* dp) {
-    const double l = p[0];
-    if (!(l >= 0) || ls_isinf(l)) return dist_nan(dx, dp, n_params);
-    *dx = 0;
-    if (x < 0 || floor(x) != x || ls_isinf(x)) {
-      dp[0] = 0;
-      return -ls_inf();
-    }
-    dp[0] = ls_xdivy(x, l) - 1;
-    return ls_xlogy(x, l) - l - ls_lfactorial(x);
+  // Straight-line (selects; ls_log and ls_lfactorial_count), so that the
+  // element loop of a rate that varies by element (an offset's exposure
+  // times exp(eta)) vectorises (density.hpp's straight_line<D>).
+  static constexpr bool straight_line = true;
+  LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
+    const double l = p[0], bad = nan_unless((l >= 0) & (l < ls_inf()));
+    const bool count = (x >= 0) & (floor(x) == x) & (x < ls_inf());  // NaN: not a count
+    const bool zero = x == 0;  // x log(lambda) and x / lambda are 0 then, also at lambda = 0
+    const double lp = (zero ? 0.0 : x * ls_log(l)) - l - ls_lfactorial_count(x);
+    *dx = bad;
+    dp[0] = (count ? (zero ? 0.0 : x / l) - 1 : 0.0) + bad;
+    return (count ? lp : -ls_inf()) + bad;
   }
 };
 

@@ -6,8 +6,8 @@
 // The rate's log is never taken (poisson(exp(eta)) computes x log(exp(eta)),
 // which is -Inf once exp(eta) underflows, at eta < -745). x = 0 contributes
 // exactly -exp(eta) (not 0 * -Inf at eta = -Inf). NaN eta gives NaN.
-// exp is ls_exp (math/elementary.hpp) and log(x!) a table lookup on the CPU
-// (ls_lfactorial), so that the element loop has no call of the C library.
+// exp is ls_exp (math/elementary.hpp) and log(x!) ls_lfactorial_count, so
+// that the element loop has no call of the C library and no branch.
 #ifndef LOCKSTEP_DISTRIBUTIONS_POISSON_LOG_HPP
 #define LOCKSTEP_DISTRIBUTIONS_POISSON_LOG_HPP
 
@@ -17,17 +17,17 @@ namespace lockstep {
 
 template <> struct Dist<Family::poisson_log> : Discrete {
   static constexpr int n_params = 1;
+  // Straight-line (selects; ls_exp and ls_lfactorial_count), so that a count
+  // regression's element loop vectorises (density.hpp's straight_line<D>).
+  static constexpr bool straight_line = true;
   LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
-    const double eta = p[0];
-    if (eta != eta) return dist_nan(dx, dp, n_params);
-    *dx = 0;
-    if (x < 0 || floor(x) != x || ls_isinf(x)) {
-      dp[0] = 0;
-      return -ls_inf();
-    }
+    const double eta = p[0], bad = nan_unless(eta == eta);
+    const bool count = (x >= 0) & (floor(x) == x) & (x < ls_inf());  // NaN: not a count
     const double rate = ls_exp(eta);
-    dp[0] = x - rate;
-    return ls_count_times(x, eta) - rate - ls_lfactorial(x);
+    const double lp = (x == 0 ? 0.0 : x * eta) - rate - ls_lfactorial_count(x);
+    *dx = bad;
+    dp[0] = (count ? x - rate : 0.0) + bad;
+    return (count ? lp : -ls_inf()) + bad;
   }
 };
 

@@ -28,6 +28,20 @@ struct LogGamma {
   double lgamma, digamma;
 };
 
+// log Gamma(z) by Stirling's series to its term in z^-15, for z >= 10 (where
+// the next term is below 2e-18); lz = log(z), w = 1 / z.
+LS_HD_INLINE double stirling_lgamma(double z, double lz, double w) {
+  const double w2 = w * w;
+  const double series =
+      w * (1.0 / 12 -
+           w2 * (1.0 / 360 -
+                 w2 * (1.0 / 1260 -
+                       w2 * (1.0 / 1680 -
+                             w2 * (1.0 / 1188 -
+                                   w2 * (691.0 / 360360 - w2 * (1.0 / 156 - w2 * (3617.0 / 122400))))))));
+  return (z - 0.5) * lz - z + 0.91893853320467274178 + series;
+}
+
 // log Gamma(x) and digamma(x) for x > 0; at 0, Inf and -Inf; at Inf, Inf and
 // Inf; NaN for NaN and below 0.
 LS_HD_INLINE LogGamma ls_lgamma_digamma(double x) {
@@ -35,13 +49,7 @@ LS_HD_INLINE LogGamma ls_lgamma_digamma(double x) {
   // P and P' (the derivative of P in x) over the ten factors, each factor 1
   // (and adding nothing to P') at x >= 10.
   double P = 1, dP = 0;
-  // a fixed count, unrolled (GCC does not unroll it at -O2 by itself, and a
-  // loop left inside the element loop keeps that one scalar)
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#elif defined(__GNUC__) && !defined(__clang__)
-#pragma GCC unroll 10
-#endif
+  LS_UNROLL  // a fixed count, no branch on x
   for (int j = 0; j < 10; ++j) {
     const double f = small ? x + j : 1.0;
     dP = dP * f + (small ? P : 0.0);
@@ -49,22 +57,14 @@ LS_HD_INLINE LogGamma ls_lgamma_digamma(double x) {
   }
   const double z = small ? x + 10 : x;
   const double w = 1 / z, w2 = w * w, lz = ls_log(z);
-  // Stirling's series: log Gamma(z) = (z - 1/2) log z - z + log(2 pi) / 2 +
-  // w (1/12 - w^2 / 360 + ...), digamma(z) = log z - w / 2 - w^2 (1/12 - ...),
-  // the Bernoulli numbers' terms to z^-15 and z^-14.
-  const double sl =
-      w * (1.0 / 12 -
-           w2 * (1.0 / 360 -
-                 w2 * (1.0 / 1260 -
-                       w2 * (1.0 / 1680 -
-                             w2 * (1.0 / 1188 -
-                                   w2 * (691.0 / 360360 - w2 * (1.0 / 156 - w2 * (3617.0 / 122400))))))));
+  // Stirling's series: log Gamma(z) (stirling_lgamma), and digamma(z) = log z
+  // - w / 2 - w^2 (1/12 - ...), the Bernoulli numbers' terms to z^-14.
   const double sd =
       w2 * (1.0 / 12 -
             w2 * (1.0 / 120 -
                   w2 * (1.0 / 252 -
                         w2 * (1.0 / 240 - w2 * (1.0 / 132 - w2 * (691.0 / 32760 - w2 * (1.0 / 12)))))));
-  const double lg = (z - 0.5) * lz - z + 0.91893853320467274178 + sl - ls_log(P);
+  const double lg = stirling_lgamma(z, lz, w) - ls_log(P);
   const double dg = lz - 0.5 * w - sd - dP / P;
   // x = Inf: (z - 1/2) log z - z is Inf - Inf; x below 0 (and NaN): NaN
   const bool inf = x > 1.79769313486231570815e+308;
