@@ -224,8 +224,10 @@ template <class T, Family F> struct DensityTerm {
   LS_CPU_VECTORISE void vectorised_lean_chunk(bool prep, int lean, long n, const double* xr,
                                               const double* const* pr, const double* pv, T* dxo,
                                               T* dp0o, double* lpb) const {
-    if (prep) lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
-    else if constexpr (straight_line<Dist<F>>()) lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+    if (prep)
+      lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+    else if constexpr (straight_line<Dist<F>>())
+      lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
   }
   // (Its outputs are the caller's local arrays, which overlap nothing: said
   // with __restrict, as the vectoriser would otherwise check each pair.)
@@ -233,8 +235,10 @@ template <class T, Family F> struct DensityTerm {
                                          const double* const* pr, const double* pv,
                                          double* __restrict lpb, double* __restrict gxb,
                                          double (*__restrict gpb)[chunk]) const {
-    if (prep) stored_chunk<true>(n, xr, pr, pv, lpb, gxb, gpb);
-    else if constexpr (straight_line<Dist<F>>()) stored_chunk<false>(n, xr, pr, pv, lpb, gxb, gpb);
+    if (prep)
+      stored_chunk<true>(n, xr, pr, pv, lpb, gxb, gpb);
+    else if constexpr (straight_line<Dist<F>>())
+      stored_chunk<false>(n, xr, pr, pv, lpb, gxb, gpb);
   }
   template <bool Prep>
   inline __attribute__((always_inline)) void stored_chunk(long n, const double* xr,
@@ -307,8 +311,10 @@ template <class T, Family F> struct DensityTerm {
       if (lean >= 0) {
         T* dxo = stream ? gxt : dxs ? dxs + i0 : nullptr;
         T* dp0o = n_params > 0 && dps[0] ? dps[0] + i0 : nullptr;
-        if (vectorised) vectorised_lean_chunk(prepared, lean, n, xr, pr, pv, dxo, dp0o, lpb);
-        else if constexpr (!straight_line<D>()) lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        if (vectorised)
+          vectorised_lean_chunk(prepared, lean, n, xr, pr, pv, dxo, dp0o, lpb);
+        else if constexpr (!straight_line<D>())
+          lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
         if (stream) detail::stream_store(dxs + i0, gxt, n);
         lp += detail::sum_doubles(lpb, n);
         continue;
@@ -317,8 +323,10 @@ template <class T, Family F> struct DensityTerm {
         gxb[i] = gx;
         for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
       };
-      if (vectorised) vectorised_chunk(prepared, n, xr, pr, pv, lpb, gxb, gpb);
-      else if constexpr (!straight_line<D>()) chunk_elements<false>(n, xr, pr, pv, lpb, store);
+      if (vectorised)
+        vectorised_chunk(prepared, n, xr, pr, pv, lpb, gxb, gpb);
+      else if constexpr (!straight_line<D>())
+        chunk_elements<false>(n, xr, pr, pv, lpb, store);
       lp += detail::sum_doubles(lpb, n);
       if (dxs && dx_store)
         for (long i = 0; i < n; ++i) dxs[i0 + i] = static_cast<T>(gxb[i]);
