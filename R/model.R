@@ -50,6 +50,7 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   roots <- lapply(arrays, get_node)
   nodes <- collect_dag(roots)
   check_model_nodes(nodes)
+  graph <- model_graph(nodes, roots, names)  # for plot(), as the user wrote it
   # multivariate distributions become terms of ordinary ops (R/multivariate.R),
   # found by a second walk; the distributions themselves are not lowered, and
   # those of data are recorded for log_lik(), which computes them in R
@@ -72,7 +73,8 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
          multivariate_likelihoods = unique(unlist(lapply(multivariate, function(n) {
            if (n$target$type == "data") n$family
          }))),
-         likelihood_order = likelihood_order(nodes, multivariate, lowered$ids)),
+         likelihood_order = likelihood_order(nodes, multivariate, lowered$ids),
+         graph = graph),
     class = "greta_model"
   )
 }
