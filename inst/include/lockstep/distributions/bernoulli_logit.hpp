@@ -23,18 +23,13 @@ template <> struct Dist<Family::bernoulli_logit> : Discrete {
   LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
     const double eta = p[0];
     *dx = 0;
-    // One exp serves the density and its derivative: with e = exp(-|eta|),
-    // log1p_exp(+-eta) = max(+-eta, 0) + log1p(e), ilogit(|eta|) = 1 / (1 + e)
-    // and ilogit(-|eta|) = e / (1 + e). Selects rather than branches, and the
-    // straight-line exp and log1p of math/elementary.hpp, so that a loop over
-    // rows vectorises.
-    const double e = ls_exp_nonpos(-fabs(eta)), l = ls_log1p_unit(e), big = 1 / (1 + e),
-                 small = e * big;
+    // One exp serves the density and its derivative (logit_tails): selects
+    // rather than branches, and the straight-line exp and log1p of
+    // math/elementary.hpp, so that a loop over rows vectorises.
+    const LogitTails t = logit_tails(eta);
     const bool one = x == 1, valid = one || x == 0;
-    const double s = one ? eta : -eta;  // log p = -log1p_exp(-s), d/ds = ilogit(-s)
-    const double d = (s >= 0 ? small : big) * (one ? 1.0 : -1.0);
-    dp[0] = valid ? d : 0.0;
-    return valid ? -((s < 0 ? -s : 0.0) + l) : -ls_inf();
+    dp[0] = valid ? (one ? t.q : -t.p) : 0.0;
+    return valid ? (one ? t.log_p : t.log_q) : -ls_inf();
   }
 };
 

@@ -31,9 +31,9 @@ template <> struct Dist<Family::beta> {
     const LogGamma ga = ls_lgamma_digamma(a), gb = ls_lgamma_digamma(b);
     const LogGamma gab = ls_lgamma_digamma(a + b);
     // (shape - 1) log(x) and (shape - 1) / x are 0 at shape 1, even at x = 0
-    const double gx = (a == 1 ? 0.0 : (a - 1) / x) - (b == 1 ? 0.0 : (b - 1) / (1 - x));
+    const double gx = ls_xdivy(a - 1, x) - ls_xdivy(b - 1, 1 - x);
     const double g1 = lx - ga.digamma + gab.digamma, g2 = l1x - gb.digamma + gab.digamma;
-    const double lp = (a == 1 ? 0.0 : (a - 1) * lx) + (b == 1 ? 0.0 : (b - 1) * l1x) -
+    const double lp = ls_count_times(a - 1, lx) + ls_count_times(b - 1, l1x) -
                       (ga.lgamma + gb.lgamma - gab.lgamma);
     *dx = (out ? 0.0 : gx) + bad;
     dp[0] = (out ? 0.0 : g1) + bad;

@@ -15,7 +15,7 @@ template <> struct Dist<Family::binomial_logit> : Discrete2 {
   // link_binomial_lpdf<LogitLink>'s density (the probit form keeps it),
   // written straight-line so that a binomial regression's element loop
   // vectorises (density.hpp's straight_line<D>): one exp serves both tails'
-  // logs and probabilities, as bernoulli_logit's; lchoose and the size's
+  // logs and probabilities (logit_tails, as bernoulli_logit's); lchoose and the size's
   // partial through math/log_gamma.hpp (size may be any number >= 0, greta's
   // continuous extension) and ls_lfactorial_count for the count.
   static constexpr bool straight_line = true;
@@ -24,20 +24,14 @@ template <> struct Dist<Family::binomial_logit> : Discrete2 {
     const double bad = nan_unless((n >= 0) & (n < ls_inf()) & (eta == eta));
     const bool in = (x >= 0) & (x <= n) & (floor(x) == x);  // NaN: not in
     const double m = n - x;
-    // e = exp(-|eta|): log ilogit(eta) = -(max(-eta, 0) + log1p(e)), log
-    // ilogit(-eta) = -(max(eta, 0) + log1p(e)); ilogit(|eta|) = 1 / (1 + e),
-    // ilogit(-|eta|) = e / (1 + e)
-    const double e = ls_exp_nonpos(-fabs(eta)), l = ls_log1p_unit(e), big = 1 / (1 + e),
-                 small = e * big;
-    const double log_s = -((eta < 0 ? -eta : 0.0) + l), log_f = -((eta > 0 ? eta : 0.0) + l);
-    const double p_s = eta >= 0 ? big : small, p_f = eta >= 0 ? small : big;
+    const LogitTails t = logit_tails(eta);
     // a count of 0 contributes exactly 0 (not 0 * -Inf at eta = +-Inf)
-    const double k = (x == 0 ? 0.0 : x * log_s) + (m == 0 ? 0.0 : m * log_f);
+    const double k = ls_count_times(x, t.log_p) + ls_count_times(m, t.log_q);
     const LogGamma gn = ls_lgamma_digamma(n + 1), gm = ls_lgamma_digamma(m + 1);
     const double lp = gn.lgamma - ls_lfactorial_count(x) - gm.lgamma + k;
     *dx = bad;
-    dp[0] = (in ? gn.digamma - gm.digamma + log_f : 0.0) + bad;
-    dp[1] = (in ? x * p_f - m * p_s : 0.0) + bad;
+    dp[0] = (in ? gn.digamma - gm.digamma + t.log_q : 0.0) + bad;
+    dp[1] = (in ? x * t.q - m * t.p : 0.0) + bad;
     return (in ? lp : -ls_inf()) + bad;
   }
 };

@@ -16,8 +16,12 @@ namespace lockstep {
 LS_HD double ls_xlogy(double a, double y) { return a == 0 ? 0.0 : a * log(y); }
 // a log(1 + y), 0 when a is 0.
 LS_HD double ls_xlog1py(double a, double y) { return a == 0 ? 0.0 : a * log1p(y); }
-// a / y, 0 when a is 0: the partials of ls_xlogy.
-LS_HD double ls_xdivy(double a, double y) { return a == 0 ? 0.0 : a / y; }
+// a / y, 0 when a is 0: the partials of ls_xlogy. (Forced inline, as
+// ls_count_times: the straight-line densities' element loops call both.)
+LS_HD_INLINE double ls_xdivy(double a, double y) { return a == 0 ? 0.0 : a / y; }
+// a v, 0 when a is 0 (v may be infinite): ls_xlogy with the log already
+// taken, as a count times the log of its probability.
+LS_HD_INLINE double ls_count_times(double a, double v) { return a == 0 ? 0.0 : a * v; }
 
 LS_HD double ls_lbeta(double a, double b) { return lgamma(a) + lgamma(b) - lgamma(a + b); }
 
@@ -57,7 +61,7 @@ LS_HD_INLINE double ls_lfactorial(double x) {
 }
 
 // log(x!) for a count x, in straight-line arithmetic for element loops that
-// vectorise (negative_binomial's, poisson_log's): below 16 the log of the
+// vectorise (the count families' straight-line lpdfs): below 16 the log of the
 // product of 2, ..., x (exact: 15! < 2^53), so 0 exactly at x = 0 and 1;
 // above, Stirling's series for lgamma(x + 1); one selected. (ls_lfactorial's
 // table would need a gather, which GCC does not emit for the processors it

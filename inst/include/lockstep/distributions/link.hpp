@@ -25,9 +25,6 @@ struct ProbitLink {
   LS_HD static double dlog_p(double eta) { return std_normal_mills(eta); }
 };
 
-// a v, 0 when the count a is 0 (v may be infinite)
-LS_HD double ls_count_times(double a, double v) { return a == 0 ? 0.0 : a * v; }
-
 // x successes of n on the link scale, without the binomial coefficient: the
 // log density, d/deta in *deta and lp(-eta) (log of the failure probability,
 // which the partial in n needs) in *log_q.

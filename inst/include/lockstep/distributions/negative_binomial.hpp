@@ -69,10 +69,9 @@ template <> struct Dist<Family::negative_binomial> : Discrete2 {
     // the logs by the straight-line ls_log (the C library's log and log1p
     // were half of a count regression's time); log(1 - q) for log1p(-q) is
     // off by at most q's rounding in 1 - q, 1e-16 absolute
-    const double log_q = ls_log(q), log_1q = ls_log(1 - q);
-    const bool zero = x == 0;
-    const double g1 = r / q - (zero ? 0.0 : x / (1 - q));
-    const double lp = lg - ls_lfactorial_count(x) + r * log_q + (zero ? 0.0 : x * log_1q);
+    const double log_q = ls_log(q);
+    const double g1 = r / q - ls_xdivy(x, 1 - q);
+    const double lp = lg - ls_lfactorial_count(x) + r * log_q + ls_count_times(x, ls_log(1 - q));
     *dx = bad;
     dp[0] = (count ? dg + log_q : 0.0) + bad;
     dp[1] = (count ? g1 : 0.0) + bad;

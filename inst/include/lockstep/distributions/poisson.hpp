@@ -18,10 +18,10 @@ template <> struct Dist<Family::poisson> : Discrete {
   LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
     const double l = p[0], bad = nan_unless((l >= 0) & (l < ls_inf()));
     const bool count = (x >= 0) & (floor(x) == x) & (x < ls_inf());  // NaN: not a count
-    const bool zero = x == 0;  // x log(lambda) and x / lambda are 0 then, also at lambda = 0
-    const double lp = (zero ? 0.0 : x * ls_log(l)) - l - ls_lfactorial_count(x);
+    // x log(lambda) and x / lambda are 0 at x = 0, also at lambda = 0
+    const double lp = ls_count_times(x, ls_log(l)) - l - ls_lfactorial_count(x);
     *dx = bad;
-    dp[0] = (count ? (zero ? 0.0 : x / l) - 1 : 0.0) + bad;
+    dp[0] = (count ? ls_xdivy(x, l) - 1 : 0.0) + bad;
     return (count ? lp : -ls_inf()) + bad;
   }
 };

@@ -11,7 +11,7 @@
 #ifndef LOCKSTEP_DISTRIBUTIONS_POISSON_LOG_HPP
 #define LOCKSTEP_DISTRIBUTIONS_POISSON_LOG_HPP
 
-#include "link.hpp"
+#include "helpers.hpp"
 
 namespace lockstep {
 
@@ -24,7 +24,7 @@ template <> struct Dist<Family::poisson_log> : Discrete {
     const double eta = p[0], bad = nan_unless(eta == eta);
     const bool count = (x >= 0) & (floor(x) == x) & (x < ls_inf());  // NaN: not a count
     const double rate = ls_exp(eta);
-    const double lp = (x == 0 ? 0.0 : x * eta) - rate - ls_lfactorial_count(x);
+    const double lp = ls_count_times(x, eta) - rate - ls_lfactorial_count(x);
     *dx = bad;
     dp[0] = (count ? x - rate : 0.0) + bad;
     return (count ? lp : -ls_inf()) + bad;

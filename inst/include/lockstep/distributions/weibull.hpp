@@ -34,19 +34,18 @@ template <> struct Dist<Family::weibull> {
   // straight-line functions of math/elementary.hpp (relative error about
   // |shape log(x / scale)| ulps, which pow's own argument reduction avoids).
   // The element loop selects per element on values only (the limits are
-  // per-chain numbers, shape == 1 a per-chain mask), so that GCC if-converts
-  // every select and vectorises each of its element loops.
+  // per-chain numbers), so that GCC if-converts every select and vectorises
+  // each of its element loops.
   struct Prepared {
     static constexpr int location_param = 1;
-    double k, km1, inv_k, log_k, pow_zero, pow_inf, bad;
-    bool unit;  // shape == 1: (shape - 1) log r and its partial are 0, even at r = 0
+    double k, inv_k, log_k, pow_zero, pow_inf, bad;
   };
   LS_HD_INLINE static Prepared prepare(const double* p) {
     const double k = p[0] > 0 ? p[0] : ls_nan();
     // pow(r, shape - 1) at r = 0 and at r = Inf
     const double pow_zero = k > 1 ? 0.0 : (k == 1 ? 1.0 : ls_inf());
     const double pow_inf = k > 1 ? ls_inf() : (k == 1 ? 1.0 : 0.0);
-    return Prepared{k, k - 1, 1 / k, ls_log(k), pow_zero, pow_inf, nan_unless(p[0] > 0), k == 1};
+    return Prepared{k, 1 / k, ls_log(k), pow_zero, pow_inf, nan_unless(p[0] > 0)};
   }
   LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
                                   double* dx, double* dp) {
@@ -60,7 +59,8 @@ template <> struct Dist<Family::weibull> {
     // where r < Inf "could trap" for GCC and left a branch in the loop)
     const double ratio = t / r, edge = r > 0 ? q.pow_inf : q.pow_zero;
     const double t1 = ratio == ratio ? ratio : edge;
-    const double kx = q.unit ? 0.0 : q.km1 / x, klr = q.unit ? 0.0 : q.km1 * lr;
+    // (shape - 1) log r and its partial are 0 at shape 1, even at r = 0
+    const double kx = ls_xdivy(k - 1, x), klr = ls_count_times(k - 1, lr);
     const double gx = kx - k * t1 / l, gk = q.inv_k + lr * (1 - t), gl = k * (t - 1) / l;
     const double lp = q.log_k - ls_log(l) + klr - t;
     *dx = (out ? 0.0 : gx) + bad;

@@ -159,6 +159,24 @@ LS_HD_INLINE double ls_log(double x) {
   return x > 0 ? pos : nonpos;
 }
 
+// The logistic's both tails from one exp, for the logit-scale densities
+// (bernoulli_logit, binomial_logit): with e = exp(-|eta|),
+//   log ilogit(eta)  = -(max(-eta, 0) + log1p(e)),
+//   log ilogit(-eta) = -(max(eta, 0) + log1p(e)),
+//   ilogit(|eta|) = 1 / (1 + e),  ilogit(-|eta|) = e / (1 + e),
+// each finite for every finite eta (log ilogit(-40) is -40, where log of
+// plogis(-40) rounds well, but log(1 - plogis(40)) is -Inf), in selects.
+struct LogitTails {
+  double log_p, log_q;  // log ilogit(eta), log ilogit(-eta)
+  double p, q;          // ilogit(eta), ilogit(-eta)
+};
+LS_HD_INLINE LogitTails logit_tails(double eta) {
+  const double e = ls_exp_nonpos(-fabs(eta)), l = ls_log1p_unit(e), big = 1 / (1 + e),
+               small = e * big;
+  return LogitTails{-((eta < 0 ? -eta : 0.0) + l), -((eta > 0 ? eta : 0.0) + l),
+                    eta >= 0 ? big : small, eta >= 0 ? small : big};
+}
+
 // log1p(y) for every double: through ls_log of u = 1 + y, with log(u) y / (u - 1)
 // correcting the rounding of u to first order (Goldberg 1991, "What every
 // computer scientist should know about floating-point arithmetic", theorem
