@@ -264,8 +264,10 @@ dfree_dvalue_inverse <- function(z, lower, upper) {
 #' @name optimisers
 NULL
 
-# `non_positive`: the parameters that must be 0 or less (the rest, 0 or more)
-new_optimiser <- function(name, parameters, non_positive = character()) {
+# `non_positive`: the parameters that must be 0 or less (the rest, 0 or
+# more); `positive`: those that must not be 0 either (a step size that the
+# state is solved from, an accumulator a square root is taken of)
+new_optimiser <- function(name, parameters, non_positive = character(), positive = character()) {
   for (p in names(parameters)) {
     v <- parameters[[p]]
     if (is.logical(v)) v <- as.numeric(v)
@@ -275,6 +277,9 @@ new_optimiser <- function(name, parameters, non_positive = character()) {
            "non-negative", " number", call. = FALSE)
     }
     parameters[[p]] <- v
+  }
+  for (p in positive) {
+    if (!(parameters[[p]] > 0)) stop("`", p, "` must be positive", call. = FALSE)
   }
   structure(list(name = name, parameters = parameters),
             class = c(paste0(name, "_optimiser"), "optimiser"))
@@ -396,39 +401,34 @@ rms_prop <- function(learning_rate = 0.1, rho = 0.9, momentum = 0, epsilon = 1e-
 ftrl <- function(learning_rate = 1, learning_rate_power = -0.5, initial_accumulator_value = 0.1,
                  l1_regularization_strength = 0, l2_regularization_strength = 0,
                  l2_shrinkage_regularization_strength = 0, beta = 0) {
-  out <- new_optimiser("ftrl", list(
+  new_optimiser("ftrl", list(
     learning_rate = learning_rate, learning_rate_power = learning_rate_power,
     initial_accumulator_value = initial_accumulator_value,
     l1_regularization_strength = l1_regularization_strength,
     l2_regularization_strength = l2_regularization_strength,
     l2_shrinkage_regularization_strength = l2_shrinkage_regularization_strength, beta = beta
-  ), non_positive = "learning_rate_power")
-  positive_rate(out)
+  ), non_positive = "learning_rate_power", positive = "learning_rate")
 }
 
 #' @rdname optimisers
 #' @export
 proximal_gradient_descent <- function(learning_rate = 0.01, l1_regularization_strength = 0,
                                       l2_regularization_strength = 0) {
-  positive_rate(new_optimiser("proximal_gradient_descent", list(
+  new_optimiser("proximal_gradient_descent", list(
     learning_rate = learning_rate, l1_regularization_strength = l1_regularization_strength,
     l2_regularization_strength = l2_regularization_strength
-  )))
+  ), positive = "learning_rate")
 }
 
 #' @rdname optimisers
 #' @export
 proximal_adagrad <- function(learning_rate = 1, initial_accumulator_value = 0.1,
                              l1_regularization_strength = 0, l2_regularization_strength = 0) {
-  out <- positive_rate(new_optimiser("proximal_adagrad", list(
+  new_optimiser("proximal_adagrad", list(
     learning_rate = learning_rate, initial_accumulator_value = initial_accumulator_value,
     l1_regularization_strength = l1_regularization_strength,
     l2_regularization_strength = l2_regularization_strength
-  )))
-  if (!(out$parameters$initial_accumulator_value > 0)) {
-    stop("`initial_accumulator_value` must be positive", call. = FALSE)
-  }
-  out
+  ), positive = c("learning_rate", "initial_accumulator_value"))
 }
 
 #' @rdname optimisers
@@ -436,24 +436,12 @@ proximal_adagrad <- function(learning_rate = 1, initial_accumulator_value = 0.1,
 adagrad_da <- function(learning_rate = 0.8, global_step = 1L,
                        initial_gradient_squared_accumulator_value = 0.1,
                        l1_regularization_strength = 0, l2_regularization_strength = 0) {
-  out <- positive_rate(new_optimiser("adagrad_da", list(
+  new_optimiser("adagrad_da", list(
     learning_rate = learning_rate, global_step = global_step,
     initial_gradient_squared_accumulator_value = initial_gradient_squared_accumulator_value,
     l1_regularization_strength = l1_regularization_strength,
     l2_regularization_strength = l2_regularization_strength
-  )))
-  if (!(out$parameters$initial_gradient_squared_accumulator_value > 0)) {
-    stop("`initial_gradient_squared_accumulator_value` must be positive", call. = FALSE)
-  }
-  out
-}
-
-# The optimisers whose state is solved from a step size that must not be 0.
-positive_rate <- function(optimiser) {
-  if (!(optimiser$parameters$learning_rate > 0)) {
-    stop("`learning_rate` must be positive", call. = FALSE)
-  }
-  optimiser
+  ), positive = c("learning_rate", "initial_gradient_squared_accumulator_value"))
 }
 
 # greta 0.5's defunct optimisers: an error naming what to use instead.
