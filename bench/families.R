@@ -1,4 +1,4 @@
-# Benchmark: a regression's likelihood in each of fifteen families, lockstep vs
+# Benchmark: a regression's likelihood in each of seventeen families, lockstep vs
 # rstan, in one run. Each model is y ~ family(X b, phi): N rows, K covariates,
 # b ~ normal(0, 1), one dispersion phi ~ lognormal(0, 0.5) per chain (shape,
 # scale, size or precision, as the family has it), the family's mean or
@@ -55,7 +55,11 @@ families <- list(
     distribution(y) <- negative_binomial(phi, 1 / (1 + exp(mu)))
   }, "count", 13),
   binomial = list(function(y, mu, phi) distribution(y) <- binomial(20, ilogit(mu)), "trials", 14),
-  bernoulli = list(function(y, mu, phi) distribution(y) <- bernoulli(ilogit(mu)), "binary", 15)
+  bernoulli = list(function(y, mu, phi) distribution(y) <- bernoulli(ilogit(mu)), "binary", 15),
+  probit = list(function(y, mu, phi) distribution(y) <- bernoulli(iprobit(mu)), "binary", 16),
+  binomial_probit = list(function(y, mu, phi) {
+    distribution(y) <- binomial(20, iprobit(mu))
+  }, "trials", 17)
 )
 if (opt$families != "all") families <- families[strsplit(opt$families, ",")[[1]]]
 
@@ -84,7 +88,9 @@ model {
   else if (fam == 12) target += poisson_log_lpmf(yc | mu);
   else if (fam == 13) target += neg_binomial_lpmf(yc | phi, exp(-mu));
   else if (fam == 14) target += binomial_logit_lpmf(yc | 20, mu);
-  else target += bernoulli_logit_lpmf(yc | mu);
+  else if (fam == 15) target += bernoulli_logit_lpmf(yc | mu);
+  else if (fam == 16) target += bernoulli_lpmf(yc | Phi(mu));
+  else target += binomial_lpmf(yc | 20, Phi(mu));
 }"
 if (use_rstan) {
   suppressPackageStartupMessages(library(rstan))

@@ -21,6 +21,7 @@
 #include "lockstep/kernels/density.hpp"
 #include "lockstep/kernels/running_sums.hpp"
 #include "lockstep/ir.hpp"
+#include "lockstep/math/normal_tails.hpp"
 #include "lockstep/math/special.hpp"
 
 using namespace lstest;
@@ -635,31 +636,82 @@ TEST_CASE("bernoulli_logit is stable in the tails and agrees with bernoulli(ilog
 }
 
 TEST_CASE("log Phi and the Mills ratio match R in both tails", "[distributions][special][R]") {
+  // probit_tails (math/normal_tails.hpp): log Phi(eta), log Phi(-eta) and the
+  // two Mills ratios from one erfcx.
+  auto log_phi = [](double z) { return lockstep::probit_tails(z).log_p; };
   // R: pnorm(z, log.p = TRUE) for z = 0.3, -8.5, 8.5, -19.9, -20.1, -25, -40, 40
   const double tol = 1e-14;
-  CHECK(close(lockstep::log_std_normal_cdf(0.3), -0.48141016158848116, tol));
-  CHECK(close(lockstep::log_std_normal_cdf(-8.5), -39.197396428217672, tol));
-  CHECK(close(lockstep::log_std_normal_cdf(8.5), -9.4795348222033192e-18, 1e-13));
-  CHECK(close(lockstep::log_std_normal_cdf(-19.9), -201.9171677073326, tol));
-  CHECK(close(lockstep::log_std_normal_cdf(-20.1), -205.92711840194823, tol));
-  CHECK(close(lockstep::log_std_normal_cdf(-25), -316.63940800802027, tol));
-  CHECK(close(lockstep::log_std_normal_cdf(-40), -804.6084420137538, tol));
-  CHECK(lockstep::log_std_normal_cdf(40) == 0);
-  CHECK(lockstep::log_std_normal_cdf(inf) == 0);
-  CHECK(lockstep::log_std_normal_cdf(-inf) == -inf);
+  CHECK(close(log_phi(0.3), -0.48141016158848116, tol));
+  CHECK(close(log_phi(-8.5), -39.197396428217672, tol));
+  CHECK(close(log_phi(8.5), -9.4795348222033192e-18, 1e-13));
+  CHECK(close(log_phi(-19.9), -201.9171677073326, tol));
+  CHECK(close(log_phi(-20.1), -205.92711840194823, tol));
+  CHECK(close(log_phi(-25), -316.63940800802027, tol));
+  CHECK(close(log_phi(-40), -804.6084420137538, tol));
+  CHECK(log_phi(40) == 0);
+  CHECK(log_phi(inf) == 0);
+  CHECK(log_phi(-inf) == -inf);
+  CHECK(std::isnan(log_phi(std::nan(""))));
   // mpmath (40 digits): npdf(z) / ncdf(z) for z = -40, -25, 1.3 (R's
   // exp(dnorm(z, log = TRUE) - pnorm(z, log.p = TRUE)) is off by 1e-13 at -40,
   // the rounding of -804.6 magnified)
-  CHECK(close(lockstep::std_normal_mills(-40), 40.024968847207264, tol));
-  CHECK(close(lockstep::std_normal_mills(-25), 25.039873012057563, tol));
-  CHECK(close(lockstep::std_normal_mills(1.3), 0.18973503541925962, tol));
-  // the Mills ratio is the derivative of log Phi, across the switch at -20
+  auto mills = [](double z) { return lockstep::probit_tails(z).mills_p; };
+  CHECK(close(mills(-40), 40.024968847207264, tol));
+  CHECK(close(mills(-25), 25.039873012057563, tol));
+  CHECK(close(mills(1.3), 0.18973503541925962, tol));
+  CHECK(mills(-inf) == inf);
+  CHECK(mills(inf) == 0);
+  // against the C library in long double, on both sides of zero and far into
+  // the tails: log Phi(z) = log(erfc(-z / sqrt 2) / 2) (log1p of the small
+  // tail above 0); the other side's fields are this one's at -z
+  std::mt19937 rng(20261125);
+  for (int k = 0; k < 4000; ++k) {
+    const double z = (k % 2 ? 1 : -1) * std::pow(10.0, u(rng, -3, 1.4));  // |z| to 25
+    const long double zl = z, half = 0.5L * std::erfc(-zl / std::sqrt(2.0L));
+    const long double log_p = z > 0 ? std::log1p(-0.5L * std::erfc(zl / std::sqrt(2.0L)))
+                                    : std::log(half);
+    const long double pdf = std::exp(-0.5L * zl * zl) / std::sqrt(2 * 3.14159265358979323846264L);
+    const lockstep::ProbitTails t = lockstep::probit_tails(z), u = lockstep::probit_tails(-z);
+    INFO("z = " << z);
+    CHECK(close(t.log_p, static_cast<double>(log_p), 2e-15, 1e-300));
+    CHECK(close(t.mills_p, static_cast<double>(pdf / half), 4e-15, 1e-300));
+    CHECK(t.log_q == u.log_p);
+    CHECK(t.mills_q == u.mills_p);
+  }
+  // the Mills ratio is the derivative of log Phi
   for (double z : {-45.0, -30.0, -20.5, -20.0, -19.5, -5.0, -0.7, 0.0, 0.6, 3.0, 9.0}) {
     INFO("z = " << z);
-    const double fd = central_difference([](double v) { return lockstep::log_std_normal_cdf(v); },
-                                         z, 1e-5);
-    CHECK(close(lockstep::std_normal_mills(z), fd, 1e-8, 1e-12));
+    const double fd = central_difference(log_phi, z, 1e-5);
+    CHECK(close(mills(z), fd, 1e-8, 1e-12));
   }
+}
+
+TEST_CASE("erfcx is within a few ulps from 0 to the largest double", "[special]") {
+  // exp(t^2) erfc(t) in long double below t = 50 (t^2 far from overflowing
+  // it); above, its asymptotic series 1 / (t sqrt(pi)) sum_k (-1)^k
+  // (2k - 1)!! / (2 t^2)^k, whose tenth term is below 1e-30 there
+  std::mt19937 rng(7);
+  for (int k = 0; k < 4000; ++k) {
+    const double t = std::pow(10.0, u(rng, -8, 6));
+    const long double tl = t;
+    long double ref;
+    if (t < 50) {
+      ref = std::exp(tl * tl) * std::erfc(tl);
+    } else {
+      long double term = 1, sum = 1;
+      for (int j = 1; j <= 10; ++j) {
+        term *= -(2 * j - 1) / (2 * tl * tl);
+        sum += term;
+      }
+      ref = sum / (tl * std::sqrt(3.14159265358979323846264L));
+    }
+    INFO("t = " << t);
+    CHECK(close(lockstep::ls_erfcx_nonneg(t), static_cast<double>(ref), 1e-15, 0));
+  }
+  CHECK(close(lockstep::ls_erfcx_nonneg(0), 1, 1e-15));
+  CHECK(lockstep::ls_erfcx_nonneg(inf) == 0);
+  CHECK(std::isnan(lockstep::ls_erfcx_nonneg(std::nan(""))));
+  CHECK(close(lockstep::ls_erfcx_nonneg(1e300), 5.6418958354775629e-301, 1e-15));
 }
 
 TEST_CASE("the link-scale families are stable in the tails", "[distributions][lpdf][representations]") {

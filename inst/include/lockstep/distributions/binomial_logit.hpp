@@ -1,19 +1,22 @@
 // binomial_logit(size, eta): binomial(size, ilogit(eta)), computed on the logit scale
 // (greta's representation; R's binomial(size, ilogit(eta)) becomes this family):
-//   log p = lchoose(size, x) + x lp(eta) + (size - x) lp(-eta),
-// with lp the log inverse link of link.hpp, finite for every finite eta. Its
-// partials and the rules for size and x are binomial.hpp's.
+//   log p = lchoose(size, x) + x log ilogit(eta) + (size - x) log ilogit(-eta),
+//   d/deta = x ilogit(-eta) - (size - x) ilogit(eta),
+// finite for every finite eta (log ilogit(-eta) at eta = 40 is -40, where
+// log(1 - plogis(40)) is -Inf). Its partials and the rules for size and x are
+// binomial.hpp's.
 #ifndef LOCKSTEP_DISTRIBUTIONS_BINOMIAL_LOGIT_HPP
 #define LOCKSTEP_DISTRIBUTIONS_BINOMIAL_LOGIT_HPP
 
-#include "link.hpp"
+#include "../math/elementary.hpp"
+#include "dist.hpp"
+#include "helpers.hpp"
 
 namespace lockstep {
 
 template <> struct Dist<Family::binomial_logit> : Discrete2 {
   static constexpr int n_params = 2;
-  // link_binomial_lpdf<LogitLink>'s density (the probit form keeps it),
-  // written straight-line so that a binomial regression's element loop
+  // Written straight-line so that a binomial regression's element loop
   // vectorises (density.hpp's straight_line<D>): one exp serves both tails'
   // logs and probabilities (logit_tails, as bernoulli_logit's); lchoose and the size's
   // partial through math/log_gamma.hpp (size may be any number >= 0, greta's

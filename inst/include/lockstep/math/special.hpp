@@ -49,40 +49,6 @@ LS_HD double log1p_exp(double z) { return (z > 0 ? z : 0.0) + log1p_nonneg(exp(-
 LS_HD double std_normal_cdf(double z) { return 0.5 * erfc(-z * ls_sqrt1_2); }
 LS_HD double std_normal_pdf(double z) { return exp(-0.5 * z * z - ls_log_sqrt_2pi); }
 
-// The asymptotic series of Phi(z) phi(z)^-1 (-z) for z -> -Inf (Abramowitz and
-// Stegun 26.2.12): 1 - 1/z^2 + 3/z^4 - 15/z^6 + ..., to its z^-24 term. Used
-// below z = -20, where that term is 25!! / 20^26 ~ 1e-21 relative, so the sum
-// is exact to rounding; there erfc(-z / sqrt(2)) is nearing underflow (it
-// reaches 0 at z = -38.5), which is why the tail needs it at all.
-LS_HD double std_normal_tail_series(double z) {
-  const double w = 1 / (z * z);
-  double term = 1, sum = 1;
-  for (int k = 1; k <= 12; ++k) {
-    term *= -(2 * k - 1) * w;
-    sum += term;
-  }
-  return sum;
-}
-
-// log Phi(z), accurate in both tails (R's pnorm(z, log.p = TRUE)): above 0 as
-// log1p of the small upper tail -Phi(-z) (log(Phi(z)) would round to 0 there,
-// losing Phi(-z) ~ 1e-17 at z = 8.5); from -20 to 0 directly; below -20 from
-// the asymptotic series, -z^2/2 - log(-z) - log(sqrt(2 pi)) + log(series), which
-// stays finite where Phi(z) underflows (log Phi(-40) = -804.6).
-LS_HD double log_std_normal_cdf(double z) {
-  if (z > 0) return log1p(-0.5 * erfc(z * ls_sqrt1_2));
-  if (z < -20) return -0.5 * z * z - log(-z) - ls_log_sqrt_2pi + log(std_normal_tail_series(z));
-  return log(0.5 * erfc(-z * ls_sqrt1_2));
-}
-
-// The inverse Mills ratio phi(z) / Phi(z) = d/dz log Phi(z), finite in both
-// tails: about -z for very negative z (from the same series: Phi(z) =
-// phi(z) series / (-z)), tending to 0 (phi(z) underflowing) for large z.
-LS_HD double std_normal_mills(double z) {
-  if (z < -20) return -z / std_normal_tail_series(z);
-  return std_normal_pdf(z) / (0.5 * erfc(-z * ls_sqrt1_2));
-}
-
 // Continued fraction of the regularised incomplete beta function (modified
 // Lentz), converging quickly for x < (a + 1) / (a + b + 2).
 LS_HD double incbeta_cf(double a, double b, double x) {
