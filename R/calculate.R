@@ -166,7 +166,13 @@ fixed_values <- function(values, env) {
       stop("the value given for `", name, "` has ", length(v), " elements, but `", name,
            "` has ", prod(node$dim), call. = FALSE)
     }
-    if (node$type == "variable" && any(v < node$lower | v > node$upper)) {
+    if (anyNA(v)) {
+      stop("the value given for `", name, "` contains missing values (NA)", call. = FALSE)
+    }
+    # a variable's one range, or the bounds of each element (variable()'s
+    # per-element bounds make an operation of the free variable, which keeps them)
+    bounds <- if (node$type == "variable") list(lower = node$lower, upper = node$upper) else node$bounds
+    if (!is.null(bounds) && any(v < bounds$lower | v > bounds$upper)) {
       stop("the value given for `", name, "` is outside the range of values it can take",
            call. = FALSE)
     }

@@ -57,10 +57,17 @@ component_of <- function(x, k, what) {
 # model() would find it, and its variable, as a term and a free variable) and
 # its variable is marked used.
 detach_component <- function(dist) {
+  unlink_from_parameters(dist)
+  dist$target$assigned <- TRUE
+  invisible()
+}
+
+# Takes a distribution out of its parameters' children, through which model()
+# would find it (and its variable, as a free variable or a term).
+unlink_from_parameters <- function(dist) {
   for (param in dist$parents) {
     param$children <- Filter(function(child) !identical(child, dist), param$children)
   }
-  dist$target$assigned <- TRUE
   invisible()
 }
 

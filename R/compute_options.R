@@ -119,7 +119,9 @@ print.lockstep_backend_info <- function(x, ...) {
 #' and more for the seed model's kind of regression).
 #'
 #' @param threads the number of worker threads; by default the option
-#'   `lockstep.threads`, else the number of cores. Left at its default, it is
+#'   `lockstep.threads`, else the number of cores. More than the machine's
+#'   (logical) cores are not used: a warning says so, as greta's `n_cores`
+#'   does. Left at its default, it is
 #'   a most: a model too small to share out (less than about 8,000 values
 #'   per thread in one gradient of all chains) runs on fewer threads, one for
 #'   most small models, because handing work to another thread at every
@@ -163,6 +165,7 @@ cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE)
   threads_auto <- is.null(threads) && is.null(getOption("lockstep.threads"))
   if (is.null(threads)) threads <- default_threads()
   check_count(threads, "threads", minimum = 1)
+  threads <- at_most_cores(threads)
   check_count(devices, "devices", minimum = 1)
   if (!is.null(tile_rows)) check_count(tile_rows, "tile_rows", minimum = 1)
   if (!is.logical(mpi) || length(mpi) != 1 || is.na(mpi)) {
@@ -237,6 +240,18 @@ print.lockstep_compute_options <- function(x, ...) {
               if (x$tile_rows > 0) paste(x$tile_rows, "rows") else "cache-sized rows"))
   if (isTRUE(x$mpi)) cat(sprintf("  across %d MPI processes (this is rank %d)\n", mpi_size(), mpi_rank()))
   invisible(x)
+}
+
+# More threads than the machine has cores would take turns on them, and the
+# engine's workers spin between jobs, so each would wait out the others'
+# time slices (64 threads on 2 cores sampled 50 to 100 times slower): as
+# greta does with n_cores, a warning and the number of cores instead.
+at_most_cores <- function(threads) {
+  cores <- parallel::detectCores(logical = TRUE)
+  if (is.na(cores) || threads <= cores) return(threads)
+  warning(threads, " threads were requested, but only ", cores, " CPU cores are available: ",
+          "using ", cores, call. = FALSE)
+  cores
 }
 
 default_threads <- function() {

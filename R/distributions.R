@@ -518,7 +518,10 @@ distribution <- function(greta_array) {
 #' @export
 `distribution<-` <- function(greta_array, value) {
   original <- greta_array
-  target <- get_node(as.greta_array(greta_array, "greta_array"))
+  # (R passes the left-hand side as `*tmp*`: messages call it y, as the usage does)
+  target <- tryCatch(get_node(as.greta_array(greta_array, "y")), error = function(e) {
+    stop("in `distribution(y) <-`, ", conditionMessage(e), call. = FALSE)
+  })
   if (!is.greta_array(value) || is.null(get_node(value)$distribution)) {
     stop("the right-hand side of `distribution(y) <-` must be a distribution such as ",
          "normal(mu, sd)", call. = FALSE)
@@ -533,6 +536,12 @@ distribution <- function(greta_array) {
          "used elsewhere; create a new one, e.g. distribution(y) <- normal(mu, sd)",
          call. = FALSE)
   }
+  # A distribution refused from here on (its data, its dimensions) leaves its
+  # parameters' children: otherwise model() would still find it through them,
+  # as a free variable or, for a discrete family, a variable without data, long
+  # after the user has corrected the data and assigned a new one.
+  assigned <- FALSE
+  on.exit(if (!assigned) unlink_from_parameters(dist), add = TRUE)
   # (a replacement function cannot name its left-hand side: R passes `*tmp*`)
   if (target$type != "data") {
     stop("distributions can only be assigned to data, but the left-hand side of ",
@@ -568,10 +577,11 @@ distribution <- function(greta_array) {
   dist$target <- target
   dist$dim <- target$dim
   # the order of distribution() statements orders log_lik()'s columns
-  lockstep_state$next_declaration <- lockstep_state$next_declaration + 1L
+  lockstep_state$next_declaration <- lockstep_state$next_declaration + 1
   dist$declared <- lockstep_state$next_declaration
   target$distribution <- dist
   variable$assigned <- TRUE  # the variable is orphaned: nothing reaches it any more
+  assigned <- TRUE
   original
 }
 

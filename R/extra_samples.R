@@ -45,6 +45,11 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
                           compute_options = NULL) {
   info <- if (inherits(draws, "greta_mcmc_list")) attr(draws, "model_info") else NULL
   if (is.null(info$run)) {
+    if (inherits(draws, "greta_mcmc_list") && !is.null(info$model)) {
+      stop("`draws` is a window() of a run, or draws computed by calculate(), which ",
+           "extra_samples() cannot continue: continue the greta_mcmc_list that mcmc() ",
+           "returned, then take the window of the result", call. = FALSE)
+    }
     stop("`draws` must be a greta_mcmc_list returned by mcmc(), extra_samples() or ",
          "stashed_samples()", call. = FALSE)
   }
@@ -61,7 +66,7 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
     check_compute_options(compute_options)
   } else if (!is.null(n_cores) && !identical(run$options$backend, "cuda")) {
     with_threads <- run$options
-    with_threads$threads <- as.integer(n_cores)
+    with_threads$threads <- as.integer(at_most_cores(n_cores))
     with_threads$threads_auto <- FALSE
     with_threads
   } else {

@@ -317,14 +317,15 @@ imultilogit <- function(x) {
 #'
 #' @param x a greta array, or an R array for base R's functions
 #' @param na.rm ignored for greta arrays, which have no missing values
-#' @param dims as in base R; greta arrays take only `dims = 1`
+#' @param dims as in base R: the first `dims` dimensions are the rows (kept by
+#'   `rowSums()`, summed over by `colSums()`)
 #' @return a greta array (or, for R values, what base R returns)
 #' @details lockstep masks [base::rowSums()], [base::colSums()],
 #'   [base::rowMeans()] and [base::colMeans()] with
 #'   functions that dispatch on greta arrays and call base R otherwise, as
 #'   greta does. For an array of more than two dimensions, `rowSums()` sums over
-#'   every dimension but the first, and `colSums()` over the first, giving the
-#'   remaining dimensions (as base R does with `dims = 1`).
+#'   every dimension but the first `dims`, giving those, and `colSums()` over
+#'   the first `dims`, giving the remaining dimensions, as base R does.
 #' @examples
 #' x <- variable(dim = c(3, 2))
 #' rowSums(x)
@@ -348,9 +349,13 @@ rowSums.default <- function(x, na.rm = FALSE, dims = 1L) {
 
 #' @export
 rowSums.greta_array <- function(x, na.rm = FALSE, dims = 1L) {
-  check_sum_dims(dims, "rowSums")
+  dims <- check_sum_dims(dims, x, "rowSums")
   node <- get_node(x)
-  new_operation("rowsum", list(node), c(node$dim[1], 1L))
+  if (dims == 1L) return(new_operation("rowsum", list(node), c(node$dim[1], 1L)))
+  kept <- node$dim[seq_len(dims)]
+  out <- rowSums(flatten_dims(x, dims))
+  dim(out) <- kept
+  out
 }
 
 #' @rdname sums_and_transpose
@@ -364,9 +369,10 @@ colSums.default <- function(x, na.rm = FALSE, dims = 1L) {
 
 #' @export
 colSums.greta_array <- function(x, na.rm = FALSE, dims = 1L) {
-  check_sum_dims(dims, "colSums")
+  dims <- check_sum_dims(dims, x, "colSums")
   node <- get_node(x)
-  rest <- node$dim[-1]
+  rest <- node$dim[-seq_len(dims)]
+  if (dims > 1L) node <- get_node(flatten_dims(x, dims))
   new_operation("colsum", list(node), if (length(rest) == 1L) c(rest, 1L) else rest)
 }
 
@@ -381,8 +387,8 @@ rowMeans.default <- function(x, na.rm = FALSE, dims = 1L) {
 
 #' @export
 rowMeans.greta_array <- function(x, na.rm = FALSE, dims = 1L) {
-  check_sum_dims(dims, "rowMeans")
-  rowSums(x) / prod(dim(x)[-1])
+  dims <- check_sum_dims(dims, x, "rowMeans")
+  rowSums(x, dims = dims) / prod(dim(x)[-seq_len(dims)])
 }
 
 #' @rdname sums_and_transpose
@@ -396,14 +402,29 @@ colMeans.default <- function(x, na.rm = FALSE, dims = 1L) {
 
 #' @export
 colMeans.greta_array <- function(x, na.rm = FALSE, dims = 1L) {
-  check_sum_dims(dims, "colMeans")
-  colSums(x) / dim(x)[1]
+  dims <- check_sum_dims(dims, x, "colMeans")
+  colSums(x, dims = dims) / prod(dim(x)[seq_len(dims)])
 }
 
-check_sum_dims <- function(dims, what) {
-  if (!identical(as.numeric(dims), 1)) {
-    stop("`", what, "()` of a greta array takes only `dims = 1`", call. = FALSE)
+# `dims` as base R takes it: a whole number from 1 to one less than x's
+# number of dimensions (the dimensions kept by rowSums, summed by colSums).
+check_sum_dims <- function(dims, x, what) {
+  n <- length(dim(x))
+  if (!is.numeric(dims) || length(dims) != 1 || !is.finite(dims) || dims != round(dims) ||
+      dims < 1 || dims >= n) {
+    stop("`dims` of ", what, "() must be a whole number from 1 to ", n - 1, " for a greta ",
+         "array of ", n, " dimensions", call. = FALSE)
   }
+  as.integer(dims)
+}
+
+# x as a matrix whose rows are its first `dims` dimensions (column-major, as R
+# lays out arrays): rowSums() and colSums() over several dimensions are the
+# one-dimension sums of this.
+flatten_dims <- function(x, dims) {
+  d <- dim(x)
+  dim(x) <- c(prod(d[seq_len(dims)]), prod(d[-seq_len(dims)]))
+  x
 }
 
 #' @rdname sums_and_transpose

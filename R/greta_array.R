@@ -2,7 +2,8 @@
 # node and does no arithmetic (the engine computes); see DESIGN.md "Data flow".
 #
 # A node is an environment with
-#   id        unique integer, so DAG walks can mark nodes as seen
+#   id        a whole number unique across sessions (lockstep-package.R), so
+#             DAG walks can mark nodes as seen
 #   type      "data", "variable", "operation" or "distribution"
 #   dim       integer dims (at least two, as in greta)
 #   parents   list of nodes this one is computed from
@@ -13,7 +14,7 @@
 # node with a density).
 
 new_node <- function(type, dim, parents = list(), ...) {
-  lockstep_state$next_id <- lockstep_state$next_id + 1L
+  lockstep_state$next_id <- lockstep_state$next_id + 1
   node <- new.env(parent = emptyenv())
   node$id <- lockstep_state$next_id
   node$type <- type

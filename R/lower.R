@@ -111,7 +111,7 @@ node_inputs <- function(node) {
 # order, so that a model lowers the same way every time. The inputs of nodes
 # named in `leaves` (by id) are not visited: those nodes are lowered as leaves.
 topological_order <- function(nodes, leaves = character()) {
-  nodes <- nodes[order(vapply(nodes, function(n) n$id, integer(1)))]
+  nodes <- nodes[order(vapply(nodes, function(n) n$id, numeric(1)))]
   done <- new.env(hash = TRUE, parent = emptyenv())
   is_leaf <- new.env(hash = TRUE, parent = emptyenv())
   for (key in leaves) is_leaf[[key]] <- TRUE

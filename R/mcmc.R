@@ -2,7 +2,8 @@
 #'
 #' `mcmc()` runs all chains in lockstep through lockstep's native engine: each
 #' leapfrog step evaluates the log density and gradient of every chain in one
-#' call. The signature and defaults are greta's.
+#' call. The arguments are greta's, with greta's defaults except the sampler:
+#' [nuts()] (Stan's sampler) where greta's is [hmc()].
 #'
 #' @param model a `greta_model` from [model()]
 #' @param sampler a sampler: [nuts()] (the default), [hmc()], [chees()], [rwmh()] or
@@ -197,8 +198,7 @@ finish_run <- function(run, kept_env, previous = NULL) {
     diagnostics <- rbind(previous$diagnostics, diagnostics)
     if (is.null(last)) last <- previous$last_free
   }
-  out <- build_mcmc_list(run$model, values, free, run$chains, run$thin, run$warmup,
-                         kept_env$status)
+  out <- build_mcmc_list(run$model, values, free, run$chains, run$thin, kept_env$status)
   info <- attr(out, "model_info")
   if (!isTRUE(run$keep_raw)) info$raw_draws_mb <- raw_draws_mb(run$model, nrow(values) / run$chains,
                                                        run$chains)

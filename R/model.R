@@ -68,7 +68,7 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   structure(
     list(ir = lowered$ir, traced = traced, variables = lowered$variables,
          n_free = lowered$ir$n_free, precision = precision, engine = engine,
-         node_ids = vapply(nodes, function(n) n$id, integer(1), USE.NAMES = FALSE),
+         node_ids = vapply(nodes, function(n) n$id, numeric(1), USE.NAMES = FALSE),
          likelihood = likelihood_terms(nodes, lowered$ids),
          multivariate_likelihoods = unique(unlist(lapply(multivariate, function(n) {
            if (n$target$type == "data") n$family
@@ -85,8 +85,8 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
 likelihood_terms <- function(nodes, ids) {
   terms <- Filter(function(n) n$type == "distribution" && n$target$type == "data", nodes)
   if (length(terms) == 0) return(integer())
-  declared <- vapply(terms, function(n) if (is.null(n$declared)) NA_integer_ else n$declared,
-                     integer(1))
+  declared <- vapply(terms, function(n) if (is.null(n$declared)) NA_real_ else n$declared,
+                     numeric(1))
   ir <- vapply(terms, function(n) ids[[as.character(n$id)]], integer(1))
   unname(ir[order(declared, ir)])
 }
@@ -96,7 +96,7 @@ likelihood_terms <- function(nodes, ids) {
 # multivariate distribution of data, its family, data (an n x k matrix) and
 # parameters (IR ids, names, dimensions).
 likelihood_order <- function(nodes, multivariate, ids) {
-  declared_of <- function(n) if (is.null(n$declared)) NA_integer_ else n$declared
+  declared_of <- function(n) if (is.null(n$declared)) NA_real_ else as.numeric(n$declared)
   uni <- Filter(function(n) n$type == "distribution" && n$target$type == "data", nodes)
   mv <- Filter(function(n) n$target$type == "data", multivariate)
   terms <- c(
@@ -109,7 +109,7 @@ likelihood_order <- function(nodes, multivariate, ids) {
            param_dims = lapply(n$parents, function(q) q$dim))
     }))
   if (length(terms) == 0) return(list())
-  declared <- vapply(terms, `[[`, integer(1), "declared")
+  declared <- vapply(terms, `[[`, numeric(1), "declared")
   ir <- vapply(terms, function(t) if (is.null(t$ir)) NA_integer_ else t$ir, integer(1))
   unname(terms[order(declared, ir)])
 }

@@ -22,7 +22,9 @@
 #'   variables' transforms in the density
 #' @param hessian whether to return the Hessian of the objective (the
 #'   negative log density) with respect to each variable in `model`, on its
-#'   own (constrained) scale, computed by finite differences of the gradient
+#'   own (constrained) scale, computed by finite differences of the gradient.
+#'   Only greta arrays that are variables themselves have one: for another
+#'   target (`c(a, b)`, `sqrt(v)`) a warning says it has none
 #' @param compute_options where the model runs: [cpu_only()]
 #' @param starts the number of random starts, run together in lockstep (not in
 #'   greta); the best one is returned, and all of them in `all_starts`
@@ -113,9 +115,13 @@ opt_par <- function(model, free, options) {
 opt_hessian <- function(model, free, options) {
   engine <- model_engine(model)
   out <- list()
+  skipped <- character()
   for (t in model$traced) {
     info <- Filter(function(v) identical(as.integer(v$ir), as.integer(t$ir)), model$variables)
-    if (length(info) == 0) next  # not a variable: no Hessian (as greta, for variables only)
+    if (length(info) == 0) {  # computed from variables: no scale of its own to differentiate on
+      skipped <- c(skipped, t$name)
+      next
+    }
     info <- info[[1]]
     idx <- info$offset + seq_len(info$size)
     z <- free[idx]
@@ -142,6 +148,11 @@ opt_hessian <- function(model, free, options) {
     for (i in seq_len(n)) H[i, ] <- (dx[2 * i - 1, ] - dx[2 * i, ]) / (2 * h[i])
     H <- (H + t(H)) / 2
     out[[t$name]] <- H
+  }
+  if (length(skipped)) {
+    warning("no Hessian for ", paste0("`", skipped, "`", collapse = ", "), ": Hessians are ",
+            "computed for the variables given to model() themselves, not for greta arrays ",
+            "computed from them (such as c(a, b)); give model() the variables", call. = FALSE)
   }
   out
 }

@@ -10,13 +10,15 @@ trace_names <- function(name, dim) {
 # The greta_mcmc_list of the traced values of kept draws (rows:
 # iteration-major, chains within) and, unless NULL, their free states (the
 # raw draws, rows in the same order).
-build_mcmc_list <- function(model, values, free, chains, thin, warmup, status) {
+# Iterations are numbered from the first after warmup, as greta numbers them
+# (a thinned run's first kept draw is iteration `thin`).
+build_mcmc_list <- function(model, values, free, chains, thin, status) {
   names <- unlist(lapply(model$traced, function(t) trace_names(t$name, t$dim)))
   colnames(values) <- names
   by_chain <- function(x) {
     chain_of_row <- rep_len(seq_len(chains), nrow(x))
     coda::mcmc.list(lapply(seq_len(chains), function(chain) {
-      coda::mcmc(x[chain_of_row == chain, , drop = FALSE], start = warmup + thin, thin = thin)
+      coda::mcmc(x[chain_of_row == chain, , drop = FALSE], start = thin, thin = thin)
     }))
   }
   draws <- by_chain(values)
@@ -44,16 +46,19 @@ interleave_chains <- function(x) {
 #' that [extra_samples()] can continue it) and every kept iteration's sampler
 #' diagnostics ([get_sampler_params()]).
 #'
-#' `print()` shows the draws as coda does, without what is kept beside them.
+#' `print()` shows the first few draws of the first chain, as greta does, with
+#' how many iterations, chains and variables there are (coda's print of every
+#' draw would fill the console for a model of many parameters).
 #' `summary()` gives coda's summary (means, standard deviations, standard
 #' errors and quantiles) and, for each quantity, the rank-normalised split
 #' R-hat and the bulk effective sample size ([rhat()], [ess_bulk()]), and
 #' names the sampler that ran, with its tuned step size and the metric warmup
-#' learnt. `window()` keeps the iterations from `start` to `end` (counted as
-#' coda counts them: warmup included, so the first draw after 1000 warmup
-#' iterations is iteration 1001), every `thin`-th one, as coda's window()
-#' does, with the sampler diagnostics of the same iterations; a window is not
-#' a run that [extra_samples()] can continue.
+#' learnt. `window()` keeps the iterations from `start` to `end` (numbered
+#' as greta numbers them, from the first iteration after warmup: the draws of
+#' `mcmc(n_samples = 1000)` are iterations 1 to 1000, and [extra_samples()]
+#' goes on from 1001), every `thin`-th one, as coda's window() does, with the
+#' sampler diagnostics of the same iterations; a window is not a run that
+#' [extra_samples()] can continue.
 #'
 #' @param x,object a `greta_mcmc_list`
 #' @param start,end the first and last iteration to keep (`NULL`: the draws'
@@ -69,23 +74,59 @@ interleave_chains <- function(x) {
 #' x <- normal(0, 1)
 #' draws <- mcmc(model(x), n_samples = 200, warmup = 200, chains = 2, verbose = FALSE)
 #' summary(draws)
-#' print(window(draws, end = 205))
+#' print(window(draws, end = 5))
 #' # the second half, every other draw, with its sampler diagnostics
-#' half <- window(draws, start = 301, thin = 2)
+#' half <- window(draws, start = 101, thin = 2)
 #' coda::niter(half)
 #' nrow(get_sampler_params(half)[[1]])
 #' @name greta_mcmc_list
 NULL
 
 #' @rdname greta_mcmc_list
+#' @param n the number of draws `print()` shows (of the first chain)
+#' @param variables the number of variables `print()` shows
 #' @export
-print.greta_mcmc_list <- function(x, ...) {
-  shown <- x
-  # what lockstep keeps with the draws (the run, and every iteration's sampler
-  # diagnostics: get_sampler_params()) is not part of the printout
-  attr(shown, "model_info") <- NULL
-  attr(shown, "sampler_params") <- NULL
-  class(shown) <- "mcmc.list"
-  print(shown, ...)
+print.greta_mcmc_list <- function(x, ..., n = 5, variables = 10) {
+  check_count(n, "n", minimum = 0)
+  check_count(variables, "variables", minimum = 1)
+  rule <- function(title = NULL) {
+    width <- max(20L, getOption("width", 80L) - 1L)
+    if (is.null(title)) return(strrep("-", width))
+    head <- paste0("-- ", title, " ")
+    paste0(head, strrep("-", max(3L, width - nchar(head))))
+  }
+  chains <- coda::nchain(x)
+  cat(rule("MCMC draws from lockstep"), "\n",
+      "* Iterations = ", coda::niter(x), "\n",
+      "* Chains = ", chains, "\n",
+      "* Thinning = ", coda::thin(x), "\n", sep = "")
+  if (chains == 0 || coda::niter(x) == 0) return(invisible(x))
+  first <- x[[1]]
+  iterations <- stats::time(first)
+  rows <- seq_len(min(n, nrow(first)))
+  cols <- seq_len(min(variables, ncol(first)))
+  cat("\n")
+  if (length(rows) > 0) {
+    cat(rule(sprintf("Chain 1 (iterations %s...%s)", iterations[1], iterations[length(rows)])),
+        "\n", sep = "")
+    shown <- unclass(first)[rows, cols, drop = FALSE]
+    attributes(shown) <- list(dim = dim(shown), dimnames = list(NULL, colnames(first)[cols]))
+    print(shown, ...)
+  }
+  more_draws <- nrow(first) - length(rows)
+  more_variables <- ncol(first) - length(cols)
+  if (more_draws > 0) {
+    cat("i ", more_draws, " more draw", if (more_draws > 1) "s", "\n", sep = "")
+  }
+  if (more_variables > 0) {
+    cat("i ", more_variables, " more variable", if (more_variables > 1) "s", ": ",
+        paste(utils::head(colnames(first)[-cols], 5), collapse = ", "),
+        if (more_variables > 5) ", ...", "\n", sep = "")
+  }
+  if (more_draws > 0 || more_variables > 0) {
+    cat("Use `print(n = ..., variables = ...)` to see more, or `summary()`\n")
+  }
+  cat(rule(), "\n", "i View chain i with `draws[[i]]`, all chains with `as.matrix(draws)`\n",
+      sep = "")
   invisible(x)
 }

@@ -13,12 +13,12 @@
 #' draws it with base graphics, in the current device, and returns the graph as
 #' two data frames.
 #'
-#' @param x a `greta_model`
-#' @param y ignored
-#' @param ... ignored
 #' A model of more than 1000 nodes is not drawn (an error says so): it would
 #' not be readable, and [model()] does not spend the time recording its graph.
 #'
+#' @param x a `greta_model`
+#' @param y ignored
+#' @param ... ignored
 #' @return invisibly, a list of `nodes` (a data frame with `id`, `type`,
 #'   `label`, `layer`, `x` and `y`) and `edges` (`from`, `to` and `kind`:
 #'   `"input"` or `"distribution"`)
@@ -98,14 +98,17 @@ plot_node_limit <- 1000L
 model_graph <- function(nodes, roots, names) {
   if (length(nodes) > plot_node_limit) return(list(too_many = length(nodes)))
   nodes <- Filter(function(n) !(n$type == "distribution" && is_log_jacobian(n)), nodes)
-  ids <- vapply(nodes, function(n) n$id, integer(1))
-  # whether an id is one of the graph's, by lookup (a search of ids per node
-  # took 13 s for 30,000 nodes)
-  in_graph <- logical(base::max(ids))
-  in_graph[ids] <- TRUE
-  shown <- function(id) id <= length(in_graph) & in_graph[pmin(id, length(in_graph))]
+  ids <- vapply(nodes, function(n) n$id, numeric(1))
+  # whether an id is one of the graph's, by lookup in a hashed environment (a
+  # search of ids per node took 13 s for 30,000 nodes; ids are large numbers,
+  # unique across sessions, so not indices of a vector)
+  in_graph <- list2env(stats::setNames(as.list(rep(TRUE, length(ids))), as.character(ids)),
+                       hash = TRUE, parent = emptyenv())
+  shown <- function(id) {
+    vapply(as.character(id), function(k) !is.null(in_graph[[k]]), logical(1), USE.NAMES = FALSE)
+  }
   keep <- function(list_of_nodes) {
-    found <- vapply(list_of_nodes, function(n) n$id, integer(1))
+    found <- vapply(list_of_nodes, function(n) n$id, numeric(1))
     found[shown(found)]
   }
   # per node, its incoming edges (lists joined once: appending edge by edge
@@ -118,8 +121,8 @@ model_graph <- function(nodes, roots, names) {
     }
     e
   })
-  from <- as.integer(unlist(lapply(per_node, `[[`, "from")))
-  to <- as.integer(unlist(lapply(per_node, `[[`, "to")))
+  from <- as.numeric(unlist(lapply(per_node, `[[`, "from")))
+  to <- as.numeric(unlist(lapply(per_node, `[[`, "to")))
   kind <- as.character(unlist(lapply(per_node, `[[`, "kind")))
   edges <- data.frame(from = from, to = to, kind = kind, stringsAsFactors = FALSE)
   labels <- vapply(nodes, function(n) {
@@ -129,7 +132,7 @@ model_graph <- function(nodes, roots, names) {
            variable = "variable",
            operation = as.character(n$op)[1], distribution = as.character(n$family)[1])
   }, character(1))
-  root_ids <- vapply(roots, function(n) n$id, integer(1))
+  root_ids <- vapply(roots, function(n) n$id, numeric(1))
   named <- match(ids, root_ids)
   labels[!is.na(named)] <- names[named[!is.na(named)]]
   list(nodes = data.frame(id = ids, type = vapply(nodes, function(n) n$type, character(1)),

@@ -289,5 +289,9 @@ check_count <- function(x, arg, minimum = 0) {
   if (!is.numeric(x) || length(x) != 1 || !is.finite(x) || x != round(x) || x < minimum) {
     stop("`", arg, "` must be a whole number of at least ", minimum, call. = FALSE)
   }
+  if (x > .Machine$integer.max) {
+    stop("`", arg, "` must be at most ", .Machine$integer.max, ", not ", format(x),
+         call. = FALSE)
+  }
   invisible(as.integer(x))
 }

@@ -116,7 +116,7 @@ simulation_nodes <- function(roots, fixed, given) {
     if (node$type == "variable") unsampleable[[key]] <<- node
     node_inputs(node)
   })
-  ordered <- order(vapply(stochastic, function(n) n$id, integer(1)))
+  ordered <- order(vapply(stochastic, function(n) n$id, numeric(1)))
   list(nodes = nodes, stochastic = stochastic[ordered], unsampleable = unsampleable)
 }
 

@@ -105,13 +105,16 @@ elementwise_bounded_variable <- function(lower, upper, dim) {
   }
   x <- if (length(pieces) == 1L) pieces[[1]] else do.call(c, unname(pieces))[order(order)]
   if (length(jacobian)) add_log_jacobian(Reduce(`+`, jacobian))
-  constrained_array(x, dim, "bounded", function(value, name) {
+  x <- constrained_array(x, dim, "bounded", function(value, name) {
     v <- as.numeric(value)
     check_initial_support(v, lower, upper, name)
     z <- v
     for (i in seq_len(n)) z[i] <- to_free(v[i], lower[i], upper[i])
     list(list(node = get_node(free), value = z))
   })
+  node <- get_node(x)
+  node$bounds <- list(lower = lower, upper = upper)  # checked by calculate()
+  x
 }
 
 new_variable <- function(lower, upper, dim) {

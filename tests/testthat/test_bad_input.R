@@ -41,7 +41,10 @@ test_that("data must be numeric and finite", {
   expect_error(as_data(bad_values), "`bad_values` contains missing values")
   # as data on the left of distribution(), and as parameters
   y <- c(0.5, NA)
-  expect_error(distribution(y) <- normal(0, 1), "missing values")
+  expect_error(distribution(y) <- normal(0, 1),
+               "in `distribution\\(y\\) <-`, `y` contains missing values")
+  y <- c("a", "b")
+  expect_error(distribution(y) <- normal(0, 1), "in `distribution\\(y\\) <-`, `y` must be numeric")
   expect_error(normal(c(0, Inf), 1), "`mean` contains infinite values")
   expect_error(normal(0, "a"), "`sd` must be numeric or logical")
   # data frames of numbers are fine
@@ -212,6 +215,52 @@ test_that("a C++ exception reaches R as an R error", {
   expect_true(is.finite(lockstep:::model_log_density(m, rep(0, 10))$log_density))
 })
 
+test_that("a refused distribution() leaves nothing behind in the model", {
+  # the user corrects the data and runs the line again: the refused
+  # distribution must not stay attached to its parameters
+  mu <- variable()
+  y <- c(0, 1, 1, 0.5)
+  expect_error(distribution(y) <- bernoulli(ilogit(mu)), "must be 0 or 1")
+  y <- c(0, 1, 1, 0)
+  distribution(y) <- bernoulli(ilogit(mu))
+  m <- model(mu)
+  expect_equal(m$n_free, 1)
+  expect_equal(length(m$likelihood), 1)
+  nu <- variable()
+  z <- c(-1, 2, 3)
+  expect_error(distribution(z) <- lognormal(nu, 1), "support|positive|range")
+  z <- c(1, 2, 3)
+  distribution(z) <- lognormal(nu, 1)
+  m <- model(nu)
+  expect_equal(m$n_free, 1)
+  # the log density is the one likelihood's (and nu's flat prior)
+  free <- matrix(0.3, 1, 1)
+  expect_equal(lockstep:::model_log_density(m, free, gradient = FALSE)$log_density,
+               sum(dlnorm(z, 0.3, 1, log = TRUE)), tolerance = 1e-12)
+  # a distribution of the wrong dimensions, and one given to a variable, too
+  w <- variable()
+  d <- c(1, 2)
+  expect_error(distribution(d) <- normal(rep(w, 3), 1), "different dimensions")
+  expect_error(distribution(w) <- normal(nu, 1), "only be assigned to data")
+  expect_equal(model(nu)$n_free, 1)
+})
+
+test_that("counts too large for R's integers are refused by name", {
+  m <- eight_schools_model()
+  expect_error(mcmc(m, n_samples = 1e10, verbose = FALSE), "`n_samples` must be at most 2147483647")
+  expect_error(mcmc(m, warmup = 3e9, verbose = FALSE), "`warmup` must be at most")
+})
+
+test_that("more threads than cores are not used, with a warning as greta gives", {
+  cores <- parallel::detectCores(logical = TRUE)
+  skip_if(is.na(cores))
+  expect_warning(co <- cpu_only(threads = cores + 3),
+                 paste0(cores + 3, " threads were requested, but only ", cores))
+  expect_equal(co$threads, cores)
+  expect_silent(co <- cpu_only(threads = 1))
+  expect_equal(co$threads, 1L)
+})
+
 test_that("a saved and reloaded model rebuilds its engine, with a message", {
   set.seed(601)
   m <- eight_schools_model()
@@ -229,6 +278,43 @@ test_that("a saved and reloaded model rebuilds its engine, with a message", {
   # and it samples
   expect_s3_class(mcmc(reloaded, n_samples = 10, warmup = 10, chains = 2, verbose = FALSE),
                   "greta_mcmc_list")
+})
+
+test_that("greta arrays saved in one R session and built on in another make a model", {
+  # Node ids are unique across sessions: a new session counting from 1 again
+  # gave its new nodes the ids of reloaded ones, and model() failed ("a
+  # density term cannot be an input").
+  path <- tempfile(fileext = ".rds")
+  script <- tempfile(fileext = ".R")
+  on.exit(unlink(c(path, script)), add = TRUE)
+  writeLines(c(
+    "suppressMessages(library(lockstep))",
+    "x <- c(0.3, -1.2, 0.8, 2.1)",
+    "mu <- normal(0, 1)",
+    "sigma <- lognormal(0, 1)",
+    "distribution(x) <- normal(mu, sigma)",
+    "m <- model(mu, sigma)",
+    sprintf("saveRDS(list(m = m, mu = mu, sigma = sigma, x = x), '%s')", path)
+  ), script)
+  status <- system2(file.path(R.home("bin"), "Rscript"), script,
+                    env = paste0("R_LIBS=", paste(.libPaths(), collapse = .Platform$path.sep)),
+                    stdout = FALSE, stderr = FALSE)
+  expect_equal(status, 0)
+  saved <- readRDS(path)
+  # new greta arrays in this session, joined to the saved ones
+  y <- c(1.1, 0.4)
+  distribution(y) <- normal(saved$mu, 1)
+  m <- model(saved$mu, saved$sigma)
+  expect_equal(m$n_free, 2)
+  expect_equal(length(m$likelihood), 2)
+  free <- matrix(0.2, 1, 2)  # mu = 0.2, log sigma = 0.2, whichever comes first
+  want <- dnorm(0.2, 0, 1, log = TRUE) + dlnorm(exp(0.2), 0, 1, log = TRUE) + 0.2 +
+    sum(dnorm(saved$x, 0.2, exp(0.2), log = TRUE)) + sum(dnorm(y, 0.2, 1, log = TRUE))
+  expect_equal(lockstep:::model_log_density(m, free, gradient = FALSE)$log_density, want,
+               tolerance = 1e-12)
+  # the saved model itself still rebuilds and computes its own density
+  old <- suppressMessages(lockstep:::model_log_density(saved$m, free, gradient = FALSE))
+  expect_equal(old$log_density, want - sum(dnorm(y, 0.2, 1, log = TRUE)), tolerance = 1e-12)
 })
 
 test_that("calling the engine with a null or wrong pointer is an R error, not a crash", {

@@ -30,6 +30,13 @@ test_that("calculate() explains what is missing or wrong", {
   expect_error(calculate(y, values = list(q = 1)), "not a greta array")
   pos <- variable(lower = 0)
   expect_error(calculate(pos * 2, values = list(pos = -1)), "outside the range")
+  expect_error(calculate(pos * 2, values = list(pos = NA)), "`pos` contains missing values")
+  expect_error(calculate(y, values = list(x = c(1, NaN), b = 1)), "`x` contains missing values")
+  # bounds of their own per element are checked too
+  each <- variable(lower = c(0, 1), upper = c(Inf, 3))
+  expect_error(calculate(each * 1, values = list(each = c(-1, 2))), "`each` is outside the range")
+  expect_error(calculate(each * 1, values = list(each = c(1, 5))), "`each` is outside the range")
+  expect_equal(as.numeric(calculate(each * 2, values = list(each = c(1, 2)))[[1]]), c(2, 4))
   expect_error(calculate(y, values = list(b = 1), nsim = 10), "do not have distributions")
   expect_error(calculate(1), "greta arrays")
   expect_error(calculate(y, values = c(1, 2)), "named list")

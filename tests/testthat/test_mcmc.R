@@ -132,7 +132,7 @@ test_that("coda's diagnostics, summary() and print() work on the draws", {
   expect_equal(rownames(s$statistics), coda::varnames(draws))
   expect_equal(s$statistics[, "Mean"], colMeans(as.matrix(draws)))
   expect_output(print(draws), "theta\\[8,1\\]")
-  expect_output(print(draws), "Markov Chain Monte Carlo")
+  expect_output(print(draws), "MCMC draws from lockstep")
   # the draws alone: not what lockstep keeps with them (every iteration's
   # sampler diagnostics, the run)
   printed <- capture.output(returned <- print(draws))
@@ -148,8 +148,9 @@ test_that("thin keeps every thin-th draw", {
   expect_equal(coda::niter(draws), 20)
   expect_equal(nrow(draws[[1]]), 20)
   expect_equal(coda::thin(draws), 5)
-  expect_equal(start(draws), 50 + 5)
-  expect_equal(end(draws), 50 + 100)
+  # numbered from the first iteration after warmup, as greta numbers them
+  expect_equal(start(draws), 5)
+  expect_equal(end(draws), 100)
   # a thin that does not divide n_samples
   draws <- suppressWarnings(mcmc(m, n_samples = 10, thin = 3, warmup = 10, chains = 2,
                                  verbose = FALSE))
@@ -332,8 +333,8 @@ test_that("thinning is consistent across progress-bar chunks", {
   draws <- suppressWarnings(mcmc(m, n_samples = 120, thin = 7, warmup = 30, chains = 2,
                                  pb_update = 50, verbose = FALSE))
   expect_equal(coda::niter(draws), 17)  # iterations 7, 14, ..., 119
-  expect_equal(start(draws), 30 + 7)
-  expect_equal(end(draws), 30 + 119)
+  expect_equal(start(draws), 7)
+  expect_equal(end(draws), 119)
 })
 
 test_that("initial values can only be given for variables", {
@@ -500,6 +501,9 @@ test_that("extra_samples() continues the chains without warmup and keeps the ear
   expect_equal(coda::nchain(more), 2)
   expect_equal(coda::niter(more), 500)
   expect_equal(start(more), start(draws))
+  # numbered as greta numbers them: from 1 after warmup, going on from there
+  expect_equal(start(draws), 1)
+  expect_equal(end(more), 500)
   # the earlier draws come first, unchanged
   expect_equal(as.matrix(more[[1]])[1:300, , drop = FALSE], as.matrix(draws[[1]]))
   expect_equal(nrow(get_sampler_params(more)[[2]]), 500)
@@ -516,6 +520,30 @@ test_that("extra_samples() continues the chains without warmup and keeps the ear
   thinned2 <- extra_samples(thinned, n_samples = 20, thin = 4, verbose = FALSE)
   expect_equal(coda::niter(thinned2), 15)
   expect_equal(coda::thin(thinned2), 4)
+})
+
+test_that("print() of draws shows a few, as greta's does, not every draw", {
+  set.seed(532)
+  x <- normal(0, 1, dim = c(30, 2))
+  draws <- mcmc(model(x), n_samples = 50, warmup = 20, chains = 2, verbose = FALSE)
+  out <- capture.output(returned <- print(draws))
+  expect_identical(returned, draws)
+  expect_lt(length(out), 25)
+  expect_true(any(grepl("MCMC draws from lockstep", out)))
+  expect_true(any(grepl("Iterations = 50", out)))
+  expect_true(any(grepl("Chains = 2", out)))
+  expect_true(any(grepl("Chain 1 \\(iterations 1...5\\)", out)))
+  expect_true(any(grepl("45 more draws", out)))
+  expect_true(any(grepl("50 more variables: x\\[11,1\\]", out)))
+  # the first rows and columns of chain 1
+  shown <- utils::read.table(text = out[grep("^ *x\\[1,1\\]", out) + 0:5], header = TRUE,
+                             check.names = FALSE)
+  expect_equal(unname(as.matrix(shown))[, 1:3], unname(as.matrix(draws[[1]])[1:5, 1:3]),
+               tolerance = 1e-6)
+  more <- capture.output(print(draws, n = 8, variables = 60))
+  expect_true(any(grepl("42 more draws", more)))
+  expect_false(any(grepl("more variables", more)))
+  expect_error(print(draws, n = -1), "`n` must be a whole number")
 })
 
 test_that("extra_samples() restarts from the last draws when the sampler is gone", {
@@ -693,14 +721,14 @@ test_that("window() keeps a greta_mcmc_list and its diagnostics aligned", {
   set.seed(533)
   x <- normal(0, 1)
   draws <- mcmc(model(x), n_samples = 100, warmup = 200, chains = 2, verbose = FALSE)
-  w <- window(draws, start = 241, thin = 2)
+  w <- window(draws, start = 41, thin = 2)
   expect_s3_class(w, "greta_mcmc_list")
   expect_equal(coda::niter(w), 30)
-  # iterations 241, 243, ..., 299 of 201..300 are draws 41, 43, ..., 99
+  # iterations 41, 43, ..., 99 of 1..100, as greta numbers them
   expect_equal(as.numeric(w[[1]][, "x"]), as.numeric(draws[[1]][seq(41, 99, by = 2), "x"]))
   expect_equal(nrow(get_sampler_params(w)[[1]]), 30)
   expect_equal(coda::niter(attr(w, "model_info")$raw_draws), 30)
-  expect_error(extra_samples(w, verbose = FALSE), "greta_mcmc_list returned by mcmc")
+  expect_error(extra_samples(w, verbose = FALSE), "cannot continue")
 })
 
 # -- greta's other samplers -------------------------------------------------------
@@ -784,7 +812,7 @@ test_that("nuts and hmc on a small model step their chains in groups, one per th
   two <- run(cpu_only(threads = 2))
   expect_equal(groups(one), 1)
   expect_equal(groups(two), 2)
-  expect_equal(groups(run(cpu_only(threads = 8))), 3)  # at most one group per chain
+  expect_equal(groups(run(cpu_only(threads = 2), chains = 1)), 1)  # at most one group per chain
   expect_identical(as.matrix(two), as.matrix(one))
   expect_identical(attr(two, "sampler_params"), attr(one, "sampler_params"))
   expect_equal(coda::niter(two), 75)
@@ -994,6 +1022,6 @@ test_that("get_sampler_params(inc_warmup = TRUE) puts every warmup iteration fir
   # no warmup: nothing before the draws; a window keeps none
   none <- mcmc(model(x), n_samples = 10, warmup = 0, chains = 2, verbose = FALSE)
   expect_equal(nrow(get_sampler_params(none, inc_warmup = TRUE)[[1]]), 10)
-  expect_error(get_sampler_params(window(draws, start = 41), inc_warmup = TRUE),
+  expect_error(get_sampler_params(window(draws, start = 11), inc_warmup = TRUE),
                "no warmup diagnostics")
 })

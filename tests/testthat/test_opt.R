@@ -51,6 +51,12 @@ test_that("opt() with adjust = TRUE maximises the density of the free state (MAP
   # the Hessian of -log likelihood of an exponential rate is n / rate^2
   hr <- opt(m2, adjust = FALSE, hessian = TRUE)
   expect_equal(hr$hessian$rate[1, 1], length(z) / hr$par$rate^2, tolerance = 1e-4)
+  # a target computed from variables has no Hessian of its own: a warning
+  # names it (it used to be left out without a word)
+  both <- c(mu, rate)
+  m3 <- model(mu, both)
+  expect_warning(h3 <- opt(m3, hessian = TRUE)$hessian, "no Hessian for `both`")
+  expect_equal(names(h3), "mu")
 })
 
 test_that("opt() runs several starts together and reports the iteration limit", {
