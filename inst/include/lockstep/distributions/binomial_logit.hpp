@@ -4,38 +4,23 @@
 //   d/deta = x ilogit(-eta) - (size - x) ilogit(eta),
 // finite for every finite eta (log ilogit(-eta) at eta = 40 is -40, where
 // log(1 - plogis(40)) is -Inf). Its partials and the rules for size and x are
-// binomial.hpp's.
+// binomial.hpp's, through link_binomial.hpp.
 #ifndef LOCKSTEP_DISTRIBUTIONS_BINOMIAL_LOGIT_HPP
 #define LOCKSTEP_DISTRIBUTIONS_BINOMIAL_LOGIT_HPP
 
 #include "../math/elementary.hpp"
-#include "dist.hpp"
-#include "helpers.hpp"
+#include "link_binomial.hpp"
 
 namespace lockstep {
 
 template <> struct Dist<Family::binomial_logit> : Discrete2 {
   static constexpr int n_params = 2;
-  // Written straight-line so that a binomial regression's element loop
-  // vectorises (density.hpp's straight_line<D>): one exp serves both tails'
-  // logs and probabilities (logit_tails, as bernoulli_logit's); lchoose and the size's
-  // partial through math/log_gamma.hpp (size may be any number >= 0, greta's
-  // continuous extension) and ls_lfactorial_count for the count.
+  // One exp serves both tails' logs and probabilities (logit_tails, as
+  // bernoulli_logit's): d/deta log ilogit(eta) = ilogit(-eta).
   static constexpr bool straight_line = true;
   LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
-    const double n = p[0], eta = p[1];
-    const double bad = nan_unless((n >= 0) & (n < ls_inf()) & (eta == eta));
-    const bool in = (x >= 0) & (x <= n) & (floor(x) == x);  // NaN: not in
-    const double m = n - x;
-    const LogitTails t = logit_tails(eta);
-    // a count of 0 contributes exactly 0 (not 0 * -Inf at eta = +-Inf)
-    const double k = ls_count_times(x, t.log_p) + ls_count_times(m, t.log_q);
-    const LogGamma gn = ls_lgamma_digamma(n + 1), gm = ls_lgamma_digamma(m + 1);
-    const double lp = gn.lgamma - ls_lfactorial_count(x) - gm.lgamma + k;
-    *dx = bad;
-    dp[0] = (in ? gn.digamma - gm.digamma + t.log_q : 0.0) + bad;
-    dp[1] = (in ? x * t.q - m * t.p : 0.0) + bad;
-    return (in ? lp : -ls_inf()) + bad;
+    const LogitTails t = logit_tails(p[1]);
+    return link_binomial_lpdf(x, p[0], p[1], LinkTails{t.log_p, t.log_q, t.q, t.p}, dx, dp);
   }
 };
 
