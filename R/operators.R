@@ -73,9 +73,10 @@ Ops.greta_array <- function(e1, e2) {
 
 # A comparison or logical operator, elementwise with greta's broadcasting:
 # 1 where it holds and 0 where not, as greta gives (R's TRUE and FALSE as
-# numbers). On data alone R computes it; otherwise it is made of sign() and
-# abs() (a step function: its gradient is 0, as greta's is): with s = sign(a -
-# b), a > b is (s + |s|) / 2, a == b is 1 - |s|; a nonzero x is |sign(x)|.
+# numbers). On data alone R computes it; otherwise the comparisons are the
+# engine's greater, greater_equal and equal ops (math/binary.hpp; a step
+# function: its gradient is 0, as greta's is), and the logical operators are
+# made of sign() and abs(): a nonzero x is |sign(x)|.
 compare_or_combine <- function(op, e1, e2 = NULL) {
   a <- as.greta_array(e1, "e1")
   b <- if (!is.null(e2)) as.greta_array(e2, "e2")
@@ -92,13 +93,12 @@ compare_or_combine <- function(op, e1, e2 = NULL) {
     return(as_data(array(as.numeric(value), dim = dim)))
   }
   nonzero <- function(x) abs(sign(x))
-  above <- function(x, y) {
-    s <- sign(x - y)
-    (s + abs(s)) / 2
-  }
+  compare <- function(name, x, y) elementwise_binary(name, x, y, op)
   switch(op,
-         ">" = above(a, b), "<" = above(b, a), ">=" = 1 - above(b, a), "<=" = 1 - above(a, b),
-         "==" = 1 - nonzero(a - b), "!=" = nonzero(a - b), "!" = 1 - nonzero(a),
+         ">" = compare("greater", a, b), "<" = compare("greater", b, a),
+         ">=" = compare("greater_equal", a, b), "<=" = compare("greater_equal", b, a),
+         "==" = compare("equal", a, b), "!=" = 1 - compare("equal", a, b),
+         "!" = 1 - nonzero(a),
          "&" = nonzero(a) * nonzero(b),
          "|" = {
            na <- nonzero(a)

@@ -166,6 +166,14 @@ const std::map<std::string, BinaryRef>& binary_refs() {
                                               std::exp(static_cast<long double>(b))));
         },
         1e-7, {-40, 40, false}, {-40, 40, false}, {-40, 40, false}, 1e-15}},
+      // steps, 1 or 0: random operands are never equal (ties and infinities
+      // have a test of their own)
+      {"greater", {[](double a, double b) { return a > b ? 1.0 : 0.0; }, 1e-7, any_value,
+                   any_value, any_value}},
+      {"greater_equal", {[](double a, double b) { return a >= b ? 1.0 : 0.0; }, 1e-7, any_value,
+                         any_value, any_value}},
+      {"equal", {[](double a, double b) { return a == b ? 1.0 : 0.0; }, 1e-7, any_value,
+                 any_value, any_value}},
   };
   return m;
 }
@@ -493,6 +501,18 @@ TEST_CASE("binary ops: R's values of ^, %% and %/% at special points", "[ops][bi
   CHECK(pow_(1, std::nan("")) == 1);
   CHECK(pow_(-2, -2) == 0.25);
   CHECK(pow_(2, 0.5) == 1.414213562373095145);
+  // R (R_pow), where C's pow differs: (-0.5)^Inf, (-1)^Inf, (-2)^-Inf, (-Inf)^Inf,
+  // (-Inf)^0.5 are NaN; (-Inf)^3 = -Inf, (-Inf)^-2 = 0, 0.5^Inf = 0, 2^-Inf = 0
+  CHECK(std::isnan(pow_(-0.5, inf)));
+  CHECK(std::isnan(pow_(-1, inf)));
+  CHECK(std::isnan(pow_(-2, -inf)));
+  CHECK(std::isnan(pow_(-inf, inf)));
+  CHECK(std::isnan(pow_(-inf, 0.5)));
+  CHECK(pow_(-inf, 3) == -inf);
+  CHECK(pow_(-inf, -2) == 0);
+  CHECK(pow_(0.5, inf) == 0);
+  CHECK(pow_(2, -inf) == 0);
+  CHECK(std::isnan(pow_(std::nan(""), inf)));
   // R: 5 %% -3, -5 %% 3, 5.5 %% 0, 5 %% Inf, -5 %% Inf, 0.3 %% 0.1, 1 %% 0.1, 1e20 %% 7
   CHECK(mod(5, -3) == -1);
   CHECK(mod(-5, 3) == 1);
@@ -573,6 +593,23 @@ TEST_CASE("log_add_exp: far tails, infinities and NaN", "[ops][binary][special]"
   CHECK(db == 1);
   // single precision: the same formula in float
   CHECK(close(L::value(30.0f, 29.0f), 30 + std::log1p(std::exp(-1.0)), 1e-6));
+}
+
+TEST_CASE("comparisons: ties, infinities and NaN, as R's", "[ops][binary][special]") {
+  using lockstep::Binary;
+  const double inf = HUGE_VAL, nan = std::nan("");
+  const double xs[] = {-inf, -2.5, 0, 0.5, inf};
+  for (double a : xs)
+    for (double b : xs) {
+      INFO(a << " vs " << b);
+      CHECK(Binary<Op::greater>::value(a, b) == (a > b ? 1 : 0));
+      CHECK(Binary<Op::greater_equal>::value(a, b) == (a >= b ? 1 : 0));
+      CHECK(Binary<Op::equal>::value(a, b) == (a == b ? 1 : 0));
+      CHECK(std::isnan(Binary<Op::greater>::value(a, nan)));
+      CHECK(std::isnan(Binary<Op::equal>::value(nan, b)));
+      CHECK(Binary<Op::equal>::value(float(a), float(b)) == (a == b ? 1.0f : 0.0f));
+    }
+  CHECK(std::isnan(Binary<Op::greater_equal>::value(nan, nan)));
 }
 
 TEST_CASE("pow: a negative base to integer powers, value and gradient", "[ops][binary][pow]") {

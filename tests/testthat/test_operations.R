@@ -341,6 +341,20 @@ test_that("comparison and logical operators give 1 and 0, as greta's do, with gr
   expect_equal(as.numeric(calculate(x & x[4:1], values = list(x = vals))[[1]]),
                as.numeric(vals & rev(vals)))
   expect_equal(as.numeric(calculate(x | 0, values = list(x = vals))[[1]]), as.numeric(vals | 0))
+  # infinities compare as R compares them (built from sign(a - b), two equal
+  # infinities gave NaN); a NaN operand gives NaN, R's NA
+  a <- variable(dim = 3)
+  b <- variable(dim = 3)
+  inf_a <- exp(a) * c(1, -1, 1)
+  inf_b <- exp(b) * c(1, -1, -1)
+  at_800 <- list(a = rep(800, 3), b = rep(800, 3))  # Inf v Inf, -Inf v -Inf, Inf v -Inf
+  for (op in c(">", "<", ">=", "<=", "==", "!=")) {
+    f <- get(op, envir = baseenv())
+    got <- calculate(f(inf_a, inf_b), values = at_800)[[1]]
+    expect_equal(as.numeric(got), as.numeric(f(c(Inf, -Inf, Inf), c(Inf, -Inf, -Inf))), label = op)
+    got <- calculate(f(log(a), 0), values = list(a = c(-1, 1, 2)))[[1]]
+    expect_equal(as.numeric(got), c(NaN, as.numeric(f(log(c(1, 2)), 0))), label = op)
+  }
   # on data: computed at once, a data greta array
   d <- as_data(matrix(c(1, 5, 3, 0), 2))
   for (op in c(">", "<", ">=", "<=", "==", "!=", "&", "|")) {
@@ -385,7 +399,16 @@ test_that("rowSums and colSums match R, and return column vectors as greta does"
   expect_equal(rowSums(X), base::rowSums(X))
   expect_equal(colSums(X), base::colSums(X))
   expect_equal(rowSums(array(1:24, c(2, 3, 4)), dims = 2), base::rowSums(array(1:24, c(2, 3, 4)), dims = 2))
-  expect_error(rowSums(a, dims = 2), "only `dims = 1`")
+  # several dimensions as rows (`dims`), as base R sums them
+  check_operation(function(a) rowSums(a, dims = 2), list(a = list(dim = c(2, 3, 4))))
+  check_operation(function(a) colSums(a, dims = 2), list(a = list(dim = c(2, 3, 4))))
+  check_operation(function(a) rowMeans(a, dims = 2) + colMeans(a, dims = 1)[1, 2],
+                  list(a = list(dim = c(2, 3, 4))), chains = 2)
+  check_operation(function(a) colMeans(a, dims = 2), list(a = list(dim = c(2, 2, 3, 2))), chains = 2)
+  expect_equal(dim(rowSums(variable(dim = c(2, 3, 4)), dims = 2)), c(2L, 3L))
+  expect_equal(dim(colSums(variable(dim = c(2, 3, 4, 5)), dims = 2)), c(4L, 5L))
+  expect_error(rowSums(a, dims = 2), "`dims` of rowSums\\(\\) must be a whole number from 1 to 1")
+  expect_error(colMeans(variable(dim = c(2, 3, 4)), dims = 0), "from 1 to 2")
 })
 
 test_that("mean, rowMeans and colMeans match R", {
@@ -403,7 +426,7 @@ test_that("mean, rowMeans and colMeans match R", {
   X <- matrix(rnorm(12), 4, 3)
   expect_identical(rowMeans(X), base::rowMeans(X))
   expect_identical(colMeans(X), base::colMeans(X))
-  expect_error(colMeans(a, dims = 2), "only `dims = 1`")
+  expect_error(colMeans(a, dims = 2), "must be a whole number from 1 to 1")
 })
 
 test_that("t() matches R, alone and inside a matrix product", {

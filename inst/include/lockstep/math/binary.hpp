@@ -35,7 +35,9 @@ template <> struct Binary<Op::div> {
 };
 
 // a ^ b as R's R_pow: 1 when a is 1 or b is 0 (even NaN ^ 0), a * a for b = 2,
-// pow() otherwise (a negative base with a non-integer exponent is NaN).
+// pow() otherwise (a negative base with a non-integer exponent is NaN), except
+// where C's pow() and R's differ: a negative base to an infinite power, and
+// -Inf to a non-integer one, are NaN in R (C gives 0, 1 or Inf).
 // d/da = b a^(b - 1); d/db = a^b log(a) for a > 0, and 0 where a <= 0 (as
 // greta's, from TensorFlow: where a^b is defined for a < 0 it is only so at
 // integer b, and at a = 0 the limit from a > 0 is 0 for b > 0).
@@ -43,6 +45,8 @@ template <> struct Binary<Op::pow> {
   template <class T> LS_HD static T value(T a, T b) {
     if (a == T(1) || b == T(0)) return T(1);
     if (b == T(2)) return a * a;
+    const T inf = T(HUGE_VAL);
+    if (a < T(0) && (b == inf || b == -inf || (a == -inf && b != floor(b)))) return T(NAN);
     return pow(a, b);
   }
   template <class T> LS_HD static void partials(T a, T b, T y, T* da, T* db) {
@@ -134,6 +138,31 @@ template <> struct Binary<Op::log_add_exp> {
     *da = T(infinite ? at_a : ea);
     *db = T(infinite ? at_b : eb);
   }
+};
+
+// R's comparisons, as greta gives them: 1 where a > b (greater), a >= b
+// (greater_equal) or a == b (equal), else 0; NaN where either operand is NaN
+// (R's NA). R's <, <= and != are these with the operands swapped, or 1 - equal.
+// Their gradient is 0 (steps, as greta's are). Ops of their own, because the
+// sign(a - b) they were built from is NaN for two equal infinities (Inf ==
+// Inf is 1).
+template <> struct Binary<Op::greater> {
+  template <class T> LS_HD static T value(T a, T b) {
+    return (a != a || b != b) ? a + b : T(a > b ? 1 : 0);
+  }
+  template <class T> LS_HD static void partials(T, T, T, T* da, T* db) { *da = T(0); *db = T(0); }
+};
+template <> struct Binary<Op::greater_equal> {
+  template <class T> LS_HD static T value(T a, T b) {
+    return (a != a || b != b) ? a + b : T(a >= b ? 1 : 0);
+  }
+  template <class T> LS_HD static void partials(T, T, T, T* da, T* db) { *da = T(0); *db = T(0); }
+};
+template <> struct Binary<Op::equal> {
+  template <class T> LS_HD static T value(T a, T b) {
+    return (a != a || b != b) ? a + b : T(a == b ? 1 : 0);
+  }
+  template <class T> LS_HD static void partials(T, T, T, T* da, T* db) { *da = T(0); *db = T(0); }
 };
 
 template <OpFamily F, Op op> struct BinaryRule {
