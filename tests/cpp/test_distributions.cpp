@@ -519,6 +519,29 @@ TEST_CASE("lpdf of greta's other families matches R's d* functions", "[distribut
   CHECK(close(lpdf(Family::beta_binomial, 0, {5, 0.7, 3.2}), -0.67802400148460285, 1e-12));
   CHECK(close(lpdf(Family::beta_binomial, 12, {12, 4, 0.6}), -0.85397233358079616, 1e-12));
   CHECK(close(lpdf(Family::beta_binomial, 40, {100, 0.5, 0.5}), -5.0415501218751473, 1e-12));
+  // Far out in alpha and beta, where the lgamma differences of lbeta lost
+  // everything (at beta = 1e18 the log density came out thousands too high):
+  // mpmath at 60 digits, log(binomial(n, x)) + log(beta(x + a, n - x + b)) -
+  // log(beta(a, b)), and its partials in a and b by mpmath's diff
+  struct Far {
+    double x, n, a, b, lp, da, db;
+  };
+  const Far far[] = {{3, 20, 1e-20, 1e18, -162.6593661596109, 1e20, -3e-18},
+                     {5, 20, 2, 1e12, -121.92700103362709, 1.44999999998, -4.999999999875e-12},
+                     {7, 20, 3e8, 5e8, -1.717560716211998, -1.6666666031250014e-09,
+                      9.999999848750003e-10},
+                     {0, 20, 0.5, 1e15, -9.999999999999902e-15, -1.99999999999998e-14,
+                      9.999999999999805e-30},
+                     {20, 20, 1e16, 3, -5.999999999999993e-15, 5.9999999999999865e-31,
+                      -1.9999999999999974e-15}};
+  for (const Far& f : far) {
+    INFO("x = " << f.x << ", alpha = " << f.a << ", beta = " << f.b);
+    double dx = 0, dp[3] = {0, 0, 0};
+    const double p[3] = {f.n, f.a, f.b};
+    CHECK(close(dist_lpdf(Family::beta_binomial, f.x, p, &dx, dp), f.lp, 1e-12, 1e-14));
+    CHECK(close(dp[1], f.da, 1e-9, 1e-20));
+    CHECK(close(dp[2], f.db, 1e-7, 1e-20));
+  }
   // R: dhyper(3, 10, 7, 8, log = TRUE); dhyper(0, 5, 12, 4, log = TRUE);
   //    dhyper(6, 6, 3, 9, log = TRUE); dhyper(40, 300, 500, 120, log = TRUE)
   CHECK(close(lpdf(Family::hypergeometric, 3, {10, 7, 8}), -2.2666288868046998, 1e-12));
@@ -684,6 +707,73 @@ TEST_CASE("log Phi and the Mills ratio match R in both tails", "[distributions][
     const double fd = central_difference(log_phi, z, 1e-5);
     CHECK(close(mills(z), fd, 1e-8, 1e-12));
   }
+}
+
+TEST_CASE("negative_binomial keeps its precision at a large size, prepared or not", "[distributions][lpdf]") {
+  // mpmath at 80 digits: loggamma(x + r) - loggamma(r) - loggamma(x + 1) + r
+  // log(q) + x log(1 - q) at the double q = r / (r + mu), and its partials by
+  // mpmath's diff. The difference of the two lgammas lost size * 1e-16 (0.004
+  // per row at size 1e12) to rounding.
+  struct Ref {
+    double x, r, q, lp, dr, dq;
+  };
+  const Ref refs[] = {
+      {40.0, 1000000000000.0, 0.99999999997, -4.272743620537607, 9.99999751655887e-12,
+       -333333222982.8478},
+      {17.0, 500000000.0, 0.9999999600000016, -2.577624809566552, -5.999999768633478e-09,
+       75000003.26173063},
+      {3.0, 1e+16, 0.9999999999999998, -1.6190812221156434, 7.795539507496864e-17,
+       -3510798882111486.0},
+      {250.0, 37.5, 0.15789473684210525, -5.5578828627978565, 0.20270768651761661,
+       -59.374999999999986},
+      {16.0, 12.0, 0.5454545454545454, -3.505576733620336, 0.26544360480442186,
+       -13.199999999999996}};
+  using NB = lockstep::Dist<Family::negative_binomial>;
+  for (const Ref& r : refs) {
+    INFO("x = " << r.x << ", size = " << r.r);
+    const double p[2] = {r.r, r.q};
+    double dx = 0, dp[2] = {0, 0};
+    CHECK(close(NB::lpdf(r.x, p, &dx, dp), r.lp, 1e-12, 1e-13));
+    CHECK(close(dp[0], r.dr, 1e-6, 1e-15));
+    CHECK(close(dp[1], r.dq, 1e-10));
+    const NB::Prepared q = NB::prepare(p);
+    double pdx = 0, pdp[2] = {0, 0};
+    CHECK(close(NB::lpdf(r.x, r.q, q, &pdx, pdp), r.lp, 1e-12, 1e-13));
+    CHECK(close(pdp[0], r.dr, 1e-6, 1e-15));
+    CHECK(close(pdp[1], r.dq, 1e-10));
+  }
+}
+
+TEST_CASE("log_gamma_ratio keeps its precision where the two log Gammas are huge", "[special]") {
+  // mpmath at 60 digits: loggamma(s + k) - loggamma(s), digamma(s + k) - digamma(s)
+  struct Ref {
+    double s, k, value, dvalue;
+  };
+  const Ref refs[] = {{10, 1, 2.302585092994046, 0.1},
+                      {10.5, 7.25, 18.850657802866156, 0.5449510535788299},
+                      {1e18, 5, 207.2326583694641, 5e-18},
+                      {1e6, 1e6, 14201804.572510533, 0.6931474305600078},
+                      {37.5, 0.001, 0.003610961857165752, 2.7025017109936355e-05}};
+  for (const Ref& r : refs) {
+    INFO("s = " << r.s << ", k = " << r.k);
+    const lockstep::LogGammaRatio g = lockstep::log_gamma_ratio(r.s, r.k);
+    CHECK(close(g.value, r.value, 1e-14));
+    CHECK(close(g.dvalue, r.dvalue, 1e-13));
+  }
+  // below 10, and across 10, against long double lgamma and the difference of digammas
+  for (double s : {1e-20, 0.3, 2.5, 9.999, 10.0, 10.001, 55.0})
+    for (double k : {0.0, 1.0, 3.0, 17.5, 400.0}) {
+      INFO("s = " << s << ", k = " << k);
+      const lockstep::LogGammaRatio g = lockstep::log_gamma_ratio(s, k);
+      const long double want = std::lgamma(static_cast<long double>(s) + k) -
+                               std::lgamma(static_cast<long double>(s));
+      CHECK(close(g.value, static_cast<double>(want), 1e-13, 1e-13));
+      if (k == 0) CHECK(g.value == 0);
+      if (k == 0) CHECK(g.dvalue == 0);
+      const double fd = central_difference(
+          [k](double v) { return lockstep::log_gamma_ratio(v, k).value; }, s, 1e-4 * s);
+      CHECK(close(g.dvalue, fd, 1e-6, 1e-9));
+    }
 }
 
 TEST_CASE("erfcx is within a few ulps from 0 to the largest double", "[special]") {

@@ -31,12 +31,22 @@ template <> struct Dist<Family::beta_binomial> : Discrete3 {
       return -ls_inf();
     }
     const double m = n - x;
-    const double d_nab = digamma(n + a + b), d_ab = digamma(a + b), d_mb = digamma(m + b);
-    dp[0] = ls_digamma1p(n) - ls_digamma1p(m) + d_mb - d_nab;
-    dp[1] = digamma(x + a) - d_nab - digamma(a) + d_ab;
-    dp[2] = d_mb - d_nab - digamma(b) + d_ab;
-    return ls_lfactorial(n) - ls_lfactorial(x) - ls_lfactorial(m) + ls_lbeta(x + a, m + b) -
-           ls_lbeta(a, b);
+    // The log Betas as ratios of Gammas, each computed without cancellation
+    // (log_gamma_ratio, math/log_gamma.hpp):
+    //   lbeta(x + a, m + b) - lbeta(a, b) = D(a, x) + D(b, m) - D(a + b, n),
+    // D(s, k) = lgamma(s + k) - lgamma(s). As lgamma differences they lost
+    // everything where alpha or beta is large: at beta = 1e18 each lgamma is
+    // 4e19, its rounding worth thousands, and NUTS chains found spurious
+    // modes of log density +2000 there (a beta-binomial regression's chains
+    // stuck at alpha = 1e-20, beta = 1e18).
+    const LogGammaRatio ga = log_gamma_ratio(a, x), gb = log_gamma_ratio(b, m),
+                        gab = log_gamma_ratio(a + b, n);
+    // digamma(m + b) - digamma(n + a + b), the same way: n + a + b = (m + b) + (x + a)
+    const LogGammaRatio gs = log_gamma_ratio(m + b, x + a);
+    dp[0] = ls_digamma1p(n) - ls_digamma1p(m) - gs.dvalue;
+    dp[1] = ga.dvalue - gab.dvalue;
+    dp[2] = gb.dvalue - gab.dvalue;
+    return ls_lfactorial(n) - ls_lfactorial(x) - ls_lfactorial(m) + ga.value + gb.value - gab.value;
   }
 };
 
