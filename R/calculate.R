@@ -62,7 +62,8 @@
 #'   simulating; R's random number stream is restored afterwards, so the
 #'   caller's stream is untouched. Ignored without `nsim`.
 #' @param precision `"double"` (the default) or `"single"`
-#' @param trace_batch_size how many draws to compute in one engine call
+#' @param trace_batch_size how many draws to compute in one engine call (`Inf`:
+#'   all of them)
 #' @param compute_options where the engine runs: [cpu_only()]
 #' @return a named list of arrays, or a `greta_mcmc_list`. With `nsim`, a
 #'   named list of arrays whose first dimension is the simulation: a target
@@ -110,7 +111,7 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
   if (!is.null(nsim)) nsim <- check_nsim(nsim)
   seed <- check_seed(seed)
   precision <- match.arg(precision)
-  trace_batch_size <- check_count(trace_batch_size, "trace_batch_size", minimum = 1)
+  trace_batch_size <- check_batch_size(trace_batch_size)
   options <- check_compute_options(compute_options)
   roots <- lapply(targets, get_node)
   draws <- inherits(values, "greta_mcmc_list")

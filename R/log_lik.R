@@ -45,7 +45,8 @@
 #' @param merge_chains `TRUE` (the default) for a matrix of draws x
 #'   observations, the chains one after the other (as `as.matrix(draws)`
 #'   stacks them); `FALSE` for an array of iterations x chains x observations
-#' @param trace_batch_size how many draws to compute in one engine call
+#' @param trace_batch_size how many draws to compute in one engine call (`Inf`:
+#'   all of them)
 #' @param compute_options where the engine runs: [cpu_only()]
 #' @return a numeric matrix (draws x observations) or array (iterations x
 #'   chains x observations)
@@ -71,7 +72,7 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
   if (!is.logical(merge_chains) || length(merge_chains) != 1 || is.na(merge_chains)) {
     stop("`merge_chains` must be TRUE or FALSE", call. = FALSE)
   }
-  batch <- check_count(trace_batch_size, "trace_batch_size", minimum = 1)
+  batch <- check_batch_size(trace_batch_size)
   options <- check_compute_options(compute_options)
   model <- info$model
   if (is.null(model$likelihood)) {

@@ -155,7 +155,7 @@ check_run_arguments <- function(n_samples, thin, pb_update, trace_batch_size, ve
   out <- list(n_samples = check_count(n_samples, "n_samples", 0),
               thin = check_count(thin, "thin", 1),
               pb_update = check_count(pb_update, "pb_update", 1),
-              trace_batch_size = check_count(trace_batch_size, "trace_batch_size", 1))
+              trace_batch_size = check_batch_size(trace_batch_size))
   if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
     stop("`verbose` must be TRUE or FALSE", call. = FALSE)
   }

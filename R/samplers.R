@@ -285,6 +285,17 @@ check_metric <- function(metric, diag_sd) {
   metric
 }
 
+# trace_batch_size: a whole number of at least 1, or Inf for all draws in one
+# batch (greta's ?calculate example uses Inf), as a number beyond any run.
+check_batch_size <- function(x, arg = "trace_batch_size") {
+  if (is.numeric(x) && length(x) == 1 && identical(as.numeric(x), Inf)) {
+    return(2^40)  # a double: batch * chains must not overflow R's integers
+  }
+  tryCatch(check_count(x, arg, minimum = 1), error = function(e) {
+    stop("`", arg, "` must be a whole number of at least 1, or Inf", call. = FALSE)
+  })
+}
+
 check_count <- function(x, arg, minimum = 0) {
   if (!is.numeric(x) || length(x) != 1 || !is.finite(x) || x != round(x) || x < minimum) {
     stop("`", arg, "` must be a whole number of at least ", minimum, call. = FALSE)

@@ -65,6 +65,10 @@ test_that("calculate() computes greta arrays at every draw of a greta_mcmc_list"
     expect_equal(unname(o[, "cv"]), unname(d[, "sigma"] / abs(d[, "mu"])))
     expect_equal(unname(o[, "shifted[2,1]"]), unname(d[, "mu"] + 2))
   }
+  # all draws in one batch, as greta's ?calculate example asks with Inf
+  whole <- calculate(cv, shifted, values = draws, trace_batch_size = Inf)
+  expect_equal(as.matrix(whole), as.matrix(out))
+  expect_error(calculate(cv, values = draws, trace_batch_size = 0), "at least 1, or Inf")
   other <- normal(0, 1)
   expect_error(calculate(other * 2, values = draws), "not in the model")
 })
