@@ -20,9 +20,11 @@
 #'   support (truncation included) and the same dimensions, or be scalars.
 #' @param weights the mixing weights: a greta array or numbers, positive, one
 #'   per component (a vector, a column vector, or a row vector such as a
-#'   [simplex_variable()]), or a `K x n` matrix giving the `K` components'
-#'   weights of each of the `n` elements of an `n x 1` distribution. As in
-#'   greta they need not sum to one: they are divided by their sum (over the
+#'   [simplex_variable()]), or the `K` components' weights of each element:
+#'   an array of dimensions `c(K, dim)` for a mixture of dimensions `dim` (as
+#'   in greta's example, `uniform(0, 1, dim = c(2, 5, 4))` for two `5 x 4`
+#'   components), or a `K x n` matrix for an `n x 1` mixture. As in greta they
+#'   need not sum to one: they are divided by their sum (over the
 #'   components).
 #' @param dim the dimensions of the result, when the components are scalars
 #'   (`NULL`, a number for a column vector, or a vector of dimensions)
@@ -51,6 +53,9 @@
 #' distribution(counts) <- mixture(poisson(rates[1], dim = 4), poisson(rates[2], dim = 4),
 #'                                 weights = pw)
 #' m <- model(mu, rates)
+#' # weights of their own for every element of a 5 x 4 mixture (greta's example)
+#' weights <- uniform(0, 1, dim = c(2, 5, 4))
+#' b <- mixture(normal(1, 1, dim = c(5, 4)), normal(-1, 1, dim = c(5, 4)), weights = weights)
 #' @export
 mixture <- function(..., weights, dim = NULL) {
   if (missing(weights)) stop("mixture() needs `weights`, one per component", call. = FALSE)
@@ -100,9 +105,10 @@ mixture_shape <- function(dots, dim) {
 }
 
 # `weights` as a K x 1 column (one weight per component) or a K x n matrix
-# (the components' weights of each element of an n x 1 mixture); numbers must
-# be positive. A row vector (such as a simplex_variable()) is taken as a
-# column.
+# (the components' weights of each of the n elements of the mixture, in R's
+# column-major order): an array of dimensions c(K, shape) is taken as that
+# matrix, as is a K x n matrix for an n x 1 mixture; numbers must be
+# positive. A row vector (such as a simplex_variable()) is taken as a column.
 mixture_weights <- function(weights, K, shape) {
   if (!is.greta_array(weights) && is.numeric(weights) && is.null(dim(weights))) {
     weights <- matrix(weights, ncol = 1L)
@@ -113,11 +119,16 @@ mixture_weights <- function(weights, K, shape) {
     weights <- t(weights)
     d <- dim(weights)
   }
-  per_element <- length(d) == 2L && d[1] == K && shape[2] == 1L && d[2] == shape[1]
-  if (!(length(d) == 2L && d[1] == K && (d[2] == 1L || per_element))) {
+  n <- prod(shape)
+  per_element <- n > 1L && d[1] == K &&
+    (identical(as.integer(d[-1]), as.integer(shape)) ||
+       (shape[2] == 1L && length(d) == 2L && d[2] == shape[1]))
+  if (per_element && length(d) != 2L) dim(weights) <- c(K, n)
+  if (!(per_element || (length(d) == 2L && d[1] == K && d[2] == 1L))) {
     stop("`weights` of mixture() must have one weight per component (", K, "), as a vector ",
-         "or a ", K, " x 1 column", if (shape[2] == 1L && shape[1] > 1L) {
-           paste0(", or a ", K, " x ", shape[1], " matrix (one column per element)")
+         "or a ", K, " x 1 column", if (n > 1L) {
+           paste0(", or one per component and element, an array of dimension ",
+                  paste(c(K, shape), collapse = " x "))
          }, ", but has dimension ", paste(d, collapse = " x "), call. = FALSE)
   }
   node <- get_node(weights)
@@ -132,9 +143,14 @@ mixture_weights <- function(weights, K, shape) {
 mixture_log_density <- function(y, p, spec) {
   w <- p$weights
   K <- length(spec)
-  log_total <- if (ncol(w) == 1L) log(sum(w)) else log(colSums(w))
+  # per-element weights (a K x n matrix) in the mixture's own shape
+  as_shape <- function(x) {
+    dim(x) <- dim(y)
+    x
+  }
+  log_total <- if (ncol(w) == 1L) log(sum(w)) else as_shape(log(colSums(w)))
   terms <- lapply(seq_len(K), function(k) {
-    wk <- if (ncol(w) == 1L) w[k] else t(w[k, ])
+    wk <- if (ncol(w) == 1L) w[k] else as_shape(w[k, ])
     component_log_density(y, p, spec[[k]]) + (log(wk) - log_total)
   })
   Reduce(log_add_exp, terms)

@@ -88,6 +88,30 @@ test_that("a discrete mixture with per-element weights (a K x n matrix)", {
   expect_gradient_matches(m)
 })
 
+test_that("a matrix mixture with weights per component and element (greta's example)", {
+  # weights of dimension c(K, dim): weights[k, i, j] for element (i, j)
+  set.seed(75)
+  y <- matrix(rnorm(6, 0, 2), 2, 3)
+  w <- array(runif(12, 0.1, 1), c(2, 2, 3))
+  mu <- variable(dim = 2)
+  distribution(y) <- mixture(normal(mu[1], 1, dim = c(2, 3)), normal(mu[2], 1, dim = c(2, 3)),
+                             weights = w)
+  m <- model(mu)
+  expect_density_matches(m, function(z) {
+    total <- w[1, , ] + w[2, , ]
+    sum(log(w[1, , ] / total * dnorm(y, z[1], 1) + w[2, , ] / total * dnorm(y, z[2], 1)))
+  }, tolerance = 1e-8)
+  expect_gradient_matches(m)
+  # greta's own example: a variable's prior, weights a 2 x 5 x 4 variable
+  weights <- uniform(0, 1, dim = c(2, 5, 4))
+  b <- mixture(normal(1, 1, dim = c(5, 4)), normal(-1, 1, dim = c(5, 4)), weights = weights)
+  expect_equal(dim(b), c(5L, 4L))
+  expect_gradient_matches(model(b))
+  expect_error(mixture(normal(0, 1, dim = c(5, 4)), normal(0, 1, dim = c(5, 4)),
+                       weights = array(1, c(2, 4, 5))),
+               "or one per component and element, an array of dimension 2 x 5 x 4")
+})
+
 test_that("a mixture as a variable's prior, with a simplex of weights", {
   w <- simplex_variable(2)
   x <- mixture(normal(-2, 0.5), normal(2, 0.5), weights = w, dim = 3)
