@@ -744,6 +744,31 @@ TEST_CASE("negative_binomial keeps its precision at a large size, prepared or no
   }
 }
 
+TEST_CASE("student keeps its precision at a large df, prepared or not", "[distributions][lpdf]") {
+  // mpmath at 80 digits (loggamma((v + 1) / 2) - loggamma(v / 2) - ...) and
+  // its partial in df by mpmath's diff: lgamma differences lost df * 1e-16
+  // to rounding, once per element
+  struct Ref {
+    double x, v, mu, s, lp, dv;
+  };
+  const Ref refs[] = {{0.7, 1e12, 0.2, 1.5, -1.379959196868695, 3.024691358024634e-25},
+                      {-3.0, 4e8, 0.0, 2.0, -2.7370857140380553, 6.835937697753904e-19},
+                      {1.2, 3.5, 0.1, 0.8, -1.7381013615920118, 0.02919651960245068},
+                      {5.0, 1e15, 1.0, 1.0, -8.918938533204617, -5.574999999999877e-29}};
+  using T = lockstep::Dist<Family::student>;
+  for (const Ref& r : refs) {
+    INFO("df = " << r.v);
+    const double p[3] = {r.v, r.mu, r.s};
+    double dx = 0, dp[3] = {0, 0, 0};
+    CHECK(close(T::lpdf(r.x, p, &dx, dp), r.lp, 1e-13));
+    CHECK(close(dp[0], r.dv, 1e-6, 1e-20));
+    const T::Prepared q = T::prepare(p);
+    double pdx = 0, pdp[3] = {0, 0, 0};
+    CHECK(close(T::lpdf(r.x, r.mu, q, &pdx, pdp), r.lp, 1e-13));
+    CHECK(close(pdp[0], r.dv, 1e-6, 1e-20));
+  }
+}
+
 TEST_CASE("log_gamma_ratio keeps its precision where the two log Gammas are huge", "[special]") {
   // mpmath at 60 digits: loggamma(s + k) - loggamma(s), digamma(s + k) - digamma(s)
   struct Ref {

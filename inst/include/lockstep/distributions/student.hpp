@@ -21,10 +21,11 @@ template <> struct Dist<Family::student> {
     *dx = -(v + 1) * z / (s * q);
     dp[1] = -*dx;
     dp[2] = ((v + 1) * z2 / q - 1) / s;
-    dp[0] = 0.5 * (digamma(0.5 * (v + 1)) - digamma(0.5 * v) - 1 / v - log1p(z2 / v) +
-                   (v + 1) * z2 / (v * q));
-    return lgamma(0.5 * (v + 1)) - lgamma(0.5 * v) - 0.5 * (log(v) + ls_log_pi) - log(s) -
-           0.5 * (v + 1) * log1p(z2 / v);
+    // lgamma((v + 1) / 2) - lgamma(v / 2) and its digammas without their
+    // cancellation at a large df (log_gamma_ratio, math/log_gamma.hpp)
+    const LogGammaRatio g = log_gamma_ratio(0.5 * v, 0.5);
+    dp[0] = 0.5 * (g.dvalue - 1 / v - log1p(z2 / v) + (v + 1) * z2 / (v * q));
+    return g.value - 0.5 * (log(v) + ls_log_pi) - log(s) - 0.5 * (v + 1) * log1p(z2 / v);
   }
   // Prepared (dist.hpp): the lgamma and digamma terms, which depend on df
   // alone, once per chain instead of once per element (a robust regression's
@@ -37,9 +38,10 @@ template <> struct Dist<Family::student> {
   LS_HD static Prepared prepare(const double* p) {
     const bool ok = p[0] > 0 && p[2] > 0;
     const double v = ok ? p[0] : ls_nan(), s = ok ? p[2] : ls_nan();
-    return Prepared{v, 1 / s,
-                    lgamma(0.5 * (v + 1)) - lgamma(0.5 * v) - 0.5 * (log(v) + ls_log_pi) - log(s),
-                    0.5 * (digamma(0.5 * (v + 1)) - digamma(0.5 * v) - 1 / v)};
+    // (a NaN v passes through log_gamma_ratio's Stirling branch as NaN)
+    const LogGammaRatio g = log_gamma_ratio(0.5 * v, 0.5);
+    return Prepared{v, 1 / s, g.value - 0.5 * (log(v) + ls_log_pi) - log(s),
+                    0.5 * (g.dvalue - 1 / v)};
   }
   LS_HD_INLINE static double lpdf(double x, double location, const Prepared& q,
                                   double* dx, double* dp) {
