@@ -95,7 +95,10 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
 restart_sampler <- function(run, last, options) {
   parameters <- run$sampler$parameters
   if (!is.null(run$epsilon)) parameters$epsilon <- run$epsilon
-  if (!is.null(run$diag_sd)) parameters$diag_sd <- run$diag_sd
+  if (!is.null(run$diag_sd)) {
+    parameters$diag_sd <- run$diag_sd
+    parameters$diag_sd_from_gradient <- FALSE  # tuned: a further warmup starts from it
+  }
   if (!is.null(run$metric_factor)) parameters$metric_factor <- run$metric_factor
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
   ls_sampler_new(model_engine(run$model), last, run$sampler$name, parameters, seeds[1], seeds[2],

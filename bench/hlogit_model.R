@@ -15,14 +15,15 @@ bench_options <- function(defaults, args = commandArgs(TRUE)) {
   defaults
 }
 
-# The seed's simulation for N rows (G = N / 10 groups, K = 20 covariates) from
+# The seed's simulation for N rows (G groups, N / 10 by default; K = 20 covariates) from
 # `shared`/peers/simdata.R: its data and the truth they were drawn from. The
 # generator runs with base's %*% and rowSums, which lockstep masks once
 # attached.
-hlogit_sim <- function(N, shared) {
+hlogit_sim <- function(N, shared, G = NULL) {
   env <- new.env(parent = getNamespace("stats"))
   sys.source(file.path(shared, "peers", "simdata.R"), envir = env)
-  env$sim_hlogit(N, round(N / 10), 20L, 20240601L)
+  if (is.null(G)) G <- round(N / 10)
+  env$sim_hlogit(N, G, 20L, 20240601L)
 }
 
 hlogit_data <- function(N, shared) hlogit_sim(N, shared)$data

@@ -495,6 +495,12 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     stop("unknown sampler '" + kind + "'");
   }
   if (dense) h->sampler->use_dense_metric(*h->dense);
+  // warmup's first metric from the gradient, where the sampler's diag_sd was
+  // left at its default (samplers.R; a sampler object from before the option
+  // has none)
+  h->sampler->start_metric_from_gradient(
+      parameters.containsElementNamed("diag_sd_from_gradient") &&
+      as<bool>(parameters["diag_sd_from_gradient"]));
   if (groups > 1) {
     const lockstep::Program& program = *h->program;
     const bool single = e->single;

@@ -201,3 +201,84 @@ TEST_CASE("the chains still lagging at the end of warmup are reported", "[metric
   CHECK(lag[C - 1] > 600);
   for (long c = 0; c < C - 1; ++c) CHECK(std::fabs(lag[c]) < 1);
 }
+
+TEST_CASE("warmup can start from a metric scaled to the gradient at the initial values",
+          "[metric][warmup]") {
+  // Independent normals of sd 1e-4 (below the floor), 0.01, 0.1, 2 (above the
+  // cap) and 1; each chain starts at distance d = 1, 4, 1/4, 1 from the means
+  // in the first four coordinates (as initial values drawn on (-2, 2) are,
+  // whatever the posterior's scale), so |g| = d / sd^2 and the chains'
+  // geometric mean of |g|^(-1/2) is sd (the d's multiply to 1); the last
+  // coordinate starts at its mean in every chain (gradient 0).
+  const std::vector<double> mu{0.5, -1, 2, 0, 3}, sd{1e-4, 0.01, 0.1, 2, 1};
+  const std::vector<double> d{1, 4, 0.25, 1};
+  const long C = 4, D = 5;
+  IndependentGaussian t(mu, sd, C);
+  std::vector<double> init(C * D);
+  for (long c = 0; c < C; ++c)
+    for (long i = 0; i < D; ++i)
+      init[c * D + i] = mu[i] + (i < 4 ? (c % 2 ? -1 : 1) * d[c] : 0.0);
+  const std::vector<double> expected{1e-3, 0.01, 0.1, 1, 1};
+
+  NutsSettings s;
+  Nuts off(t, s, init, 1, 2);
+  off.begin_warmup(100);
+  CHECK(off.diag_sd() == std::vector<double>(C * D, 1.0));  // not asked for: the unit metric
+
+  Nuts on(t, s, init, 1, 2);
+  on.start_metric_from_gradient(true);
+  on.begin_warmup(0);  // no warmup: the metric given is the one sampled with
+  CHECK(on.diag_sd() == std::vector<double>(C * D, 1.0));
+  on.begin_warmup(100);
+  for (long c = 0; c < C; ++c)
+    for (long i = 0; i < D; ++i)
+      CHECK(on.diag_sd()[c * D + i] == Approx(expected[i]).epsilon(1e-12));
+
+  // HMC and ChEES start the same way, and per-chain metrics too.
+  Hmc hmc(t, HmcSettings(), init, 1, 2);
+  hmc.start_metric_from_gradient(true);
+  hmc.begin_warmup(100);
+  CheesSettings cs;
+  cs.per_chain_metric = true;
+  Chees chees(t, cs, init, 1, 2);
+  chees.start_metric_from_gradient(true);
+  chees.begin_warmup(100);
+  CHECK(hmc.diag_sd() == on.diag_sd());
+  CHECK(chees.diag_sd() == on.diag_sd());
+}
+
+TEST_CASE("a metric started from the gradient still adapts to the posterior", "[metric][warmup]") {
+  // Scales from 0.01 to 30: the start narrows the small ones; the windows
+  // then learn every one, the wide ones above the start's cap of 1 included,
+  // and the draws have the right variances.
+  const std::vector<double> mu{1, -2, 0, 5}, sd{0.01, 0.2, 3, 30};
+  IndependentGaussian t(mu, sd, n_chains);
+  NutsSettings s;
+  std::vector<double> init(n_chains * mu.size());
+  for (long c = 0; c < n_chains; ++c)
+    for (size_t i = 0; i < mu.size(); ++i) init[c * mu.size() + i] = mu[i] + 0.5 * (c + 1) - 1;
+  Nuts nuts(t, s, init, 3, 4);
+  nuts.start_metric_from_gradient(true);
+  nuts.begin_warmup(400);
+  for (int it = 0; it < 400; ++it) nuts.iterate(true);
+  for (long c = 0; c < n_chains; ++c)
+    for (size_t i = 0; i < mu.size(); ++i)
+      CHECK(nuts.diag_sd()[c * mu.size() + i] == Approx(sd[i]).epsilon(0.3));
+  const long n = 1000, D = static_cast<long>(mu.size());
+  std::vector<double> sum(D, 0.0), sum2(D, 0.0);
+  for (long it = 0; it < n; ++it) {
+    nuts.iterate(false);
+    for (long c = 0; c < n_chains; ++c)
+      for (long i = 0; i < D; ++i) {
+        const double z = (nuts.state()[c * D + i] - mu[i]) / sd[i];
+        sum[i] += z;
+        sum2[i] += z * z;
+      }
+  }
+  const double draws = static_cast<double>(n * n_chains), n_eff = draws / 10;
+  for (long i = 0; i < D; ++i) {
+    const double mean = sum[i] / draws, var = sum2[i] / draws - mean * mean;
+    CHECK(std::fabs(mean) < 5 / std::sqrt(n_eff));
+    CHECK(std::fabs(var - 1) < 5 * std::sqrt(2 / n_eff));
+  }
+}

@@ -489,6 +489,49 @@ test_that("adapt_metric = \"per_chain\" samples a normal model correctly; pooled
   expect_length(attr(default, "model_info")$run$diag_sd, 2)
 })
 
+test_that("warmup starts from a diagonal metric scaled to the gradient unless diag_sd is given", {
+  expect_true(nuts()$parameters$diag_sd_from_gradient)
+  expect_true(hmc()$parameters$diag_sd_from_gradient)
+  expect_true(chees()$parameters$diag_sd_from_gradient)
+  expect_false(nuts(diag_sd = 1)$parameters$diag_sd_from_gradient)
+  expect_false(hmc(diag_sd = c(1, 2))$parameters$diag_sd_from_gradient)
+
+  # a mean known to 0.01 beside a standard normal: from the unit metric the
+  # step size must fit the narrow one until the first window (100 iterations
+  # in), with trajectories of about 100 steps; from the gradient's scales they
+  # are a few steps long from the start
+  set.seed(542)
+  y <- rnorm(10000, 3, 1)
+  a <- normal(0, 1)
+  b <- normal(0, 10)
+  distribution(y) <- normal(b, 1)
+  m <- model(a, b)
+  first_steps <- function(sampler) {
+    set.seed(543)
+    draws <- mcmc(m, sampler = sampler, n_samples = 400, warmup = 300, chains = 4,
+                  verbose = FALSE)
+    p <- get_sampler_params(draws, inc_warmup = TRUE)
+    list(draws = draws, steps = mean(vapply(p, function(q) mean(q$n_leapfrog__[1:75]), 0)))
+  }
+  from_gradient <- first_steps(nuts(metric = "diagonal"))
+  from_unit <- first_steps(nuts(metric = "diagonal", diag_sd = 1))
+  expect_gt(from_unit$steps, 4 * from_gradient$steps)
+  # and the posterior is still sampled correctly: a ~ N(0, 1), b ~ N(ybar, 1 / 100)
+  s <- 1 / sqrt(10000 + 1 / 100)
+  mu_b <- sum(y) * s^2
+  # (the variance's z with the effective size of the squared deviations:
+  # NUTS's draws of a Gaussian are anticorrelated in the mean, so the mean's
+  # effective size overstates the variance's)
+  for (v in list(list("a", 0, 1), list("b", mu_b, s))) {
+    x <- as.matrix(from_gradient$draws[, v[[1]]])
+    ess <- coda::effectiveSize(coda::mcmc(x))
+    ess_sq <- coda::effectiveSize(coda::mcmc((x - v[[2]])^2))
+    expect_lt(abs(mean(x) - v[[2]]) / (v[[3]] / sqrt(ess)), 4, label = paste("z of the mean of", v[[1]]))
+    expect_lt(abs(mean((x - v[[2]])^2) / v[[3]]^2 - 1) / sqrt(2 / ess_sq), 4,
+              label = paste("z of the variance of", v[[1]]))
+  }
+})
+
 # -- continuing and recovering runs ---------------------------------------------
 
 test_that("extra_samples() continues the chains without warmup and keeps the earlier draws", {

@@ -98,6 +98,10 @@ class LeapfrogSampler {
 
   // Prepares adaptation over the next `n` warmup iterations.
   void begin_warmup(long n);
+  // With `on`, warmup (begin_warmup() of n > 0 iterations, with a diagonal
+  // metric) starts from a diag_sd scaled to the gradient at the chains'
+  // current states instead of the one given: see metric_from_gradient().
+  void start_metric_from_gradient(bool on) { metric_from_gradient_ = on; }
   // One iteration of every chain; adapts when inside warmup.
   void iterate(bool warmup);
 
@@ -210,6 +214,10 @@ class LeapfrogSampler {
   // Replaces diag_sd ([chains, dim]) with another sampler's: the mirrors
   // take it up before the next transition.
   void set_diag_sd(const double* sd);
+  // Sets every chain's diag_sd from the gradients g at the chains' current
+  // states (their log densities' dlp/dx): sd_i = |g_i|^(-1/2), |g_i| the
+  // chains' geometric mean, within [1e-3, 1] (see the definition).
+  void metric_from_gradient();
   // p ~ N(0, M), M = diag(1 / sd^2) of each chain, into p[chains, dim].
   void draw_momentum(double* p);
   // K(p) = p' M^-1 p / 2 per chain, of the chains in `on` (0 for the others).
@@ -312,6 +320,7 @@ class LeapfrogSampler {
   long warmup_total_ = 0, warmup_done_ = 0;
   size_t next_window_ = 0;
   bool per_chain_metric_ = false;
+  bool metric_from_gradient_ = false;  // start_metric_from_gradient()
   long metric_version_ = 0;
   std::vector<double> lag_at_warmup_end_;
   // Welford sums of the current window, [chains, dim] in vectors(): pooled
