@@ -58,9 +58,9 @@ report <- function(label, wall, params, draws) {
   cat(sprintf("  %.2f ms per chain-gradient, the sampler's work included\n", 1e3 * per_gradient))
   # the traced alpha, beta, sigma_alpha, sigma_gamma in the order of simdata.R's truth
   x <- as.matrix(draws)
-  ess <- ess_bulk(draws)
+  ess <- lockstep::ess_bulk(draws)  # (rstan, attached later, has its own ess_bulk and rhat)
   tab <- data.frame(truth = unname(unlist(sim$truth)), mean = colMeans(x), sd = apply(x, 2, sd),
-                    rhat = rhat(draws), ess_bulk = ess)
+                    rhat = lockstep::rhat(draws), ess_bulk = ess)
   print(format(tab, digits = 3))
   cat(sprintf("  slowest: %s, bulk ESS %.0f (%.3f per draw), %.3f ESS per second of the whole run, %.3f of sampling (%.0f s)\n",
               names(which.min(ess)), min(ess), min(ess) / (samples * chains), min(ess) / wall,
