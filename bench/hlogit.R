@@ -49,6 +49,7 @@ repo_root <- dirname(bench_dir)
 shared_dir <- Sys.getenv("LOCKSTEP_SHARED", file.path(dirname(repo_root), "shared"))
 peers_dir <- file.path(shared_dir, "peers")
 cache_dir <- file.path(bench_dir, "cache")
+source(file.path(bench_dir, "peer_helpers.R"))  # cached_stan_model()
 
 SEED <- 20240601L
 K_DEFAULT <- 20L
@@ -344,15 +345,8 @@ stan_model_file <- function(variant) {
 
 # Compiles (with peers/compile.R, which handles Debian's Boost) and caches the Stan model.
 ensure_stan_model <- function(variant) {
-  out <- stan_model_file(variant)
-  if (file.exists(out)) return(out)
-  dir.create(cache_dir, showWarnings = FALSE, recursive = TRUE)
   src <- file.path(peers_dir, if (variant == "glm") "hlogit_glm.stan" else "hlogit.stan")
-  cat(sprintf("compiling %s with rstan (about a minute; cached as %s)\n", basename(src), out))
-  rc <- system2(file.path(R.home("bin"), "Rscript"),
-                c(shQuote(file.path(peers_dir, "compile.R")), shQuote(src), shQuote(out)))
-  if (rc != 0 || !file.exists(out)) stop("compiling ", src, " failed", call. = FALSE)
-  out
+  cached_stan_model(src, stan_model_file(variant), peers_dir)  # peer_helpers.R
 }
 
 # ---------------------------------------------------------------------------------------

@@ -75,8 +75,7 @@ cat(sprintf("N = %g, G = %d, %d chains, %d threads, %s: %d warmup + %d sampling 
 sampler <- if (opt$start == "unit") nuts(diag_sd = 1) else nuts()
 set.seed(as.integer(opt$seed))
 wall <- system.time(draws <- mcmc(m, sampler = sampler, warmup = warmup, n_samples = samples,
-                                  chains = chains,
-                                  verbose = TRUE,  # progress on stderr: a run at scale is long
+                                  chains = chains, verbose = TRUE,  # progress on stderr: a run at scale is long
                                   compute_options = cpu_only(threads = threads)))[["elapsed"]]
 ours <- report("lockstep nuts()", wall, get_sampler_params(draws, inc_warmup = TRUE), draws)
 if (nzchar(opt$`rstan-grad`)) {
@@ -89,17 +88,10 @@ if (opt$`rstan-run` == "yes") {
   suppressPackageStartupMessages(library(rstan))
   source(file.path(repo_root, "bench", "peer_helpers.R"))
   fix_boost()
-  cache_dir <- file.path(repo_root, "bench", "cache")
-  stan_file <- file.path(cache_dir, "hlogit.rds")  # shared with hlogit.R
-  if (!file.exists(stan_file)) {
-    dir.create(cache_dir, showWarnings = FALSE, recursive = TRUE)
-    cat("compiling peers/hlogit.stan with rstan (about a minute; cached in bench/cache)\n")
-    rc <- system2(file.path(R.home("bin"), "Rscript"),
-                  shQuote(c(file.path(shared, "peers", "compile.R"),
-                            file.path(shared, "peers", "hlogit.stan"), stan_file)))
-    if (rc != 0 || !file.exists(stan_file)) stop("compiling hlogit.stan failed", call. = FALSE)
-  }
-  sm <- readRDS(stan_file)
+  # the model hlogit.R caches as bench/cache/hlogit.rds
+  sm <- readRDS(cached_stan_model(file.path(shared, "peers", "hlogit.stan"),
+                                  file.path(repo_root, "bench", "cache", "hlogit.rds"),
+                                  file.path(shared, "peers")))
   wall_stan <- system.time(fit <- sampling(
     sm, data = sim$data, chains = chains, cores = threads, iter = warmup + samples,
     warmup = warmup, seed = as.integer(opt$seed), refresh = max(1, (warmup + samples) %/% 10)))[["elapsed"]]

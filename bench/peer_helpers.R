@@ -1,5 +1,5 @@
 # What the bench scripts that time lockstep against rstan share (mixture.R,
-# families.R, posteriordb.R). Run them from the repository root, which is
+# families.R, posteriordb.R, hlogit.R, hlogit_nuts.R). Run them from the repository root, which is
 # where they source this from.
 
 # The median of `reps` timings of f(), each of enough calls to last ~0.2 s:
@@ -24,4 +24,17 @@ fix_boost <- function() {
     file.symlink("/usr/include/boost", file.path(bdir, "boost"))
     rstan::rstan_options(boost_lib = bdir)
   }
+}
+
+# The Stan program `src` compiled by `peers_dir`/compile.R (which handles
+# Debian's Boost itself) and saved as `out`, unless `out` already exists: the
+# path of the saved stanmodel. It runs in a child process.
+cached_stan_model <- function(src, out, peers_dir) {
+  if (file.exists(out)) return(out)
+  dir.create(dirname(out), showWarnings = FALSE, recursive = TRUE)
+  cat(sprintf("compiling %s with rstan (about a minute; cached as %s)\n", basename(src), out))
+  rc <- system2(file.path(R.home("bin"), "Rscript"),
+                c(shQuote(file.path(peers_dir, "compile.R")), shQuote(src), shQuote(out)))
+  if (rc != 0 || !file.exists(out)) stop("compiling ", src, " failed", call. = FALSE)
+  out
 }

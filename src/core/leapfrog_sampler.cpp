@@ -167,8 +167,9 @@ void LeapfrogSampler::set_diag_sd(const double* sd) {
 // |g|^(-1/2) = s / sqrt(d), the scale itself at a distance of about one,
 // which is where initial values drawn on (-2, 2) lie from a posterior much
 // narrower than that (nutpie starts its adaptation so, with the variance
-// 1 / |g|). The chains' geometric mean is steadier than any one chain's (a chain whose state sits
-// near a mode in one coordinate has a gradient of almost 0 there). The
+// 1 / |g|). The chains' geometric mean is steadier than any one chain's (a
+// chain whose state sits near a mode in one coordinate has a gradient of
+// almost 0 there). The
 // estimate is only allowed to shrink a scale from the unit metric's 1, not to
 // grow it: a near-zero gradient (a chain started at the mode, a flat
 // direction) would otherwise give a huge sd, and the step size would have to
