@@ -176,7 +176,11 @@ cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE)
     list(backend = getOption("lockstep.backend", "cpu"), threads = as.integer(threads),
          devices = as.integer(devices), tile_rows = if (is.null(tile_rows)) 0 else tile_rows,
          observation_stage = getOption("lockstep.observation_stage", TRUE), mpi = mpi,
-         threads_auto = threads_auto),
+         threads_auto = threads_auto,
+         # (with options(lockstep.backend = "emulated"): each observation
+         # stage run as the tile kernel, block by block, lane by lane
+         # (inst/include/lockstep/tile_kernel.hpp); for the tests)
+         tile_kernel = isTRUE(getOption("lockstep.tile_kernel", FALSE))),
     class = "lockstep_compute_options"
   )
 }

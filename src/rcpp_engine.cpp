@@ -95,7 +95,7 @@ struct Engine {
   // fault per 4 KB page at every call, twice the engine's own time there.
   // (Every executor writes the whole gradient.)
   std::vector<double> state_buffer, grad_buffer;
-  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int, bool, std::vector<int>>,
+  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int, bool, std::vector<int>, bool>,
            std::unique_ptr<lockstep::Target>>
       executors;
   std::map<std::tuple<long, int, std::vector<int>>, std::unique_ptr<Tracer>> tracers;
@@ -113,7 +113,7 @@ struct Engine {
   lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
     auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
                                o.observation_stage, o.tile_rows, o.world != nullptr, o.jacobian,
-                               o.gpu, o.threads_auto, o.gpus);
+                               o.gpu, o.threads_auto, o.gpus, o.tile_kernel);
     auto it = executors.find(key);
     if (it == executors.end()) {
       // Executors for very many chains (tracing batches) are not worth keeping.
@@ -302,6 +302,7 @@ lockstep::ExecOptions exec_options(const List& o) {
     if (gpus.size() > 1) e.gpus.assign(gpus.begin(), gpus.end());
   }
   if (o.containsElementNamed("threads_auto")) e.threads_auto = as<bool>(o["threads_auto"]);
+  if (o.containsElementNamed("tile_kernel")) e.tile_kernel = as<bool>(o["tile_kernel"]);
   // (tracer() turns it off: tracing reads parameters' values)
   e.alias_parameters = true;
   return e;

@@ -62,6 +62,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   options_.threads = effective_threads(program, chains, options);
   if (options.devices < 1) throw std::invalid_argument("devices must be at least 1");
   const size_t n = program.nodes.size();
+  kernel_nodes_ = kernel_nodes(program);
   values_.resize(n);
   adjoints_.resize(n);
   alias_stride_.assign(n, 0);
@@ -110,6 +111,9 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     so.shards = options.devices;
     so.reorder_rows = options.reorder_rows;
     so.jacobian = options.jacobian;
+    so.tile_kernel = options.tile_kernel && options.backend == Backend::emulated;
+    if (so.tile_kernel && options.world)
+      throw std::invalid_argument("lockstep: the tile kernel does not run across processes");
     for (size_t e = 0; e < program.extents.size(); ++e)
       stages_.push_back(
           std::make_unique<ObservationStage<T>>(program, static_cast<int>(e), chains, so, values_));
@@ -283,7 +287,7 @@ NodeCall<T> Executor<T>::make_call(int id, const double* state, double* lp, doub
                                    long nc) {
   const Node& node = program_.nodes[id];
   NodeCall<T> c;
-  c.node = &node;
+  c.node = &kernel_nodes_[id];
   // Chain group [c0, c0 + nc): chain-carrying buffers are chain-major, so the
   // group's part starts c0 values in.
   auto slot = [&](int k) {

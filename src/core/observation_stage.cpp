@@ -56,7 +56,10 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
       rows_(program.extents[extent]),
       chains_(chains),
       options_(options) {
+  if (options_.tile_kernel) options_.workers = options_.shards = 1;
+  options = options_;
   const size_t n_nodes = program.nodes.size();
+  kernel_nodes_ = kernel_nodes(program);
   std::set<int> boundary;
   long bytes_per_row = 0;
   for (size_t id = 0; id < n_nodes; ++id) {
@@ -311,7 +314,7 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
     }
   };
   const Node& node = program_.nodes[id];
-  c.node = &node;
+  c.node = &kernel_nodes_[id];
   if (node.op == Op::density) {
     c.out = Slot<T>();
     c.out.value = w.terms[id].data();  // the worker's accumulator of this term
@@ -378,10 +381,123 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
   }
 }
 
+template <class T> TilePlacement<T> ObservationStage<T>::host_placement(GlobalBuffers<T> global) const {
+  const size_t n = program_.nodes.size();
+  TilePlacement<T> at(n);
+  for (size_t id = 0; id < n; ++id) {
+    at.rows[id] = row_data_[id].empty() ? nullptr : row_data_[id].data();
+    at.index[id] = row_index_[id].empty() ? nullptr : row_index_[id].data();
+  }
+  // every global value a node reads: the boundary's, and constants
+  for (int id : nodes_)
+    for (int k : program_.nodes[id].inputs) {
+      if (program_.nodes[k].extent == extent_) continue;
+      at.value[k] = global.value(k);
+      if (!program_.nodes[k].chain) continue;
+      at.adjoint[k] = global.adjoint(k);
+      if (global.stride(k)) at.stride[k] = global.stride(k);
+    }
+  for (int id : nodes_)
+    if (program_.nodes[id].op == Op::density) at.term[id] = (*global.values)[id].data();
+  return at;
+}
+
+template <class T> TileLayout<T> ObservationStage<T>::tile_layout(const TilePlacement<T>& at) const {
+  TileLayout<T> layout;
+  long longest = 0;
+  for (long t = 0; t < tiles(); ++t) longest = std::max(longest, tile_length(t));
+  // the tile area: each node's value, [chains, longest x cols]
+  std::vector<long> offset(program_.nodes.size(), -1);
+  for (int id : nodes_) {
+    const Node& n = program_.nodes[id];
+    if (n.op == Op::density) continue;
+    offset[id] = layout.adjoint_offset;
+    layout.adjoint_offset += chains_ * longest * cols_of(n);
+  }
+  auto binding = [&](int k) {
+    const Node& n = program_.nodes[k];
+    TileBinding<T> b;
+    b.cols = cols_of(n);
+    if (n.extent != extent_) {
+      b.source = TileSource::global;
+      b.value = at.value[k];
+      b.adjoint = n.chain ? at.adjoint[k] : nullptr;
+      b.rows = n.dim[0];
+      b.chain = n.chain;
+      b.stride = at.stride[k];
+    } else if (n.chain) {
+      b.source = TileSource::tile;
+      b.offset = offset[k];
+    } else {
+      b.source = TileSource::rows;
+      b.value = at.rows[k];
+      b.row_major = row_major_[k];
+    }
+    return b;
+  };
+  for (int id : nodes_) {
+    const Node& n = program_.nodes[id];
+    TileStep<T> step;
+    step.node = kernel_nodes_[id];
+    step.node.values = nullptr;
+    if (n.op == Op::density) {
+      step.out.source = TileSource::global;
+      step.out.value = at.term[id];
+      step.out.chain = true;
+    } else {
+      step.out = binding(id);
+    }
+    for (size_t k = 0; k < n.inputs.size(); ++k) step.in[k] = binding(n.inputs[k]);
+    if (!row_index_[id].empty()) {
+      step.index = at.index[id];
+      step.index_cols = n.op == Op::gather ? cols_of(n) : 1;
+      step.index_in_runs = index_in_runs(row_index_[id]);
+    }
+    layout.steps.push_back(step);
+  }
+  // The bodies' block-shared scratch: the most any of them asks for, found
+  // by dispatching every step on the longest tile without running anything.
+  std::vector<T> area(std::max(1L, 2 * layout.adjoint_offset));
+  std::vector<double> scratch(chains_);
+  TileKernelArgs<T> a;
+  a.chains = chains_;
+  a.adjoint_offset = layout.adjoint_offset;
+  a.gradient = true;
+  int most = 0;
+  auto measure = [&most](const auto& body) { most = std::max(most, body.shared_per_lane); };
+  NodeCall<T> c;
+  for (const TileStep<T>& step : layout.steps) {
+    tile_step_call(c, a, step, 0, longest, area.data(), scratch.data());
+    if (!forward_row_call(c, measure) || !backward_row_call(c, measure)) tile_op_missing();
+  }
+  layout.body_shared = most;
+  return layout;
+}
+
 template <class T>
 void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, double* lp,
                               bool gradient, ThreadPool& pool, Communicator& comm,
                               const Launcher& launch, Communicator* world) {
+  if (options_.tile_kernel) {
+    if (world)
+      throw std::invalid_argument("lockstep: the tile kernel does not run across processes");
+    const TileLayout<T> layout = tile_layout(host_placement(global));
+    TileKernelArgs<T> a;
+    a.steps = layout.steps.data();
+    a.n_steps = static_cast<int>(layout.steps.size());
+    a.tile_start = tile_start_.data();
+    a.tiles = tiles();
+    a.rows = rows_;
+    a.chains = chains_;
+    a.adjoint_offset = layout.adjoint_offset;
+    a.body_shared = layout.body_shared;
+    a.n_free = program_.n_free;
+    a.lp = lp;
+    a.gradient = gradient;
+    a.jacobian = options_.jacobian;
+    run_tiles_emulated(a, launch.geometry);
+    return;
+  }
   const long S = options_.shards, W = options_.workers;
   const bool whole = S > 1 || world;  // adjoint partials reduced whole, not by touched rows
   pool.parallel_for(S * W, [&](long k) {

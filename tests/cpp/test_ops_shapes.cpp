@@ -619,8 +619,9 @@ TEST_CASE("kernels bound to tiles of rows give the rows of the whole-buffer call
       }();
       const std::vector<double> x = uniform_vector(rng, chains * G * K, -1, 1);
       std::vector<double> y(chains * N * K), dx(chains * G * K, 0.0);
+      const lockstep::KernelNode kernel = lockstep::kernel_node(node);
       lockstep::NodeCall<double> whole;
-      whole.node = &node;
+      whole.node = &kernel;
       whole.chains = chains;
       whole.in[0] = slot(x, &dx, G, K, true);
       whole.out = slot(y, nullptr, N, K, true);
@@ -653,8 +654,9 @@ TEST_CASE("kernels bound to tiles of rows give the rows of the whole-buffer call
       }();
       const std::vector<double> x = uniform_vector(rng, chains * N * K, -1, 1);
       std::vector<double> y(chains * N), dx(chains * N * K, 0.0), dyw = dy_rows;
+      const lockstep::KernelNode kernel = lockstep::kernel_node(node);
       lockstep::NodeCall<double> whole;
-      whole.node = &node;
+      whole.node = &kernel;
       whole.chains = chains;
       whole.in[0] = slot(x, &dx, N, K, true);
       whole.out = slot(y, &dyw, N, 1, true);
@@ -694,8 +696,9 @@ TEST_CASE("kernels bound to tiles of rows give the rows of the whole-buffer call
         auto cols_of = [&](char k) { return k == 'C' ? 1L : K; };
         std::vector<double> y(chains * N * K), dl(left.size(), 0.0), dr(right.size(), 0.0);
         std::vector<double> dyw = dy;
+        const lockstep::KernelNode kernel = lockstep::kernel_node(node);
         lockstep::NodeCall<double> whole;
-        whole.node = &node;
+        whole.node = &kernel;
         whole.chains = chains;
         whole.in[0] = slot(left, &dl, rows_of(pr.left), cols_of(pr.left), true);
         whole.in[1] = slot(right, &dr, rows_of(pr.right), cols_of(pr.right), true);

@@ -44,14 +44,18 @@ random_free <- function(model, chains, sd = 1) {
 
 # The engine's log density (and gradient) at free states, one row per chain.
 engine_density <- function(model, free, gradient = TRUE,
-                           backend = getOption("lockstep.backend", "cpu"), ...) {
+                           backend = getOption("lockstep.backend", "cpu"),
+                           tile_kernel = getOption("lockstep.tile_kernel", FALSE), ...) {
   lockstep:::model_log_density(model, free, gradient = gradient,
-                               compute_options = compute(backend, ...))
+                               compute_options = compute(backend, tile_kernel, ...))
 }
 
-# Compute options on a given backend (cpu or emulated); `...` goes to cpu_only().
-compute <- function(backend = getOption("lockstep.backend", "cpu"), ...) {
-  old <- options(lockstep.backend = backend)
+# Compute options on a given backend (cpu or emulated), with the tile kernel
+# or not (the emulated backend's run of the GPU's tile kernel); `...` goes to
+# cpu_only().
+compute <- function(backend = getOption("lockstep.backend", "cpu"),
+                    tile_kernel = getOption("lockstep.tile_kernel", FALSE), ...) {
+  old <- options(lockstep.backend = backend, lockstep.tile_kernel = tile_kernel)
   on.exit(options(old))
   cpu_only(...)
 }

@@ -591,6 +591,19 @@ test_that("greta's other families refuse bad arguments in greta's style", {
   expect_error(distribution(y) <- uniform(0, 1), "outside the support")
 })
 
+test_that("distributions give the same answers in the tile kernel (emulated)", {
+  set.seed(211)
+  old <- options(lockstep.backend = "emulated", lockstep.tile_kernel = TRUE)
+  on.exit(options(old), add = TRUE)
+  x <- rnorm(40)
+  compare_distribution("normal", x, list(mean = 0.2, sd = 1.1), as_variable = c("mean", "sd"))
+  compare_distribution("student", x, list(df = 3, mu = 0, sigma = 1),
+                       as_variable = c("df", "mu", "sigma"), truncation = c(-5, 5))
+  compare_distribution("gamma", rgamma(40, 2, 1.5), list(shape = 2, rate = 1.5),
+                       as_variable = c("shape", "rate"))
+  compare_distribution("poisson", rpois(40, 3), list(lambda = 3), as_variable = "lambda")
+})
+
 test_that("greta's other families give the same answers on the emulated backend", {
   set.seed(309)
   old <- options(lockstep.backend = "emulated")

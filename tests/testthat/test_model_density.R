@@ -93,6 +93,11 @@ expect_backends_agree <- function(m, chains = c(1, 3, 7), sd = 1) {
     emulated <- engine_density(m, free, backend = "emulated")
     expect_equal(emulated$log_density, cpu$log_density, tolerance = 1e-10)
     expect_equal(emulated$gradient, cpu$gradient, tolerance = 1e-10)
+    # the GPU's tile kernel, run lane by lane: the likelihood's rows tile by
+    # tile, in one pass per gradient
+    tiled <- engine_density(m, free, backend = "emulated", tile_kernel = TRUE)
+    expect_equal(tiled$log_density, cpu$log_density, tolerance = 1e-10)
+    expect_equal(tiled$gradient, cpu$gradient, tolerance = 1e-10)
     expect_equal(traced_values(m, free, backend = "emulated"),
                  traced_values(m, free, backend = "cpu"), tolerance = 1e-10)
   }
@@ -121,6 +126,41 @@ test_that("the emulated backend agrees on a larger model with every op", {
   distribution(w) <- exponential(ilogit(eta) + 0.1)
   m <- model(beta, alpha, sigma, p, k, mean)
   expect_backends_agree(m, sd = 0.5)
+})
+
+test_that("the tile kernel agrees on the seed model, a mixture and a poisson regression", {
+  set.seed(409)
+  n <- 331
+  G <- 7
+  X <- matrix(rnorm(n * 3), n, 3)
+  g <- sample(G, n, replace = TRUE)
+  # the seed's hierarchical logistic regression, non-centred
+  a <- normal(0, 1)
+  beta <- normal(0, 1, dim = 3)
+  sigma_a <- normal(0, 1, truncation = c(0, Inf))
+  sigma_g <- normal(0, 1, dim = c(1, 3), truncation = c(0, Inf))
+  z_a <- normal(0, 1, dim = G)
+  z_g <- normal(0, 1, dim = c(G, 3))
+  alpha_g <- z_a * sigma_a
+  gamma <- sweep(z_g, 2, sigma_g, "*")
+  eta <- a + alpha_g[g] + X %*% beta + rowSums(X * gamma[g, ])
+  y <- as_data(rbinom(n, 1, 0.4))
+  distribution(y) <- bernoulli(ilogit(eta))
+  expect_backends_agree(model(a, beta, sigma_a, sigma_g), chains = c(1, 4), sd = 0.5)
+  # a two-component normal mixture with a per-row scale
+  mu <- normal(0, 2, dim = 2)
+  s <- variable()
+  w <- uniform(0, 1)
+  obs <- rnorm(n)
+  distribution(obs) <- mixture(normal(mu[1], exp(s * X[, 1])), normal(mu[2], 1),
+                               weights = c(w, 1 - w))
+  expect_backends_agree(model(mu, s, w), chains = c(2, 3), sd = 0.5)
+  # poisson regression with a group effect and an offset
+  b <- normal(0, 1, dim = 3)
+  u <- normal(0, 1, dim = G)
+  counts <- rpois(n, 2)
+  distribution(counts) <- poisson(exp(X %*% b + u[g] + log(1 + X[, 2]^2)))
+  expect_backends_agree(model(b, u), chains = 3, sd = 0.3)
 })
 
 test_that("options(lockstep.backend) selects the backend", {

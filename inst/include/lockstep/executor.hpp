@@ -65,6 +65,11 @@ struct ExecOptions {
   // stores its partials there instead of adding them to zeros
   // (Executor::find_first_writers()); false only to compare with.
   bool first_writers = true;
+  // On the emulated backend, each observation stage runs as the tile kernel
+  // (tile_kernel.hpp): block by block, each node's body on the block's lanes
+  // alone, the tile's values in block memory (one shard, one worker). The
+  // cuda backend does not run it yet. Not with `world`.
+  bool tile_kernel = false;
 };
 
 // Values one log density and gradient of `chains` chains touches, roughly:
@@ -173,6 +178,7 @@ template <class T> class Executor : public Target {
   ExecOptions options_;
   Launcher launch_;
   bool tiled_;
+  std::vector<KernelNode> kernel_nodes_;  // per node: what its calls point at
   std::vector<std::vector<T>> values_, adjoints_;
   // per node: n_free for a parameter aliased to the state, else 0
   std::vector<long> alias_stride_;

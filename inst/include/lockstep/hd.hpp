@@ -11,6 +11,16 @@
 #define LS_HD inline
 #endif
 
+// LS_HD_DISPATCH, before a template marked LS_HD that calls a functor it is
+// given (forward_call() and backward_call() their launcher): the host's
+// launchers are host code and the tile kernel's block runner device code,
+// and nvcc is told that each instantiation runs only where its functor does.
+#if defined(__CUDACC__)
+#define LS_HD_DISPATCH _Pragma("nv_exec_check_disable")
+#else
+#define LS_HD_DISPATCH
+#endif
+
 // LS_HD_INLINE: LS_HD, and inlined on the host whatever the optimiser thinks of
 // its size. For the math of the hot element loops (the common densities and
 // math/elementary.hpp): the vectoriser sees through a function only once it is

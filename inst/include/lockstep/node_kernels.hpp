@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "ir.hpp"
 #include "kernels/axis_sum.hpp"
@@ -42,8 +43,8 @@ template <class T> struct Slot {
   // the gradient ([chains, n_free]; ExecOptions::alias_parameters). -1: the size.
   long stride = -1;
 
-  long size() const { return rows * cols; }
-  long chain_stride() const { return stride >= 0 ? stride : chain ? rows * cols : 0; }
+  LS_HD long size() const { return rows * cols; }
+  LS_HD long chain_stride() const { return stride >= 0 ? stride : chain ? rows * cols : 0; }
 };
 
 // A node's whole value (and adjoint) as a Slot: how the op-by-op executors
@@ -61,6 +62,48 @@ template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint)
   Slot<T> s;
   set_whole_slot(s, n, value, adjoint);
   return s;
+}
+
+// What a node's kernels read of the node itself (its op, family and
+// constants), as plain data: a kernel that dispatches nodes on the device
+// itself (the tile kernel, tile_kernel.hpp) reads it from device memory,
+// where a Node, with its vectors, cannot go. Executors make one per node
+// (kernel_nodes()) and point their calls at it.
+struct KernelNode {
+  Op op = Op::data;
+  Family family = Family::normal;
+  Transform transform = Transform::none;
+  double lower = 0, upper = 0;                          // param
+  double trunc_lower = -HUGE_VAL, trunc_upper = HUGE_VAL;  // density, logpdf
+  long offset = 0;                                      // param
+  int n_inputs = 0;
+  bool transpose_a = false;  // matmul
+  RowDotParts parts;         // rowdot_rows
+  const double* values = nullptr;  // data (host memory: data runs on the host only)
+};
+
+inline KernelNode kernel_node(const Node& n) {
+  KernelNode k;
+  k.op = n.op;
+  k.family = n.family;
+  k.transform = n.transform;
+  k.lower = n.lower;
+  k.upper = n.upper;
+  k.trunc_lower = n.trunc_lower;
+  k.trunc_upper = n.trunc_upper;
+  k.offset = n.offset;
+  k.n_inputs = static_cast<int>(n.inputs.size());
+  k.transpose_a = n.transpose_a;
+  k.parts = rowdot_parts(n);
+  k.values = n.values.data();
+  return k;
+}
+
+inline std::vector<KernelNode> kernel_nodes(const Program& p) {
+  std::vector<KernelNode> out;
+  out.reserve(p.nodes.size());
+  for (const Node& n : p.nodes) out.push_back(kernel_node(n));
+  return out;
 }
 
 // A density's target and parameters, or rowdot_rows' a, b, s, q, v and p
@@ -82,7 +125,7 @@ inline long workspace_per_chain(const Program& p, const Node& n) {
 
 // Everything one node's kernels need, for `chains` chains.
 template <class T> struct NodeCall {
-  const Node* node = nullptr;
+  const KernelNode* node = nullptr;
   Slot<T> out;  // out.value is written (const only to share Slot)
   Slot<T> in[max_node_inputs];
   // gather: one index per output element of this call; gather_rows: one per
@@ -111,7 +154,7 @@ template <class T> struct NodeCall {
   // executors that run whole buffers on lanes (CUDA, emulated).
   bool index_in_runs = false;
 
-  T* y() const { return const_cast<T*>(out.value); }
+  LS_HD T* y() const { return const_cast<T*>(out.value); }
 };
 
 namespace detail {
@@ -138,27 +181,32 @@ struct Addressing {
                               std::to_string(out_rows) + " x " + std::to_string(out_cols));
 }
 
-template <class T> Addressing addressing(const Slot<T>& in, const Slot<T>& out) {
+template <class T> LS_HD Addressing addressing(const Slot<T>& in, const Slot<T>& out) {
   if (in.size() == out.size()) return Addressing{false, false, 1, out.rows};
   if (in.size() == 1) return Addressing{true, false, 0, 0};
   if (in.rows == 1 && in.cols == out.cols) return Addressing{false, true, 0, 1};
   if (in.cols == 1 && in.rows == out.rows) return Addressing{false, true, 1, 0};
+#if defined(__CUDA_ARCH__)
+  __trap();  // (never: the host made the same calls first, and would have thrown)
+  return Addressing{};
+#else
   not_broadcastable(in.rows, in.cols, out.rows, out.cols);
+#endif
 }
 
-template <class T> Operand<T> operand(const Slot<T>& in, const Slot<T>& out) {
+template <class T> LS_HD Operand<T> operand(const Slot<T>& in, const Slot<T>& out) {
   const Addressing a = addressing(in, out);
   return Operand<T>{in.value, in.chain_stride(), a.scalar, a.axis, a.row_stride, a.col_stride};
 }
 
-template <class T> AdjointSink<T> sink(const Slot<T>& in, const Slot<T>& out) {
+template <class T> LS_HD AdjointSink<T> sink(const Slot<T>& in, const Slot<T>& out) {
   if (!in.adjoint) return AdjointSink<T>{nullptr, 0, false};
   const Addressing a = addressing(in, out);
   return AdjointSink<T>{in.adjoint, in.chain_stride(), a.scalar, a.axis, a.row_stride,
                         a.col_stride};
 }
 
-template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
+template <class T> LS_HD MatmulShape matmul_shape(const NodeCall<T>& call) {
   // a transposed in place (Node::transpose_a) is stored k x m
   const bool ta = call.node->transpose_a;
   MatmulShape s{ta ? call.in[0].cols : call.in[0].rows, ta ? call.in[0].rows : call.in[0].cols,
@@ -167,15 +215,15 @@ template <class T> MatmulShape matmul_shape(const NodeCall<T>& call) {
   return s;
 }
 
-template <class T> LinalgShape linalg_shape(const NodeCall<T>& call) {
+template <class T> LS_HD LinalgShape linalg_shape(const NodeCall<T>& call) {
   const long n = call.in[0].rows;
   return LinalgShape{n, call.out.size() / n, call.in[0].chain_stride(),
-                     call.node->inputs.size() > 1 ? call.in[1].chain_stride() : 0,
+                     call.node->n_inputs > 1 ? call.in[1].chain_stride() : 0,
                      linalg_workspace(call.node->op, n)};
 }
 
-template <class T> RowDotShape rowdot_shape(const NodeCall<T>& call) {
-  const RowDotParts parts = rowdot_parts(*call.node);
+template <class T> LS_HD RowDotShape rowdot_shape(const NodeCall<T>& call) {
+  const RowDotParts parts = call.node->parts;
   RowDotShape s{call.in[0].rows, call.in[0].cols, call.in[1].rows, call.in[0].chain_stride(),
                 call.in[1].chain_stride(), parts.v >= 0 ? call.in[parts.v].chain_stride() : 0};
   s.a_row_major = call.in[0].row_major;
@@ -188,28 +236,128 @@ template <class T> RowDotShape rowdot_shape(const NodeCall<T>& call) {
 
 // rowdot_rows' optional inputs (ir.hpp's rowdot_parts): the scale s, the
 // shared coefficients v and the offset p, or nullptr.
-template <class T> const Slot<T>* rowdot_input(const NodeCall<T>& call, int k) {
+template <class T> LS_HD const Slot<T>* rowdot_input(const NodeCall<T>& call, int k) {
   return k >= 0 ? &call.in[k] : nullptr;
 }
 
 // A logpdf node's target and parameters, addressed at its output's elements.
-template <class T> LogpdfInputs<T> logpdf_inputs(const NodeCall<T>& call) {
-  const Node& node = *call.node;
+template <class T> LS_HD LogpdfInputs<T> logpdf_inputs(const NodeCall<T>& call) {
+  const KernelNode& node = *call.node;
   LogpdfInputs<T> in{node.family, node.trunc_lower, node.trunc_upper,
                      operand(call.in[0], call.out), {}};
-  for (int k = 1; k < static_cast<int>(node.inputs.size()); ++k)
+  for (int k = 1; k < node.n_inputs; ++k)
     in.p[k - 1] = operand(call.in[k], call.out);
   return in;
 }
 
 }  // namespace detail
 
+// A density's ChainSum over its target, for family F: out of line from
+// forward_call()'s dispatch over families, so that the launch is a call in
+// a function nvcc is told about (LS_HD_DISPATCH), not in a lambda.
+LS_HD_DISPATCH template <class T, Family F, class Launch>
+LS_HD void launch_density_term(const NodeCall<T>& call, Launch&& launch) {
+  using namespace detail;
+  const KernelNode& node = *call.node;
+  const Slot<T>& target = call.in[0];
+  using Term = DensityTerm<T, F>;
+  Term term{};
+  term.lower = node.trunc_lower;
+  term.upper = node.trunc_upper;
+  term.truncated = !(ls_isinf(term.lower) && ls_isinf(term.upper));
+  term.x = operand(target, target);
+  term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
+  term.dx_store = call.gradient && call.first_writer;
+  for (int k = 0; k < Term::n_params; ++k) {
+    // parameters broadcast over the target's elements
+    term.p[k] = operand(call.in[k + 1], target);
+    term.dp[k] = call.gradient ? sink(call.in[k + 1], target) : AdjointSink<T>{};
+  }
+  launch(ChainSum<Term>(term.with_slots(), call.scratch, call.chains, target.size()));
+}
+
+// Forward of the op families an observation stage can hold (the planner's
+// may_be_row_aligned()), the only ones the tile kernel (tile_kernel.hpp)
+// compiles; false for the others, which forward_call() runs.
+LS_HD_DISPATCH template <class T, class Launch>
+LS_HD bool forward_row_call(const NodeCall<T>& call, Launch&& launch) {
+  using namespace detail;
+  const KernelNode& node = *call.node;
+  const long C = call.out.chain ? call.chains : 1;
+  const long n = call.out.size();
+  T* y = call.y();
+  switch (op_family(node.op)) {
+    case OpFamily::unary:
+      launch(UnaryForward<T>{node.op, operand(call.in[0], call.out), y, C, n});
+      return true;
+    case OpFamily::binary: {
+      BinaryForward<T> body{node.op, operand(call.in[0], call.out), operand(call.in[1], call.out),
+                            y, C, n};
+      body.rows = call.out.rows;
+      launch(body);
+      return true;
+    }
+    case OpFamily::rowsum:
+      launch(RowSumForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C, call.in[0].rows,
+                              call.in[0].cols});
+      return true;
+    case OpFamily::matmul:
+      launch(MatmulForward<T>{matmul_shape(call), call.in[0].value, call.in[1].value, y, C});
+      return true;
+    case OpFamily::gather:
+      launch(GatherForward<T>{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n});
+      return true;
+    case OpFamily::gather_rows:
+      launch(GatherRowsForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].rows,
+                                  call.index, y, C, call.out.rows, call.out.cols});
+      return true;
+    case OpFamily::rowdot_rows: {
+      const RowDotParts parts = node.parts;
+      const Slot<T>* sc = rowdot_input(call, parts.s);
+      const Slot<T>* v = rowdot_input(call, parts.v);
+      const Slot<T>* p = rowdot_input(call, parts.p);
+      const Slot<T>* q = rowdot_input(call, parts.q);
+      RowDotForward<T> body{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
+                            v ? v->value : nullptr,
+                            p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C,
+                            sc ? sc->value : nullptr};
+      if (q) {
+        body.q = q->value;
+        body.q_stride = q->chain_stride();
+      }
+      launch(body);
+      return true;
+    }
+    case OpFamily::density: {
+      // A density always carries the chain dimension: its value, per chain, is
+      // added to the term's own value (which a tiled pass accumulates over its
+      // tiles) and to the log density.
+      launch(ZeroChains{call.scratch, call.chains});
+      // A constrained variable's log |Jacobian| (family log_jacobian) goes
+      // with the parameters' own: without the Jacobian, the term is zero.
+      if (node.family != Family::log_jacobian || call.jacobian)
+        with_family(node.family, [&](auto tag) {
+          launch_density_term<T, decltype(tag)::value>(call, launch);
+        });
+      launch(StoreChains<T>{call.scratch, y, call.lp, true, call.chains});
+      return true;
+    }
+    case OpFamily::logpdf:
+      launch(LogpdfForward<T>{logpdf_inputs(call), y, C, n});
+      return true;
+    default:
+      return false;
+  }
+  return true;
+}
+
 // Forward: writes the node's value; densities add theirs to their value and to
 // call.lp, Jacobians to call.lp; with call.gradient, densities add their
 // partials to the adjoints (fused), and Jacobians theirs to call.grad.
-template <class T, class Launch> void forward_call(const NodeCall<T>& call, Launch&& launch) {
+LS_HD_DISPATCH template <class T, class Launch> LS_HD void forward_call(const NodeCall<T>& call, Launch&& launch) {
+  if (forward_row_call(call, launch)) return;
   using namespace detail;
-  const Node& node = *call.node;
+  const KernelNode& node = *call.node;
   const long C = call.out.chain ? call.chains : 1;
   const long n = call.out.size();
   T* y = call.y();
@@ -225,16 +373,6 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
               ParamJacobianTerm{g, call.state, call.grad, call.n_free, node.offset}, call.lp, C, n));
       }
       break;
-    case OpFamily::unary:
-      launch(UnaryForward<T>{node.op, operand(call.in[0], call.out), y, C, n});
-      break;
-    case OpFamily::binary: {
-      BinaryForward<T> body{node.op, operand(call.in[0], call.out), operand(call.in[1], call.out),
-                            y, C, n};
-      body.rows = call.out.rows;
-      launch(body);
-      break;
-    }
     case OpFamily::reduce: {
       launch(ZeroChains{call.scratch, C});
       launch(ChainSum<SumTerm<T>>(SumTerm<T>{operand(call.in[0], call.in[0])}, call.scratch, C,
@@ -242,74 +380,13 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       launch(StoreChains<T>{call.scratch, y, nullptr, false, C});
       break;
     }
-    case OpFamily::rowsum:
-      launch(RowSumForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C, call.in[0].rows,
-                              call.in[0].cols});
-      break;
     case OpFamily::colsum:
       launch(ColSumForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C, call.in[0].rows,
                               call.in[0].cols});
       break;
-    case OpFamily::matmul:
-      launch(MatmulForward<T>{matmul_shape(call), call.in[0].value, call.in[1].value, y, C});
-      break;
     case OpFamily::transpose:
       launch(TransposeForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C,
                                  call.in[0].rows, call.in[0].cols});
-      break;
-    case OpFamily::gather:
-      launch(GatherForward<T>{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n});
-      break;
-    case OpFamily::gather_rows:
-      launch(GatherRowsForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].rows,
-                                  call.index, y, C, call.out.rows, call.out.cols});
-      break;
-    case OpFamily::rowdot_rows: {
-      const RowDotParts parts = rowdot_parts(node);
-      const Slot<T>* sc = rowdot_input(call, parts.s);
-      const Slot<T>* v = rowdot_input(call, parts.v);
-      const Slot<T>* p = rowdot_input(call, parts.p);
-      const Slot<T>* q = rowdot_input(call, parts.q);
-      RowDotForward<T> body{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
-                            v ? v->value : nullptr,
-                            p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C,
-                            sc ? sc->value : nullptr};
-      if (q) {
-        body.q = q->value;
-        body.q_stride = q->chain_stride();
-      }
-      launch(body);
-      break;
-    }
-    case OpFamily::density: {
-      const Slot<T>& target = call.in[0];
-      // A density always carries the chain dimension: its value, per chain, is
-      // added to the term's own value (which a tiled pass accumulates over its
-      // tiles) and to the log density.
-      launch(ZeroChains{call.scratch, call.chains});
-      // A constrained variable's log |Jacobian| (family log_jacobian) goes
-      // with the parameters' own: without the Jacobian, the term is zero.
-      if (node.family != Family::log_jacobian || call.jacobian) with_family(node.family, [&](auto tag) {
-        using Term = DensityTerm<T, decltype(tag)::value>;
-        Term term{};
-        term.lower = node.trunc_lower;
-        term.upper = node.trunc_upper;
-        term.truncated = !(ls_isinf(term.lower) && ls_isinf(term.upper));
-        term.x = operand(target, target);
-        term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
-        term.dx_store = call.gradient && call.first_writer;
-        for (int k = 0; k < Term::n_params; ++k) {
-          // parameters broadcast over the target's elements
-          term.p[k] = operand(call.in[k + 1], target);
-          term.dp[k] = call.gradient ? sink(call.in[k + 1], target) : AdjointSink<T>{};
-        }
-        launch(ChainSum<Term>(term.with_slots(), call.scratch, call.chains, target.size()));
-      });
-      launch(StoreChains<T>{call.scratch, y, call.lp, true, call.chains});
-      break;
-    }
-    case OpFamily::logpdf:
-      launch(LogpdfForward<T>{logpdf_inputs(call), y, C, n});
       break;
     case OpFamily::fold:
       launch(FoldForward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), y, C,
@@ -319,7 +396,7 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       launch(CumulativeForward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), y, C, n});
       break;
     case OpFamily::linalg: {
-      const bool rhs = node.inputs.size() > 1;
+      const bool rhs = node.n_inputs > 1;
       launch(LinalgForward<T>{node.op, linalg_shape(call), call.in[0].value,
                               rhs ? call.in[1].value : nullptr, y, call.work, C});
       break;
@@ -332,72 +409,53 @@ template <class T, class Launch> void forward_call(const NodeCall<T>& call, Laun
       launch(ConcatForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].size(),
                               call.in[1].value, call.in[1].chain_stride(), y, C, n});
       break;
+    default:
+      break;
   }
 }
 
-// Backward: adds the node's adjoint, through its partials, to its inputs'
-// adjoints (and a parameter's to the state gradient). Densities do nothing
-// here: their partials were fused into the forward pass.
-template <class T, class Launch> void backward_call(const NodeCall<T>& call, Launch&& launch) {
+// Backward of the op families forward_row_call() runs; false for the others.
+LS_HD_DISPATCH template <class T, class Launch>
+LS_HD bool backward_row_call(const NodeCall<T>& call, Launch&& launch) {
   using namespace detail;
-  const Node& node = *call.node;
-  if (!call.out.adjoint) return;
+  const KernelNode& node = *call.node;
+  if (!call.out.adjoint) return true;  // (nothing to do, whatever the op)
   const long C = call.chains;
   const long n = call.out.size();
   const T* dy = call.out.adjoint;
   const T* y = call.out.value;
   switch (op_family(node.op)) {
-    case OpFamily::leaf:
-      if (node.op == Op::param) {
-        const ConstraintMath g{node.transform, node.lower, node.upper};
-        ParamBackward<T> body{g, call.state, call.grad, call.n_free, node.offset, dy, C, n};
-        body.store = call.first_writer;
-        launch(body);
-      }
-      break;
     case OpFamily::unary:
       launch(UnaryBackward<T>{node.op, operand(call.in[0], call.out), y, dy,
                               sink(call.in[0], call.out), C, n});
-      break;
+      return true;
     case OpFamily::binary: {
       BinaryBackward<T> body{node.op, operand(call.in[0], call.out),
                              operand(call.in[1], call.out), y, dy, sink(call.in[0], call.out),
                              sink(call.in[1], call.out), C, n};
       body.rows = call.out.rows;
       launch(body.with_block_sums());
-      break;
+      return true;
     }
-    case OpFamily::reduce:
-      if (call.in[0].adjoint)
-        launch(SumBackward<T>{dy, sink(call.in[0], call.in[0]), C, call.in[0].size()});
-      break;
     case OpFamily::rowsum:
       if (call.in[0].adjoint)
         launch(RowSumBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
-      break;
-    case OpFamily::colsum:
-      if (call.in[0].adjoint)
-        launch(ColSumBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
-      break;
+      return true;
     case OpFamily::matmul: {
       const MatmulShape s = matmul_shape(call);
       if (call.in[0].adjoint)
         launch(MatmulBackwardA<T>{s, call.in[1].value, dy, call.in[0].adjoint, C});
       if (call.in[1].adjoint)
         launch(MatmulBackwardB<T>{s, call.in[0].value, dy, call.in[1].adjoint, C});
-      break;
+      return true;
     }
-    case OpFamily::transpose:
-      if (call.in[0].adjoint)
-        launch(TransposeBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
-      break;
     case OpFamily::gather:
       if (call.in[0].adjoint) {
         GatherBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n};
         body.piece = call.index_in_runs ? gather_piece : 0;
         launch(body);
       }
-      break;
+      return true;
     case OpFamily::gather_rows:
       if (call.in[0].adjoint) {
         GatherRowsBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
@@ -405,9 +463,9 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
         body.piece = call.index_in_runs ? gather_piece : 0;
         launch(body);
       }
-      break;
+      return true;
     case OpFamily::rowdot_rows: {
-      const RowDotParts parts = rowdot_parts(node);
+      const RowDotParts parts = node.parts;
       const Slot<T>* sc = rowdot_input(call, parts.s);
       const Slot<T>* v = rowdot_input(call, parts.v);
       const Slot<T>* p = rowdot_input(call, parts.p);
@@ -424,20 +482,59 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
         body.q_stride = q ? q->chain_stride() : 0;
         launch(body.with_dv_phases());
       }
-      break;
+      return true;
     }
     case OpFamily::density:
-      break;
+      return true;
     case OpFamily::logpdf: {
       LogpdfBackward<T> body{logpdf_inputs(call), dy, sink(call.in[0], call.out), {}, C, n};
       bool any = body.dx.data != nullptr;
-      for (int k = 1; k < static_cast<int>(node.inputs.size()); ++k) {
+      for (int k = 1; k < node.n_inputs; ++k) {
         body.dp[k - 1] = sink(call.in[k], call.out);
         any = any || body.dp[k - 1].data;
       }
       if (any) launch(body.with_block_sums());
-      break;
+      return true;
     }
+    default:
+      return false;
+  }
+  return true;
+}
+
+// Backward: adds the node's adjoint, through its partials, to its inputs'
+// adjoints (and a parameter's to the state gradient). Densities do nothing
+// here: their partials were fused into the forward pass.
+LS_HD_DISPATCH template <class T, class Launch> LS_HD void backward_call(const NodeCall<T>& call, Launch&& launch) {
+  if (backward_row_call(call, launch)) return;
+  using namespace detail;
+  const KernelNode& node = *call.node;
+  if (!call.out.adjoint) return;
+  const long C = call.chains;
+  const long n = call.out.size();
+  const T* dy = call.out.adjoint;
+  const T* y = call.out.value;
+  switch (op_family(node.op)) {
+    case OpFamily::leaf:
+      if (node.op == Op::param) {
+        const ConstraintMath g{node.transform, node.lower, node.upper};
+        ParamBackward<T> body{g, call.state, call.grad, call.n_free, node.offset, dy, C, n};
+        body.store = call.first_writer;
+        launch(body);
+      }
+      break;
+    case OpFamily::reduce:
+      if (call.in[0].adjoint)
+        launch(SumBackward<T>{dy, sink(call.in[0], call.in[0]), C, call.in[0].size()});
+      break;
+    case OpFamily::colsum:
+      if (call.in[0].adjoint)
+        launch(ColSumBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
+      break;
+    case OpFamily::transpose:
+      if (call.in[0].adjoint)
+        launch(TransposeBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
+      break;
     case OpFamily::fold:
       if (call.in[0].adjoint)
         launch(FoldBackward<T>{node.op, call.in[0].value, call.in[0].chain_stride(), dy,
@@ -450,7 +547,7 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
                                      call.in[0].chain_stride(), C, n});
       break;
     case OpFamily::linalg: {
-      T* db = node.inputs.size() > 1 ? call.in[1].adjoint : nullptr;
+      T* db = node.n_inputs > 1 ? call.in[1].adjoint : nullptr;
       if (call.in[0].adjoint || db)
         launch(LinalgBackward<T>{node.op, linalg_shape(call), call.in[0].value, y, dy,
                                  call.in[0].adjoint, db, call.work, C});
@@ -467,6 +564,8 @@ template <class T, class Launch> void backward_call(const NodeCall<T>& call, Lau
         launch(ConcatBackward<T>{dy, call.in[0].adjoint, call.in[0].chain_stride(),
                                  call.in[0].size(), call.in[1].adjoint, call.in[1].chain_stride(),
                                  C, n});
+      break;
+    default:
       break;
   }
 }

@@ -32,6 +32,7 @@
 #include "ir.hpp"
 #include "launcher.hpp"
 #include "node_kernels.hpp"
+#include "tile_kernel.hpp"
 #include "thread_pool.hpp"
 
 namespace lockstep {
@@ -42,6 +43,33 @@ struct StageOptions {
   int shards = 1;      // virtual devices
   bool reorder_rows = true;
   bool jacobian = true;  // log_jacobian terms count (ExecOptions::jacobian)
+  // Run as the tile kernel (tile_kernel.hpp) on the emulated backend: one
+  // shard and one worker, whatever workers and shards say.
+  bool tile_kernel = false;
+};
+
+// Where the tile kernel finds what a stage reads and writes, per program
+// node: the stage's own host copies and the executor's buffers
+// (ObservationStage::host_placement()), or their copies on a GPU.
+template <class T> struct TilePlacement {
+  // Nowhere yet, for a program of n nodes.
+  explicit TilePlacement(size_t n)
+      : rows(n, nullptr), index(n, nullptr), value(n, nullptr), adjoint(n, nullptr),
+        stride(n, -1), term(n, nullptr) {}
+  std::vector<const T*> rows;      // row data, in tile order
+  std::vector<const long*> index;  // gather indices, in tile order
+  std::vector<const T*> value;     // the global values the stage reads
+  std::vector<T*> adjoint;         // and their adjoints
+  std::vector<long> stride;        // Slot::stride of those
+  std::vector<T*> term;            // a density's value, [chains]
+};
+
+// A stage as the tile kernel runs it: its steps (TileStep) and the sizes of
+// a block's memory.
+template <class T> struct TileLayout {
+  std::vector<TileStep<T>> steps;
+  long adjoint_offset = 0;  // TileKernelArgs::adjoint_offset
+  int body_shared = 0;      // TileKernelArgs::body_shared
 };
 
 // The global pass's buffers, which the stage reads and whose adjoints it adds to.
@@ -78,6 +106,21 @@ template <class T> class ObservationStage {
            Communicator* world = nullptr);
 
   long tile_rows() const { return tile_rows_; }
+  long rows() const { return rows_; }
+  // The first row of each tile, in tile order.
+  const std::vector<long>& tile_starts() const { return tile_start_; }
+  // The tile kernel's steps with the stage's nodes placed `at`.
+  TileLayout<T> tile_layout(const TilePlacement<T>& at) const;
+  // The stage's own row data and indices, and the global buffers of one call.
+  TilePlacement<T> host_placement(GlobalBuffers<T> global) const;
+  // Row data of the extent in tile order (empty for other nodes), and a
+  // gather's index in tile order (empty for other nodes).
+  const std::vector<T>& row_data(int id) const { return row_data_[id]; }
+  const std::vector<long>& row_index(int id) const { return row_index_[id]; }
+  // The stage's nodes that carry the chain dimension, in program order, and
+  // the global values they read.
+  const std::vector<int>& nodes() const { return nodes_; }
+  const std::vector<int>& boundary() const { return boundary_; }
   long tiles() const { return static_cast<long>(tile_start_.size()); }
   // Whether the workers add the adjoint partials of the global value `node`
   // (one the stage reads) straight into its global adjoint, in a run without
@@ -122,6 +165,7 @@ template <class T> class ObservationStage {
   template <class F> void over_rows(int id, std::pair<long, long> rows, F&& f) const;
 
   const Program& program_;
+  std::vector<KernelNode> kernel_nodes_;  // per program node: what its calls point at
   int extent_;
   long rows_, chains_;
   StageOptions options_;

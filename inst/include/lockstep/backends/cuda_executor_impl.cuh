@@ -151,6 +151,7 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   // off): gathers and scatter-adds then walk memory in order. Its data values
   // are dropped once on the device.
   Program program_;
+  std::vector<KernelNode> kernel_nodes_;  // per node: what its calls point at
   long chains_;
   ExecOptions options_;
   cudaStream_t stream_ = nullptr;
@@ -183,6 +184,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
         "lockstep: the cuda backend does not run across MPI processes yet; use cpu_only(mpi = TRUE)");
   select_device(options.gpu);
   program_ = options.reorder_rows ? with_rows_ordered(program) : program;
+  kernel_nodes_ = kernel_nodes(program_);
   check(cudaDeviceGetAttribute(&multiprocessors_, cudaDevAttrMultiProcessorCount, options.gpu),
         "reading the device's multiprocessor count");
   const size_t n = program_.nodes.size();
@@ -234,7 +236,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
       if (node.chain) continue;
       host[id].assign(node.size, T(0));
       NodeCall<T> c;
-      c.node = &node;
+      c.node = &kernel_nodes_[id];
       auto slot = [&](int k) { return whole_slot<T>(program_.nodes[k], host[k].data(), nullptr); };
       c.out = slot(static_cast<int>(id));
       for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
@@ -265,6 +267,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
       }
     }
     for (Node& node : program_.nodes) std::vector<double>().swap(node.values);
+    for (KernelNode& k : kernel_nodes_) k.values = nullptr;
     scratch_ = allocate<double>(chains);
     work_ = allocate<double>(chains * work);
     state_ = allocate<double>(chains * D);
@@ -334,7 +337,7 @@ template <class T>
 NodeCall<T> CudaExecutor<T>::call(int id, const double* state, double* lp, double* grad) {
   const Node& node = program_.nodes[id];
   NodeCall<T> c;
-  c.node = &node;
+  c.node = &kernel_nodes_[id];
   auto slot = [&](int k) { return whole_slot<T>(program_.nodes[k], values_[k], adjoints_[k]); };
   c.out = slot(id);
   for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);

@@ -63,11 +63,11 @@ template <class Term> struct ChainSum {
   int per_chain;        // 1 + the term's slots: the value and its sums
   int shared_per_lane;  // = chains * per_chain
 
-  ChainSum(Term t, double* o, long c, long n, long out_stride = 1)
+  LS_HD ChainSum(Term t, double* o, long c, long n, long out_stride = 1)
       : term(t), out(o), chains(c), size(n), stride(out_stride), per_chain(1 + slots_of(t)),
         shared_per_lane(static_cast<int>(c) * per_chain) {}
 
-  static int slots_of(const Term& t) {
+  static LS_HD int slots_of(const Term& t) {
     if constexpr (has_slots<Term>::value)
       return t.slots();
     else
@@ -162,9 +162,14 @@ template <class T> struct StoreChains {
   int shared_per_lane = 0;
 
   LS_HD void operator()(int, const Lane& lane) const {
+    // Added with lane_add: the tile kernel's blocks (tile_kernel.hpp) each
+    // add their tiles' sums to the same term and log density.
     for (long c = lane.index; c < chains; c += lane.count) {
-      y[c] = add ? static_cast<T>(y[c] + static_cast<T>(s[c])) : static_cast<T>(s[c]);
-      if (lp) lp[c] += s[c];
+      if (add)
+        lane_add(y + c, static_cast<T>(s[c]));
+      else
+        y[c] = static_cast<T>(s[c]);
+      if (lp) lane_add(lp + c, s[c]);
     }
   }
 };

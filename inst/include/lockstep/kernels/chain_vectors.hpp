@@ -337,7 +337,7 @@ struct SubtreeChecksTerm {
   ChainMask on;
   long c0, dim;
   double* out;  // [chains, 6], added to
-  int slots() const { return 5; }
+  LS_HD int slots() const { return 5; }
   LS_HD double operator()(long t, long i) const {
     double sums[5] = {0, 0, 0, 0, 0};
     return (*this)(t, i, sums);
@@ -396,7 +396,7 @@ struct LeafTerm {
   ChainMask on, back;
   long c0, dim;
   double* out;  // [chains, v.sums()], added to
-  int slots() const { return 6 * v.checks; }
+  LS_HD int slots() const { return 6 * v.checks; }
   LS_HD double operator()(long t, long i) const {
     double sums[6 * LeafVectors::max_checks] = {};
     return (*this)(t, i, sums);

@@ -38,13 +38,13 @@ template <class T, Family F> struct DensityTerm {
   static_assert(max_dist_params == 3, "slot_p's initialiser lists every parameter");
   int n_slots = 0, slot_x = -1, slot_p[max_dist_params] = {-1, -1, -1};
 
-  DensityTerm& with_slots() {
+  LS_HD DensityTerm& with_slots() {
     n_slots = 0;
     slot_x = dx.data && dx.scalar ? n_slots++ : -1;
     for (int k = 0; k < n_params; ++k) slot_p[k] = dp[k].data && dp[k].scalar ? n_slots++ : -1;
     return *this;
   }
-  int slots() const { return n_slots; }
+  LS_HD int slots() const { return n_slots; }
   LS_HD void add_sum(long c, int slot, double total) const {
     if (slot == slot_x) dx.add(c, 0, static_cast<T>(total));
     for (int k = 0; k < n_params; ++k)

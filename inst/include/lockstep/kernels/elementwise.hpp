@@ -211,7 +211,7 @@ template <class T> struct BinaryBackward {
   // adjoint is added element by element). Set by with_block_sums().
   long slots_a = 0, slots_b = 0;
 
-  BinaryBackward& with_block_sums() {
+  LS_HD BinaryBackward& with_block_sums() {
     slots_a = summed_slots(da);
     slots_b = summed_slots(db);
     if (slots_a + slots_b > 0) {
@@ -220,7 +220,7 @@ template <class T> struct BinaryBackward {
     }
     return *this;
   }
-  long summed_slots(const AdjointSink<T>& s) const {
+  LS_HD long summed_slots(const AdjointSink<T>& s) const {
     if (!s.data) return 0;
     if (s.scalar) return 1;
     const long cols = size / rows;

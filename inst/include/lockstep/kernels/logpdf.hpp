@@ -184,7 +184,7 @@ template <class T> struct LogpdfBackward {
   // with_block_sums().
   int slot[1 + max_dist_params] = {-1, -1, -1, -1};
 
-  LogpdfBackward& with_block_sums() {
+  LS_HD LogpdfBackward& with_block_sums() {
     int slots = 0;
     slot[0] = dx.data && dx.scalar ? slots++ : -1;
     for (int j = 0; j < max_dist_params; ++j)

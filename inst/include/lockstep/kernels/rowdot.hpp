@@ -299,7 +299,7 @@ template <class T> struct RowDotBackward {
   // partials to dv, ds and dp directly. Set by with_dv_phases().
   int phases = 1, shared_per_lane = 0;
 
-  RowDotBackward& with_dv_phases() {
+  LS_HD RowDotBackward& with_dv_phases() {
     if (slots() > 0) {
       phases = static_cast<int>(2 * chains);
       shared_per_lane = slots();
