@@ -354,7 +354,8 @@ LS_HD bool forward_row_call(const NodeCall<T>& call, Launch&& launch) {
 // Forward: writes the node's value; densities add theirs to their value and to
 // call.lp, Jacobians to call.lp; with call.gradient, densities add their
 // partials to the adjoints (fused), and Jacobians theirs to call.grad.
-LS_HD_DISPATCH template <class T, class Launch> LS_HD void forward_call(const NodeCall<T>& call, Launch&& launch) {
+LS_HD_DISPATCH template <class T, class Launch>
+LS_HD void forward_call(const NodeCall<T>& call, Launch&& launch) {
   if (forward_row_call(call, launch)) return;
   using namespace detail;
   const KernelNode& node = *call.node;
@@ -505,7 +506,8 @@ LS_HD bool backward_row_call(const NodeCall<T>& call, Launch&& launch) {
 // Backward: adds the node's adjoint, through its partials, to its inputs'
 // adjoints (and a parameter's to the state gradient). Densities do nothing
 // here: their partials were fused into the forward pass.
-LS_HD_DISPATCH template <class T, class Launch> LS_HD void backward_call(const NodeCall<T>& call, Launch&& launch) {
+LS_HD_DISPATCH template <class T, class Launch>
+LS_HD void backward_call(const NodeCall<T>& call, Launch&& launch) {
   if (backward_row_call(call, launch)) return;
   using namespace detail;
   const KernelNode& node = *call.node;
