@@ -145,6 +145,22 @@ print.lockstep_backend_info <- function(x, ...) {
 #'   GPUs; otherwise (no NCCL, or two processes on one GPU) they are summed
 #'   through MPI on the host and the sampler's vectors stay in host memory.
 #'   Use GPUs of one model across the processes.
+#' @param tile_kernel for `gpu_only()`: `TRUE` to run each likelihood's rows
+#'   as one tile kernel per gradient: each block of GPU threads takes tiles of
+#'   rows and runs the whole row-wise computation (the linear predictor, its
+#'   gathers of group coefficients, the likelihood, and their gradients) on a
+#'   tile, keeping its intermediate values in the block's shared memory
+#'   instead of writing whole `[chains, rows]` arrays to GPU memory and
+#'   reading them back, as the default op-by-op kernels do. It holds the
+#'   linear predictors that lockstep fuses into row dot products (`X %*%
+#'   beta`, group effects `alpha[g]`, `rowSums(X * gamma[g, ])`) under the
+#'   normal, student, lognormal, gamma, bernoulli, binomial (and their logit
+#'   and probit forms), poisson and negative binomial likelihoods; a model
+#'   whose rows need anything else, or so many chains that a tile of 32 rows
+#'   does not fit in shared memory, runs op by op as if `FALSE`. Experimental:
+#'   it computes the same results (the same kernel code, tested on the CPU's
+#'   emulation of the GPU), but it has not been timed on a GPU yet, so it is
+#'   off by default.
 #' @param devices for `cpu_only()`, the number of virtual devices (shards of
 #'   the observation rows); for `gpu_only()`, the CUDA devices to run on,
 #'   numbered from 0 as in `backend_info()$devices$id`: one, or several to
@@ -187,7 +203,7 @@ cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE)
 
 #' @rdname cpu_only
 #' @export
-gpu_only <- function(devices = 0L, mpi = FALSE) {
+gpu_only <- function(devices = 0L, mpi = FALSE, tile_kernel = FALSE) {
   if (!is.numeric(devices) || length(devices) < 1 || anyNA(devices) || any(devices < 0) ||
       any(devices != round(devices))) {
     stop("`devices` must be device numbers (0, 1, ...), as in backend_info()$devices$id",
@@ -195,6 +211,9 @@ gpu_only <- function(devices = 0L, mpi = FALSE) {
   }
   if (!is.logical(mpi) || length(mpi) != 1 || is.na(mpi)) {
     stop("`mpi` must be TRUE or FALSE", call. = FALSE)
+  }
+  if (!is.logical(tile_kernel) || length(tile_kernel) != 1 || is.na(tile_kernel)) {
+    stop("`tile_kernel` must be TRUE or FALSE", call. = FALSE)
   }
   devices <- as.integer(devices)
   if (mpi) {
@@ -219,7 +238,7 @@ gpu_only <- function(devices = 0L, mpi = FALSE) {
   }
   structure(
     list(backend = "cuda", threads = 1L, devices = 1L, tile_rows = 0,
-         observation_stage = FALSE, mpi = mpi, gpu = devices,
+         observation_stage = FALSE, mpi = mpi, gpu = devices, tile_kernel = tile_kernel,
          gpu_name = info$devices$name[match(devices, info$devices$id)]),
     class = "lockstep_compute_options"
   )
@@ -235,6 +254,7 @@ print.lockstep_compute_options <- function(x, ...) {
       cat(sprintf("lockstep compute options: cuda backend on %d GPUs (%s), each holding a share of the rows\n",
                   length(x$gpu), paste(sprintf("%d: %s", x$gpu, x$gpu_name), collapse = ", ")))
     }
+    if (isTRUE(x$tile_kernel)) cat("  each likelihood's rows in one tile kernel where it can\n")
     return(invisible(x))
   }
   cat(sprintf("lockstep compute options: %s backend, %s%d thread%s, %d device%s, tiles of %s\n",

@@ -11,6 +11,7 @@
 //   bench/gpu_hlogit [--n 1e5,1e6,1e7] [--chains 1,4,16] [--threads T] [--reps R]
 //                    [--nuts-n 1e5] [--nuts W,S] [--nuts-vectors host,device]
 //                    [--nuts-precision double,single] [--gpus 1,2,4] [--nuts-gpus 1]
+//                    [--tile-kernel 0,1]
 // For each N, chains and precision it prints the GPU's milliseconds per
 // gradient (median of R timed calls after warm-up, state, lp and gradient in
 // device memory, each call synchronised), per chain-gradient, the CPU
@@ -26,7 +27,9 @@
 // --gpus times the gradient on the first 1, 2, ... visible GPUs (the
 // multi-GPU executor: each GPU a block of the rows, partials summed on the
 // first through NCCL where it loads), skipping counts above the GPUs there
-// are; --nuts-gpus runs NUTS on that many.
+// are; --nuts-gpus runs NUTS on that many. --tile-kernel times the gradient
+// op by op (0) and with the observation stage as one tile kernel (1,
+// ExecOptions::tile_kernel), each on its own line ("tiles" column).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -172,6 +175,7 @@ int main(int argc, char** argv) {
   std::string nuts_vectors = "host,device", nuts_precision = "double,single";
   std::vector<double> gpu_counts = {1};
   int nuts_gpus = 1;
+  std::vector<double> tile_kernels = {0, 1};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") ns = parse_list(argv[i + 1]);
@@ -184,6 +188,7 @@ int main(int argc, char** argv) {
     else if (a == "--nuts-precision") nuts_precision = argv[i + 1];
     else if (a == "--gpus") gpu_counts = parse_list(argv[i + 1]);
     else if (a == "--nuts-gpus") nuts_gpus = std::atoi(argv[i + 1]);
+    else if (a == "--tile-kernel") tile_kernels = parse_list(argv[i + 1]);
   }
   // the options that run on the first k GPUs
   auto on_gpus = [](long k) {
@@ -199,8 +204,8 @@ int main(int argc, char** argv) {
   }
   std::printf("GPU: %s (%d SMs, %.1f GiB); CPU executor: %d threads\n", devs[0].name.c_str(),
               devs[0].multiprocessors, devs[0].memory_gb, threads);
-  std::printf("%9s %6s %6s %4s %12s %14s %12s %14s %8s %10s %8s\n", "N", "chains", "prec",
-              "gpus", "gpu ms/grad", "gpu ms/chgrad", "cpu ms/grad", "cpu ms/chgrad", "cpu/gpu",
+  std::printf("%9s %6s %6s %4s %5s %12s %14s %12s %14s %8s %10s %8s\n", "N", "chains", "prec",
+              "gpus", "tiles", "gpu ms/grad", "gpu ms/chgrad", "cpu ms/grad", "cpu ms/chgrad", "cpu/gpu",
               "lp rel err", "GiB");
   int bad = 0;
   for (double nd : ns) {
@@ -232,10 +237,13 @@ int main(int argc, char** argv) {
             }
             cpu_ms = 1e3 * median(t);
           }
-          for (double kd : gpu_counts) {
+          for (double kd : gpu_counts)
+          for (double tk : tile_kernels) {
             const long k = static_cast<long>(kd);
             if (k < 1 || k > static_cast<long>(devs.size())) continue;
-            auto gpu = cuda::make_executor(p, C, on_gpus(k), single != 0);
+            ExecOptions go = on_gpus(k);
+            go.tile_kernel = tk != 0;
+            auto gpu = cuda::make_executor(p, C, go, single != 0);
             double* d_state = cuda::device_alloc(C * D);
             double* d_lp = cuda::device_alloc(C);
             double* d_grad = cuda::device_alloc(C * D);
@@ -263,8 +271,8 @@ int main(int argc, char** argv) {
             const double tol = single ? 1e-4 : 1e-10;
             const bool ok = err < tol && gerr <= tol * 10 * gscale;
             bad += !ok;
-            std::printf("%9ld %6ld %6s %4ld %12.3f %14.4f %12.2f %14.3f %8.1f %10.1e %8.2f%s\n", N,
-                        C, single ? "single" : "double", k, gpu_ms, gpu_ms / C, cpu_ms, cpu_ms / C,
+            std::printf("%9ld %6ld %6s %4ld %5s %12.3f %14.4f %12.2f %14.3f %8.1f %10.1e %8.2f%s\n",
+                        N, C, single ? "single" : "double", k, tk != 0 ? "yes" : "no", gpu_ms, gpu_ms / C, cpu_ms, cpu_ms / C,
                         cpu_ms / gpu_ms, err, gpu->device_bytes() / 1073741824.0,
                         ok ? "" : "  MISMATCH (gradient or lp)");
             std::fflush(stdout);

@@ -495,7 +495,12 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     a.lp = lp;
     a.gradient = gradient;
     a.jacobian = options_.jacobian;
-    run_tiles_emulated(a, launch.geometry);
+    // the GPU's kernel where it holds the stage's ops and families (the GPU
+    // runs the others op by op; here they run with every op's code)
+    if (tile_kernel_holds<LinearTileKernels>(layout.steps))
+      run_tiles_emulated<LinearTileKernels>(a, launch.geometry);
+    else
+      run_tiles_emulated(a, launch.geometry);
     return;
   }
   const long S = options_.shards, W = options_.workers;

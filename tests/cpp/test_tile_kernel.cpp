@@ -225,6 +225,36 @@ TEST_CASE("tile kernel: the layout puts every row-aligned value in the tile area
   }
 }
 
+TEST_CASE("tile kernel: the GPU's kernel (LinearTileKernels) holds the seed model's and a "
+          "regression's stages, and not those with elementwise ops or logpdf",
+          "[tiles][tile_kernel]") {
+  std::mt19937 rng(67);
+  auto steps_of = [](const Program& p) {
+    Executor<double> ex(p, 2, tile_kernel(EmulatedGeometry{2, 4}, 8));
+    const lockstep::ObservationStage<double>& stage = ex.stage(0);
+    return stage.tile_layout(lockstep::TilePlacement<double>(p.nodes.size())).steps;
+  };
+  using lockstep::LinearTileKernels;
+  for (bool row_offset : {false, true}) {
+    Seed s = seed_model(40, 5, 3, rng, {}, false, true, row_offset);
+    lockstep::plan(s.p);
+    CHECK(lockstep::tile_kernel_holds<LinearTileKernels>(steps_of(s.p)));
+    Program unfused = seed_model(40, 5, 3, rng).p;
+    lockstep::PlanOptions no_fusion;
+    no_fusion.fuse = false;
+    lockstep::plan(unfused, no_fusion);
+    // X * gamma[g, ] is an elementwise product
+    CHECK_FALSE(lockstep::tile_kernel_holds<LinearTileKernels>(steps_of(unfused)));
+  }
+  Program mixture = mixture_rows(30, 4, rng);
+  lockstep::plan(mixture);
+  CHECK_FALSE(lockstep::tile_kernel_holds<LinearTileKernels>(steps_of(mixture)));
+  // every family it names has a density term; none beyond them
+  CHECK(LinearTileKernels::family(Family::poisson_log));
+  CHECK_FALSE(LinearTileKernels::family(Family::hypergeometric));
+  CHECK_FALSE(LinearTileKernels::op_family(lockstep::OpFamily::logpdf));
+}
+
 TEST_CASE("tile kernel: a run across processes is refused", "[tiles][tile_kernel]") {
   std::mt19937 rng(66);
   Regression r = regression(12, 2, 3, rng);

@@ -107,7 +107,7 @@ std::unique_ptr<Target> make_gpu(const Program& p, long chains, const ExecOption
     return lockstep::ShardedTarget::make<double>(p, chains, o, shards);
   }
   ExecOptions o = options;
-  o.observation_stage = false;
+  o.observation_stage = options.tile_kernel;  // the emulated tile kernel, or op by op
   if (single) {
     o.backend = Backend::cpu;
     return std::unique_ptr<Target>(new Executor<float>(p, chains, o));
@@ -1248,6 +1248,16 @@ void run_cases(const std::vector<Case>& cases, unsigned seed) {
   for (const Case& k : cases) run_case(k, rng);
 }
 
+// The cases with each observation stage run as the tile kernel
+// (ExecOptions::tile_kernel, backends/tile_kernel.cuh).
+std::vector<Case> in_tile_kernel(std::vector<Case> cases) {
+  for (Case& k : cases) {
+    k.options.tile_kernel = true;
+    k.label += " (tile kernel)";
+  }
+  return cases;
+}
+
 }  // namespace
 
 // ------------------------------------------------------------ tests
@@ -1384,6 +1394,19 @@ TEST_CASE("cuda executor: varying slopes regression on 100003 rows with fused ro
   run_cases({varying_slopes_case()}, 2010);
 }
 
+TEST_CASE("cuda executor: the tile kernel equals the cpu executor on every program with "
+          "row-aligned nodes",
+          "[cuda][tile_kernel]") {
+  require_gpu();
+  // (stages the kernel does not hold, LinearTileKernels, and programs
+  // without a stage run op by op as before: the regressions below are held)
+  run_cases(in_tile_kernel(binary_cases()), 2014);
+  run_cases(in_tile_kernel(index_cases()), 2015);
+  run_cases(in_tile_kernel(family_cases()), 2016);
+  run_cases(in_tile_kernel({logistic_regression_case(), varying_slopes_case(), logpdf_case()}),
+            2017);
+}
+
 TEST_CASE("cuda executor on several GPUs: shards of the rows summed equal the cpu executor",
           "[cuda][multi]") {
   require_gpu();
@@ -1394,6 +1417,7 @@ TEST_CASE("cuda executor on several GPUs: shards of the rows summed equal the cp
       run_cases({logistic_regression_case(), varying_slopes_case()}, 2011);
       run_cases(transform_cases(), 2012);  // the Jacobian on the first shard only
       run_cases({gather_rows_case(), rowdot_case(), logpdf_case()}, 2013);
+      run_cases(in_tile_kernel({logistic_regression_case(), varying_slopes_case()}), 2018);
     } catch (...) {
       gpus_under_test.clear();
       throw;

@@ -336,6 +336,8 @@ test_that("cpu_only() and gpu_only() check their arguments", {
   expect_error(gpu_only("0"), "`devices` must be device numbers")
   expect_error(gpu_only(c(0, NA)), "`devices` must be device numbers")
   expect_error(gpu_only(integer()), "`devices` must be device numbers")
+  expect_error(gpu_only(0, tile_kernel = "yes"), "`tile_kernel` must be TRUE or FALSE")
+  expect_error(gpu_only(0, tile_kernel = NA), "`tile_kernel` must be TRUE or FALSE")
   info <- backend_info()
   expect_type(info$nccl, "logical")
   if (!isTRUE(info$cuda_built)) {

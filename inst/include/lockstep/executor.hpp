@@ -65,10 +65,12 @@ struct ExecOptions {
   // stores its partials there instead of adding them to zeros
   // (Executor::find_first_writers()); false only to compare with.
   bool first_writers = true;
-  // On the emulated backend, each observation stage runs as the tile kernel
-  // (tile_kernel.hpp): block by block, each node's body on the block's lanes
-  // alone, the tile's values in block memory (one shard, one worker). The
-  // cuda backend does not run it yet. Not with `world`.
+  // Each observation stage runs as the tile kernel (tile_kernel.hpp): on the
+  // emulated backend block by block, each node's body on the block's lanes
+  // alone, the tile's values in block memory (one shard, one worker); on the
+  // cuda backend as one launch per stage, the tile in shared memory, where
+  // its kernel holds the stage (backends/cuda_executor.hpp). Not with
+  // `world`.
   bool tile_kernel = false;
 };
 

@@ -252,6 +252,15 @@ template <class T> LS_HD LogpdfInputs<T> logpdf_inputs(const NodeCall<T>& call) 
 
 }  // namespace detail
 
+// Which op families and distribution families one instantiation of the
+// dispatch holds code for. Every executor's holds all of them; a GPU tile
+// kernel (tile_kernel.hpp) holds a subset, because one kernel that reaches
+// every op's and family's code took ptxas over 15 GB to compile.
+struct AllKernels {
+  static constexpr bool op_family(OpFamily) { return true; }
+  static constexpr bool family(Family) { return true; }
+};
+
 // A density's ChainSum over its target, for family F: out of line from
 // forward_call()'s dispatch over families, so that the launch is a call in
 // a function nvcc is told about (LS_HD_DISPATCH), not in a lambda.
@@ -278,73 +287,102 @@ LS_HD void launch_density_term(const NodeCall<T>& call, Launch&& launch) {
 
 // Forward of the op families an observation stage can hold (the planner's
 // may_be_row_aligned()), the only ones the tile kernel (tile_kernel.hpp)
-// compiles; false for the others, which forward_call() runs.
-LS_HD_DISPATCH template <class T, class Launch>
+// compiles; false for the others, which forward_call() runs, and for those
+// that Kernels leaves out.
+LS_HD_DISPATCH template <class Kernels = AllKernels, class T, class Launch>
 LS_HD bool forward_row_call(const NodeCall<T>& call, Launch&& launch) {
   using namespace detail;
   const KernelNode& node = *call.node;
-  const long C = call.out.chain ? call.chains : 1;
-  const long n = call.out.size();
-  T* y = call.y();
+  [[maybe_unused]] const long C = call.out.chain ? call.chains : 1;
+  [[maybe_unused]] const long n = call.out.size();
+  [[maybe_unused]] T* y = call.y();
   switch (op_family(node.op)) {
     case OpFamily::unary:
-      launch(UnaryForward<T>{node.op, operand(call.in[0], call.out), y, C, n});
-      return true;
-    case OpFamily::binary: {
-      BinaryForward<T> body{node.op, operand(call.in[0], call.out), operand(call.in[1], call.out),
-                            y, C, n};
-      body.rows = call.out.rows;
-      launch(body);
-      return true;
-    }
-    case OpFamily::rowsum:
-      launch(RowSumForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C, call.in[0].rows,
-                              call.in[0].cols});
-      return true;
-    case OpFamily::matmul:
-      launch(MatmulForward<T>{matmul_shape(call), call.in[0].value, call.in[1].value, y, C});
-      return true;
-    case OpFamily::gather:
-      launch(GatherForward<T>{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n});
-      return true;
-    case OpFamily::gather_rows:
-      launch(GatherRowsForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].rows,
-                                  call.index, y, C, call.out.rows, call.out.cols});
-      return true;
-    case OpFamily::rowdot_rows: {
-      const RowDotParts parts = node.parts;
-      const Slot<T>* sc = rowdot_input(call, parts.s);
-      const Slot<T>* v = rowdot_input(call, parts.v);
-      const Slot<T>* p = rowdot_input(call, parts.p);
-      const Slot<T>* q = rowdot_input(call, parts.q);
-      RowDotForward<T> body{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
-                            v ? v->value : nullptr,
-                            p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C,
-                            sc ? sc->value : nullptr};
-      if (q) {
-        body.q = q->value;
-        body.q_stride = q->chain_stride();
+      if constexpr (!Kernels::op_family(OpFamily::unary)) return false;
+      else {
+        launch(UnaryForward<T>{node.op, operand(call.in[0], call.out), y, C, n});
+        return true;
       }
-      launch(body);
-      return true;
-    }
-    case OpFamily::density: {
-      // A density always carries the chain dimension: its value, per chain, is
-      // added to the term's own value (which a tiled pass accumulates over its
-      // tiles) and to the log density.
-      launch(ZeroChains{call.scratch, call.chains});
-      // A constrained variable's log |Jacobian| (family log_jacobian) goes
-      // with the parameters' own: without the Jacobian, the term is zero.
-      if (node.family != Family::log_jacobian || call.jacobian)
-        with_family(node.family, [&](auto tag) {
-          launch_density_term<T, decltype(tag)::value>(call, launch);
-        });
-      launch(StoreChains<T>{call.scratch, y, call.lp, true, call.chains});
-      return true;
-    }
+    case OpFamily::binary:
+      if constexpr (!Kernels::op_family(OpFamily::binary)) return false;
+      else {
+        BinaryForward<T> body{node.op, operand(call.in[0], call.out), operand(call.in[1], call.out),
+                              y, C, n};
+        body.rows = call.out.rows;
+        launch(body);
+        return true;
+      }
+    case OpFamily::rowsum:
+      if constexpr (!Kernels::op_family(OpFamily::rowsum)) return false;
+      else {
+        launch(RowSumForward<T>{call.in[0].value, call.in[0].chain_stride(), y, C, call.in[0].rows,
+                                call.in[0].cols});
+        return true;
+      }
+    case OpFamily::matmul:
+      if constexpr (!Kernels::op_family(OpFamily::matmul)) return false;
+      else {
+        launch(MatmulForward<T>{matmul_shape(call), call.in[0].value, call.in[1].value, y, C});
+        return true;
+      }
+    case OpFamily::gather:
+      if constexpr (!Kernels::op_family(OpFamily::gather)) return false;
+      else {
+        launch(GatherForward<T>{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n});
+        return true;
+      }
+    case OpFamily::gather_rows:
+      if constexpr (!Kernels::op_family(OpFamily::gather_rows)) return false;
+      else {
+        launch(GatherRowsForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].rows,
+                                    call.index, y, C, call.out.rows, call.out.cols});
+        return true;
+      }
+    case OpFamily::rowdot_rows:
+      if constexpr (!Kernels::op_family(OpFamily::rowdot_rows)) return false;
+      else {
+        const RowDotParts parts = node.parts;
+        const Slot<T>* sc = rowdot_input(call, parts.s);
+        const Slot<T>* v = rowdot_input(call, parts.v);
+        const Slot<T>* p = rowdot_input(call, parts.p);
+        const Slot<T>* q = rowdot_input(call, parts.q);
+        RowDotForward<T> body{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
+                              v ? v->value : nullptr,
+                              p ? operand(*p, call.out) : Operand<T>{nullptr, 0, false}, y, C,
+                              sc ? sc->value : nullptr};
+        if (q) {
+          body.q = q->value;
+          body.q_stride = q->chain_stride();
+        }
+        launch(body);
+        return true;
+      }
+    case OpFamily::density:
+      if constexpr (!Kernels::op_family(OpFamily::density)) return false;
+      else {
+        // A density always carries the chain dimension: its value, per chain, is
+        // added to the term's own value (which a tiled pass accumulates over its
+        // tiles) and to the log density.
+        bool held = false;  // (Kernels' families only)
+        with_family(node.family, [&](auto tag) { held = Kernels::family(decltype(tag)::value); });
+        if (!held) return false;
+        launch(ZeroChains{call.scratch, call.chains});
+        // A constrained variable's log |Jacobian| (family log_jacobian) goes
+        // with the parameters' own: without the Jacobian, the term is zero.
+        if (node.family != Family::log_jacobian || call.jacobian)
+          with_family(node.family, [&](auto tag) {
+            if constexpr (Kernels::family(decltype(tag)::value))
+              launch_density_term<T, decltype(tag)::value>(call, launch);
+          });
+        launch(StoreChains<T>{call.scratch, y, call.lp, true, call.chains});
+        return true;
+      }
     case OpFamily::logpdf:
-      launch(LogpdfForward<T>{logpdf_inputs(call), y, C, n});
-      return true;
+      if constexpr (!Kernels::op_family(OpFamily::logpdf)) return false;
+      else {
+        launch(LogpdfForward<T>{logpdf_inputs(call), y, C, n});
+        return true;
+      }
     default:
       return false;
   }
@@ -416,87 +454,110 @@ LS_HD void forward_call(const NodeCall<T>& call, Launch&& launch) {
 }
 
 // Backward of the op families forward_row_call() runs; false for the others.
-LS_HD_DISPATCH template <class T, class Launch>
+LS_HD_DISPATCH template <class Kernels = AllKernels, class T, class Launch>
 LS_HD bool backward_row_call(const NodeCall<T>& call, Launch&& launch) {
   using namespace detail;
   const KernelNode& node = *call.node;
   if (!call.out.adjoint) return true;  // (nothing to do, whatever the op)
-  const long C = call.chains;
-  const long n = call.out.size();
-  const T* dy = call.out.adjoint;
-  const T* y = call.out.value;
+  [[maybe_unused]] const long C = call.chains;
+  [[maybe_unused]] const long n = call.out.size();
+  [[maybe_unused]] const T* dy = call.out.adjoint;
+  [[maybe_unused]] const T* y = call.out.value;
   switch (op_family(node.op)) {
     case OpFamily::unary:
-      launch(UnaryBackward<T>{node.op, operand(call.in[0], call.out), y, dy,
-                              sink(call.in[0], call.out), C, n});
-      return true;
-    case OpFamily::binary: {
-      BinaryBackward<T> body{node.op, operand(call.in[0], call.out),
-                             operand(call.in[1], call.out), y, dy, sink(call.in[0], call.out),
-                             sink(call.in[1], call.out), C, n};
-      body.rows = call.out.rows;
-      launch(body.with_block_sums());
-      return true;
-    }
+      if constexpr (!Kernels::op_family(OpFamily::unary)) return false;
+      else {
+        launch(UnaryBackward<T>{node.op, operand(call.in[0], call.out), y, dy,
+                                sink(call.in[0], call.out), C, n});
+        return true;
+      }
+    case OpFamily::binary:
+      if constexpr (!Kernels::op_family(OpFamily::binary)) return false;
+      else {
+        BinaryBackward<T> body{node.op, operand(call.in[0], call.out),
+                               operand(call.in[1], call.out), y, dy, sink(call.in[0], call.out),
+                               sink(call.in[1], call.out), C, n};
+        body.rows = call.out.rows;
+        launch(body.with_block_sums());
+        return true;
+      }
     case OpFamily::rowsum:
-      if (call.in[0].adjoint)
-        launch(RowSumBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
-      return true;
-    case OpFamily::matmul: {
-      const MatmulShape s = matmul_shape(call);
-      if (call.in[0].adjoint)
-        launch(MatmulBackwardA<T>{s, call.in[1].value, dy, call.in[0].adjoint, C});
-      if (call.in[1].adjoint)
-        launch(MatmulBackwardB<T>{s, call.in[0].value, dy, call.in[1].adjoint, C});
-      return true;
-    }
+      if constexpr (!Kernels::op_family(OpFamily::rowsum)) return false;
+      else {
+        if (call.in[0].adjoint)
+          launch(RowSumBackward<T>{dy, call.in[0].adjoint, C, call.in[0].rows, call.in[0].cols});
+        return true;
+      }
+    case OpFamily::matmul:
+      if constexpr (!Kernels::op_family(OpFamily::matmul)) return false;
+      else {
+        const MatmulShape s = matmul_shape(call);
+        if (call.in[0].adjoint)
+          launch(MatmulBackwardA<T>{s, call.in[1].value, dy, call.in[0].adjoint, C});
+        if (call.in[1].adjoint)
+          launch(MatmulBackwardB<T>{s, call.in[0].value, dy, call.in[1].adjoint, C});
+        return true;
+      }
     case OpFamily::gather:
-      if (call.in[0].adjoint) {
-        GatherBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n};
-        body.piece = call.index_in_runs ? gather_piece : 0;
-        launch(body);
+      if constexpr (!Kernels::op_family(OpFamily::gather)) return false;
+      else {
+        if (call.in[0].adjoint) {
+          GatherBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n};
+          body.piece = call.index_in_runs ? gather_piece : 0;
+          launch(body);
+        }
+        return true;
       }
-      return true;
     case OpFamily::gather_rows:
-      if (call.in[0].adjoint) {
-        GatherRowsBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
-                                   call.out.rows, call.out.cols};
-        body.piece = call.index_in_runs ? gather_piece : 0;
-        launch(body);
+      if constexpr (!Kernels::op_family(OpFamily::gather_rows)) return false;
+      else {
+        if (call.in[0].adjoint) {
+          GatherRowsBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
+                                     call.out.rows, call.out.cols};
+          body.piece = call.index_in_runs ? gather_piece : 0;
+          launch(body);
+        }
+        return true;
       }
-      return true;
-    case OpFamily::rowdot_rows: {
-      const RowDotParts parts = node.parts;
-      const Slot<T>* sc = rowdot_input(call, parts.s);
-      const Slot<T>* v = rowdot_input(call, parts.v);
-      const Slot<T>* p = rowdot_input(call, parts.p);
-      T* dv = v ? v->adjoint : nullptr;
-      T* ds = sc ? sc->adjoint : nullptr;
-      const AdjointSink<T> dp = p ? sink(*p, call.out) : AdjointSink<T>{nullptr, 0, false};
-      const Slot<T>* q = rowdot_input(call, parts.q);
-      T* dq = q ? q->adjoint : nullptr;
-      if (call.in[0].adjoint || call.in[1].adjoint || dv || ds || dp.data || dq) {
-        RowDotBackward<T> body{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
-                               v ? v->value : nullptr, dy, call.in[0].adjoint,
-                               call.in[1].adjoint, dv, dp, C, sc ? sc->value : nullptr, ds};
-        body.dq = dq;
-        body.q_stride = q ? q->chain_stride() : 0;
-        launch(body.with_dv_phases());
+    case OpFamily::rowdot_rows:
+      if constexpr (!Kernels::op_family(OpFamily::rowdot_rows)) return false;
+      else {
+        const RowDotParts parts = node.parts;
+        const Slot<T>* sc = rowdot_input(call, parts.s);
+        const Slot<T>* v = rowdot_input(call, parts.v);
+        const Slot<T>* p = rowdot_input(call, parts.p);
+        T* dv = v ? v->adjoint : nullptr;
+        T* ds = sc ? sc->adjoint : nullptr;
+        const AdjointSink<T> dp = p ? sink(*p, call.out) : AdjointSink<T>{nullptr, 0, false};
+        const Slot<T>* q = rowdot_input(call, parts.q);
+        T* dq = q ? q->adjoint : nullptr;
+        if (call.in[0].adjoint || call.in[1].adjoint || dv || ds || dp.data || dq) {
+          RowDotBackward<T> body{rowdot_shape(call), call.in[0].value, call.in[1].value, call.index,
+                                 v ? v->value : nullptr, dy, call.in[0].adjoint,
+                                 call.in[1].adjoint, dv, dp, C, sc ? sc->value : nullptr, ds};
+          body.dq = dq;
+          body.q_stride = q ? q->chain_stride() : 0;
+          launch(body.with_dv_phases());
+        }
+        return true;
       }
-      return true;
-    }
     case OpFamily::density:
-      return true;
-    case OpFamily::logpdf: {
-      LogpdfBackward<T> body{logpdf_inputs(call), dy, sink(call.in[0], call.out), {}, C, n};
-      bool any = body.dx.data != nullptr;
-      for (int k = 1; k < node.n_inputs; ++k) {
-        body.dp[k - 1] = sink(call.in[k], call.out);
-        any = any || body.dp[k - 1].data;
+      if constexpr (!Kernels::op_family(OpFamily::density)) return false;
+      else {
+        return true;
       }
-      if (any) launch(body.with_block_sums());
-      return true;
-    }
+    case OpFamily::logpdf:
+      if constexpr (!Kernels::op_family(OpFamily::logpdf)) return false;
+      else {
+        LogpdfBackward<T> body{logpdf_inputs(call), dy, sink(call.in[0], call.out), {}, C, n};
+        bool any = body.dx.data != nullptr;
+        for (int k = 1; k < node.n_inputs; ++k) {
+          body.dp[k - 1] = sink(call.in[k], call.out);
+          any = any || body.dp[k - 1].data;
+        }
+        if (any) launch(body.with_block_sums());
+        return true;
+      }
     default:
       return false;
   }

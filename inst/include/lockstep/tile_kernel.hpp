@@ -20,11 +20,10 @@
 // the dispatch every executor uses, from TileSteps: plain data saying where
 // each input of each node is on a tile. ObservationStage::tile_layout() makes
 // them; the emulated backend runs them here (run_tiles_emulated: every lane
-// of every block in turn, phase by phase). run_tile() is LS_HD for the CUDA
-// backend, which does not launch it yet: compiled for every op and family
-// at once, as one kernel, it took ptxas over 15 GB (sm_90, double), so the
-// GPU's tile kernel is to be compiled for the ops and families of one
-// model's stage.
+// of every block in turn, phase by phase), the CUDA backend in
+// backends/tile_kernel.cuh with the code of LinearTileKernels' ops and
+// families only: one kernel holding every op's and family's code took ptxas
+// over 15 GB (sm_90, double) and was killed.
 //
 // Block memory, in doubles: the bodies' block-shared scratch (lanes x
 // body_shared), the per-chain sums of a density (chains), then the tile area
@@ -167,8 +166,10 @@ LS_HD void tile_op_missing() {
 
 // Tile t, forward and backward, on one block: every lane of the block calls
 // it (a GPU) or `run` runs each body on every lane (the emulated backend).
-// block_memory: tile_block_doubles() doubles.
-LS_HD_DISPATCH template <class T, class Run>
+// block_memory: tile_block_doubles() doubles. Kernels: the op families and
+// distribution families it holds code for (node_kernels.hpp; the steps must
+// be among them: tile_kernel_holds()).
+LS_HD_DISPATCH template <class Kernels = AllKernels, class T, class Run>
 LS_HD void run_tile(const TileKernelArgs<T>& a, long t, double* block_memory, int lanes,
                     const Run& run) {
   const long start = a.tile_start[t];
@@ -180,12 +181,12 @@ LS_HD void run_tile(const TileKernelArgs<T>& a, long t, double* block_memory, in
   NodeCall<T> c;
   for (int k = 0; k < a.n_steps; ++k) {
     tile_step_call(c, a, a.steps[k], start, rows, area, scratch);
-    if (!forward_row_call(c, run)) tile_op_missing();
+    if (!forward_row_call<Kernels>(c, run)) tile_op_missing();
   }
   if (!a.gradient) return;
   for (int k = a.n_steps - 1; k >= 0; --k) {
     tile_step_call(c, a, a.steps[k], start, rows, area, scratch);
-    if (!backward_row_call(c, run)) tile_op_missing();
+    if (!backward_row_call<Kernels>(c, run)) tile_op_missing();
   }
 }
 
@@ -201,14 +202,57 @@ struct EmulatedBlockRun {
 };
 
 // The whole launch on the CPU, block after block, with g's blocks and lanes.
-template <class T> void run_tiles_emulated(const TileKernelArgs<T>& a, EmulatedGeometry g) {
+template <class Kernels = AllKernels, class T>
+void run_tiles_emulated(const TileKernelArgs<T>& a, EmulatedGeometry g) {
   std::vector<double> memory(static_cast<size_t>(tile_block_doubles(a, g.lanes_per_block)));
   for (int b = 0; b < g.blocks; ++b) {
     // a GPU's shared memory starts with whatever was there: so does this
     std::fill(memory.begin(), memory.end(), 1e300);
     const EmulatedBlockRun run{g.lanes_per_block, memory.data()};
-    for (long t = b; t < a.tiles; t += g.blocks) run_tile(a, t, memory.data(), g.lanes_per_block, run);
+    for (long t = b; t < a.tiles; t += g.blocks)
+      run_tile<Kernels>(a, t, memory.data(), g.lanes_per_block, run);
   }
+}
+
+// The GPU's tile kernel (backends/tile_kernel.cuh): the stages of linear and
+// generalised linear models, hierarchical ones included: linear predictors
+// (row dot products with group coefficients, X %*% beta, gathers of group
+// effects, row sums) under the common likelihoods. A stage with other ops
+// (elementwise ones, logpdf) or families runs op by op on the GPU.
+struct LinearTileKernels {
+  static constexpr bool op_family(OpFamily f) {
+    return f == OpFamily::rowdot_rows || f == OpFamily::matmul || f == OpFamily::gather ||
+           f == OpFamily::gather_rows || f == OpFamily::rowsum || f == OpFamily::density;
+  }
+  static constexpr bool family(Family f) {
+    switch (f) {
+      case Family::normal:
+      case Family::student:
+      case Family::lognormal:
+      case Family::gamma:
+      case Family::bernoulli:
+      case Family::bernoulli_logit:
+      case Family::bernoulli_probit:
+      case Family::binomial:
+      case Family::binomial_logit:
+      case Family::binomial_probit:
+      case Family::poisson:
+      case Family::poisson_log:
+      case Family::negative_binomial:
+        return true;
+      default:
+        return false;
+    }
+  }
+};
+
+// Whether a tile kernel holding Kernels' code can run every step.
+template <class Kernels, class T> bool tile_kernel_holds(const std::vector<TileStep<T>>& steps) {
+  for (const TileStep<T>& s : steps) {
+    if (!Kernels::op_family(op_family(s.node.op))) return false;
+    if (s.node.op == Op::density && !Kernels::family(s.node.family)) return false;
+  }
+  return true;
 }
 
 }  // namespace lockstep

@@ -13,8 +13,14 @@
 // * Every other live node runs op by op, one kernel per op (plus the small
 //   per-chain bookkeeping kernels of a sum or a density), in program order on
 //   one stream; the backward pass in reverse order. Row-aligned values are
-//   whole [chains, rows] buffers here: the tiled observation stage of the CPU
-//   is not used on the GPU yet. The executor runs its own copy of the
+//   whole [chains, rows] buffers here, unless options.tile_kernel: then each
+//   observation stage is one launch of the tile kernel (tile_kernel.hpp,
+//   backends/tile_kernel.cuh), its row-aligned values in shared memory tile
+//   by tile, between the global stage's forward and backward passes, where
+//   the kernel holds the stages' ops and families (LinearTileKernels: row
+//   dot products, matmul, gathers and row sums under the common
+//   likelihoods) and a 32-row tile fits in shared memory; else op by op.
+//   The executor runs its own copy of the
 //   program with each extent's rows in row_order (row_order.hpp), so that
 //   gathers and their scatter-adds walk memory in order.
 //
@@ -22,8 +28,10 @@
 // Jacobians, sum(), the partials of a logpdf's scalar parameters) add each
 // block's partial with an atomic, and gathers' backward passes scatter-add
 // with atomics (a run of equal indices summed first, where the rows are
-// sorted by group), so the order of the additions, and hence the last bits,
-// may change from run to run; nothing else does.
+// sorted by group), and the tile kernel adds each tile's partials to the
+// global adjoints, the terms and the log density with atomics, so the order
+// of the additions, and hence the last bits, may change from run to run;
+// nothing else does.
 #ifndef LOCKSTEP_BACKENDS_CUDA_EXECUTOR_HPP
 #define LOCKSTEP_BACKENDS_CUDA_EXECUTOR_HPP
 

@@ -18,10 +18,12 @@
 
 #include "../launcher.hpp"
 #include "../node_kernels.hpp"
+#include "../observation_stage.hpp"
 #include "../row_order.hpp"
 #include "../sampler/chain_vectors.hpp"
 #include "cuda_executor.hpp"
 #include "cuda_launch.cuh"
+#include "tile_kernel.cuh"
 
 namespace lockstep {
 namespace cuda {
@@ -114,8 +116,29 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
  private:
   bool runs(int id) const {
     const Node& n = program_.nodes[id];
-    return n.chain && n.live;
+    return n.chain && n.live && !(tile_kernel_ && n.extent >= 0);
   }
+  // With options.tile_kernel, each observation stage runs as one launch of
+  // the tile kernel (backends/tile_kernel.cuh), its row-aligned values in
+  // shared memory: its nodes have no buffers here but for a density's
+  // value ([chains]), and the global nodes run op by op around it.
+  bool tile_kernel_ = false;
+  struct TileStage {
+    TileKernelArgs<T> args;  // device pointers; lp and gradient set per call
+    TileLaunch launch;
+  };
+  std::vector<TileStage> tile_stages_;
+  // Stage e's tiles and their layout in shared memory, on the host: tiles
+  // of as many rows as fit tile_shared_bytes; nullptr where the GPU's tile
+  // kernel does not hold the stage's ops and families (LinearTileKernels)
+  // or not even 32 rows fit (very many chains): the executor then runs every
+  // stage op by op.
+  std::unique_ptr<ObservationStage<T>> plan_tile_stage(int e,
+                                                       const std::vector<std::vector<T>>& host,
+                                                       int* lanes) const;
+  // The stage's row data, indices, tiles and steps copied to the device.
+  TileStage place_tile_stage(const ObservationStage<T>& stage, int lanes);
+  std::vector<double> tile_s_;  // profile: each stage's milliseconds
   template <class U> U* allocate(long n);
   NodeCall<T> call(int id, const double* state, double* lp, double* grad);
   long work(int id) const;
@@ -189,16 +212,57 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
         "reading the device's multiprocessor count");
   const size_t n = program_.nodes.size();
   const long D = program_.n_free;
+  long work = 0;  // workspace doubles per chain (linalg ops), the largest of any node
+  for (const Node& node : program_.nodes) work = std::max(work, workspace_per_chain(program_, node));
+
+  // Constant nodes on the host, once, by the CPU backend's kernels.
+  std::vector<std::vector<T>> host(n);
+  {
+    std::vector<double> host_scratch(1, 0.0), host_work(std::max<long>(work, 1), 0.0);
+    const Launcher cpu{Backend::cpu, EmulatedGeometry()};
+    for (size_t id = 0; id < n; ++id) {
+      const Node& node = program_.nodes[id];
+      if (node.chain) continue;
+      host[id].assign(node.size, T(0));
+      NodeCall<T> c;
+      c.node = &kernel_nodes_[id];
+      auto slot = [&](int k) { return whole_slot<T>(program_.nodes[k], host[k].data(), nullptr); };
+      c.out = slot(static_cast<int>(id));
+      for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
+      c.index = node.index.data();
+      c.chains = 1;
+      c.scratch = host_scratch.data();
+      c.work = host_work.data();
+      forward_call(c, cpu);
+    }
+  }
+
+  // The observation stages' tiles, where they run as the tile kernel.
+  std::vector<std::unique_ptr<ObservationStage<T>>> stages;
+  std::vector<int> stage_lanes;
+  if (options.tile_kernel && !program_.extents.empty()) {
+    tile_kernel_ = true;
+    for (size_t e = 0; e < program_.extents.size() && tile_kernel_; ++e) {
+      int lanes = 0;
+      stages.push_back(plan_tile_stage(static_cast<int>(e), host, &lanes));
+      stage_lanes.push_back(lanes);
+      tile_kernel_ = stages.back() != nullptr;
+    }
+    if (!tile_kernel_) stages.clear();
+  }
 
   // What the device must hold, counted before anything is allocated so that a
   // model too large for the GPU is refused with the figures.
-  std::vector<bool> needed(n, false);  // constant nodes read by a node that runs
-  for (size_t id = 0; id < n; ++id)
-    if (runs(static_cast<int>(id)))
-      for (int in : program_.nodes[id].inputs)
-        if (!program_.nodes[in].chain) needed[in] = true;
-  long work = 0;  // workspace doubles per chain (linalg ops), the largest of any node
-  for (const Node& node : program_.nodes) work = std::max(work, workspace_per_chain(program_, node));
+  // constant nodes read by a node that runs, or global ones a tile kernel reads
+  std::vector<bool> needed(n, false);
+  for (size_t id = 0; id < n; ++id) {
+    const Node& node = program_.nodes[id];
+    const bool tiled = tile_kernel_ && node.chain && node.live && node.extent >= 0;
+    if (runs(static_cast<int>(id)) || tiled)
+      for (int in : node.inputs)
+        if (!program_.nodes[in].chain && !(tiled && program_.nodes[in].extent >= 0))
+          needed[in] = true;
+  }
   double total = 3.0 * chains * D * sizeof(double) + 2.0 * chains * sizeof(double) +
                  static_cast<double>(chains) * work * sizeof(double);
   for (size_t id = 0; id < n; ++id) {
@@ -208,6 +272,9 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
                node.index.size() * sizeof(long);
     else if (needed[id])
       total += node.size * sizeof(T);
+    else if (tile_kernel_ && node.extent >= 0)  // row data, indices, a density's value
+      total += (node.chain ? (node.op == Op::density ? chains : 0) : node.size) * sizeof(T) +
+               node.index.size() * sizeof(long);
   }
   size_t free_bytes = 0, total_bytes = 0;
   check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
@@ -227,28 +294,11 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
     adjoints_.assign(n, nullptr);
     index_.assign(n, nullptr);
     index_in_runs_.assign(n, 0);
-    // Constant nodes on the host, once, by the CPU backend's kernels.
-    std::vector<std::vector<T>> host(n);
-    std::vector<double> host_scratch(1, 0.0), host_work(std::max<long>(work, 1), 0.0);
-    const Launcher cpu{Backend::cpu, EmulatedGeometry()};
     for (size_t id = 0; id < n; ++id) {
       const Node& node = program_.nodes[id];
-      if (node.chain) continue;
-      host[id].assign(node.size, T(0));
-      NodeCall<T> c;
-      c.node = &kernel_nodes_[id];
-      auto slot = [&](int k) { return whole_slot<T>(program_.nodes[k], host[k].data(), nullptr); };
-      c.out = slot(static_cast<int>(id));
-      for (size_t k = 0; k < node.inputs.size(); ++k) c.in[k] = slot(node.inputs[k]);
-      c.index = node.index.data();
-      c.chains = 1;
-      c.scratch = host_scratch.data();
-      c.work = host_work.data();
-      forward_call(c, cpu);
-    }
-    for (size_t id = 0; id < n; ++id) {
-      const Node& node = program_.nodes[id];
-      if (runs(static_cast<int>(id))) {
+      if (tile_kernel_ && node.op == Op::density && node.live && node.extent >= 0) {
+        values_[id] = allocate<T>(chains);  // the term's value: the tile kernel adds to it
+      } else if (runs(static_cast<int>(id))) {
         const long len = node.op == Op::density ? chains : chains * node.size;
         values_[id] = allocate<T>(len);
         if (node.op != Op::density) adjoints_[id] = allocate<T>(len);
@@ -266,6 +316,9 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
               "copying data to the device");
       }
     }
+    for (size_t e = 0; e < stages.size(); ++e)
+      tile_stages_.push_back(place_tile_stage(*stages[e], stage_lanes[e]));
+    stages.clear();  // (their host copies of the row data)
     for (Node& node : program_.nodes) std::vector<double>().swap(node.values);
     for (KernelNode& k : kernel_nodes_) k.values = nullptr;
     scratch_ = allocate<double>(chains);
@@ -278,6 +331,77 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
     if (stream_) cudaStreamDestroy(stream_);
     throw;
   }
+}
+
+// Shared memory for a block of the tile kernel: its bodies' scratch, a
+// density's per-chain sums and the tile. A third of an H100's multiprocessor,
+// so that three blocks run on each.
+constexpr long tile_shared_bytes = 72 * 1024;
+
+template <class T>
+std::unique_ptr<ObservationStage<T>> CudaExecutor<T>::plan_tile_stage(
+    int e, const std::vector<std::vector<T>>& host, int* lanes) const {
+  StageOptions so;
+  so.tile_kernel = true;
+  so.reorder_rows = false;  // program_'s rows are in row_order already
+  so.jacobian = options_.jacobian;
+  so.tile_rows = 32;
+  // The bodies' scratch does not depend on the tile's rows: found on a
+  // stage of 32-row tiles, it fixes the lanes, and what is left of the
+  // budget the rows.
+  auto stage = std::make_unique<ObservationStage<T>>(program_, e, chains_, so, host);
+  const TileLayout<T> first = stage->tile_layout(TilePlacement<T>(program_.nodes.size()));
+  if (!tile_kernel_holds<LinearTileKernels>(first.steps)) return nullptr;
+  *lanes = tile_lanes(first.body_shared);
+  long per_row = 0;  // bytes of a row's values and adjoints, all chains
+  for (int id : stage->nodes()) {
+    const Node& node = program_.nodes[id];
+    if (node.op != Op::density) per_row += 2 * chains_ * (node.size / node.dim[0]) * sizeof(T);
+  }
+  const long fixed = (static_cast<long>(*lanes) * first.body_shared + chains_ + 1) * 8;
+  const long rows = per_row > 0 ? (tile_shared_bytes - fixed) / per_row : 4096;
+  if (rows < 32) return nullptr;
+  so.tile_rows = std::min(rows, 4096L);
+  return std::make_unique<ObservationStage<T>>(program_, e, chains_, so, host);
+}
+
+template <class T>
+typename CudaExecutor<T>::TileStage CudaExecutor<T>::place_tile_stage(
+    const ObservationStage<T>& stage, int lanes) {
+  const size_t n = program_.nodes.size();
+  TilePlacement<T> at(n);
+  auto copy = [&](const auto& v) {
+    using U = typename std::decay_t<decltype(v)>::value_type;
+    U* d = allocate<U>(static_cast<long>(v.size()));
+    check(cudaMemcpy(d, v.data(), v.size() * sizeof(U), cudaMemcpyHostToDevice),
+          "copying a tile kernel's data to the device");
+    return d;
+  };
+  for (size_t id = 0; id < n; ++id) {
+    if (!stage.row_data(static_cast<int>(id)).empty())
+      at.rows[id] = copy(stage.row_data(static_cast<int>(id)));
+    if (!stage.row_index(static_cast<int>(id)).empty())
+      at.index[id] = copy(stage.row_index(static_cast<int>(id)));
+    at.value[id] = values_[id];
+    at.adjoint[id] = adjoints_[id];
+  }
+  for (int id : stage.nodes())
+    if (program_.nodes[id].op == Op::density) at.term[id] = values_[id];
+  const TileLayout<T> layout = stage.tile_layout(at);
+  TileStage ts;
+  TileKernelArgs<T>& a = ts.args;
+  a.steps = copy(layout.steps);
+  a.n_steps = static_cast<int>(layout.steps.size());
+  a.tile_start = copy(stage.tile_starts());
+  a.tiles = stage.tiles();
+  a.rows = stage.rows();
+  a.chains = chains_;
+  a.adjoint_offset = layout.adjoint_offset;
+  a.body_shared = layout.body_shared;
+  a.n_free = program_.n_free;
+  a.jacobian = options_.jacobian;
+  ts.launch = plan_tile_launch(a, options_.gpu, lanes);
+  return ts;
 }
 
 template <class T> template <class F> void CudaExecutor<T>::timed(int id, bool backward, F&& f) {
@@ -293,12 +417,17 @@ template <class T> template <class F> void CudaExecutor<T>::timed(int id, bool b
   const auto t0 = std::chrono::steady_clock::now();
   f();
   check(cudaStreamSynchronize(stream_), "profiling");
-  (backward ? backward_s_ : forward_s_)[id] +=
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (id < 0) {  // the tile kernel of stage -1 - id
+    tile_s_.resize(tile_stages_.size(), 0.0);
+    tile_s_[-1 - id] += seconds;
+    return;
+  }
+  (backward ? backward_s_ : forward_s_)[id] += seconds;
 }
 
 template <class T> std::string CudaExecutor<T>::profile_report() const {
-  if (!profile_ || profiled_calls_ == 0 || forward_s_.empty()) return "";
+  if (!profile_ || profiled_calls_ == 0 || (forward_s_.empty() && tile_s_.empty())) return "";
   std::vector<int> ids;
   for (size_t id = 0; id < forward_s_.size(); ++id)
     if (forward_s_[id] + backward_s_[id] > 0) ids.push_back(static_cast<int>(id));
@@ -313,6 +442,13 @@ template <class T> std::string CudaExecutor<T>::profile_report() const {
   std::snprintf(line, sizeof line, "%6s %-14s %12s %10s %10s\n", "node", "op", "size", "forward",
                 "backward");
   out += line;
+  for (size_t e = 0; e < tile_s_.size(); ++e) {
+    // forward and backward of every row-aligned node, in one launch
+    std::snprintf(line, sizeof line, "%6s %-14s %12ld %10.4f %10s\n", "stage", "tile kernel",
+                  static_cast<long>(tile_stages_[e].args.rows),
+                  1e3 * tile_s_[e] / profiled_calls_, "(fused)");
+    out += line;
+  }
   for (size_t k = 0; k < ids.size() && k < 20; ++k) {
     const int id = ids[k];
     const Node& n = program_.nodes[id];
@@ -422,6 +558,12 @@ template <class T> void CudaExecutor<T>::enqueue(const double* state, double* lp
       launch.work = work(id);
       timed(id, false, [&] { forward_call(call(id, state, lp, grad), launch); });
     }
+  for (size_t e = 0; e < tile_stages_.size(); ++e) {
+    TileStage& ts = tile_stages_[e];
+    ts.args.lp = lp;
+    ts.args.gradient = grad != nullptr;
+    timed(-1 - static_cast<int>(e), false, [&] { launch_tile_kernel(ts.args, ts.launch, stream_); });
+  }
   if (!grad) return;
   for (int id = n - 1; id >= 0; --id)
     if (runs(id)) {
