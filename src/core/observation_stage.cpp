@@ -402,6 +402,24 @@ template <class T> TilePlacement<T> ObservationStage<T>::host_placement(GlobalBu
   return at;
 }
 
+template <class T>
+TileKernelArgs<T> ObservationStage<T>::tile_kernel_args(const TileLayout<T>& layout,
+                                                        const TileStep<T>* steps,
+                                                        const long* tile_start) const {
+  TileKernelArgs<T> a;
+  a.steps = steps;
+  a.n_steps = static_cast<int>(layout.steps.size());
+  a.tile_start = tile_start;
+  a.tiles = tiles();
+  a.rows = rows_;
+  a.chains = chains_;
+  a.adjoint_offset = layout.adjoint_offset;
+  a.body_shared = layout.body_shared;
+  a.n_free = program_.n_free;
+  a.jacobian = options_.jacobian;
+  return a;
+}
+
 template <class T> TileLayout<T> ObservationStage<T>::tile_layout(const TilePlacement<T>& at) const {
   TileLayout<T> layout;
   long longest = 0;
@@ -481,23 +499,18 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
   if (options_.tile_kernel) {
     if (world)
       throw std::invalid_argument("lockstep: the tile kernel does not run across processes");
-    const TileLayout<T> layout = tile_layout(host_placement(global));
-    TileKernelArgs<T> a;
-    a.steps = layout.steps.data();
-    a.n_steps = static_cast<int>(layout.steps.size());
-    a.tile_start = tile_start_.data();
-    a.tiles = tiles();
-    a.rows = rows_;
-    a.chains = chains_;
-    a.adjoint_offset = layout.adjoint_offset;
-    a.body_shared = layout.body_shared;
-    a.n_free = program_.n_free;
+    // (a layout scans every gather's index: once, not per call)
+    TilePlacement<T> at = host_placement(global);
+    if (!placed_ || !(*placed_ == at)) {
+      layout_ = tile_layout(at);
+      placed_ = std::make_unique<TilePlacement<T>>(std::move(at));
+    }
+    TileKernelArgs<T> a = tile_kernel_args(layout_, layout_.steps.data(), tile_start_.data());
     a.lp = lp;
     a.gradient = gradient;
-    a.jacobian = options_.jacobian;
     // the GPU's kernel where it holds the stage's ops and families (the GPU
     // runs the others op by op; here they run with every op's code)
-    if (tile_kernel_holds<LinearTileKernels>(layout.steps))
+    if (tile_kernel_holds<LinearTileKernels>(layout_.steps))
       run_tiles_emulated<LinearTileKernels>(a, launch.geometry);
     else
       run_tiles_emulated(a, launch.geometry);

@@ -62,6 +62,11 @@ template <class T> struct TilePlacement {
   std::vector<T*> adjoint;         // and their adjoints
   std::vector<long> stride;        // Slot::stride of those
   std::vector<T*> term;            // a density's value, [chains]
+
+  bool operator==(const TilePlacement& o) const {
+    return rows == o.rows && index == o.index && value == o.value && adjoint == o.adjoint &&
+           stride == o.stride && term == o.term;
+  }
 };
 
 // A stage as the tile kernel runs it: its steps (TileStep) and the sizes of
@@ -113,6 +118,11 @@ template <class T> class ObservationStage {
   TileLayout<T> tile_layout(const TilePlacement<T>& at) const;
   // The stage's own row data and indices, and the global buffers of one call.
   TilePlacement<T> host_placement(GlobalBuffers<T> global) const;
+  // A launch's arguments for `layout`, its steps and this stage's tile
+  // starts at `steps` and `tile_start` (host or device copies); lp and
+  // gradient are the caller's, per call.
+  TileKernelArgs<T> tile_kernel_args(const TileLayout<T>& layout, const TileStep<T>* steps,
+                                     const long* tile_start) const;
   // Row data of the extent in tile order (empty for other nodes), and a
   // gather's index in tile order (empty for other nodes).
   const std::vector<T>& row_data(int id) const { return row_data_[id]; }
@@ -181,6 +191,10 @@ template <class T> class ObservationStage {
   std::vector<bool> row_major_;  // row data stored row by row within each tile
   std::vector<std::vector<long>> row_index_;
   std::vector<Worker> workers_;  // shards * workers
+  // The tile kernel's layout on the emulated backend, made at the first run
+  // and again only when the buffers it was placed at move.
+  std::unique_ptr<TilePlacement<T>> placed_;
+  TileLayout<T> layout_;
   // per shard: run()'s pointers to the partials it all-reduces (members, so
   // that a call allocates nothing)
   std::vector<double*> lps_;

@@ -60,9 +60,7 @@ struct StreamLaunch {
 
   template <class Body> void operator()(const Body& body) const {
     const long per_lane = body.shared_per_lane > 0 ? body.shared_per_lane : 0;
-    int threads = 256;
-    while (threads > 32 && threads * per_lane * static_cast<long>(sizeof(double)) > 48 * 1024)
-      threads /= 2;
+    const int threads = lanes_within_shared(per_lane);
     const long wanted = (std::max<long>(work, 1) + threads - 1) / threads;
     const long most = per_lane > 0 ? blocks_per_multiprocessor<Body>() * multiprocessors : 4096L;
     const int blocks = static_cast<int>(std::min<long>(wanted, most));
@@ -352,7 +350,7 @@ std::unique_ptr<ObservationStage<T>> CudaExecutor<T>::plan_tile_stage(
   auto stage = std::make_unique<ObservationStage<T>>(program_, e, chains_, so, host);
   const TileLayout<T> first = stage->tile_layout(TilePlacement<T>(program_.nodes.size()));
   if (!tile_kernel_holds<LinearTileKernels>(first.steps)) return nullptr;
-  *lanes = tile_lanes(first.body_shared);
+  *lanes = lanes_within_shared(first.body_shared);
   long per_row = 0;  // bytes of a row's values and adjoints, all chains
   for (int id : stage->nodes()) {
     const Node& node = program_.nodes[id];
@@ -389,18 +387,8 @@ typename CudaExecutor<T>::TileStage CudaExecutor<T>::place_tile_stage(
     if (program_.nodes[id].op == Op::density) at.term[id] = values_[id];
   const TileLayout<T> layout = stage.tile_layout(at);
   TileStage ts;
-  TileKernelArgs<T>& a = ts.args;
-  a.steps = copy(layout.steps);
-  a.n_steps = static_cast<int>(layout.steps.size());
-  a.tile_start = copy(stage.tile_starts());
-  a.tiles = stage.tiles();
-  a.rows = stage.rows();
-  a.chains = chains_;
-  a.adjoint_offset = layout.adjoint_offset;
-  a.body_shared = layout.body_shared;
-  a.n_free = program_.n_free;
-  a.jacobian = options_.jacobian;
-  ts.launch = plan_tile_launch(a, options_.gpu, lanes);
+  ts.args = stage.tile_kernel_args(layout, copy(layout.steps), copy(stage.tile_starts()));
+  ts.launch = plan_tile_launch(ts.args, options_.gpu, lanes);
   return ts;
 }
 

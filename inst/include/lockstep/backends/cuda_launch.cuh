@@ -42,6 +42,15 @@ inline void* device_malloc(size_t bytes, int gpu, const char* who, const std::st
                            " GiB of GPU memory" + for_what + figures);
 }
 
+// Lanes per block for a body with per_lane doubles of block-shared scratch
+// per lane: 256, halved (down to 32) while the scratch would pass the 48 KiB
+// that needs no opt-in.
+inline int lanes_within_shared(long per_lane) {
+  int lanes = 256;
+  while (lanes > 32 && lanes * per_lane * static_cast<long>(sizeof(double)) > 48 * 1024) lanes /= 2;
+  return lanes;
+}
+
 // The body is passed by value (kernel parameter), so it must be trivially
 // copyable and hold device pointers only. It is a __grid_constant__ (CUDA
 // 11.7 and later, sm_70 and later): its operator() takes the body's address

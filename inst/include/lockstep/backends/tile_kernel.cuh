@@ -13,6 +13,7 @@
 #include <cstddef>
 
 #include "../tile_kernel.hpp"
+#include "cuda_launch.cuh"
 
 namespace lockstep {
 namespace cuda {
@@ -23,18 +24,10 @@ struct TileLaunch {
   size_t shared_bytes = 0;
 };
 
-// Lanes per block of the tile kernel, at most: its __launch_bounds__ keeps
-// the compiler to the registers that let a block this wide launch.
+// Lanes per block of the tile kernel, at most (lanes_within_shared()'s
+// start): its __launch_bounds__ keeps the compiler to the registers that let
+// a block this wide launch.
 constexpr int tile_kernel_lanes = 256;
-
-// Lanes for a layout whose bodies ask for body_shared doubles each: the most
-// (up to tile_kernel_lanes, halving) whose bodies' scratch stays within
-// 48 KiB, as StreamLaunch picks for a body.
-inline int tile_lanes(int body_shared) {
-  int lanes = tile_kernel_lanes;
-  while (lanes > 32 && static_cast<long>(lanes) * body_shared * 8 > 48 * 1024) lanes /= 2;
-  return lanes;
-}
 
 // The launch of `a` on the current device (`gpu`), with `lanes` lanes per
 // block: its shared memory (opted in beyond 48 KiB) and as many blocks as fit
