@@ -5,7 +5,7 @@
 #                               [--warmup 1000] [--samples 1000] [--chains 4]
 #                               [--cores 2] [--threads default,1] [--seed 1]
 #                               [--rstan yes|no] [--metric auto|diagonal|dense]
-#                               [--sampler nuts|chees]
+#                               [--sampler nuts|chees] [--start gradient|unit]
 #   Rscript bench/posteriordb.R --compile-only yes   # compile (and cache) the Stan programs
 #
 # Run from the repository root, with an installed lockstep (R_LIBS may point at a
@@ -27,7 +27,10 @@
 # With --metric diagonal, both use a diagonal metric (nuts(metric = "diagonal"));
 # with --metric dense, both a dense one: nuts(metric = "dense") and rstan's
 # control = list(metric = "dense_e"). With --sampler chees, lockstep runs
-# chees() (with the same metric) against rstan's NUTS. "seconds" is the wall time of the mcmc() /
+# chees() (with the same metric) against rstan's NUTS. lockstep's warmup starts
+# from a metric scaled to the gradient at the initial values (its default);
+# with --start unit, from the unit metric as Stan's does (diag_sd = 1).
+# "seconds" is the wall time of the mcmc() /
 # sampling() call, warmup included (model building and rstan's compilation are
 # not; rstan's includes starting its worker processes). ESS is the bulk ESS of
 # rstan::monitor() (Vehtari et al. 2021, rank-normalised), the same estimator on
@@ -39,7 +42,7 @@
 args <- commandArgs(trailingOnly = TRUE)
 opt <- list(posteriors = "fast", warmup = "1000", samples = "1000", chains = "4", cores = "2",
             threads = "default,1", seed = "1", rstan = "yes", compile_only = "no",
-            metric = "auto", sampler = "nuts")
+            metric = "auto", sampler = "nuts", start = "gradient")
 i <- 1
 while (i <= length(args)) {
   key <- gsub("-", "_", sub("^--", "", args[i]))
@@ -55,9 +58,11 @@ seed <- as.integer(opt$seed)
 use_rstan <- identical(opt$rstan, "yes")
 if (!opt$metric %in% c("auto", "diagonal", "dense")) stop("--metric must be auto, diagonal or dense")
 if (!opt$sampler %in% c("nuts", "chees")) stop("--sampler must be nuts or chees")
+if (!opt$start %in% c("gradient", "unit")) stop("--start must be gradient or unit")
 lockstep_sampler <- function() {
-  if (opt$sampler == "chees") lockstep::chees(metric = opt$metric)
-  else lockstep::nuts(metric = opt$metric)
+  sampler <- if (opt$sampler == "chees") lockstep::chees else lockstep::nuts
+  if (opt$start == "unit") sampler(metric = opt$metric, diag_sd = 1)
+  else sampler(metric = opt$metric)
 }
 threads <- strsplit(opt$threads, ",")[[1]]  # lockstep's thread counts; "default": cpu_only()'s
 
@@ -269,9 +274,12 @@ run_lockstep <- function(posterior, d, names, threads) {
     x
   })
   sp <- do.call(rbind, lockstep::get_sampler_params(draws))
+  all_sp <- lockstep::get_sampler_params(draws, inc_warmup = TRUE)
+  warmup_steps <- mean(vapply(all_sp, function(p) sum(p$n_leapfrog__[seq_len(warmup)]), 0))
   c(efficiency(mats, names, posterior, t),
     list(divergent = sum(sp$divergent__), treedepth_hits = sum(sp$treedepth__ >= 10),
-         leapfrog = mean(sp$n_leapfrog__), threads = options$threads))
+         leapfrog = mean(sp$n_leapfrog__), warmup_leapfrog = warmup_steps,
+         threads = options$threads))
 }
 
 run_rstan <- function(posterior, d, names) {
@@ -321,9 +329,9 @@ for (posterior in which) {
     busy <- busy_cores()
     l <- run_lockstep(posterior, d, names, th)
     l$busy <- busy
-    cat(sprintf("  lockstep (%d thread%s): %.1f s, min bulk ESS %.0f (coda %.0f), max|z| %.2f, %d divergent, %d at max tree depth, %.0f leapfrog steps/iteration; busy cores before: %.2f\n",
+    cat(sprintf("  lockstep (%d thread%s): %.1f s, min bulk ESS %.0f (coda %.0f), max|z| %.2f, %d divergent, %d at max tree depth, %.0f leapfrog steps/iteration, %.0f in warmup a chain; busy cores before: %.2f\n",
                 l$threads, if (l$threads == 1) "" else "s", l$seconds, l$bulk_ess, l$coda_ess,
-                l$max_z, l$divergent, l$treedepth_hits, l$leapfrog, busy))
+                l$max_z, l$divergent, l$treedepth_hits, l$leapfrog, l$warmup_leapfrog, busy))
     ls_runs[[th]] <- l
   }
   r <- NULL

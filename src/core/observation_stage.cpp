@@ -183,6 +183,7 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     const Node& n = program.nodes[id];
     if (n.extent != extent) continue;
     if (!n.chain) {
+      if (!options.row_data) continue;
       const T* full = values[id].data();
       row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_, row_major_[id]);
     } else if (n.op == Op::gather_rows || n.op == Op::rowdot_rows) {

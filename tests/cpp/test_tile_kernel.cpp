@@ -223,6 +223,28 @@ TEST_CASE("tile kernel: the layout puts every row-aligned value in the tile area
     if (n.op == Op::density) CHECK(step.out.source == lockstep::TileSource::global);
     else CHECK(step.out.source == lockstep::TileSource::tile);
   }
+
+  // A stage made for its layout alone (how CudaExecutor sizes its tiles)
+  // copies no row data and lays out the same steps and block memory.
+  std::vector<std::vector<double>> host(r.p.nodes.size());
+  for (size_t id = 0; id < r.p.nodes.size(); ++id) host[id] = r.p.nodes[id].values;
+  lockstep::StageOptions so;
+  so.tile_kernel = true;
+  so.tile_rows = 8;
+  so.row_data = false;
+  lockstep::ObservationStage<double> bare(r.p, 0, chains, so, host);
+  long with_rows = 0;
+  for (size_t id = 0; id < r.p.nodes.size(); ++id) {
+    CHECK(bare.row_data(static_cast<int>(id)).empty());
+    with_rows += !stage.row_data(static_cast<int>(id)).empty();
+  }
+  CHECK(with_rows > 0);
+  const lockstep::TileLayout<double> bare_layout =
+      bare.tile_layout(lockstep::TilePlacement<double>(r.p.nodes.size()));
+  CHECK(bare_layout.steps.size() == layout.steps.size());
+  CHECK(bare_layout.adjoint_offset == layout.adjoint_offset);
+  CHECK(bare_layout.body_shared == layout.body_shared);
+  CHECK(bare.tile_starts() == stage.tile_starts());
 }
 
 TEST_CASE("tile kernel: the GPU's kernel (LinearTileKernels) holds the seed model's and a "

@@ -46,6 +46,10 @@ struct StageOptions {
   // Run as the tile kernel (tile_kernel.hpp) on the emulated backend: one
   // shard and one worker, whatever workers and shards say.
   bool tile_kernel = false;
+  // false: a stage made for its tile layout alone (CudaExecutor sizes its
+  // tile kernel so), without the host copy of its row data, which it then
+  // cannot run.
+  bool row_data = true;
 };
 
 // Where the tile kernel finds what a stage reads and writes, per program

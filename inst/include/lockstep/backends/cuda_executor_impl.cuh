@@ -344,9 +344,10 @@ std::unique_ptr<ObservationStage<T>> CudaExecutor<T>::plan_tile_stage(
   so.reorder_rows = false;  // program_'s rows are in row_order already
   so.jacobian = options_.jacobian;
   so.tile_rows = 32;
+  so.row_data = false;
   // The bodies' scratch does not depend on the tile's rows: found on a
-  // stage of 32-row tiles, it fixes the lanes, and what is left of the
-  // budget the rows.
+  // stage of 32-row tiles (its layout alone: no copy of the row data), it
+  // fixes the lanes, and what is left of the budget the rows.
   auto stage = std::make_unique<ObservationStage<T>>(program_, e, chains_, so, host);
   const TileLayout<T> first = stage->tile_layout(TilePlacement<T>(program_.nodes.size()));
   if (!tile_kernel_holds<LinearTileKernels>(first.steps)) return nullptr;
@@ -360,6 +361,7 @@ std::unique_ptr<ObservationStage<T>> CudaExecutor<T>::plan_tile_stage(
   const long rows = per_row > 0 ? (tile_shared_bytes - fixed) / per_row : 4096;
   if (rows < 32) return nullptr;
   so.tile_rows = std::min(rows, 4096L);
+  so.row_data = true;
   return std::make_unique<ObservationStage<T>>(program_, e, chains_, so, host);
 }
 
