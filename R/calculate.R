@@ -104,7 +104,10 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
   for (k in seq_along(targets)) {
     if (!is.greta_array(targets[[k]])) {
       stop("calculate() takes greta arrays, but argument ", k, " is a ",
-           class(targets[[k]])[1], call. = FALSE)
+           class(targets[[k]])[1],
+           if (inherits(targets[[k]], c("greta_mcmc_list", "list", "mcmc.list")))
+             "; give draws or values by name: calculate(x, values = draws)",
+           call. = FALSE)
     }
     if (names[k] == "") names[k] <- paste(deparse(exprs[[k]]), collapse = "")
   }

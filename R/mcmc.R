@@ -428,10 +428,10 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
 }
 
 # Free-state starting points, one row per chain.
-initial_free_state <- function(model, initial_values, chains, options, env) {
+initial_free_state <- function(model, initial_values, chains, options, env, unit = "chain") {
   if (inherits(initial_values, "initials")) {
     if (length(initial_values) > 0 && chains > 1) {
-      message("only one set of initial values was provided, and was used for all chains")
+      message("only one set of initial values was provided, and was used for all ", unit, "s")
     }
     initial_values <- rep(list(initial_values), chains)
   } else if (!is.list(initial_values) ||
@@ -455,7 +455,7 @@ initial_free_state <- function(model, initial_values, chains, options, env) {
       lp <- ls_engine_log_density(engine, matrix(x, nrow = 1), FALSE, options)$log_density
       if (is.finite(lp)) break
       if (length(given$index) == D || attempt == 50) {
-        stop("could not find initial values with a finite log density for chain ", chain,
+        stop("could not find initial values with a finite log density for ", unit, " ", chain,
              if (length(given$index)) "; check the values given in `initial_values`",
              call. = FALSE)
       }

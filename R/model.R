@@ -12,7 +12,9 @@
 #' model's log density does not include it.
 #'
 #' @param ... greta arrays to trace, usually the model's parameters; named
-#'   arguments give the names of their draws
+#'   arguments give the names of their draws. With none, as in greta, every
+#'   greta array in the environment `model()` is called from that is not data
+#'   is traced, under its name there.
 #' @param precision the floating point precision: `"double"` (the default),
 #'   or `"single"`, which stores and computes values in float32 (faster, half
 #'   the memory) while accumulating sums in double. Traced values are computed
@@ -31,11 +33,18 @@
 model <- function(..., precision = c("double", "single"), compile = TRUE) {
   precision <- match.arg(precision)
   arrays <- list(...)
-  if (length(arrays) == 0) {
-    stop("model() needs at least one greta array to trace, e.g. model(mu, sigma)", call. = FALSE)
-  }
   exprs <- as.list(substitute(list(...)))[-1]
   names <- names(arrays)
+  if (length(arrays) == 0) {
+    # greta's rule: every greta array of the calling environment that is not
+    # data, under its name there
+    arrays <- environment_greta_arrays(parent.frame())
+    if (length(arrays) == 0) {
+      stop("model() was given no greta arrays and found none (other than data) where it was ",
+           "called: give the ones to trace, e.g. model(mu, sigma)", call. = FALSE)
+    }
+    names <- names(arrays)
+  }
   if (is.null(names)) names <- rep("", length(arrays))
   for (k in seq_along(arrays)) {
     if (!is.greta_array(arrays[[k]])) {
@@ -77,6 +86,13 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
          graph = graph),
     class = "greta_model"
   )
+}
+
+# The greta arrays among the objects of `env` that are not data, named as
+# there (in ls()'s order): what model() traces when it is given none.
+environment_greta_arrays <- function(env) {
+  objects <- mget(ls(env), envir = env, inherits = FALSE)
+  Filter(function(x) is.greta_array(x) && get_node(x)$type != "data", objects)
 }
 
 # The IR ids (0-based) of the model's likelihood terms, the distributions of

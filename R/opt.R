@@ -20,11 +20,15 @@
 #'   values start at random values, as in [mcmc()]
 #' @param adjust whether to include the log Jacobians of the constrained
 #'   variables' transforms in the density
-#' @param hessian whether to return the Hessian of the objective (the
-#'   negative log density) with respect to each variable in `model`, on its
-#'   own (constrained) scale, computed by finite differences of the gradient.
-#'   Only greta arrays that are variables themselves have one: for another
-#'   target (`c(a, b)`, `sqrt(v)`) a warning says it has none
+#' @param hessian whether to return the Hessian of the negative log joint
+#'   density with respect to each greta array in `model`, on its own
+#'   (constrained) scale, computed by finite differences of the gradient. As
+#'   in greta, it is the density's Hessian with respect to the array's
+#'   values: variables' log Jacobians are not part of it, whatever `adjust`.
+#'   Variables have one, and so do greta arrays made of variables' elements,
+#'   each once (`c(a, b)`, `t(beta)`, `beta[1:2]`), which gives the joint
+#'   Hessian of several variables; for other functions of them (`sqrt(v)`,
+#'   `a + b`) a warning says there is none
 #' @param compute_options where the model runs: [cpu_only()]
 #' @param starts the number of random starts, run together in lockstep (not in
 #'   greta); the best one is returned, and all of them in `all_starts`
@@ -70,7 +74,7 @@ opt <- function(model, optimiser = bfgs(), max_iterations = 100, tolerance = 1e-
   options <- check_compute_options(compute_options)
   options$jacobian <- adjust
   engine <- model_engine(model)
-  init <- initial_free_state(model, initial_values, starts, options, parent.frame())
+  init <- initial_free_state(model, initial_values, starts, options, parent.frame(), "start")
 
   res <- ls_optimise(engine, init, optimiser$name, optimiser$parameters, max_iterations,
                      tolerance, options)
@@ -108,53 +112,125 @@ opt_par <- function(model, free, options) {
   out
 }
 
-# The Hessian of the objective (-log density) with respect to each traced
-# variable on its constrained scale x = g(z): by central differences of the
-# gradient df/dx = (df/dz) / g'(z), all 2 n perturbed states evaluated
-# together as chains of one engine call.
+# The Hessian of -log p, the unadjusted joint density, with respect to each
+# traced greta array's values (greta's, which differentiates the density with
+# respect to the array's value: a variable's log Jacobian, a function of the
+# free state, is not part of it, whatever `adjust`). A traced array's
+# elements must be those of variables, each once (a variable, or c(a, b),
+# t(beta), beta[2:3]): the Hessian with respect to those variable elements,
+# in the array's order. Others (sqrt(v), a + b) get none, and a warning.
 opt_hessian <- function(model, free, options) {
+  options$jacobian <- FALSE
   engine <- model_engine(model)
+  coords <- free_coordinates(model)
   out <- list()
   skipped <- character()
   for (t in model$traced) {
     info <- Filter(function(v) identical(as.integer(v$ir), as.integer(t$ir)), model$variables)
-    if (length(info) == 0) {  # computed from variables: no scale of its own to differentiate on
+    at <- if (length(info)) info[[1]]$offset + seq_len(info[[1]]$size) else
+      variable_elements(model, engine, t, free, coords, options)
+    if (is.null(at)) {
       skipped <- c(skipped, t$name)
       next
     }
-    info <- info[[1]]
-    idx <- info$offset + seq_len(info$size)
-    z <- free[idx]
-    x <- from_free(z, info$lower, info$upper)
-    h <- 1e-5 * pmax(1, abs(x))
-    room <- pmin(x - info$lower, info$upper - x)
-    h <- pmin(h, 0.25 * room)
-    n <- info$size
-    states <- matrix(free, 2 * n, length(free), byrow = TRUE)
-    for (i in seq_len(n)) {
-      for (s in 1:2) {
-        xi <- x
-        xi[i] <- x[i] + (if (s == 1) h[i] else -h[i])
-        states[2 * (i - 1) + s, idx] <- to_free(xi, info$lower, info$upper)
-      }
-    }
-    g <- ls_engine_log_density(engine, states, TRUE, options)$gradient[, idx, drop = FALSE]
-    # df/dx at each state: -dlp/dz / g'(z)
-    dx <- t(vapply(seq_len(2 * n), function(r) {
-      -g[r, ] / dfree_dvalue_inverse(states[r, idx], info$lower, info$upper)
-    }, numeric(n)))
-    if (n == 1) dx <- matrix(dx, ncol = 1)
-    H <- matrix(0, n, n)
-    for (i in seq_len(n)) H[i, ] <- (dx[2 * i - 1, ] - dx[2 * i, ]) / (2 * h[i])
-    H <- (H + t(H)) / 2
-    out[[t$name]] <- H
+    out[[t$name]] <- value_hessian(engine, free, at, coords, options)
   }
   if (length(skipped)) {
     warning("no Hessian for ", paste0("`", skipped, "`", collapse = ", "), ": Hessians are ",
-            "computed for the variables given to model() themselves, not for greta arrays ",
-            "computed from them (such as c(a, b)); give model() the variables", call. = FALSE)
+            "computed for variables, and for greta arrays made of variables' elements (such ",
+            "as c(a, b)), not for other functions of them; give model() the variables",
+            call. = FALSE)
   }
   out
+}
+
+# The bounds of each free coordinate's variable, one per coordinate.
+free_coordinates <- function(model) {
+  lower <- upper <- rep(NA_real_, model$n_free)
+  for (v in model$variables) {
+    k <- v$offset + seq_len(v$size)
+    lower[k] <- rep_len(v$lower, v$size)
+    upper[k] <- rep_len(v$upper, v$size)
+  }
+  list(lower = lower, upper = upper)
+}
+
+# A step on each coordinate's constrained scale at x, within its bounds.
+value_steps <- function(x, lower, upper, relative) {
+  h <- relative * pmax(1, abs(x))
+  pmin(h, 0.25 * pmin(x - lower, upper - x))
+}
+
+# Free states (rows) that move coordinate at[i] of `free` by `by[i]` on its
+# constrained scale, one row per i.
+moved_states <- function(free, at, by, coords) {
+  states <- matrix(free, length(at), length(free), byrow = TRUE)
+  for (i in seq_along(at)) {
+    k <- at[i]
+    x <- from_free(free[k], coords$lower[k], coords$upper[k])
+    states[i, k] <- to_free(x + by[i], coords$lower[k], coords$upper[k])
+  }
+  states
+}
+
+# Which free coordinate each element of traced array `t` is, found by moving
+# every coordinate at once as chains of one engine call and seeing which
+# element moves with it by the same amount; NULL unless each element is
+# exactly one coordinate's value and no coordinate appears twice.
+variable_elements <- function(model, engine, t, free, coords, options) {
+  n <- prod(t$dim)
+  D <- length(free)
+  if (n > D || D > 5000) return(NULL)
+  x <- vapply(seq_len(D), function(k) from_free(free[k], coords$lower[k], coords$upper[k]), 0)
+  d <- value_steps(x, coords$lower, coords$upper, 1e-3)
+  states <- rbind(free, moved_states(free, seq_len(D), d, coords))
+  values <- in_batches(states, function(b) ls_engine_values(engine, b, as.integer(t$ir), options))
+  moved <- sweep(values[-1, , drop = FALSE], 2, values[1, ])  # [coordinate, element]
+  at <- integer(n)
+  for (e in seq_len(n)) {
+    k <- which(moved[, e] != 0)
+    if (length(k) != 1 || abs(moved[k, e] - d[k]) > 1e-6 * d[k]) return(NULL)
+    at[e] <- k
+  }
+  if (anyDuplicated(at) || any(rowSums(moved != 0)[at] != 1)) return(NULL)
+  at
+}
+
+# f(states) for states' rows in batches of `batch` (as chains: the memory of
+# one call grows with them), the last padded to the same size so that the
+# engine keeps one executor; the rows of the results, bound.
+in_batches <- function(states, f, batch = 64L) {
+  n <- nrow(states)
+  if (n <= batch) return(f(states))
+  parts <- lapply(seq(1L, n, by = batch), function(r0) {
+    rows <- r0:min(n, r0 + batch - 1L)
+    padded <- c(rows, rep(rows[1], batch - length(rows)))
+    f(states[padded, , drop = FALSE])[seq_along(rows), , drop = FALSE]
+  })
+  do.call(rbind, parts)
+}
+
+# The Hessian of -log p with respect to the constrained values of free
+# coordinates `at`: central differences of the gradient df/dx = -(dlp/dz) /
+# (dx/dz), all 2 n moved states evaluated together as chains of one call.
+value_hessian <- function(engine, free, at, coords, options) {
+  n <- length(at)
+  x <- vapply(at, function(k) from_free(free[k], coords$lower[k], coords$upper[k]), 0)
+  h <- value_steps(x, coords$lower[at], coords$upper[at], 1e-5)
+  states <- moved_states(free, rep(at, each = 2), as.vector(rbind(h, -h)), coords)
+  g <- in_batches(states, function(b) {
+    ls_engine_log_density(engine, b, TRUE, options)$gradient
+  })[, at, drop = FALSE]
+  dx <- t(vapply(seq_len(2 * n), function(r) {
+    -g[r, ] / vapply(seq_len(n), function(i) {
+      k <- at[i]
+      dfree_dvalue_inverse(states[r, k], coords$lower[k], coords$upper[k])
+    }, 0)
+  }, numeric(n)))
+  if (n == 1) dx <- matrix(dx, ncol = 1)
+  H <- matrix(0, n, n)
+  for (i in seq_len(n)) H[i, ] <- (dx[2 * i - 1, ] - dx[2 * i, ]) / (2 * h[i])
+  (H + t(H)) / 2
 }
 
 # x = g(z) of a variable's transform, and dx/dz.

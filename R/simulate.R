@@ -251,7 +251,8 @@ seed_for_simulation <- function(seed) {
 #'   random number stream is restored afterwards); `set.seed()` before the
 #'   call works too
 #' @param precision `"double"` (the default) or `"single"`
-#' @param ... ignored
+#' @param ... for the generic; other arguments are refused (greta's older
+#'   `targets` and `values`: use [calculate()])
 #' @return a named list (the greta arrays' names, in alphabetical order) of
 #'   arrays, each with the simulations as its first dimension: for a greta
 #'   array of dimension `c(n, 1)`, an array of dimension `c(nsim, n, 1)`
@@ -271,6 +272,15 @@ simulate.greta_model <- function(object, nsim = 1, seed = NULL,
   if (is.null(object$node_ids)) {
     stop("this greta_model was made by an older lockstep; make it again with model()",
          call. = FALSE)
+  }
+  extra <- list(...)
+  if (length(extra)) {
+    given <- names(extra)
+    if (is.null(given)) given <- rep("", length(extra))
+    given[given == ""] <- "(unnamed)"
+    stop("simulate() does not take ", paste0("`", given, "`", collapse = ", "), ": to ",
+         "simulate some greta arrays, or hold others at given values or posterior draws, use ",
+         "calculate(..., nsim = , values = )", call. = FALSE)
   }
   env <- parent.frame()
   arrays <- list()

@@ -178,7 +178,11 @@ test_that("model() refuses models it cannot sample", {
   expect_error(model(1), "the arguments of model\\(\\) must be greta arrays, but argument 1 is a numeric")
   mu <- normal(0, 1)
   expect_error(model(mu, "a"), "argument 2 is a character")
-  expect_error(model(), "needs at least one greta array")
+  # with no arguments, the calling environment's greta arrays: here none
+  expect_error(local({
+    y <- as_data(1)
+    model()
+  }), "given no greta arrays and found none \\(other than data\\)")
   expect_error(model(mu, mu), "distinct names")
   expect_error(model(mu, precision = "quad"), "should be one of")
   # data with a distribution but nothing to sample

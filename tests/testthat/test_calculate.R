@@ -40,6 +40,9 @@ test_that("calculate() explains what is missing or wrong", {
   expect_error(calculate(y, values = list(b = 1), nsim = 10), "do not have distributions")
   expect_error(calculate(1), "greta arrays")
   expect_error(calculate(y, values = c(1, 2)), "named list")
+  # values passed by position (greta's ?mixture example does): the hint says how
+  expect_error(calculate(y, list(x = c(1, 2), b = 1)),
+               "argument 2 is a list; give draws or values by name")
 })
 
 test_that("calculate() computes greta arrays at every draw of a greta_mcmc_list", {

@@ -23,6 +23,33 @@ test_that("eight schools gradient matches the hand-written gradient and finite d
   expect_gradient_matches(m, chains = c(1, 3))
 })
 
+test_that("model() with no arguments traces the calling environment's greta arrays but data", {
+  # greta's rule: every non-data greta array where model() is called, under
+  # its name there, in ls()'s order; operations are traced too
+  set.seed(31)
+  x <- rnorm(10)
+  y <- as_data(x)
+  mu <- normal(0, 5)
+  sigma <- lognormal(0, 1)
+  twice <- 2 * mu
+  not_greta <- 3
+  distribution(y) <- normal(mu, sigma)
+  m <- model()
+  expect_identical(vapply(m$traced, `[[`, "", "name"), c("mu", "sigma", "twice"))
+  expect_equal(m$n_free, 2)
+  draws <- mcmc(m, n_samples = 50, warmup = 50, chains = 2, verbose = FALSE)
+  expect_identical(colnames(draws[[1]]), c("mu", "sigma", "twice"))
+  expect_equal(as.matrix(draws)[, "twice"], 2 * as.matrix(draws)[, "mu"])
+  # named in a function's frame too
+  f <- function() {
+    z <- as_data(x)
+    a <- normal(0, 1)
+    distribution(z) <- normal(a, 1)
+    model()
+  }
+  expect_identical(vapply(f()$traced, `[[`, "", "name"), "a")
+})
+
 test_that("the traced values are the constrained values the log density sees", {
   set.seed(403)
   m <- eight_schools_model()

@@ -51,12 +51,60 @@ test_that("opt() with adjust = TRUE maximises the density of the free state (MAP
   # the Hessian of -log likelihood of an exponential rate is n / rate^2
   hr <- opt(m2, adjust = FALSE, hessian = TRUE)
   expect_equal(hr$hessian$rate[1, 1], length(z) / hr$par$rate^2, tolerance = 1e-4)
-  # a target computed from variables has no Hessian of its own: a warning
-  # names it (it used to be left out without a word)
+  # as greta's, the Hessian is the density's in the value: with adjust = TRUE
+  # (at the adjusted optimum) the log Jacobian is not part of it
+  ha <- opt(m2, adjust = TRUE, hessian = TRUE)
+  expect_equal(ha$hessian$rate[1, 1], length(z) / ha$par$rate^2, tolerance = 1e-4)
+  # a greta array made of variables' elements has the joint Hessian of those
+  # elements, in its order; another function of them has none, and a warning
+  # names it
   both <- c(mu, rate)
-  m3 <- model(mu, both)
-  expect_warning(h3 <- opt(m3, hessian = TRUE)$hessian, "no Hessian for `both`")
-  expect_equal(names(h3), "mu")
+  root <- sqrt(rate)
+  m3 <- model(mu, both, root)
+  expect_warning(o3 <- opt(m3, hessian = TRUE), "no Hessian for `root`")
+  expect_equal(names(o3$hessian), c("mu", "both"))
+  expect_equal(o3$hessian$both, diag(c(11, length(z) / o3$par$both[2]^2)), tolerance = 1e-4)
+})
+
+test_that("opt()'s Hessian of several variables joined in one greta array has their cross terms", {
+  # greta's ?opt example: the mean and variance of a normal, with a prior on
+  # the mean so that the cross term is not 0 at the optimum. -log p =
+  # n/2 log v + S / (2 v) + mu^2 / 2, S = sum((x - mu)^2):
+  # d2/dmu2 = n / v + 1, d2/dmu dv = sum(x - mu) / v^2, d2/dv2 = -n / (2 v^2) + S / v^3
+  set.seed(606)
+  x <- rnorm(15, 2, 1.5)
+  mu <- normal(0, 1)
+  variance <- variable(lower = 0)
+  distribution(x) <- normal(mu, sqrt(variance))
+  expected <- function(mu, v) {
+    n <- length(x)
+    S <- sum((x - mu)^2)
+    matrix(c(n / v + 1, sum(x - mu) / v^2, sum(x - mu) / v^2, -n / (2 * v^2) + S / v^3), 2, 2)
+  }
+  params <- c(mu, variance)
+  for (adjust in c(FALSE, TRUE)) {
+    o <- opt(model(params), adjust = adjust, hessian = TRUE)
+    expect_equal(o$hessian$params, expected(o$par$params[1], o$par$params[2]), tolerance = 1e-5,
+                 label = paste("adjust =", adjust))
+    expect_gt(abs(o$hessian$params[1, 2]), 0.1)
+  }
+  # in the array's order, and from a transpose or an index of one
+  reversed <- c(variance, mu)
+  beta <- t(params)
+  o <- opt(model(reversed, beta), hessian = TRUE)
+  want <- expected(o$par$reversed[2], o$par$reversed[1])
+  expect_equal(o$hessian$reversed, want[2:1, 2:1], tolerance = 1e-5)
+  expect_equal(o$hessian$beta, want, tolerance = 1e-5)
+  # an element used twice has no Hessian of its own
+  twice <- c(mu, mu)
+  expect_warning(opt(model(mu, twice), hessian = TRUE), "no Hessian for `twice`")
+})
+
+test_that("opt() names the start whose initial values it could not find", {
+  x <- 1e200  # (x - mu)^2 overflows for every mu
+  mu <- variable()
+  distribution(x) <- normal(mu, 1)
+  expect_error(opt(model(mu)), "finite log density for start 1$")
 })
 
 test_that("opt() runs several starts together and reports the iteration limit", {

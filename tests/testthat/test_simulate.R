@@ -256,6 +256,11 @@ test_that("simulate() draws every named greta array of a model", {
   expect_identical(simulate(m, nsim = 1000, seed = 61), sims)
   expect_equal(dim(simulate(m)$mu), c(1L, 1L, 1L))
   expect_error(simulate(m, nsim = 0), "`nsim` must be")
+  # greta's older arguments are refused, not ignored (the draws would not be
+  # conditioned on them)
+  expect_error(simulate(m, nsim = 5, values = list(sigma = 3)),
+               "does not take `values`.*calculate\\(")
+  expect_error(simulate(m, 5, NULL, "double", 7), "does not take `\\(unnamed\\)`")
   # the response is simulated only when it is a greta array
   z <- c(1, 2)
   a <- normal(0, 1)
