@@ -74,6 +74,13 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   })
   engine <- new.env(parent = emptyenv())
   engine$pointer <- ls_engine_new(lowered$ir)
+  # the IR ids of data whose values data_values<- may replace, by node id
+  mutable_data <- list()
+  for (n in nodes) {
+    if (n$type == "data" && isTRUE(n$mutable)) {
+      mutable_data[[as.character(n$id)]] <- lowered$ids[[as.character(n$id)]]
+    }
+  }
   structure(
     list(ir = lowered$ir, traced = traced, variables = lowered$variables,
          n_free = lowered$ir$n_free, precision = precision, engine = engine,
@@ -83,6 +90,7 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
            if (n$target$type == "data") n$family
          }))),
          likelihood_order = likelihood_order(nodes, multivariate, lowered$ids),
+         mutable_data = mutable_data,
          graph = graph),
     class = "greta_model"
   )
