@@ -136,6 +136,17 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
                            options))
   }
   if (draws) {
+    # (greta's rule: the draws do not hold such data's posterior predictive,
+    # and its observed values would pass for it)
+    observed <- vapply(roots, function(n) n$type == "data" && !is.null(n$distribution),
+                       logical(1))
+    if (any(observed)) {
+      stop(paste0("`", names[observed], "`", collapse = ", "), " ",
+           if (sum(observed) > 1) "have distributions and are" else "has a distribution and is",
+           " not in the draws: to simulate ", if (sum(observed) > 1) "them" else "it",
+           " from the posterior predictive, give `nsim`, e.g. calculate(",
+           names[observed][1], ", values = draws, nsim = 100)", call. = FALSE)
+    }
     return(calculate_draws(roots, names, values, precision, trace_batch_size, options))
   }
   fixed <- fixed_values(values, parent.frame())

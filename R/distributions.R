@@ -565,7 +565,7 @@ distribution <- function(greta_array) {
            dist$family, "() distribution ", paste(dist$dim, collapse = " x "),
            " (", hint, ")", call. = FALSE)
     }
-    dist$check_data(matrix(as.numeric(target$value), target$dim[1], target$dim[2]))
+    dist$check_data(matrix(as.numeric(target$value), nrow = target$dim[1]))  # (columns: all the other dimensions)
   }
   scalar_dist <- prod(dist$dim) == 1
   if (!multivariate && !scalar_dist && !identical(dist$dim, target$dim)) {

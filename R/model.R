@@ -57,6 +57,7 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
     stop("the greta arrays given to model() need distinct names", call. = FALSE)
   }
   roots <- lapply(arrays, get_node)
+  check_model_parts(roots, names)
   nodes <- collect_dag(roots)
   check_model_nodes(nodes)
   graph <- model_graph(nodes, roots, names)  # for plot(), as the user wrote it
@@ -126,8 +127,8 @@ likelihood_order <- function(nodes, multivariate, ids) {
   terms <- c(
     lapply(uni, function(n) list(ir = ids[[as.character(n$id)]], declared = declared_of(n))),
     lapply(mv, function(n) {
-      list(family = n$family, declared = declared_of(n),
-           y = matrix(as.numeric(n$target$value), n$target$dim[1], n$target$dim[2]),
+      list(family = n$family, declared = declared_of(n), target = n$target$id,
+           y = matrix(as.numeric(n$target$value), nrow = n$target$dim[1]),
            params = vapply(n$parents, function(q) ids[[as.character(q$id)]], integer(1)),
            param_names = n$param_names, spec = n$spec,
            param_dims = lapply(n$parents, function(q) q$dim))
@@ -156,6 +157,37 @@ check_model_nodes <- function(nodes) {
       stop("the model contains a discrete variable (", dist$family, "()) that is not data; ",
            "lockstep's samplers need continuous variables", call. = FALSE)
     }
+  }
+}
+
+# As greta: where the greta arrays given to model() lie in disjoint graphs,
+# each must have a density and a variable of its own (a variable connected to
+# nothing else would be sampled from a flat, improper density; data with a
+# fixed distribution would add a constant). The message names the arrays of a
+# part that lacks one. (One graph: check_model_nodes() says what it lacks.)
+check_model_parts <- function(roots, names) {
+  part <- rep(NA_integer_, length(roots))
+  ids <- vapply(roots, function(n) n$id, numeric(1))
+  lacks <- character()
+  k <- 0L
+  for (i in seq_along(roots)) {
+    if (!is.na(part[i])) next
+    k <- k + 1L
+    found <- walk_nodes(roots[i], function(node, key) {
+      c(node$parents, node$children, list(node$distribution, node$target))
+    })
+    part[ids %in% vapply(found, function(n) n$id, numeric(1))] <- k
+    types <- vapply(found, function(n) n$type, character(1))
+    density <- any(types == "distribution" & !vapply(found, is_log_jacobian, logical(1)))
+    lacks[k] <- if (!density) "probability density" else if (!any(types == "variable"))
+      "variable" else ""
+  }
+  if (k == 1L) return(invisible())
+  for (j in which(lacks != "")) {
+    stop("the model contains ", k, " disjoint graphs, and the one of ",
+         paste0("`", names[part == j], "`", collapse = ", "), " has no ", lacks[j], ", so a ",
+         "model cannot be defined (connect it to the rest of the model, or leave it out)",
+         call. = FALSE)
   }
 }
 

@@ -87,7 +87,7 @@ opt <- function(model, optimiser = bfgs(), max_iterations = 100, tolerance = 1e-
   one <- function(k) {
     out <- list(par = opt_par(model, res$par[k, ], options), value = value[k],
                 iterations = as.integer(res$iterations[k]),
-                convergence = as.integer(res$convergence[k]))
+                convergence = as.numeric(res$convergence[k]))  # (a double, as greta gives)
     if (hessian) out$hessian <- opt_hessian(model, res$par[k, ], options)
     out
   }

@@ -201,12 +201,10 @@ vec <- function(n, lower = -Inf, upper = Inf) list(dim = c(n, 1), lower = lower,
 mat <- function(r, c, lower = -Inf, upper = Inf) list(dim = c(r, c), lower = lower, upper = upper)
 scalar <- function(lower = -Inf, upper = Inf) list(dim = NULL, lower = lower, upper = upper)
 
-# The engine's values of a greta array computed from data alone (a model needs
-# a density, so one on an unrelated variable).
+# The engine's values of a greta array computed from data alone (calculate()
+# runs them through the engine).
 engine_values <- function(out) {
-  z <- normal(0, 1)
-  m <- model(out, z)
-  as.numeric(traced_values(m, matrix(0, 1, 1))[1, seq_len(length(out))])
+  as.numeric(calculate(out)[[1]])
 }
 
 # -- distributions -------------------------------------------------------------

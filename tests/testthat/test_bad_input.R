@@ -184,6 +184,15 @@ test_that("model() refuses models it cannot sample", {
     model()
   }), "given no greta arrays and found none \\(other than data\\)")
   expect_error(model(mu, mu), "distinct names")
+  # disjoint graphs (greta's rule): each needs a density and a variable
+  a <- uniform(0, 1)
+  b <- normal(a, 2)
+  cc <- variable()
+  expect_error(model(a, b, cc), "2 disjoint graphs, and the one of `cc` has no probability density")
+  d <- as_data(c(0.1, -0.4, 0.3))
+  distribution(d) <- normal(0, 1)
+  expect_error(model(a, d), "2 disjoint graphs, and the one of `d` has no variable")
+  expect_s3_class(model(a, b), "greta_model")
   expect_error(model(mu, precision = "quad"), "should be one of")
   # data with a distribution but nothing to sample
   y <- as_data(c(0.1, 0.2))

@@ -74,4 +74,15 @@ test_that("calculate() computes greta arrays at every draw of a greta_mcmc_list"
   expect_error(calculate(cv, values = draws, trace_batch_size = 0), "at least 1, or Inf")
   other <- normal(0, 1)
   expect_error(calculate(other * 2, values = draws), "not in the model")
+  # data with a distribution is not in the draws: its observed values would
+  # pass for its posterior predictive, so it needs nsim (greta's rule)
+  obs <- as_data(c(0.1, 0.4))
+  distribution(obs) <- normal(mu, sigma)
+  draws2 <- suppressWarnings(mcmc(model(mu, sigma), n_samples = 20, warmup = 20, chains = 2,
+                                  verbose = FALSE))
+  expect_error(calculate(mu, obs, values = draws2),
+               "`obs` has a distribution and is not in the draws.*give `nsim`")
+  expect_equal(dim(calculate(obs, values = draws2, nsim = 5)$obs), c(5L, 2L, 1L))
+  plain <- as_data(c(1, 2))
+  expect_equal(unname(as.matrix(calculate(plain, values = draws2))[1, ]), c(1, 2))
 })

@@ -286,3 +286,20 @@ test_that("mixture() and joint() name what is wrong with their arguments", {
   expect_error(distribution(counts) <- mixture(poisson(1), poisson(2), weights = c(1, 1)),
                "whole numbers")
 })
+
+test_that("a mixture on three-dimensional data: no warning, and its density against R", {
+  set.seed(95)
+  yv <- array(rnorm(24), c(2, 3, 4))
+  y <- as_data(yv)
+  mu <- normal(0, 1)
+  expect_silent(distribution(y) <- mixture(normal(mu, 1, dim = c(2, 3, 4)),
+                                           normal(1, 2, dim = c(2, 3, 4)),
+                                           weights = c(0.5, 0.5)))
+  m <- model(mu)
+  free <- matrix(c(0.3, -1), ncol = 1)
+  want <- vapply(free, function(mu) {
+    sum(log(0.5 * dnorm(yv, mu, 1) + 0.5 * dnorm(yv, 1, 2))) + dnorm(mu, 0, 1, log = TRUE)
+  }, 0)
+  expect_equal(model_log_density(m, free, gradient = FALSE)$log_density, want,
+               tolerance = 1e-10)
+})

@@ -56,3 +56,18 @@ test_that("data_values<- refuses what it cannot replace, naming it", {
   data_values(m, counts) <- c(0, 0, 2)
   expect_equal(as.numeric(calculate(counts)[[1]]), c(0, 0, 2))
 })
+
+test_that("data_values<- reaches log_lik() of a multivariate likelihood", {
+  set.seed(73)
+  y <- as_data_mutable(matrix(rnorm(6), 3, 2))
+  mu <- normal(0, 1, dim = c(1, 2))
+  distribution(y) <- multivariate_normal(mu, diag(2), n_realisations = 3)
+  m <- model(mu)
+  new <- matrix(rnorm(6, 3), 3, 2)
+  data_values(m, y) <- new
+  draws <- mcmc(m, n_samples = 20, warmup = 20, chains = 1, verbose = FALSE)
+  ll <- log_lik(draws)
+  mus <- as.matrix(draws)
+  want <- t(apply(mus, 1, function(mv) mvtnorm::dmvnorm(new, mv, diag(2), log = TRUE)))
+  expect_equal(unname(ll), unname(want), tolerance = 1e-8)
+})

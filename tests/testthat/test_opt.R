@@ -13,7 +13,7 @@ test_that("opt() finds the maximum likelihood estimates of a normal model", {
   expect_equal(names(o), c("par", "value", "iterations", "convergence"))
   expect_equal(o$par$mu, mean(x), tolerance = 1e-5)
   expect_equal(o$par$sd, mle_sd, tolerance = 1e-5)
-  expect_equal(o$convergence, 0L)
+  expect_identical(o$convergence, 0)
   expect_equal(o$value, -sum(dnorm(x, mean(x), mle_sd, log = TRUE)), tolerance = 1e-8)
   for (optimiser in list(adam(), rms_prop(learning_rate = 0.05), nelder_mead(),
                          gradient_descent(learning_rate = 0.005, momentum = 0.5),
@@ -116,7 +116,7 @@ test_that("opt() runs several starts together and reports the iteration limit", 
   o <- opt(m, optimiser = adam(learning_rate = 0.01), starts = 3, max_iterations = 5,
            adjust = FALSE)
   expect_length(o$all_starts, 3)
-  expect_true(all(vapply(o$all_starts, `[[`, 0L, "convergence") == 1L))
+  expect_true(all(vapply(o$all_starts, `[[`, 0, "convergence") == 1))
   expect_true(all(vapply(o$all_starts, `[[`, 0L, "iterations") == 5L))
   o3 <- opt(m, starts = 3, adjust = FALSE)
   for (s in o3$all_starts) expect_equal(s$par$mu, mean(x), tolerance = 1e-6)
