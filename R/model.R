@@ -160,15 +160,16 @@ check_model_nodes <- function(nodes) {
   }
 }
 
-# As greta: where the greta arrays given to model() lie in disjoint graphs,
-# each must have a density and a variable of its own (a variable connected to
-# nothing else would be sampled from a flat, improper density; data with a
-# fixed distribution would add a constant). The message names the arrays of a
-# part that lacks one. (One graph: check_model_nodes() says what it lacks.)
+# Where the greta arrays given to model() lie in disjoint graphs, each with
+# variables must have a density of its own: its variables would otherwise be
+# sampled from a flat, improper density (greta refuses these, and also parts
+# with no variable; a part of data with a fixed distribution only adds a
+# constant, and tests use one). The message names the part's arrays. (One
+# graph: check_model_nodes() says what it lacks.)
 check_model_parts <- function(roots, names) {
   part <- rep(NA_integer_, length(roots))
   ids <- vapply(roots, function(n) n$id, numeric(1))
-  lacks <- character()
+  improper <- logical()
   k <- 0L
   for (i in seq_along(roots)) {
     if (!is.na(part[i])) next
@@ -179,15 +180,14 @@ check_model_parts <- function(roots, names) {
     part[ids %in% vapply(found, function(n) n$id, numeric(1))] <- k
     types <- vapply(found, function(n) n$type, character(1))
     density <- any(types == "distribution" & !vapply(found, is_log_jacobian, logical(1)))
-    lacks[k] <- if (!density) "probability density" else if (!any(types == "variable"))
-      "variable" else ""
+    improper[k] <- !density && any(types == "variable")
   }
   if (k == 1L) return(invisible())
-  for (j in which(lacks != "")) {
+  for (j in which(improper)) {
     stop("the model contains ", k, " disjoint graphs, and the one of ",
-         paste0("`", names[part == j], "`", collapse = ", "), " has no ", lacks[j], ", so a ",
-         "model cannot be defined (connect it to the rest of the model, or leave it out)",
-         call. = FALSE)
+         paste0("`", names[part == j], "`", collapse = ", "), " has variables but no ",
+         "probability density, so they cannot be sampled (connect it to the rest of the ",
+         "model, or leave it out)", call. = FALSE)
   }
 }
 

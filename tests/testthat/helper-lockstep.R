@@ -256,8 +256,9 @@ compare_distribution <- function(family, x, params, as_variable = character(),
   x_data <- as_data(x)
   distribution(x_data) <- do.call(fun, greta_params)
   # with every parameter data, the model still needs something to sample: a
-  # flat variable that adds nothing to the log density
-  if (length(variables) == 0) variables$dummy <- variable()
+  # standard normal variable, whose density the expected one adds (model()
+  # refuses a flat variable in a graph of its own: it would be improper)
+  if (length(variables) == 0) variables$dummy <- normal(0, 1)
   m <- do.call(model, c(list(x = x_data), variables))
   # free-state layout: variables in creation order, i.e. the order of as_variable
   sizes <- vapply(as_variable, function(name) length(params[[name]]), numeric(1))
@@ -274,6 +275,7 @@ compare_distribution <- function(family, x, params, as_variable = character(),
       total <- total + sum(tr$log_jacobian)
     }
     values <- lapply(values, as.numeric)
+    if (length(as_variable) == 0) total <- dnorm(z[1], log = TRUE)  # the dummy's
     total <- total + sum(do.call(r_log_density[[family]], c(list(as.numeric(x)), values)))
     if (!is.null(truncation)) {
       mass <- do.call(r_cdf[[family]], c(list(truncation[2]), values)) -
@@ -286,7 +288,7 @@ compare_distribution <- function(family, x, params, as_variable = character(),
     bounds <- parameter_bounds[[name]]
     unconstrain(as.numeric(params[[name]]), bounds[1], bounds[2])
   }))
-  if (length(as_variable) == 0) centre <- 0  # the flat dummy variable
+  if (length(as_variable) == 0) centre <- 0  # the dummy variable
   for (n_chains in chains) {
     free <- matrix(rep(centre, each = n_chains), n_chains) +
       matrix(stats::rnorm(n_chains * length(centre), sd = 0.3), n_chains)

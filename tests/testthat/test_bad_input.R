@@ -184,14 +184,18 @@ test_that("model() refuses models it cannot sample", {
     model()
   }), "given no greta arrays and found none \\(other than data\\)")
   expect_error(model(mu, mu), "distinct names")
-  # disjoint graphs (greta's rule): each needs a density and a variable
+  # disjoint graphs: one with variables needs a density (it would be
+  # improper), one of data alone only adds a constant
   a <- uniform(0, 1)
   b <- normal(a, 2)
   cc <- variable()
-  expect_error(model(a, b, cc), "2 disjoint graphs, and the one of `cc` has no probability density")
+  expect_error(model(a, b, cc),
+               "2 disjoint graphs, and the one of `cc` has variables but no probability density")
+  e <- cc * 2
+  expect_error(model(a, cc, e), "the one of `cc`, `e` has variables")
   d <- as_data(c(0.1, -0.4, 0.3))
   distribution(d) <- normal(0, 1)
-  expect_error(model(a, d), "2 disjoint graphs, and the one of `d` has no variable")
+  expect_s3_class(model(a, d), "greta_model")
   expect_s3_class(model(a, b), "greta_model")
   expect_error(model(mu, precision = "quad"), "should be one of")
   # data with a distribution but nothing to sample
