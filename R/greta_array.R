@@ -133,8 +133,12 @@ print.greta_array <- function(x, n = 10, ...) {
   }
   node <- get_node(x)
   cat("greta array (", greta_array_type(node), ")\n\n", sep = "")
-  values <- if (node$type == "data") array(node$value, dim = node$dim) else
-    array("?", dim = node$dim)
+  values <- if (node$type == "data") array(node$value, dim = node$dim) else {
+    known <- known_values(node)
+    shown <- array("?", dim = node$dim)
+    if (!is.null(known)) shown[!is.na(known)] <- format(known[!is.na(known)])
+    shown
+  }
   # as greta does: the first n rows of a longer array, and how many values
   # are left out
   shown <- if (length(values) > n) utils::head(values, n) else values
@@ -144,6 +148,34 @@ print.greta_array <- function(x, n = 10, ...) {
     cat("\ni ", left, " more values\nUse `print(n = ...)` to see more values\n", sep = "")
   }
   invisible(x)
+}
+
+# The values of an operation that are known without the variables it depends
+# on (greta prints them: z <- zeros(3, 3); z[, 2] <- normal(0, 1, dim = 3)
+# shows its zeros), NA where they depend on one: the operation computed by
+# the engine with every variable's elements NaN. NULL where that is not
+# possible or too large to do for a print (and so all unknown).
+known_values <- function(node) {
+  if (node$type != "operation" || prod(node$dim) > 1e5) return(NULL)
+  variables <- list()
+  size <- 0
+  walk_nodes(list(node), function(n, key) {
+    size <<- size + prod(n$dim)
+    if (n$type == "variable") {
+      variables[[key]] <<- rep(NaN, prod(n$dim))
+      return(list())
+    }
+    node_inputs(n)
+  })
+  if (size > 1e6) return(NULL)
+  tryCatch({
+    calc <- lower_calculation(list(node), variables, "double")
+    v <- ls_engine_values(calc$engine, matrix(0, 1, calc$n_free), calc$ids,
+                          check_compute_options(cpu_only()))
+    out <- array(v[1, ], dim = node$dim)
+    out[is.nan(out)] <- NA
+    out
+  }, error = function(e) NULL)
 }
 
 # The type print() and summary() name: the node's, except that a constrained

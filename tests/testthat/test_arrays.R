@@ -394,3 +394,20 @@ test_that("calculate() sees through replacement, reshaping and diagonals to the 
   expect_equal(dim(out$w), c(1L, 3L))
   expect_equal(out$d, diag(c(4, 10, 6)))
 })
+
+test_that("print() shows an operation's values that do not depend on variables, as greta", {
+  # greta's get-started example: the known zeros and ones of a partly known array
+  z <- zeros(3, 3)
+  z[, 1] <- ones(3)
+  z[, 2] <- normal(0, 1, dim = 3)
+  out <- capture.output(print(z))
+  expect_equal(out[1], "greta array (operation)")
+  expect_equal(gsub(" +", " ", trimws(out[4:6])), c("[1,] 1 ? 0", "[2,] 1 ? 0", "[3,] 1 ? 0"))
+  # an operation of data alone is all known; one of a variable all unknown
+  expect_output(print(as_data(c(1, 2, 3)) * 2), "\\[3,\\] 6")
+  x <- variable()
+  expect_false(any(grepl("[0-9] *$", capture.output(print(x * 0))[-1])))
+  # an operation whose engine cannot run on NaN (here chol()) prints as unknown
+  s <- wishart(5, diag(2))
+  expect_output(print(chol(s)), "\\?")
+})
