@@ -88,9 +88,11 @@ as.greta_array <- function(x, arg = "x") {
 
 #' Methods for greta arrays
 #'
-#' Greta arrays behave like R arrays of unknown values. `print()` shows a
-#' data greta array's values and `?` for values that are not known until the
-#' model is sampled (greta's format), the first `n` rows of a longer array
+#' Greta arrays behave like R arrays of unknown values. `print()` shows the
+#' values that are known (data, and an operation's elements that depend on
+#' data alone, such as the zeros of `z <- zeros(3, 3); z[, 2] <- normal(0, 1,
+#' dim = 3)`) and `?` for values that are not known until the model is
+#' sampled (greta's format), the first `n` rows of a longer array
 #' with a count of the values left out; `summary()` gives its type, size
 #' and distribution and, for data, a summary of its values (greta's format);
 #' `dim()`, `length()`, `head()`, `tail()` and `str()` work as for R arrays; `as.matrix()` keeps a matrix and makes any other greta array a
