@@ -118,6 +118,10 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
   options <- check_compute_options(compute_options)
   roots <- lapply(targets, get_node)
   draws <- inherits(values, "greta_mcmc_list")
+  if (!draws && inherits(values, "mcmc.list")) {
+    stop("`values` is an mcmc.list without its model (indexing draws with `[` makes one): ",
+         "give calculate() the greta_mcmc_list that mcmc() returned", call. = FALSE)
+  }
   if (!draws && (!is.list(values) || (length(values) > 0 && is.null(names(values))))) {
     stop("`values` must be a named list of values, or a greta_mcmc_list from mcmc()",
          call. = FALSE)
@@ -164,6 +168,17 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
 
 # The values given by name in `values`, by node id, checked against the
 # greta arrays' shapes.
+# A matrix or array given as the value of greta array `name` (dimension `dim`)
+# must have its dimensions (a vector need only have its length, as in greta);
+# `what` begins the message ("the value given for `x` has").
+check_value_dim <- function(v, dim, what, name) {
+  d <- dim(v)
+  if (length(v) > 1 && length(d) >= 2 && !identical(as.integer(d), as.integer(dim))) {
+    stop(what, " dimension ", paste(d, collapse = " x "), ", but `", name, "` has ",
+         paste(dim, collapse = " x "), call. = FALSE)
+  }
+}
+
 fixed_values <- function(values, env) {
   fixed <- list()
   for (name in names(values)) {
@@ -181,6 +196,7 @@ fixed_values <- function(values, env) {
       stop("the value given for `", name, "` has ", length(v), " elements, but `", name,
            "` has ", prod(node$dim), call. = FALSE)
     }
+    check_value_dim(v, node$dim, paste0("the value given for `", name, "` has"), name)
     if (anyNA(v)) {
       stop("the value given for `", name, "` contains missing values (NA)", call. = FALSE)
     }

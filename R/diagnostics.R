@@ -16,7 +16,8 @@
 #'
 #' @param x a matrix of draws of one quantity, one column per chain (or a
 #'   vector: one chain), or a `greta_mcmc_list`, in which case the value for
-#'   every quantity is returned
+#'   every quantity is returned (`NA` for each when the chains have fewer
+#'   than 4 draws; a matrix needs at least 4 rows)
 #' @return a number, or a named vector with one per quantity
 #' @references Vehtari, A., Gelman, A., Simpson, D., Carpenter, B. and
 #'   Buerkner, P.-C. (2021). Rank-normalization, folding, and localization: an
@@ -56,6 +57,9 @@ draws_matrix <- function(x) {
 
 per_quantity <- function(x, f) {
   names <- coda::varnames(x)
+  if (coda::niter(x) < 4) {  # too few draws to diagnose (summary() of a short run)
+    return(stats::setNames(rep(NA_real_, length(names)), names))
+  }
   out <- vapply(names, function(v) {
     f(vapply(x, function(chain) as.numeric(chain[, v]), numeric(coda::niter(x))))
   }, numeric(1))

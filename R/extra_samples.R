@@ -24,9 +24,11 @@
 #'   [cpu_only()] or [gpu_only()] to move the chains
 #' @inheritParams mcmc
 #' @details The chains continue with the sampler that made `draws` when it is
-#'   still in memory (so their random numbers continue too). When it is not (a
-#'   saved and reloaded workspace, or other `compute_options`), a new sampler
-#'   starts from each chain's last draw with the tuned step size and `diag_sd`.
+#'   still in memory and has not gone on since (so their random numbers
+#'   continue too). When it is not (a saved and reloaded workspace, other
+#'   `compute_options`, or a second `extra_samples()` of the same `draws`), a
+#'   new sampler starts from each chain's last draw with the tuned step size
+#'   and `diag_sd`.
 #'   The raw draws (the free state at each draw; see [mcmc()]'s details) are
 #'   kept, old and new, while all of them fit in
 #'   `getOption("lockstep.max_raw_draws_mb")`; otherwise there are none.
@@ -53,7 +55,8 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
     stop("`draws` must be a greta_mcmc_list returned by mcmc(), extra_samples() or ",
          "stashed_samples()", call. = FALSE)
   }
-  checked <- check_run_arguments(n_samples, thin, pb_update, trace_batch_size, verbose, n_cores)
+  checked <- check_run_arguments(n_samples, thin, pb_update, trace_batch_size, verbose, n_cores,
+                                 one_by_one)
   n_samples <- checked$n_samples
   thin <- checked$thin
   pb_update <- checked$pb_update
@@ -72,8 +75,12 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
   } else {
     run$options
   }
-  if (ls_pointer_is_null(run$handle) || !identical(options, run$options)) {
+  # a new sampler where the old one is gone, moves, or has gone on since
+  # these draws (an extra_samples() of them before)
+  moved_on <- !is.null(run$cursor) && !identical(run$cursor$calls, run$at)
+  if (ls_pointer_is_null(run$handle) || !identical(options, run$options) || moved_on) {
     run$handle <- restart_sampler(run, info$last_free, options)
+    run$cursor <- sampler_cursor()
     run$options <- options
   }
   # the raw draws go on being kept if they were, and all of them still fit
@@ -86,7 +93,7 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
                    free = if (run$keep_raw) interleave_chains(info$raw_draws),
                    last_free = info$last_free, diagnostics = info$diagnostics,
                    warmup_diagnostics = info$warmup_diagnostics)
-  finish_run(run, sample_run(run, 0L, n_samples, pb_update, verbose), previous)
+  finish_run(run, sample_run(run, 0L, n_samples, pb_update, verbose, previous), previous)
 }
 
 # A sampler that starts at each chain's last draw (`last`, a row per chain),
@@ -110,7 +117,7 @@ restart_sampler <- function(run, last, options) {
 stashed_samples <- function() {
   kept_env <- lockstep_stash$last
   if (is.null(kept_env) || is.null(kept_values(kept_env))) return(invisible(NULL))
-  suppressWarnings(finish_run(kept_env$run, kept_env))
+  suppressWarnings(finish_run(kept_env$run, kept_env, kept_env$previous))
 }
 
 #' @importFrom stats window

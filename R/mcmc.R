@@ -91,7 +91,8 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   if (!inherits(sampler, "sampler")) {
     stop("`sampler` must be a sampler such as nuts() or hmc()", call. = FALSE)
   }
-  checked <- check_run_arguments(n_samples, thin, pb_update, trace_batch_size, verbose, n_cores)
+  checked <- check_run_arguments(n_samples, thin, pb_update, trace_batch_size, verbose, n_cores,
+                                 one_by_one)
   n_samples <- checked$n_samples
   thin <- checked$thin
   pb_update <- checked$pb_update
@@ -106,8 +107,8 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
                            options)
 
   raw_mb <- raw_draws_mb(model, n_samples %/% thin, chains)
-  run <- list(model = model, handle = handle, sampler = sampler, chains = chains, thin = thin,
-              warmup = warmup, options = options,
+  run <- list(model = model, handle = handle, cursor = sampler_cursor(), sampler = sampler,
+              chains = chains, thin = thin, warmup = warmup, options = options,
               keep_raw = keeps_raw_draws(raw_mb, verbose))
   finish_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
 }
@@ -128,13 +129,14 @@ keeps_raw_draws <- function(mb, verbose) {
   if (!keep && verbose) {
     message("not keeping the raw draws (the free state at each draw): they would take ",
             format_mb(mb), ", more than getOption(\"lockstep.max_raw_draws_mb\") = ", limit,
-            "; calculate(), log_lik() and simulate() need them")
+            " MB; calculate() and log_lik() of these draws need them")
   }
   keep
 }
 
 format_mb <- function(mb) {
-  if (mb >= 1024) sprintf("%.1f GB", mb / 1024) else sprintf("%.0f MB", mb)
+  if (mb >= 1024) sprintf("%.1f GB", mb / 1024) else if (mb >= 1) sprintf("%.0f MB", mb) else
+    sprintf("%.2g MB", mb)
 }
 
 # An error for a function that needs the raw draws of `draws` (whose
@@ -151,13 +153,16 @@ stop_without_raw_draws <- function(info, arg) {
 
 # The arguments mcmc() and extra_samples() share, checked, as integers.
 check_run_arguments <- function(n_samples, thin, pb_update, trace_batch_size, verbose,
-                                n_cores) {
+                                n_cores, one_by_one = FALSE) {
   out <- list(n_samples = check_count(n_samples, "n_samples", 0),
               thin = check_count(thin, "thin", 1),
               pb_update = check_count(pb_update, "pb_update", 1),
               trace_batch_size = check_batch_size(trace_batch_size))
-  if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
-    stop("`verbose` must be TRUE or FALSE", call. = FALSE)
+  for (arg in c("verbose", "one_by_one")) {
+    v <- get(arg)
+    if (!is.logical(v) || length(v) != 1 || is.na(v)) {
+      stop("`", arg, "` must be TRUE or FALSE", call. = FALSE)
+    }
   }
   if (!is.null(n_cores)) check_count(n_cores, "n_cores", minimum = 1)
   if (out$n_samples < out$thin) {
@@ -167,11 +172,27 @@ check_run_arguments <- function(n_samples, thin, pb_update, trace_batch_size, ve
   out
 }
 
+# Where a sampler (run$handle) is, shared by every copy of the run that holds
+# it: `calls`, how many times it has run (a run's draws record the count at
+# their end, so extra_samples() can tell whether the sampler is still where
+# they stopped: extra_samples(d) twice continues d twice, not the first
+# continuation), and `bad`, its tally of bad proposals so far (cumulative in
+# the sampler), from which a run's progress bar counts its own.
+sampler_cursor <- function() {
+  cursor <- new.env(parent = emptyenv())
+  cursor$calls <- 0
+  cursor$bad <- 0
+  cursor
+}
+
 # Runs a sampler's phases, keeping what it draws in an environment that is
 # also stashed for stashed_samples(), so that nothing is lost to an interrupt.
-sample_run <- function(run, warmup, n_samples, pb_update, verbose) {
+# `previous`: the draws an extra_samples() run continues, which
+# stashed_samples() puts before the new ones.
+sample_run <- function(run, warmup, n_samples, pb_update, verbose, previous = NULL) {
   kept_env <- new.env(parent = emptyenv())
   kept_env$run <- run
+  kept_env$previous <- previous
   lockstep_stash$last <- kept_env
   kept_env$status <- run_phases(run$handle, warmup, n_samples, run$thin, run$chains, pb_update,
                                 verbose, kept_env)
@@ -203,6 +224,7 @@ finish_run <- function(run, kept_env, previous = NULL) {
   if (!isTRUE(run$keep_raw)) info$raw_draws_mb <- raw_draws_mb(run$model, nrow(values) / run$chains,
                                                        run$chains)
   info$run <- run
+  info$run$at <- run$cursor$calls  # where the sampler stood when these draws ended
   info$run$epsilon <- kept_env$epsilon
   info$run$diag_sd <- kept_env$diag_sd
   info$run$metric_factor <- kept_env$metric_factor
@@ -364,7 +386,8 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
   kept_env$chunks <- list()
   kept_env$diagnostics <- list()
   kept_env$warmup_diagnostics <- list()
-  bad_so_far <- 0  # the sampler's tally of bad proposals is cumulative
+  cursor <- run$cursor
+  bad_so_far <- if (is.null(cursor)) 0 else cursor$bad  # the sampler's tally is cumulative
   seconds_per_iteration <- 0
   status <- tryCatch({
     ls_sampler_begin_warmup(handle, warmup)
@@ -387,6 +410,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
                                 if (sampling) traced else integer(0),
                                 sampling && isTRUE(run$keep_raw))
           done <- done + res$iterations
+          if (!is.null(cursor)) cursor$calls <- cursor$calls + 1
           kept_env$epsilon <- res$epsilon
           kept_env$diag_sd <- res$diag_sd
           kept_env$metric_factor <- res$metric_factor
@@ -411,6 +435,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         }
         seconds_per_iteration <- (proc.time()[["elapsed"]] - started) / res$iterations
         bad_so_far <- sum(res$bad)
+        if (!is.null(cursor)) cursor$bad <- bad_so_far
         if (phase == "warmup" && done == total) warn_lagging_chains(res$lag_at_warmup_end)
         progress_update(bar, done, bad_so_far - bad_at_start, final = done == total)
       }
@@ -421,7 +446,9 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
     "interrupted"
   })
   if (status == "interrupted" && length(kept_env$values)) {
-    message("sampling was interrupted: returning the ", nrow(kept_values(kept_env)) / chains,
+    earlier <- if (is.null(kept_env$previous)) 0 else nrow(kept_env$previous$values)
+    message("sampling was interrupted: returning the ",
+            (earlier + nrow(kept_values(kept_env))) / chains,
             " draws per chain made so far (also available from stashed_samples())")
   }
   status
@@ -490,6 +517,9 @@ initials_to_free <- function(model, values, env) {
       if (length(v) != info$size) {
         stop("the initial values for `", name, "` have ", length(v), " elements, but `", name,
              "` has ", info$size, call. = FALSE)
+      }
+      if (identical(piece$node, get_node(ga))) {
+        check_value_dim(v, info$dim, paste0("the initial values for `", name, "` have"), name)
       }
       check_initial_support(v, info$lower, info$upper, name)
       index <- c(index, info$offset + seq_len(info$size))

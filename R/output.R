@@ -60,6 +60,14 @@ interleave_chains <- function(x) {
 #' sampler diagnostics of the same iterations; a window is not a run that
 #' [extra_samples()] can continue.
 #'
+#' Other coda methods return plain coda objects, as in greta: `draws[, "mu"]`
+#' or `draws[1]` is an `mcmc.list` without the model, which [calculate()],
+#' [extra_samples()] and [get_sampler_params()] cannot use (index their
+#' results instead), and `as.array(draws)` is coda's, iterations x
+#' parameters x chains. bayesplot's functions take `draws` itself; for an
+#' array in the iterations x chains x parameters order they use, write
+#' `aperm(as.array(draws), c(1, 3, 2))`.
+#'
 #' @param x,object a `greta_mcmc_list`
 #' @param start,end the first and last iteration to keep (`NULL`: the draws'
 #'   own)

@@ -221,6 +221,9 @@ chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000,
 #' @export
 rwmh <- function(proposal = c("normal", "uniform"), epsilon = 1, diag_sd = 1,
                  adapt_metric = c("pooled", "per_chain")) {
+  if (!is.character(proposal) || !all(proposal %in% c("normal", "uniform"))) {
+    stop("`proposal` must be \"normal\" or \"uniform\"", call. = FALSE)
+  }
   proposal <- match.arg(proposal)
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
@@ -268,9 +271,14 @@ hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = 1,
 
 #' @export
 print.sampler <- function(x, ...) {
-  values <- vapply(x$parameters, function(v) paste(prettyNum(v), collapse = ", "), "")
+  parameters <- x$parameters
+  # (diag_sd_from_gradient is how the sampler records that diag_sd was left
+  # unset: warmup starts from the gradient's scales, which print says)
+  if (isTRUE(parameters$diag_sd_from_gradient)) parameters$diag_sd <- "from the gradient"
+  parameters$diag_sd_from_gradient <- NULL
+  values <- vapply(parameters, function(v) paste(prettyNum(v), collapse = ", "), "")
   cat(class(x)[1], " object with parameters:\n  ",
-      paste(names(x$parameters), values, sep = " = ", collapse = ", "), "\n", sep = "")
+      paste(names(parameters), values, sep = " = ", collapse = ", "), "\n", sep = "")
   invisible(x)
 }
 

@@ -32,8 +32,10 @@ LeapfrogSampler::LeapfrogSampler(Target& target, double epsilon,
     sd_ = diag_sd;
   } else if (!diag_sd.empty()) {
     throw std::invalid_argument(
-        name + ": diag_sd must have one value, one per free parameter, or one per chain and free "
-               "parameter");
+        name + ": diag_sd has " + std::to_string(diag_sd.size()) +
+        " values; it must have one value, one per free parameter (" + std::to_string(D_) +
+        "), or one per chain and free parameter (" + std::to_string(C_) + " x " +
+        std::to_string(D_) + ")");
   }
   for (double s : sd_)
     if (!(s > 0)) throw std::invalid_argument(name + ": diag_sd must be positive");

@@ -354,3 +354,32 @@ test_that("calling the engine with a null or wrong pointer is an R error, not a 
   expect_true(lockstep:::ls_pointer_is_null(NULL))
   expect_false(lockstep:::ls_pointer_is_null(lockstep:::model_engine(m)))
 })
+
+test_that("the workflow's arguments are checked, with messages that name them", {
+  set.seed(77)
+  y <- rnorm(12)
+  beta <- normal(0, 1, dim = 2)
+  sigma <- exponential(1)
+  distribution(y) <- normal(beta[1] + beta[2], sigma)
+  m <- model(beta, sigma)
+  # a matrix of the wrong shape, though of the right length
+  expect_error(mcmc(m, initial_values = initials(beta = matrix(0.1, 1, 2)), n_samples = 10,
+                    warmup = 10, verbose = FALSE),
+               "initial values for `beta` have dimension 1 x 2, but `beta` has 2 x 1")
+  expect_error(calculate(beta * 2, values = list(beta = matrix(1, 1, 2))),
+               "value given for `beta` has dimension 1 x 2, but `beta` has 2 x 1")
+  expect_equal(dim(calculate(beta * 2, values = list(beta = c(1, 2)))[[1]]), c(2L, 1L))
+  expect_error(mcmc(m, one_by_one = "yes", verbose = FALSE), "`one_by_one` must be TRUE or FALSE")
+  # diag_sd of the wrong length: the model's count of free parameters
+  expect_error(mcmc(m, sampler = hmc(diag_sd = c(1, 2)), n_samples = 10, warmup = 10,
+                    chains = 2, verbose = FALSE),
+               "diag_sd has 2 values; it must have one value, one per free parameter \\(3\\), or one per chain and free parameter \\(2 x 3\\)")
+  # draws indexed with [ lose the model: calculate() says so
+  d <- mcmc(m, n_samples = 10, warmup = 10, chains = 2, verbose = FALSE)
+  expect_error(calculate(sigma * 2, values = d[, "sigma"]), "an mcmc.list without its model")
+  # a sampler prints the start of warmup's metric, not an internal flag
+  out <- capture.output(print(nuts()))
+  expect_true(any(grepl("diag_sd = from the gradient", out)))
+  expect_false(any(grepl("diag_sd_from_gradient", out)))
+  expect_true(any(grepl("diag_sd = 1", capture.output(print(nuts(diag_sd = 1))))))
+})

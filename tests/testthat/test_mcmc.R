@@ -723,6 +723,92 @@ test_that("stashed_samples() is NULL after a finished run and holds an interrupt
   expect_lt(interrupted_at, 100)
 })
 
+test_that("extra_samples() twice on the same draws continues those draws both times", {
+  set.seed(534)
+  x <- normal(0, 1)
+  m <- model(x)
+  d <- mcmc(m, n_samples = 30, warmup = 30, chains = 2, verbose = FALSE)
+  e1 <- extra_samples(d, 20, verbose = FALSE)
+  e1b <- extra_samples(e1, 20, verbose = FALSE)
+  e2 <- extra_samples(d, 20, verbose = FALSE)
+  expect_equal(coda::niter(e2), 50)
+  expect_equal(as.matrix(e2[[1]])[1:30, ], as.matrix(d[[1]])[, 1])
+  # e2's new draws are not e1's continuation (the sampler had gone on past d)
+  expect_false(isTRUE(all.equal(as.matrix(e2[[1]])[31:50, ], as.matrix(e1b[[1]])[51:70, ])))
+  # and continuing the newest draws goes on with the sampler in memory
+  expect_equal(coda::niter(extra_samples(e1b, 10, verbose = FALSE)), 80)
+})
+
+test_that("extra_samples()' progress counts its own bad proposals, not the run's before", {
+  set.seed(535)
+  x <- normal(0, 1)
+  m <- model(x)
+  # a step size far too large and no warmup: most proposals diverge
+  d <- suppressWarnings(mcmc(m, sampler = hmc(epsilon = 40, Lmin = 3, Lmax = 3),
+                             n_samples = 20, warmup = 0, chains = 2, verbose = FALSE))
+  expect_gt(sum(do.call(rbind, get_sampler_params(d))$divergent__), 5)
+  ns <- asNamespace("lockstep")
+  original <- get("progress_update", envir = ns)
+  seen <- numeric()
+  unlockBinding("progress_update", ns)
+  assign("progress_update", function(bar, done, bad, ...) {
+    seen <<- c(seen, bad)
+    invisible(NULL)
+  }, envir = ns)
+  on.exit({
+    assign("progress_update", original, envir = ns)
+    lockBinding("progress_update", ns)
+  }, add = TRUE)
+  e <- suppressWarnings(extra_samples(d, 10, verbose = FALSE))
+  new_bad <- sum(do.call(rbind, get_sampler_params(e))$divergent__[-(1:40)])
+  expect_equal(max(seen), new_bad)
+})
+
+test_that("stashed_samples() after an interrupted extra_samples() holds the earlier draws too", {
+  set.seed(536)
+  x <- normal(0, 1)
+  m <- model(x)
+  d <- mcmc(m, n_samples = 50, warmup = 20, chains = 2, verbose = FALSE)
+  ns <- asNamespace("lockstep")
+  original <- get("progress_update", envir = ns)
+  interrupted_at <- NA
+  unlockBinding("progress_update", ns)
+  assign("progress_update", function(bar, done, ...) {
+    if (bar$name == "sampling" && done >= 20 && is.na(interrupted_at)) {
+      interrupted_at <<- done
+      signalCondition(structure(class = c("interrupt", "condition"),
+                                list(message = "interrupt", call = NULL)))
+    }
+    invisible(NULL)
+  }, envir = ns)
+  on.exit({
+    assign("progress_update", original, envir = ns)
+    lockBinding("progress_update", ns)
+  }, add = TRUE)
+  said <- character()
+  out <- withCallingHandlers(
+    suppressWarnings(extra_samples(d, 100, pb_update = 10, verbose = FALSE)),
+    message = function(e) {
+      said <<- c(said, conditionMessage(e))
+      invokeRestart("muffleMessage")
+    })
+  stashed <- stashed_samples()
+  expect_equal(coda::niter(out), 50 + interrupted_at)
+  expect_true(any(grepl(paste("returning the", 50 + interrupted_at, "draws per chain"), said)))
+  expect_equal(as.matrix(stashed), as.matrix(out))
+  expect_equal(start(stashed), 1)
+})
+
+test_that("summary() of draws too short to diagnose gives NA diagnostics", {
+  x <- normal(0, 1)
+  m <- model(x)
+  d <- mcmc(m, n_samples = 2, warmup = 10, chains = 2, verbose = FALSE)
+  s <- summary(d)
+  expect_true(is.na(s$diagnostics$rhat))
+  expect_true(is.na(rhat(d)))
+  expect_error(rhat(matrix(1:6, 3, 2)), "at least 4 rows")
+})
+
 test_that("an interrupt ends the iteration under way at its next leapfrog step", {
   skip_on_os("windows")  # the test sends SIGINT, as Ctrl-C does
   # One iteration of this run takes seconds uncut: a step far too small for
@@ -805,7 +891,7 @@ test_that("rwmh(), slice() and chees() sample a conjugate normal posterior", {
     depths <- unlist(lapply(get_sampler_params(draws), function(p) p$treedepth__))
     expect_true(all(depths == 0), label = paste(label, "tree depths"))
   }
-  expect_error(rwmh(proposal = "cauchy"), "should be one of")
+  expect_error(rwmh(proposal = "cauchy"), "`proposal` must be \"normal\" or \"uniform\"")
   expect_error(slice(max_doublings = -1), "`max_doublings`")
   expect_output(print(slice()), "max_doublings = 5")
   expect_error(chees(max_leapfrog = 0), "`max_leapfrog`")
