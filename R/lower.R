@@ -67,11 +67,12 @@ node_stack <- function(initial = list()) {
 # Every node connected to the roots, through parents, children and the links
 # between a distribution and its target, less the operations and data that
 # nothing uses (prune_unused).
-collect_dag <- function(roots) {
-  found <- walk_nodes(roots, function(node, key) {
-    c(node$parents, node$children, list(node$distribution, node$target))
-  })
-  prune_unused(found, roots)
+collect_dag <- function(roots) prune_unused(walk_nodes(roots, dag_neighbours), roots)
+
+# The nodes a model's graph connects to `node`: its parents, its children, its
+# distribution and (a distribution's) target.
+dag_neighbours <- function(node, key) {
+  c(node$parents, node$children, list(node$distribution, node$target))
 }
 
 # Keeps the variables, the distributions, the roots and everything they are

@@ -174,9 +174,7 @@ check_model_parts <- function(roots, names) {
   for (i in seq_along(roots)) {
     if (!is.na(part[i])) next
     k <- k + 1L
-    found <- walk_nodes(roots[i], function(node, key) {
-      c(node$parents, node$children, list(node$distribution, node$target))
-    })
+    found <- walk_nodes(roots[i], dag_neighbours)
     part[ids %in% vapply(found, function(n) n$id, numeric(1))] <- k
     types <- vapply(found, function(n) n$type, character(1))
     density <- any(types == "distribution" & !vapply(found, is_log_jacobian, logical(1)))

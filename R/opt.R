@@ -155,6 +155,12 @@ free_coordinates <- function(model) {
   list(lower = lower, upper = upper)
 }
 
+# The constrained values of free coordinates `at` of `free`, each by its own
+# variable's transform.
+coordinate_values <- function(free, at, coords) {
+  vapply(at, function(k) from_free(free[k], coords$lower[k], coords$upper[k]), 0)
+}
+
 # A step on each coordinate's constrained scale at x, within its bounds.
 value_steps <- function(x, lower, upper, relative) {
   h <- relative * pmax(1, abs(x))
@@ -165,10 +171,10 @@ value_steps <- function(x, lower, upper, relative) {
 # constrained scale, one row per i.
 moved_states <- function(free, at, by, coords) {
   states <- matrix(free, length(at), length(free), byrow = TRUE)
+  x <- coordinate_values(free, at, coords)
   for (i in seq_along(at)) {
     k <- at[i]
-    x <- from_free(free[k], coords$lower[k], coords$upper[k])
-    states[i, k] <- to_free(x + by[i], coords$lower[k], coords$upper[k])
+    states[i, k] <- to_free(x[i] + by[i], coords$lower[k], coords$upper[k])
   }
   states
 }
@@ -181,7 +187,7 @@ variable_elements <- function(model, engine, t, free, coords, options) {
   n <- prod(t$dim)
   D <- length(free)
   if (n > D || D > 5000) return(NULL)
-  x <- vapply(seq_len(D), function(k) from_free(free[k], coords$lower[k], coords$upper[k]), 0)
+  x <- coordinate_values(free, seq_len(D), coords)
   d <- value_steps(x, coords$lower, coords$upper, 1e-3)
   states <- rbind(free, moved_states(free, seq_len(D), d, coords))
   values <- in_batches(states, function(b) ls_engine_values(engine, b, as.integer(t$ir), options))
@@ -215,7 +221,7 @@ in_batches <- function(states, f, batch = 64L) {
 # (dx/dz), all 2 n moved states evaluated together as chains of one call.
 value_hessian <- function(engine, free, at, coords, options) {
   n <- length(at)
-  x <- vapply(at, function(k) from_free(free[k], coords$lower[k], coords$upper[k]), 0)
+  x <- coordinate_values(free, at, coords)
   h <- value_steps(x, coords$lower[at], coords$upper[at], 1e-5)
   states <- moved_states(free, rep(at, each = 2), as.vector(rbind(h, -h)), coords)
   g <- in_batches(states, function(b) {

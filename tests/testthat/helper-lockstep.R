@@ -525,3 +525,36 @@ ref_dwishart <- function(W, df, Sigma) {
   (df - K - 1) / 2 * ld(W) - sum(diag(solve(Sigma, W))) / 2 - df * K / 2 * log(2) -
     df / 2 * ld(Sigma) - (K * (K - 1) / 4 * log(pi) + sum(lgamma(df / 2 + (1 - seq_len(K)) / 2)))
 }
+
+# -- progress updates replaced ----------------------------------------------------
+
+# Evaluates `code` with lockstep's progress_update() (called between a run's
+# chunks) replaced by `f`, restoring it afterwards.
+with_progress_update <- function(f, code) {
+  ns <- asNamespace("lockstep")
+  original <- get("progress_update", envir = ns)
+  unlockBinding("progress_update", ns)
+  assign("progress_update", f, envir = ns)
+  on.exit({
+    assign("progress_update", original, envir = ns)
+    lockBinding("progress_update", ns)
+  })
+  code
+}
+
+# A progress_update() that interrupts sampling, as Esc or RStudio's stop
+# button would, at its first update of sampling at or past `at` iterations
+# (chunks are sized by their time, so wherever that is); `$at` records where.
+sampling_interrupter <- function(at) {
+  state <- new.env()
+  state$at <- NA
+  state$update <- function(bar, done, ...) {
+    if (bar$name == "sampling" && done >= at && is.na(state$at)) {
+      state$at <- done
+      signalCondition(structure(class = c("interrupt", "condition"),
+                                list(message = "interrupt", call = NULL)))
+    }
+    invisible(NULL)
+  }
+  state
+}

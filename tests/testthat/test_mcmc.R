@@ -694,28 +694,11 @@ test_that("stashed_samples() is NULL after a finished run and holds an interrupt
   m <- model(x)
   draws <- mcmc(m, n_samples = 50, warmup = 50, chains = 2, verbose = FALSE)
   expect_null(stashed_samples())
-  # an interrupt during sampling, as Esc or RStudio's stop button would raise
-  # it, from progress_update() (called between chunks), replaced for the test
-  ns <- asNamespace("lockstep")
-  original <- get("progress_update", envir = ns)
-  # (chunks are sized by their time, so the interrupt comes at the first
-  # progress update of sampling at or past 20 iterations, wherever that is)
-  interrupted_at <- NA
-  unlockBinding("progress_update", ns)
-  assign("progress_update", function(bar, done, ...) {
-    if (bar$name == "sampling" && done >= 20 && is.na(interrupted_at)) {
-      interrupted_at <<- done
-      signalCondition(structure(class = c("interrupt", "condition"),
-                                list(message = "interrupt", call = NULL)))
-    }
-    invisible(NULL)
-  }, envir = ns)
-  on.exit({
-    assign("progress_update", original, envir = ns)
-    lockBinding("progress_update", ns)
-  }, add = TRUE)
-  out <- suppressWarnings(suppressMessages(
-    mcmc(m, n_samples = 100, warmup = 10, chains = 2, pb_update = 10, verbose = FALSE)))
+  # an interrupt during sampling, from progress_update(), replaced for the test
+  interrupt <- sampling_interrupter(20)
+  out <- with_progress_update(interrupt$update, suppressWarnings(suppressMessages(
+    mcmc(m, n_samples = 100, warmup = 10, chains = 2, pb_update = 10, verbose = FALSE))))
+  interrupted_at <- interrupt$at
   stashed <- stashed_samples()
   expect_s3_class(stashed, "greta_mcmc_list")
   expect_equal(as.matrix(stashed), as.matrix(out))
@@ -747,19 +730,11 @@ test_that("extra_samples()' progress counts its own bad proposals, not the run's
   d <- suppressWarnings(mcmc(m, sampler = hmc(epsilon = 40, Lmin = 3, Lmax = 3),
                              n_samples = 20, warmup = 0, chains = 2, verbose = FALSE))
   expect_gt(sum(do.call(rbind, get_sampler_params(d))$divergent__), 5)
-  ns <- asNamespace("lockstep")
-  original <- get("progress_update", envir = ns)
   seen <- numeric()
-  unlockBinding("progress_update", ns)
-  assign("progress_update", function(bar, done, bad, ...) {
+  e <- with_progress_update(function(bar, done, bad, ...) {
     seen <<- c(seen, bad)
     invisible(NULL)
-  }, envir = ns)
-  on.exit({
-    assign("progress_update", original, envir = ns)
-    lockBinding("progress_update", ns)
-  }, add = TRUE)
-  e <- suppressWarnings(extra_samples(d, 10, verbose = FALSE))
+  }, suppressWarnings(extra_samples(d, 10, verbose = FALSE)))
   new_bad <- sum(do.call(rbind, get_sampler_params(e))$divergent__[-(1:40)])
   expect_equal(max(seen), new_bad)
 })
@@ -769,29 +744,15 @@ test_that("stashed_samples() after an interrupted extra_samples() holds the earl
   x <- normal(0, 1)
   m <- model(x)
   d <- mcmc(m, n_samples = 50, warmup = 20, chains = 2, verbose = FALSE)
-  ns <- asNamespace("lockstep")
-  original <- get("progress_update", envir = ns)
-  interrupted_at <- NA
-  unlockBinding("progress_update", ns)
-  assign("progress_update", function(bar, done, ...) {
-    if (bar$name == "sampling" && done >= 20 && is.na(interrupted_at)) {
-      interrupted_at <<- done
-      signalCondition(structure(class = c("interrupt", "condition"),
-                                list(message = "interrupt", call = NULL)))
-    }
-    invisible(NULL)
-  }, envir = ns)
-  on.exit({
-    assign("progress_update", original, envir = ns)
-    lockBinding("progress_update", ns)
-  }, add = TRUE)
+  interrupt <- sampling_interrupter(20)
   said <- character()
-  out <- withCallingHandlers(
+  out <- with_progress_update(interrupt$update, withCallingHandlers(
     suppressWarnings(extra_samples(d, 100, pb_update = 10, verbose = FALSE)),
     message = function(e) {
       said <<- c(said, conditionMessage(e))
       invokeRestart("muffleMessage")
-    })
+    }))
+  interrupted_at <- interrupt$at
   stashed <- stashed_samples()
   expect_equal(coda::niter(out), 50 + interrupted_at)
   expect_true(any(grepl(paste("returning the", 50 + interrupted_at, "draws per chain"), said)))
