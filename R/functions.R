@@ -107,6 +107,10 @@ math_functions <- c(
   "trigamma", "cumsum", "cumprod", "cummax", "cummin"
 )
 
+# greta's inverse link functions (and the softplus): lockstep functions, each
+# an op of the engine's op table of the same name.
+link_functions <- c("ilogit", "iprobit", "icloglog", "icauchit", "log1pe")
+
 # The Math functions that are not elementwise: ops of the engine that return a
 # column vector of every element, in R's order.
 cumulative_functions <- c("cumsum", "cumprod", "cummax", "cummin")
@@ -117,7 +121,7 @@ Math.greta_array <- function(x, ...) {
   if (!.Generic %in% math_functions) {
     stop("`", .Generic, "()` is not supported for greta arrays (supported: ",
          paste(math_functions, collapse = ", "),
-         "; and the link functions ilogit, iprobit, icloglog, icauchit and log1pe)",
+         "; and the link functions ", paste(link_functions, collapse = ", "), ")",
          call. = FALSE)
   }
   args <- list(...)

@@ -54,8 +54,7 @@ NULL
 #' @rdname operators
 #' @export
 Ops.greta_array <- function(e1, e2) {
-  ops <- c("+" = "add", "-" = "sub", "*" = "mul", "/" = "div", "^" = "pow", "%%" = "mod",
-           "%/%" = "idiv")
+  ops <- arithmetic_operators
   if (.Generic %in% c(">", "<", ">=", "<=", "==", "!=", "!", "&", "|")) {
     return(compare_or_combine(.Generic, e1, if (!missing(e2)) e2))
   }
@@ -70,6 +69,10 @@ Ops.greta_array <- function(e1, e2) {
   }
   elementwise_binary(ops[[.Generic]], e1, e2, .Generic)
 }
+
+# R's arithmetic operators and the engine's binary ops (ops.def) they lower to.
+arithmetic_operators <- c("+" = "add", "-" = "sub", "*" = "mul", "/" = "div", "^" = "pow",
+                          "%%" = "mod", "%/%" = "idiv")
 
 # A comparison or logical operator, elementwise with greta's broadcasting:
 # 1 where it holds and 0 where not, as greta gives (R's TRUE and FALSE as

@@ -18,16 +18,10 @@
 #include "lockstep/ir.hpp"
 #include "lockstep/optimiser.hpp"
 #include "lockstep/planner.hpp"
-#include "lockstep/sampler/chees.hpp"
-#include "lockstep/sampler/hmc.hpp"
-#include "lockstep/sampler/nuts.hpp"
-#include "lockstep/sampler/rwmh.hpp"
-#include "lockstep/sampler/slice.hpp"
+#include "lockstep/sampler/sampler_factory.hpp"
 #include "lockstep/shards.hpp"
+#include "lockstep/targets.hpp"
 #include "mpi_world.h"
-// declarations only: their definitions exist where LOCKSTEP_HAS_CUDA is defined
-#include "lockstep/backends/cuda.hpp"
-#include "lockstep/backends/cuda_executor.hpp"
 
 using namespace Rcpp;
 
@@ -95,9 +89,7 @@ struct Engine {
   // fault per 4 KB page at every call, twice the engine's own time there.
   // (Every executor writes the whole gradient.)
   std::vector<double> state_buffer, grad_buffer;
-  std::map<std::tuple<long, int, int, int, bool, long, bool, bool, int, bool, std::vector<int>, bool>,
-           std::unique_ptr<lockstep::Target>>
-      executors;
+  std::unique_ptr<lockstep::TargetCache> executors;  // over *program
   std::map<std::tuple<long, int, std::vector<int>>, std::unique_ptr<Tracer>> tracers;
 
   Tracer& tracer(long chains, const lockstep::ExecOptions& o, const std::vector<int>& nodes) {
@@ -111,91 +103,16 @@ struct Engine {
   }
 
   lockstep::Target& executor(long chains, const lockstep::ExecOptions& o) {
-    auto key = std::make_tuple(chains, static_cast<int>(o.backend), o.threads, o.devices,
-                               o.observation_stage, o.tile_rows, o.world != nullptr, o.jacobian,
-                               o.gpu, o.threads_auto, o.gpus, o.tile_kernel);
-    auto it = executors.find(key);
-    if (it == executors.end()) {
-      // Executors for very many chains (tracing batches) are not worth keeping.
-      if (executors.size() > 8) executors.clear();
-      it = executors.emplace(key, make_executor(*program, chains, o, single)).first;
-    }
-    return *it->second;
-  }
-
-#ifdef LOCKSTEP_HAS_CUDA
-  // A GPU rank of an MPI run: this rank's program on its GPU, its partials
-  // summed across the ranks by NCCL in device memory where every rank can
-  // (the sampler's vectors then stay on the GPU), else on the host by MPI
-  // (shards.hpp, WorldSumTarget). The ranks decide each step together: all
-  // must take the same path, and none may wait in a collective call that
-  // another, having failed, never makes.
-  static std::unique_ptr<lockstep::Target> gpu_rank(const lockstep::Program& p, long chains,
-                                                    const lockstep::ExecOptions& o, bool single) {
-    lockstep::Communicator& world = *o.world;
-    const int rank = world.rank(), ranks = world.ranks();
-    lockstep::ExecOptions local = lockstep::shard_options(o, rank);
-    local.world = nullptr;
-    // (every rank checks the same kind of program, so all throw or none)
-    const lockstep::Program mine = lockstep::rank_program(p, rank);
-    auto everyone = [&](bool ok) {
-      double count = ok ? 1 : 0;
-      double* counts[] = {&count};
-      world.all_reduce_sum(counts, 1);
-      return count == ranks;
-    };
-    std::unique_ptr<lockstep::cuda::DeviceExecutor> executor;
-    std::string failure;
-    try {
-      executor = lockstep::cuda::make_executor(mine, chains, local, single);
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    if (!everyone(executor != nullptr))
-      throw std::runtime_error(failure.empty() ? "lockstep: another MPI rank failed to set up its GPU"
-                                               : failure);
-    if (everyone(lockstep::cuda::nccl_available())) {
-      std::unique_ptr<lockstep::cuda::DeviceExecutor> ranked;
-      try {
-        ranked = lockstep::cuda::make_rank_executor(std::move(executor), o.world);
-      } catch (const std::exception&) {
-        // NCCL could not set up (two ranks on one GPU): MPI on the host
-      }
-      if (everyone(ranked != nullptr)) return ranked;
-      ranked.reset();
-      executor = lockstep::cuda::make_executor(mine, chains, local, single);
-    }
-    return std::make_unique<lockstep::WorldSumTarget>(std::move(executor), o.world);
-  }
-#endif
-
-  static std::unique_ptr<lockstep::Target> make_executor(const lockstep::Program& p, long chains,
-                                                         const lockstep::ExecOptions& o,
-                                                         bool single) {
-    if (o.backend == lockstep::Backend::cuda) {
-#ifdef LOCKSTEP_HAS_CUDA
-      if (o.world) return gpu_rank(p, chains, o, single);
-      return lockstep::cuda::make_executor(p, chains, o, single);
-#else
-      throw std::invalid_argument(lockstep::cuda::built_without_cuda);
-#endif
-    }
-    if (single) return std::make_unique<lockstep::Executor<float>>(p, chains, o);
-    return std::make_unique<lockstep::Executor<double>>(p, chains, o);
+    return executors->get(chains, o);
   }
 };
 
-// A sampler owns its executor and shares the program with the engine, so it
-// stays valid whatever happens to the engine's pointer.
-// A sampler with the executor it steps (which must outlive it) and the
-// program (kept alive even if the engine is freed first).
+// A sampler with the executor it steps (sampler_factory.hpp) and the program
+// (shared with the engine, so that the sampler stays valid whatever happens
+// to the engine's pointer).
 struct SamplerHandle {
   std::shared_ptr<lockstep::Program> program;
-  std::unique_ptr<lockstep::Target> executor;
-  // a dense metric's change of variables over the executor (the sampler's
-  // target), or nullptr
-  std::unique_ptr<lockstep::DenseMetric> dense;
-  std::unique_ptr<lockstep::LeapfrogSampler> sampler;
+  lockstep::SamplerBundle bundle;
   // MPI ranks must make the same leapfrog steps and iterations (each is a
   // collective call), so a rank never ends one early on its own interrupt.
   bool across_processes = false;
@@ -207,7 +124,7 @@ struct SamplerHandle {
 
   Tracer& tracer_of(const std::vector<int>& nodes) {
     if (!tracer || nodes != traced) {
-      tracer = make_tracer(*program, executor->chains(), options, nodes);
+      tracer = make_tracer(*program, bundle.executor->chains(), options, nodes);
       traced = nodes;
     }
     return *tracer;
@@ -285,7 +202,8 @@ lockstep::Program program_from_ir(const List& ir) {
 }
 
 // compute options from R (R/compute_options.R): list(backend, threads,
-// devices, tile_rows, observation_stage).
+// devices, tile_rows, observation_stage) and, where given, mpi, jacobian, gpu
+// (one or more devices), threads_auto and tile_kernel.
 lockstep::ExecOptions exec_options(const List& o) {
   lockstep::ExecOptions e;
   e.backend = lockstep::backend_from_name(as<std::string>(o["backend"]));
@@ -330,6 +248,7 @@ SEXP ls_engine_new(List ir) {
   engine->program = std::make_shared<lockstep::Program>(program_from_ir(ir));
   engine->single = ir.containsElementNamed("precision") &&
                    as<std::string>(ir["precision"]) == "single";
+  engine->executors = std::make_unique<lockstep::TargetCache>(*engine->program, engine->single);
   XPtr<Engine> ptr(engine.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize<Engine>, TRUE);
   ptr.attr("class") = "lockstep_engine";
@@ -378,152 +297,62 @@ NumericMatrix ls_engine_values(SEXP engine, NumericMatrix state, IntegerVector n
 }
 
 // A sampler of the given kind ("hmc", "nuts", "chees", "rwmh" or "slice") over
-// the engine's program,
-// with its settings in `parameters` (R/samplers.R).
+// the engine's program, with its settings in `parameters` (R/samplers.R):
+// converted to a SamplerSpec, whose rules (the metric, chain groups) are the
+// core's (sampler/sampler_factory.hpp).
 // [[Rcpp::export]]
 SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List parameters,
                     double key0, double key1, List options) {
   Engine* e = checked_pointer<Engine>(engine, "engine");
+  auto has = [&](const char* name) {
+    return parameters.containsElementNamed(name) && !Rf_isNull(parameters[name]);
+  };
+  lockstep::SamplerSpec spec;
+  spec.kind = kind;
+  if (has("metric")) spec.metric = as<std::string>(parameters["metric"]);
+  if (has("metric_factor")) spec.metric_factor = as<std::vector<double>>(parameters["metric_factor"]);
+  spec.epsilon = as<double>(parameters["epsilon"]);
+  // diag_sd: one value, one per free parameter, or (restarting a run whose
+  // warmup adapted a metric per chain) a chains x dim matrix, one row per chain
+  SEXP sd_arg = parameters["diag_sd"];
+  spec.diag_sd = Rf_isMatrix(sd_arg) ? chain_major(NumericMatrix(sd_arg))
+                                     : as<std::vector<double>>(sd_arg);
+  // (a sampler object from before these options has neither)
+  spec.diag_sd_from_gradient = has("diag_sd_from_gradient") &&
+                               as<bool>(parameters["diag_sd_from_gradient"]);
+  spec.per_chain_metric = has("adapt_metric") &&
+                          as<std::string>(parameters["adapt_metric"]) == "per_chain";
+  if (kind == "hmc") {
+    spec.hmc.Lmin = as<int>(parameters["Lmin"]);
+    spec.hmc.Lmax = as<int>(parameters["Lmax"]);
+  } else if (kind == "nuts") {
+    spec.nuts.max_treedepth = as<int>(parameters["max_treedepth"]);
+    spec.nuts.adapt_delta = as<double>(parameters["adapt_delta"]);
+  } else if (kind == "chees") {
+    spec.chees.max_leapfrog = as<int>(parameters["max_leapfrog"]);
+  } else if (kind == "rwmh") {
+    spec.rwmh.uniform = as<std::string>(parameters["proposal"]) == "uniform";
+  } else if (kind == "slice") {
+    spec.slice.max_doublings = as<int>(parameters["max_doublings"]);
+  }
   auto h = std::make_unique<SamplerHandle>();
   h->program = e->program;
-  lockstep::ExecOptions o = exec_options(options);
-  h->options = o;
-  const long C = init.nrow();
-  // NUTS or HMC on a model whose gradient is too small to share between
-  // threads steps its chains in groups, one per thread
-  // (sampler/chain_groups.hpp); its own executor, for the step size search
-  // and NUTS's HMC-style trajectories, then runs on one thread, as
-  // effective_threads() would have it anyway.
-  // metric = "dense" (nuts, hmc, chees): the sampler works in the dense
-  // metric's coordinates (sampler/dense_metric.hpp). metric = "auto" (their
-  // default) does too where a dense metric may be chosen: a model with at
-  // most max_auto_dense_dim free parameters, on the CPU in one process
-  // (elsewhere the sampler's vectors stay with the executor: a GPU's, or
-  // every rank's); warmup then picks a dense or a diagonal factor at each
-  // window's end. Otherwise "auto" is the diagonal metric.
-  const std::string metric = parameters.containsElementNamed("metric")
-                                 ? as<std::string>(parameters["metric"])
-                                 : std::string("diagonal");
-  const long D = e->program->n_free;
-  // (a factor that warmup tuned, restarting a run, is kept whatever the options)
-  const bool tuned_factor = parameters.containsElementNamed("metric_factor") &&
-                            !Rf_isNull(parameters["metric_factor"]);
-  const bool automatic = metric == "auto" &&
-                         ((D <= lockstep::max_auto_dense_dim &&
-                           o.backend == lockstep::Backend::cpu && o.world == nullptr) ||
-                          tuned_factor);
-  const bool dense = metric == "dense" || automatic;
-  const bool groupable = kind == "nuts" || kind == "hmc";
-  const long groups = groupable ? lockstep::chain_group_count(*h->program, C, o) : 1;
-  const int group_threads = o.threads;
-  if (groups > 1) o.threads = 1;
-  h->executor = Engine::make_executor(*h->program, C, o, e->single);
-  h->across_processes = o.world != nullptr;
-  // diag_sd: one value, one per free parameter, or (restarting a run whose
-  // warmup adapted a metric per chain) a chains x dim matrix, one row per chain.
-  SEXP sd_arg = parameters["diag_sd"];
-  const std::vector<double> diag_sd = Rf_isMatrix(sd_arg)
-                                          ? chain_major(NumericMatrix(sd_arg))
-                                          : as<std::vector<double>>(sd_arg);
-  const double epsilon = as<double>(parameters["epsilon"]);
-  // "pooled" (also for a sampler object from before the option existed) or "per_chain"
-  const bool per_chain_metric =
-      parameters.containsElementNamed("adapt_metric") &&
-      as<std::string>(parameters["adapt_metric"]) == "per_chain";
-  const auto k0 = static_cast<uint32_t>(key0), k1 = static_cast<uint32_t>(key1);
-  lockstep::Target* target = h->executor.get();
-  std::vector<double> start = chain_major(init);
-  if (dense) {
-    // a tuned factor (extra_samples()), else the identity to start warmup
-    // from (chosen automatically: diag_sd on the diagonal)
-    std::vector<double> factor;
-    if (tuned_factor) {
-      factor = as<std::vector<double>>(parameters["metric_factor"]);
-    } else if (const long per = static_cast<long>(diag_sd.size());
-               automatic && !(per == 1 && diag_sd[0] == 1) &&
-               (per == 1 || per == D || per == C * D)) {  // (the sampler checks others)
-      factor.assign(C * D * D, 0.0);
-      for (long c = 0; c < C; ++c)
-        for (long i = 0; i < D; ++i)
-          factor[c * D * D + i * D + i] =
-              per == 1 ? diag_sd[0] : per == D ? diag_sd[i] : diag_sd[c * D + i];
-    }
-    h->dense = std::make_unique<lockstep::DenseMetric>(*h->executor, factor);
-    if (automatic) h->dense->set_choice(lockstep::DenseMetric::Choice::automatic);
-    target = h->dense.get();
-    std::vector<double> y(start.size());
-    h->dense->to_sampler(start.data(), y.data());
-    start = y;
-  }
-  if (kind == "hmc") {
-    lockstep::HmcSettings s;
-    s.Lmin = as<int>(parameters["Lmin"]);
-    s.Lmax = as<int>(parameters["Lmax"]);
-    s.epsilon = epsilon;
-    s.diag_sd = diag_sd;
-    s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Hmc>(*target, s, start, k0, k1);
-  } else if (kind == "nuts") {
-    lockstep::NutsSettings s;
-    s.max_treedepth = as<int>(parameters["max_treedepth"]);
-    s.adapt_delta = as<double>(parameters["adapt_delta"]);
-    s.epsilon = epsilon;
-    s.diag_sd = diag_sd;
-    s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Nuts>(*target, s, start, k0, k1);
-  } else if (kind == "chees") {
-    lockstep::CheesSettings s;
-    s.epsilon = epsilon;
-    s.diag_sd = diag_sd;
-    s.per_chain_metric = per_chain_metric;
-    s.max_leapfrog = as<int>(parameters["max_leapfrog"]);
-    h->sampler = std::make_unique<lockstep::Chees>(*target, s, start, k0, k1);
-  } else if (kind == "rwmh") {
-    lockstep::RwmhSettings s;
-    s.uniform = as<std::string>(parameters["proposal"]) == "uniform";
-    s.epsilon = epsilon;
-    s.diag_sd = diag_sd;
-    s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Rwmh>(*target, s, start, k0, k1);
-  } else if (kind == "slice") {
-    lockstep::SliceSettings s;
-    s.max_doublings = as<int>(parameters["max_doublings"]);
-    s.epsilon = epsilon;
-    s.diag_sd = diag_sd;
-    s.per_chain_metric = per_chain_metric;
-    h->sampler = std::make_unique<lockstep::Slice>(*target, s, start, k0, k1);
-  } else {
-    stop("unknown sampler '" + kind + "'");
-  }
-  if (dense) h->sampler->use_dense_metric(*h->dense);
-  // warmup's first metric from the gradient, where the sampler's diag_sd was
-  // left at its default (samplers.R; a sampler object from before the option
-  // has none)
-  h->sampler->start_metric_from_gradient(
-      parameters.containsElementNamed("diag_sd_from_gradient") &&
-      as<bool>(parameters["diag_sd_from_gradient"]));
-  if (groups > 1) {
-    const lockstep::Program& program = *h->program;
-    const bool single = e->single;
-    h->sampler->step_in_groups(lockstep::ChainGroups::make(
-        C, groups, group_threads, [&](long n) -> std::unique_ptr<lockstep::Target> {
-          auto executor = Engine::make_executor(program, n, o, single);
-          if (!dense) return executor;
-          // each group's own dense metric (its factors are the sampler's)
-          return std::make_unique<lockstep::DenseMetric>(std::move(executor));
-        }));
-  }
+  h->options = exec_options(options);
+  h->across_processes = h->options.world != nullptr;
+  h->bundle = lockstep::make_sampler(*h->program, spec, chain_major(init), init.nrow(),
+                                     h->options, e->single, static_cast<uint32_t>(key0),
+                                     static_cast<uint32_t>(key1));
   XPtr<SamplerHandle> ptr(h.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize<SamplerHandle>, TRUE);
   ptr.attr("class") = "lockstep_sampler";
   // 1: every chain in lockstep; more: NUTS's or HMC's chain groups, one per thread
-  ptr.attr("chain_groups") = static_cast<double>(groups);
+  ptr.attr("chain_groups") = static_cast<double>(ptr->bundle.chain_groups);
   return ptr;
 }
 
 // [[Rcpp::export]]
 void ls_sampler_begin_warmup(SEXP sampler, int n) {
-  checked_pointer<SamplerHandle>(sampler, "sampler")->sampler->begin_warmup(n);
+  checked_pointer<SamplerHandle>(sampler, "sampler")->bundle.sampler->begin_warmup(n);
 }
 
 // Whether the user has interrupted (Esc, Ctrl-C, RStudio's stop button), as
@@ -554,7 +383,7 @@ bool interrupt_pending() { return R_interrupts_pending != 0; }
 List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, IntegerVector traced,
                     bool keep_free) {
   SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
-  lockstep::LeapfrogSampler& smp = *h->sampler;
+  lockstep::LeapfrogSampler& smp = *h->bundle.sampler;
   const bool may_stop = !h->across_processes;
   struct CutCheck {  // the check is this call's alone, also when it throws
     lockstep::LeapfrogSampler& s;
@@ -565,7 +394,7 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   } cut_check(smp, may_stop);
   auto stop_now = [may_stop] { return may_stop && interrupt_pending(); };
   int made = 0;
-  const long C = h->executor->chains(), D = h->executor->dim();
+  const long C = h->bundle.executor->chains(), D = h->bundle.executor->dim();
   const std::vector<int> nodes = as<std::vector<int>>(traced);
   const long width = traced_width(*h->program, nodes);
   Tracer* tracer = nodes.empty() ? nullptr : &h->tracer_of(nodes);

@@ -13,7 +13,7 @@
 set -euo pipefail
 
 packages=(
-  r-base-dev r-cran-rcpp r-cran-rcppeigen r-cran-coda r-cran-testthat
+  r-base-dev r-cran-rcpp r-cran-coda r-cran-testthat
   r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 r-cran-jsonlite
   r-cran-extradistr r-cran-abind r-cran-mvtnorm catch2 cmake pandoc
   libopenmpi-dev openmpi-bin

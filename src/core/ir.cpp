@@ -9,7 +9,7 @@ namespace lockstep {
 
 const char* op_name(Op op) {
   switch (op) {
-#define LS_OP(name, arity, family) case Op::name: return #name;
+#define LS_OP(name, arity, family, alignment) case Op::name: return #name;
 #include "lockstep/ops.def"
 #undef LS_OP
   }
@@ -18,7 +18,7 @@ const char* op_name(Op op) {
 
 int op_arity(Op op) {
   switch (op) {
-#define LS_OP(name, arity, family) case Op::name: return arity;
+#define LS_OP(name, arity, family, alignment) case Op::name: return arity;
 #include "lockstep/ops.def"
 #undef LS_OP
   }
@@ -26,7 +26,7 @@ int op_arity(Op op) {
 }
 
 Op op_from_name(const std::string& name) {
-#define LS_OP(n, arity, family) if (name == #n) return Op::n;
+#define LS_OP(n, arity, family, alignment) if (name == #n) return Op::n;
 #include "lockstep/ops.def"
 #undef LS_OP
   throw std::invalid_argument("unknown op '" + name + "'");
@@ -34,7 +34,7 @@ Op op_from_name(const std::string& name) {
 
 const char* family_name(Family f) {
   switch (f) {
-#define LS_DIST(name, n_params, continuous) case Family::name: return #name;
+#define LS_DIST(name, n_params, continuous, tile) case Family::name: return #name;
 #include "lockstep/distributions.def"
 #undef LS_DIST
   }
@@ -43,7 +43,7 @@ const char* family_name(Family f) {
 
 int family_n_params(Family f) {
   switch (f) {
-#define LS_DIST(name, n_params, continuous) case Family::name: return n_params;
+#define LS_DIST(name, n_params, continuous, tile) case Family::name: return n_params;
 #include "lockstep/distributions.def"
 #undef LS_DIST
   }
@@ -52,7 +52,7 @@ int family_n_params(Family f) {
 
 bool family_continuous(Family f) {
   switch (f) {
-#define LS_DIST(name, n_params, continuous) case Family::name: return continuous;
+#define LS_DIST(name, n_params, continuous, tile) case Family::name: return continuous;
 #include "lockstep/distributions.def"
 #undef LS_DIST
   }
@@ -60,7 +60,7 @@ bool family_continuous(Family f) {
 }
 
 Family family_from_name(const std::string& name) {
-#define LS_DIST(n, n_params, continuous) if (name == #n) return Family::n;
+#define LS_DIST(n, n_params, continuous, tile) if (name == #n) return Family::n;
 #include "lockstep/distributions.def"
 #undef LS_DIST
   throw std::invalid_argument("unknown distribution '" + name + "'");

@@ -1,6 +1,8 @@
 // NUTS with lockstep chains (sampler/nuts.hpp).
 #include "lockstep/sampler/nuts.hpp"
 
+#include "lockstep/math/binary.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -15,12 +17,9 @@ NutsSettings checked(NutsSettings s) {
   return s;
 }
 
-double log_add_exp(double a, double b) {
-  if (a == -HUGE_VAL) return b;
-  if (b == -HUGE_VAL) return a;
-  const double m = std::max(a, b);
-  return m + std::log1p(std::exp(-std::fabs(a - b)));
-}
+// log(exp(a) + exp(b)) of two log weights: the engine's log_add_exp op's own
+// scalar rule (math/binary.hpp), -Inf for an empty subtree.
+double log_add_exp(double a, double b) { return Binary<Op::log_add_exp>::value(a, b); }
 
 }  // namespace
 

@@ -8,6 +8,26 @@ namespace lockstep {
 
 namespace {
 
+// The families whose row-aligned nodes the stage rules below (inputs_allowed)
+// and the tiled executors handle. An op that ops.def marks row-aligned in
+// another family would be left global without a word: refused here instead.
+constexpr bool family_has_row_rules(OpFamily f) {
+  return f == OpFamily::leaf || f == OpFamily::unary || f == OpFamily::binary ||
+         f == OpFamily::rowsum || f == OpFamily::matmul || f == OpFamily::gather ||
+         f == OpFamily::gather_rows || f == OpFamily::rowdot_rows || f == OpFamily::density ||
+         f == OpFamily::logpdf;
+}
+constexpr bool alignment_column_consistent() {
+#define LS_OP(name, arity, family, alignment)                          \
+  if (Alignment::alignment == Alignment::rows && !family_has_row_rules(OpFamily::family)) \
+    return false;
+#include "lockstep/ops.def"
+#undef LS_OP
+  return true;
+}
+static_assert(alignment_column_consistent(),
+              "ops.def: an op marked `rows` is in a family the planner has no row rules for");
+
 long rows_of(const Node& n) { return n.dim[0]; }
 
 // Marks the nodes that could be row-aligned, then removes, until nothing
@@ -72,67 +92,8 @@ class StageAssigner {
   }
 
  private:
-  static bool may_be_row_aligned(const Node& n) {
-    switch (n.op) {
-      case Op::data:
-      case Op::neg:
-      case Op::exp:
-      case Op::log:
-      case Op::log1p:
-      case Op::sqrt:
-      case Op::ilogit:
-      case Op::abs:
-      case Op::sign:
-      case Op::ceiling:
-      case Op::floor:
-      case Op::round:
-      case Op::trunc:
-      case Op::expm1:
-      case Op::log10:
-      case Op::log2:
-      case Op::cos:
-      case Op::sin:
-      case Op::tan:
-      case Op::acos:
-      case Op::asin:
-      case Op::atan:
-      case Op::cosh:
-      case Op::sinh:
-      case Op::tanh:
-      case Op::acosh:
-      case Op::asinh:
-      case Op::atanh:
-      case Op::cospi:
-      case Op::sinpi:
-      case Op::tanpi:
-      case Op::lgamma:
-      case Op::digamma:
-      case Op::trigamma:
-      case Op::iprobit:
-      case Op::icloglog:
-      case Op::icauchit:
-      case Op::log1pe:
-      case Op::add:
-      case Op::sub:
-      case Op::mul:
-      case Op::div:
-      case Op::pow:
-      case Op::mod:
-      case Op::idiv:
-      case Op::atan2:
-      case Op::log_add_exp:
-      case Op::matmul:
-      case Op::gather:
-      case Op::gather_rows:
-      case Op::rowdot_rows:
-      case Op::rowsum:
-      case Op::density:
-      case Op::logpdf:
-        return true;
-      default:
-        return false;
-    }
-  }
+  // The alignment column of ops.def.
+  static bool may_be_row_aligned(const Node& n) { return op_alignment(n.op) == Alignment::rows; }
 
   // A gather whose output row r reads only row r of an input with as many
   // rows: a selection of columns, such as X[, 1].
@@ -211,9 +172,11 @@ class StageAssigner {
         }
         return true;
       }
-      default:
+      LS_CASE_GLOBAL_FAMILIES:
+        // (global by ops.def's alignment column: never marked row-aligned)
         return false;
     }
+    return false;
   }
 
   // Row-aligned values exist only tile by tile: every consumer must be in the

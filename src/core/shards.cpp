@@ -36,15 +36,15 @@ void slice_rows(Node& n, const Program& p, long rows, long first, long last) {
       for (long r = first; r < last; ++r) out[(r - first) + j * kept] = v[r + j * rows];
     v = std::move(out);
   };
-  switch (n.op) {
-    case Op::data:
+  switch (op_family(n.op)) {
+    case OpFamily::leaf:  // (data: a parameter is never row-aligned)
       cut(n.values);
       break;
-    case Op::gather_rows:
-    case Op::rowdot_rows:  // one input row per row
+    case OpFamily::gather_rows:
+    case OpFamily::rowdot_rows:  // one input row per row
       n.index = std::vector<long>(n.index.begin() + first, n.index.begin() + last);
       break;
-    case Op::gather: {  // one flat index per element
+    case OpFamily::gather: {  // one flat index per element
       // A gather within rows (the planner's only row-aligned gather from a
       // row-aligned input) reads its own row r of the input: renumbered.
       const bool within = p.nodes[n.inputs[0]].extent == n.extent;
@@ -59,10 +59,20 @@ void slice_rows(Node& n, const Program& p, long rows, long first, long last) {
       n.index = std::move(index);
       break;
     }
-    default:
+    case OpFamily::unary:
+    case OpFamily::binary:
+    case OpFamily::rowsum:
+    case OpFamily::matmul:
+    case OpFamily::density:
+    case OpFamily::logpdf:
+      // (no per-row attributes: their values are cut as the inputs' are)
       if (!n.index.empty() || !n.values.empty())
         throw std::logic_error(std::string("shard_program: cannot cut the rows of a ") +
                                op_name(n.op) + " node");
+      break;
+    LS_CASE_GLOBAL_FAMILIES:
+      throw std::logic_error(std::string("shard_program: a ") + op_name(n.op) +
+                             " node is never row-aligned (ops.def)");
   }
   n.dim[0] = kept;
   n.size = kept * cols;

@@ -49,7 +49,7 @@ struct OpInfo {
 
 inline std::vector<OpInfo> all_ops() {
   return {
-#define LS_OP(name, arity, family) {#name, Op::name, lockstep::OpFamily::family},
+#define LS_OP(name, arity, family, alignment) {#name, Op::name, lockstep::OpFamily::family},
 #include "lockstep/ops.def"
 #undef LS_OP
   };

@@ -41,7 +41,7 @@ struct FamilyInfo {
 
 std::vector<FamilyInfo> all_families() {
   return {
-#define LS_DIST(name, n_params, continuous) {#name, Family::name, n_params, continuous},
+#define LS_DIST(name, n_params, continuous, tile) {#name, Family::name, n_params, continuous},
 #include "lockstep/distributions.def"
 #undef LS_DIST
   };
@@ -2196,7 +2196,7 @@ TEST_CASE("every prepared family's lpdf equals its plain lpdf, a location per el
           "[distributions][prepared]") {
   std::mt19937 rng(912);
   int prepared = 0;
-#define LS_DIST(name, n_params, continuous) \
+#define LS_DIST(name, n_params, continuous, tile) \
   prepared += check_prepared<Family::name>(rng, family_refs().at(#name));
 #include "lockstep/distributions.def"
 #undef LS_DIST

@@ -287,7 +287,7 @@ TEST_CASE("plan marks the chain dimension on parameter-dependent nodes only", "[
 
 TEST_CASE("op names round trip through op_from_name and unknown names throw", "[ir][names]") {
   int count = 0;
-#define LS_OP(name, arity, family)                                       \
+#define LS_OP(name, arity, family, alignment)                                       \
   CHECK(lockstep::op_from_name(#name) == Op::name);                      \
   CHECK(std::string(lockstep::op_name(Op::name)) == #name);              \
   CHECK(lockstep::op_arity(Op::name) == arity);                          \
@@ -303,7 +303,7 @@ TEST_CASE("op names round trip through op_from_name and unknown names throw", "[
 
 TEST_CASE("family names round trip through family_from_name and unknown names throw",
           "[ir][names]") {
-#define LS_DIST(name, n_params, continuous)                                  \
+#define LS_DIST(name, n_params, continuous, tile)                                  \
   CHECK(lockstep::family_from_name(#name) == Family::name);                  \
   CHECK(std::string(lockstep::family_name(Family::name)) == #name);          \
   CHECK(lockstep::family_n_params(Family::name) == n_params);                \

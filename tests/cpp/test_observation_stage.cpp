@@ -101,6 +101,82 @@ TEST_CASE("planner: a product over rows (A %*% v, A global) and a non-scalar glo
   CHECK(q.extents.empty());
 }
 
+// A likelihood whose mean is op(x, b) (binary) or op(x + b) (unary) for row
+// data x and a scalar parameter b, as R lowers y ~ normal(f(x, b), 1).
+struct ElementwiseLikelihood {
+  Program p;
+  int value = -1, term = -1;
+};
+ElementwiseLikelihood elementwise_likelihood(Op op, long N, std::mt19937& rng) {
+  ElementwiseLikelihood m;
+  Program& p = m.p;
+  const int b = p.add(param_node(1, 0));
+  p.n_free = 1;
+  const int x = p.add(data_node(uniform_vector(rng, N, 0.2, 0.8)));
+  const int y = p.add(data_node(uniform_vector(rng, N, -1, 1)));
+  const int one = p.add(data_node({1}));
+  if (lockstep::op_family(op) == lockstep::OpFamily::binary) {
+    m.value = p.add(binary_node(op, x, b, p));
+  } else {
+    const int xb = p.add(binary_node(Op::add, x, b, p));
+    m.value = p.add(unary_node(op, xb, p));
+  }
+  m.term = add_term(p, density_node(Family::normal, {y, m.value, one}));
+  return m;
+}
+
+TEST_CASE("planner: every elementwise op of ops.def marked `rows` is tiled with its likelihood "
+          "(x > beta among them)",
+          "[planner][stages]") {
+  std::mt19937 rng(31);
+  int checked = 0;
+  for (const OpInfo& info : all_ops()) {
+    const auto family = info.family;
+    if (family != lockstep::OpFamily::unary && family != lockstep::OpFamily::binary) continue;
+    INFO(info.name);
+    // ops.def is the single source: every elementwise op may be row-aligned
+    CHECK(lockstep::op_alignment(info.op) == lockstep::Alignment::rows);
+    ElementwiseLikelihood m = elementwise_likelihood(info.op, 9, rng);
+    lockstep::plan(m.p);
+    REQUIRE(m.p.extents == std::vector<long>{9});
+    CHECK(m.p.nodes[m.value].extent == 0);
+    CHECK(m.p.nodes[m.term].extent == 0);
+    ++checked;
+  }
+  CHECK(checked == 49);  // 37 unary and 12 binary ops
+}
+
+TEST_CASE("observation stage: comparisons (greater, greater_equal, equal) tiled equal the plain "
+          "executor",
+          "[stages][executor][tiles]") {
+  std::mt19937 rng(32);
+  for (Op op : {Op::greater, Op::greater_equal, Op::equal}) {
+    ElementwiseLikelihood m = elementwise_likelihood(op, 41, rng);
+    // equal: some rows equal to b's values below, so that both outcomes occur
+    if (op == Op::equal)
+      for (long r = 0; r < 41; r += 3) m.p.nodes[1].values[r] = 0.5;
+    lockstep::plan(m.p);
+    REQUIRE(m.p.nodes[m.value].extent == 0);
+    for (long chains : {1L, 2L, 4L}) {
+      std::vector<double> state = uniform_vector(rng, chains, 0.3, 0.7);
+      state[0] = 0.5;
+      ExecOptions plain;
+      plain.observation_stage = false;
+      const Result reference = run(m.p, chains, state, plain);
+      for (Backend backend : {Backend::cpu, Backend::emulated})
+        for (int devices : {1, 3}) {
+          INFO(lockstep::op_name(op) << " chains " << chains << " devices " << devices);
+          ExecOptions o;
+          o.backend = backend;
+          o.devices = devices;
+          o.threads = 2;
+          o.tile_rows = 8;
+          check_same(run(m.p, chains, state, o), reference);
+        }
+    }
+  }
+}
+
 TEST_CASE("tiled, sharded executor equals the plain one: devices, threads, tiles, row order",
           "[stages][executor][tiles]") {
   std::mt19937 rng(3);

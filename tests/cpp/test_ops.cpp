@@ -19,19 +19,19 @@
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/math/unary.hpp"
+#include "op_domains.hpp"
 
 using namespace lstest;
 using lockstep::OpFamily;
 
 namespace {
 
-// Reference math of the unary ops, the domain inputs are drawn from, the
+// Reference math of the unary ops (their domains: op_domains.hpp), the
 // relative tolerance of the gradient check, and that of the values (relative,
 // plus an absolute part for functions with a root inside their domain, or
 // computed differently from their reference).
 struct UnaryRef {
   double (*value)(double);
-  double lo, hi;
   double grad_tol;
   double value_tol = 1e-14;
   double value_abs = 1e-300;
@@ -61,70 +61,56 @@ double ref_trigamma(double x0) {
 
 const std::map<std::string, UnaryRef>& unary_refs() {
   static const std::map<std::string, UnaryRef> m = {
-      {"neg", {[](double x) { return -x; }, -3, 3, 1e-8}},
-      {"exp", {[](double x) { return std::exp(x); }, -2, 2, 1e-8}},
-      {"log", {[](double x) { return std::log(x); }, 0.3, 3, 1e-7}},
-      {"log1p", {[](double x) { return std::log1p(x); }, -0.6, 3, 1e-7}},
-      {"sqrt", {[](double x) { return std::pow(x, 0.5); }, 0.3, 3, 1e-7}},
-      {"ilogit", {[](double x) { return 1 / (1 + std::exp(-x)); }, -5, 5, 1e-7}},
-      // steps: gradient 0 away from the steps (random inputs never sit on one)
-      {"abs", {[](double x) { return std::fabs(x); }, -3, 3, 1e-8}},
-      {"sign", {[](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }, -3, 3, 1e-8}},
-      {"ceiling", {[](double x) { return std::ceil(x); }, -3, 3, 1e-8}},
-      {"floor", {[](double x) { return std::floor(x); }, -3, 3, 1e-8}},
-      {"round", {[](double x) { return std::nearbyint(x); }, -3, 3, 1e-8}},
-      {"trunc", {[](double x) { return std::trunc(x); }, -3, 3, 1e-8}},
-      {"expm1", {[](double x) { return std::expm1(x); }, -2, 2, 1e-8}},
-      {"log10", {[](double x) { return std::log(x) / std::log(10.0); }, 0.3, 3, 1e-7, 1e-15, 1e-16}},
-      {"log2", {[](double x) { return std::log(x) / std::log(2.0); }, 0.3, 3, 1e-7, 1e-15, 1e-16}},
-      {"cos", {[](double x) { return std::cos(x); }, -3, 3, 1e-7}},
-      {"sin", {[](double x) { return std::sin(x); }, -3, 3, 1e-7}},
-      {"tan", {[](double x) { return std::tan(x); }, -1.2, 1.2, 1e-7}},
-      {"acos", {[](double x) { return std::acos(x); }, -0.9, 0.9, 1e-7}},
-      {"asin", {[](double x) { return std::asin(x); }, -0.9, 0.9, 1e-7}},
-      {"atan", {[](double x) { return std::atan(x); }, -3, 3, 1e-7}},
-      {"cosh", {[](double x) { return std::cosh(x); }, -2, 2, 1e-7}},
-      {"sinh", {[](double x) { return std::sinh(x); }, -2, 2, 1e-7}},
-      {"tanh", {[](double x) { return std::tanh(x); }, -2, 2, 1e-7}},
-      {"acosh", {[](double x) { return std::acosh(x); }, 1.2, 4, 1e-7}},
-      {"asinh", {[](double x) { return std::asinh(x); }, -3, 3, 1e-7}},
-      {"atanh", {[](double x) { return std::atanh(x); }, -0.9, 0.9, 1e-7}},
+      {"neg", {[](double x) { return -x; }, 1e-8}},
+      {"exp", {[](double x) { return std::exp(x); }, 1e-8}},
+      {"log", {[](double x) { return std::log(x); }, 1e-7}},
+      {"log1p", {[](double x) { return std::log1p(x); }, 1e-7}},
+      {"sqrt", {[](double x) { return std::pow(x, 0.5); }, 1e-7}},
+      {"ilogit", {[](double x) { return 1 / (1 + std::exp(-x)); }, 1e-7}},
+      // steps: gradient 0 away from the steps
+      {"abs", {[](double x) { return std::fabs(x); }, 1e-8}},
+      {"sign", {[](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }, 1e-8}},
+      {"ceiling", {[](double x) { return std::ceil(x); }, 1e-8}},
+      {"floor", {[](double x) { return std::floor(x); }, 1e-8}},
+      {"round", {[](double x) { return std::nearbyint(x); }, 1e-8}},
+      {"trunc", {[](double x) { return std::trunc(x); }, 1e-8}},
+      {"expm1", {[](double x) { return std::expm1(x); }, 1e-8}},
+      {"log10", {[](double x) { return std::log(x) / std::log(10.0); }, 1e-7, 1e-15, 1e-16}},
+      {"log2", {[](double x) { return std::log(x) / std::log(2.0); }, 1e-7, 1e-15, 1e-16}},
+      {"cos", {[](double x) { return std::cos(x); }, 1e-7}},
+      {"sin", {[](double x) { return std::sin(x); }, 1e-7}},
+      {"tan", {[](double x) { return std::tan(x); }, 1e-7}},
+      {"acos", {[](double x) { return std::acos(x); }, 1e-7}},
+      {"asin", {[](double x) { return std::asin(x); }, 1e-7}},
+      {"atan", {[](double x) { return std::atan(x); }, 1e-7}},
+      {"cosh", {[](double x) { return std::cosh(x); }, 1e-7}},
+      {"sinh", {[](double x) { return std::sinh(x); }, 1e-7}},
+      {"tanh", {[](double x) { return std::tanh(x); }, 1e-7}},
+      {"acosh", {[](double x) { return std::acosh(x); }, 1e-7}},
+      {"asinh", {[](double x) { return std::asinh(x); }, 1e-7}},
+      {"atanh", {[](double x) { return std::atanh(x); }, 1e-7}},
       // reduced by the period before cos(pi x): within a few ulps of the plain form
-      {"cospi", {[](double x) { return std::cos(M_PI * x); }, -3, 3, 1e-7, 1e-13, 1e-15}},
-      {"sinpi", {[](double x) { return std::sin(M_PI * x); }, -3, 3, 1e-7, 1e-13, 1e-15}},
-      {"tanpi", {[](double x) { return std::tan(M_PI * x); }, -0.4, 0.4, 1e-7, 1e-13, 1e-15}},
-      {"lgamma", {[](double x) { return std::lgamma(x); }, 0.2, 6, 1e-7, 1e-14, 1e-15}},
+      {"cospi", {[](double x) { return std::cos(M_PI * x); }, 1e-7, 1e-13, 1e-15}},
+      {"sinpi", {[](double x) { return std::sin(M_PI * x); }, 1e-7, 1e-13, 1e-15}},
+      {"tanpi", {[](double x) { return std::tan(M_PI * x); }, 1e-7, 1e-13, 1e-15}},
+      {"lgamma", {[](double x) { return std::lgamma(x); }, 1e-7, 1e-14, 1e-15}},
       // digamma has a root at 1.46...: an absolute part
-      {"digamma", {ref_digamma, 0.2, 6, 1e-7, 1e-13, 1e-13}},
-      {"trigamma", {ref_trigamma, 0.2, 6, 1e-7, 1e-13}},
-      {"iprobit", {[](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }, -4, 4, 1e-7}},
-      {"icloglog", {[](double x) { return 1 - std::exp(-std::exp(x)); }, -3, 1.5, 1e-7, 1e-13}},
-      {"icauchit", {[](double x) { return 0.5 + std::atan(x) / M_PI; }, -5, 5, 1e-7, 1e-13}},
-      {"log1pe", {[](double x) { return std::log1p(std::exp(x)); }, -5, 5, 1e-7, 1e-14}},
+      {"digamma", {ref_digamma, 1e-7, 1e-13, 1e-13}},
+      {"trigamma", {ref_trigamma, 1e-7, 1e-13}},
+      {"iprobit", {[](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }, 1e-7}},
+      {"icloglog", {[](double x) { return 1 - std::exp(-std::exp(x)); }, 1e-7, 1e-13}},
+      {"icauchit", {[](double x) { return 0.5 + std::atan(x) / M_PI; }, 1e-7, 1e-13}},
+      {"log1pe", {[](double x) { return std::log1p(std::exp(x)); }, 1e-7, 1e-14}},
   };
   return m;
 }
 
-// Where a binary op's operands are drawn from: uniform on [lo, hi], or with
-// `away_from_zero` uniform on [lo, hi] with a random sign.
-struct Domain {
-  double lo, hi;
-  bool away_from_zero;
-  std::vector<double> draw(std::mt19937& rng, long n) const {
-    return away_from_zero ? signed_vector(rng, n, lo, hi) : uniform_vector(rng, n, lo, hi);
-  }
-};
-
-const Domain any_value{-2, 2, false};
-const Domain nonzero{0.5, 2, true};
-
-// Reference math of the binary ops, the gradient's relative tolerance, the
-// operands' domains (a, b, and both when one node is both operands) and the
-// values' tolerance (relative, absolute).
+// Reference math of the binary ops (their domains: op_domains.hpp), the
+// gradient's relative tolerance and the values' tolerance (relative,
+// absolute).
 struct BinaryRef {
   double (*value)(double, double);
   double grad_tol;
-  Domain a = any_value, b = nonzero, same = nonzero;
   double value_tol = 1e-15, value_abs = 1e-300;
 };
 
@@ -150,30 +136,20 @@ const std::map<std::string, BinaryRef>& binary_refs() {
       {"sub", {[](double a, double b) { return a - b; }, 1e-8}},
       {"mul", {[](double a, double b) { return a * b; }, 1e-8}},
       {"div", {[](double a, double b) { return a / b; }, 1e-7}},
-      // a positive base, any exponent (a negative base is tested on its own)
-      {"pow", {[](double a, double b) { return std::pow(a, b); }, 1e-7, {0.3, 2, false},
-               any_value, {0.3, 2, false}, 1e-15}},
-      // steps where a / b is an integer: random operands never sit on one
-      {"mod", {ref_mod, 1e-7, any_value, nonzero, nonzero, 1e-15, 1e-15}},
+      {"pow", {[](double a, double b) { return std::pow(a, b); }, 1e-7, 1e-15}},
+      {"mod", {ref_mod, 1e-7, 1e-15, 1e-15}},
       {"idiv", {ref_idiv, 1e-7}},
-      {"atan2", {[](double a, double b) { return std::atan2(a, b); }, 1e-7, any_value, any_value,
-                 any_value}},
-      // operands far apart as well as close (log(exp(a) + exp(b)) is exact
-      // enough in long double here)
+      {"atan2", {[](double a, double b) { return std::atan2(a, b); }, 1e-7}},
+      // (log(exp(a) + exp(b)) is exact enough in long double here)
       {"log_add_exp",
        {[](double a, double b) {
           return static_cast<double>(std::log(std::exp(static_cast<long double>(a)) +
                                               std::exp(static_cast<long double>(b))));
         },
-        1e-7, {-40, 40, false}, {-40, 40, false}, {-40, 40, false}, 1e-15}},
-      // steps, 1 or 0: random operands are never equal (ties and infinities
-      // have a test of their own)
-      {"greater", {[](double a, double b) { return a > b ? 1.0 : 0.0; }, 1e-7, any_value,
-                   any_value, any_value}},
-      {"greater_equal", {[](double a, double b) { return a >= b ? 1.0 : 0.0; }, 1e-7, any_value,
-                         any_value, any_value}},
-      {"equal", {[](double a, double b) { return a == b ? 1.0 : 0.0; }, 1e-7, any_value,
-                 any_value, any_value}},
+        1e-7, 1e-15}},
+      {"greater", {[](double a, double b) { return a > b ? 1.0 : 0.0; }, 1e-7}},
+      {"greater_equal", {[](double a, double b) { return a >= b ? 1.0 : 0.0; }, 1e-7}},
+      {"equal", {[](double a, double b) { return a == b ? 1.0 : 0.0; }, 1e-7}},
   };
   return m;
 }
@@ -236,7 +212,7 @@ TEST_CASE("unary ops: values and gradients on parameters", "[ops][unary]") {
       add_normal_objective(p, y, rng);
       lockstep::plan(p);
       REQUIRE(p.nodes[y].chain);
-      const std::vector<double> state = uniform_vector(rng, chains * n, ref.lo, ref.hi);
+      const std::vector<double> state = unary_domain(o.name).draw(rng, chains * n);
 
       Executor<double> ex(p, chains, backend);
       std::vector<double> lp(chains), grad(chains * n);
@@ -259,7 +235,7 @@ TEST_CASE("unary ops on data have no chain dimension and mix with parameters",
     if (o.family != OpFamily::unary) continue;
     REQUIRE(unary_refs().count(o.name));
     const UnaryRef& ref = unary_refs().at(o.name);
-    const std::vector<double> dv = uniform_vector(rng, n, ref.lo, ref.hi);
+    const std::vector<double> dv = unary_domain(o.name).draw(rng, n);
     for (Backend backend : {Backend::cpu, Backend::emulated})
     for (long chains : {1L, 3L}) {
       INFO("op " << o.name << ", chains " << chains << ", "
@@ -275,7 +251,7 @@ TEST_CASE("unary ops on data have no chain dimension and mix with parameters",
       lockstep::plan(p);
       CHECK_FALSE(p.nodes[yd].chain);
       CHECK(p.nodes[z].chain);
-      const std::vector<double> state = uniform_vector(rng, chains, ref.lo, ref.hi);
+      const std::vector<double> state = unary_domain(o.name).draw(rng, chains);
       Executor<double> ex(p, chains, backend);
       std::vector<double> lp(chains), grad(chains);
       ex.log_density(state.data(), lp.data(), grad.data());
@@ -401,6 +377,7 @@ TEST_CASE("binary ops: values and gradients with broadcasting and mixed chain di
     if (o.family != OpFamily::binary) continue;
     REQUIRE(binary_refs().count(o.name));
     const BinaryRef& ref = binary_refs().at(o.name);
+    const BinaryDomain& domain = binary_domain(o.name);
     for (const BinaryCase& bc : binary_cases) {
       for (Backend backend : {Backend::cpu, Backend::emulated})
       for (long chains : {1L, 3L}) {
@@ -422,11 +399,11 @@ TEST_CASE("binary ops: values and gradients with broadcasting and mixed chain di
           dv = domain.draw(rng, s.size);
           return p.add(data_node(dv));
         };
-        const int a = make(bc.a, ref.a, state_a, data_a);
-        const int b = bc.same_node ? a : make(bc.b, ref.b, state_b, data_b);
+        const int a = make(bc.a, domain.a, state_a, data_a);
+        const int b = bc.same_node ? a : make(bc.b, domain.b, state_b, data_b);
         if (bc.same_node) {
           // within both domains, e.g. away from zero for div(x, x)
-          state_a = ref.same.draw(rng, chains * bc.a.size);
+          state_a = domain.same.draw(rng, chains * bc.a.size);
         }
         const int y = p.add(binary_node(o.op, a, b, p));
         const long n = p.nodes[y].size;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "op_domains.hpp"
 #include "sampler_helpers.hpp"
 #include "lockstep/backends/cuda.hpp"
 #include "lockstep/backends/cuda_executor.hpp"
@@ -160,26 +161,12 @@ void device_path(Target& ex, const std::vector<double>& state, std::vector<doubl
 
 // ------------------------------------------------------------ programs
 
-// Where a coordinate of the free state is drawn from: uniform on [lo, hi], or
-// with away_from_zero uniform on [lo, hi] with a random sign.
-struct Domain {
-  double lo, hi;
-  bool away_from_zero = false;
-};
-
-const Domain any_value{-2, 2};
-const Domain nonzero{0.5, 2, true};
-
-double draw(std::mt19937& rng, const Domain& d) {
-  double v = std::uniform_real_distribution<double>(d.lo, d.hi)(rng);
-  if (d.away_from_zero && std::bernoulli_distribution(0.5)(rng)) v = -v;
-  return v;
-}
+// Where a coordinate of the free state is drawn from: a Domain of
+// op_domains.hpp (shared with the Catch2 tests of the core).
+double draw(std::mt19937& rng, const Domain& d) { return d.draw(rng, 1)[0]; }
 
 std::vector<double> draw_vector(std::mt19937& rng, long n, const Domain& d) {
-  std::vector<double> v(n);
-  for (double& x : v) x = draw(rng, d);
-  return v;
+  return d.draw(rng, n);
 }
 
 // Tolerances of the double-precision executor against the CPU's.
@@ -260,31 +247,7 @@ std::vector<long> random_index(std::mt19937& rng, long n, long range) {
   return v;
 }
 
-// ---- unary ops: the domains of test_ops.cpp
-
-struct UnaryDomain {
-  const char* name;
-  double lo, hi;
-};
-
-const UnaryDomain unary_domains[] = {
-    {"neg", -3, 3},       {"exp", -2, 2},      {"log", 0.3, 3},      {"log1p", -0.6, 3},
-    {"sqrt", 0.3, 3},     {"ilogit", -5, 5},   {"abs", -3, 3},       {"sign", -3, 3},
-    {"ceiling", -3, 3},   {"floor", -3, 3},    {"round", -3, 3},     {"trunc", -3, 3},
-    {"expm1", -2, 2},     {"log10", 0.3, 3},   {"log2", 0.3, 3},     {"cos", -3, 3},
-    {"sin", -3, 3},       {"tan", -1.2, 1.2},  {"acos", -0.9, 0.9},  {"asin", -0.9, 0.9},
-    {"atan", -3, 3},      {"cosh", -2, 2},     {"sinh", -2, 2},      {"tanh", -2, 2},
-    {"acosh", 1.2, 4},    {"asinh", -3, 3},    {"atanh", -0.9, 0.9}, {"cospi", -3, 3},
-    {"sinpi", -3, 3},     {"tanpi", -0.4, 0.4}, {"lgamma", 0.2, 6},  {"digamma", 0.2, 6},
-    {"trigamma", 0.2, 6}, {"iprobit", -4, 4},  {"icloglog", -3, 1.5}, {"icauchit", -5, 5},
-    {"log1pe", -5, 5},
-};
-
-const UnaryDomain* unary_domain(const std::string& name) {
-  for (const UnaryDomain& d : unary_domains)
-    if (name == d.name) return &d;
-  return nullptr;
-}
+// ---- unary ops (their domains: op_domains.hpp)
 
 // One program per unary op: op(a 2 x 3 parameter), and op(data) (computed once,
 // on the host) times op(a scalar parameter).
@@ -293,9 +256,7 @@ std::vector<Case> unary_cases() {
   unsigned seed = 1100;
   for (const OpInfo& o : all_ops()) {
     if (o.family != OpFamily::unary) continue;
-    const UnaryDomain* d = unary_domain(o.name);
-    if (!d) throw std::logic_error("no domain for unary op " + o.name);
-    const Domain dom{d->lo, d->hi};
+    const Domain& dom = unary_domain(o.name);
     Builder b(++seed);
     const int x = b.matrix(2, 3, dom);
     const int y = b.node(unary_node(o.op, x, b.p));
@@ -311,30 +272,7 @@ std::vector<Case> unary_cases() {
   return out;
 }
 
-// ---- binary ops: the domains of test_ops.cpp
-
-struct BinaryDomain {
-  const char* name;
-  Domain a, b, same;  // the operands, and both when one node is both operands
-};
-
-const BinaryDomain binary_domains[] = {
-    {"add", any_value, nonzero, nonzero},
-    {"sub", any_value, nonzero, nonzero},
-    {"mul", any_value, nonzero, nonzero},
-    {"div", any_value, nonzero, nonzero},
-    {"pow", Domain{0.3, 2}, any_value, Domain{0.3, 2}},
-    {"mod", any_value, nonzero, nonzero},
-    {"idiv", any_value, nonzero, nonzero},
-    {"atan2", any_value, any_value, any_value},
-    {"log_add_exp", any_value, any_value, any_value},
-};
-
-const BinaryDomain* binary_domain(const std::string& name) {
-  for (const BinaryDomain& d : binary_domains)
-    if (name == d.name) return &d;
-  return nullptr;
-}
+// ---- binary ops (their domains: op_domains.hpp)
 
 // An operand: F the 3 x 4 output's shape, S a scalar, R a 1 x 4 row vector, C a
 // 3 x 1 column vector; a parameter or data.
@@ -365,8 +303,7 @@ std::vector<Case> binary_cases() {
   const long rows = 3, cols = 4;
   for (const OpInfo& o : all_ops()) {
     if (o.family != OpFamily::binary) continue;
-    const BinaryDomain* bd = binary_domain(o.name);
-    if (!bd) throw std::logic_error("no domain for binary op " + o.name);
+    const BinaryDomain* bd = &binary_domain(o.name);
     Builder b(++seed);
     auto make = [&](const Operand& x, const Domain& d) {
       const long r = x.kind == 'F' || x.kind == 'C' ? rows : 1;
@@ -1314,12 +1251,12 @@ TEST_CASE("cuda executor: the programs cover every op and family and transform",
     CHECK(ops.count(o.name) == 1);
   }
   const char* const family_names[] = {
-#define LS_DIST(name, n_params, continuous) #name,
+#define LS_DIST(name, n_params, continuous, tile) #name,
 #include "lockstep/distributions.def"
 #undef LS_DIST
   };
   const bool continuous[] = {
-#define LS_DIST(name, n_params, continuous) continuous,
+#define LS_DIST(name, n_params, continuous, tile) continuous,
 #include "lockstep/distributions.def"
 #undef LS_DIST
   };

@@ -39,7 +39,7 @@ namespace lockstep {
 // a kernel can pick the family once, outside its loop.
 template <class G> LS_HD void with_family(Family f, G&& g) {
   switch (f) {
-#define LS_DIST(name, n_params, continuous) \
+#define LS_DIST(name, n_params, continuous, tile) \
   case Family::name: g(std::integral_constant<Family, Family::name>()); return;
 #include "distributions.def"
 #undef LS_DIST

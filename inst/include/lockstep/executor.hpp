@@ -13,6 +13,7 @@
 #define LOCKSTEP_EXECUTOR_HPP
 
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "communicator.hpp"
@@ -72,15 +73,22 @@ struct ExecOptions {
   // its kernel holds the stage (backends/cuda_executor.hpp). Not with
   // `world`.
   bool tile_kernel = false;
+
+  // Every field, for comparing options (TargetCache): a field added above is
+  // added here too.
+  auto fields() const {
+    return std::tie(backend, geometry, threads, devices, observation_stage, tile_rows,
+                    reorder_rows, world, jacobian, gpu, gpus, threads_auto, alias_parameters,
+                    first_writers, tile_kernel);
+  }
 };
 
 // Values one log density and gradient of `chains` chains touches, roughly:
 // every live chain-carrying value for each chain, and the row data once. A
 // thread's share of a call must be well above the microsecond or so a
 // hand-over to the pool's spinning threads costs, several times per call
-// and per leapfrog step: on 2 cores a regression of 2000 rows and 5
-// covariates (about 20000 values, 24 us per call of 4 chains) runs 1.5x
-// faster on 2 threads, one of 500 rows (10 us) 1.2x slower (bench/RESULTS.md).
+// and per leapfrog step (the threshold's measurements: bench/RESULTS.md,
+// "Why code is as it is").
 long work_per_call(const Program& program, long chains);
 constexpr long min_work_per_thread = 1L << 13;
 // The threads an executor with these options uses for this program.

@@ -12,7 +12,7 @@
 namespace lockstep {
 
 enum class Op : int {
-#define LS_OP(name, arity, family) name,
+#define LS_OP(name, arity, family, alignment) name,
 #include "ops.def"
 #undef LS_OP
 };
@@ -23,26 +23,75 @@ enum class OpFamily : int {
   rowdot_rows, density, logpdf, fold, cumulative, concat, linalg, segment
 };
 
+// The families that are never row-aligned (every op of theirs is `global` in
+// ops.def) and those whose ops may be, as case labels: a switch over OpFamily
+// that treats one set alike names it once, and stays exhaustive (a new family
+// goes in one set or gets a case of its own, or -Werror=switch fails).
+#define LS_CASE_GLOBAL_FAMILIES                                                          \
+  case OpFamily::reduce:                                                                 \
+  case OpFamily::colsum:                                                                 \
+  case OpFamily::transpose:                                                              \
+  case OpFamily::fold:                                                                   \
+  case OpFamily::cumulative:                                                             \
+  case OpFamily::concat:                                                                 \
+  case OpFamily::linalg:                                                                 \
+  case OpFamily::segment
+#define LS_CASE_ROW_FAMILIES                                                             \
+  case OpFamily::unary:                                                                  \
+  case OpFamily::binary:                                                                 \
+  case OpFamily::rowsum:                                                                 \
+  case OpFamily::matmul:                                                                 \
+  case OpFamily::gather:                                                                 \
+  case OpFamily::gather_rows:                                                            \
+  case OpFamily::rowdot_rows:                                                            \
+  case OpFamily::density:                                                                \
+  case OpFamily::logpdf
+
 constexpr OpFamily op_family(Op op) {
   switch (op) {
-#define LS_OP(name, arity, family) case Op::name: return OpFamily::family;
+#define LS_OP(name, arity, family, alignment) case Op::name: return OpFamily::family;
 #include "ops.def"
 #undef LS_OP
   }
   return OpFamily::leaf;
 }
 
+// The alignment column of ops.def: whether a node of the op may be row-aligned
+// with an observation extent (the planner's optimistic start; its inputs and
+// consumers then decide), or always runs in the global stage.
+enum class Alignment : int { rows, global };
+
+constexpr Alignment op_alignment(Op op) {
+  switch (op) {
+#define LS_OP(name, arity, family, alignment) case Op::name: return Alignment::alignment;
+#include "ops.def"
+#undef LS_OP
+  }
+  return Alignment::global;
+}
+
 constexpr int op_count = 0
-#define LS_OP(name, arity, family) +1
+#define LS_OP(name, arity, family, alignment) +1
 #include "ops.def"
 #undef LS_OP
     ;
 
 enum class Family : int {
-#define LS_DIST(name, n_params, continuous) name,
+#define LS_DIST(name, n_params, continuous, tile) name,
 #include "distributions.def"
 #undef LS_DIST
 };
+
+// The tile column of distributions.def: whether the GPU's tile kernel holds
+// the family's code (LinearTileKernels, tile_kernel.hpp).
+constexpr bool family_in_gpu_tile_kernel(Family f) {
+  switch (f) {
+#define LS_DIST(name, n_params, continuous, tile) case Family::name: return tile;
+#include "distributions.def"
+#undef LS_DIST
+  }
+  return false;
+}
 
 // Constraint transforms of a parameter slice, as greta defines them:
 //   none      x = z

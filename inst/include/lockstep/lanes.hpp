@@ -99,6 +99,9 @@ struct EmulatedGeometry {
   int blocks = 3;
   int lanes_per_block = 5;
 };
+inline bool operator==(const EmulatedGeometry& a, const EmulatedGeometry& b) {
+  return a.blocks == b.blocks && a.lanes_per_block == b.lanes_per_block;
+}
 
 template <class Body>
 void run_emulated(const Body& body, EmulatedGeometry g = EmulatedGeometry()) {

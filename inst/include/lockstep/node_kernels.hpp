@@ -383,10 +383,12 @@ LS_HD bool forward_row_call(const NodeCall<T>& call, Launch&& launch) {
         launch(LogpdfForward<T>{logpdf_inputs(call), y, C, n});
         return true;
       }
-    default:
+    // (the global stage's families: forward_call() runs them)
+    case OpFamily::leaf:
+    LS_CASE_GLOBAL_FAMILIES:
       return false;
   }
-  return true;
+  return false;
 }
 
 // Forward: writes the node's value; densities add theirs to their value and to
@@ -448,7 +450,8 @@ LS_HD void forward_call(const NodeCall<T>& call, Launch&& launch) {
       launch(ConcatForward<T>{call.in[0].value, call.in[0].chain_stride(), call.in[0].size(),
                               call.in[1].value, call.in[1].chain_stride(), y, C, n});
       break;
-    default:
+    // (forward_row_call() ran these, with every family's code)
+    LS_CASE_ROW_FAMILIES:
       break;
   }
 }
@@ -558,10 +561,12 @@ LS_HD bool backward_row_call(const NodeCall<T>& call, Launch&& launch) {
         if (any) launch(body.with_block_sums());
         return true;
       }
-    default:
+    // (the global stage's families: backward_call() runs them)
+    case OpFamily::leaf:
+    LS_CASE_GLOBAL_FAMILIES:
       return false;
   }
-  return true;
+  return false;
 }
 
 // Backward: adds the node's adjoint, through its partials, to its inputs'
@@ -628,7 +633,8 @@ LS_HD void backward_call(const NodeCall<T>& call, Launch&& launch) {
                                  call.in[0].size(), call.in[1].adjoint, call.in[1].chain_stride(),
                                  C, n});
       break;
-    default:
+    // (backward_row_call() ran these, with every family's code)
+    LS_CASE_ROW_FAMILIES:
       break;
   }
 }

@@ -218,37 +218,18 @@ void run_tiles_emulated(const TileKernelArgs<T>& a, EmulatedGeometry g) {
 // generalised linear models, hierarchical ones included: linear predictors
 // (row dot products with group coefficients, X %*% beta, gathers of group
 // effects, row sums) under the common likelihoods. A stage with other ops
-// (elementwise ones, logpdf) or families runs op by op on the GPU. The
-// binary ops (add, mul, ... with broadcasting, one body switching on twelve
-// ops) were tried here: ptxas for tile_kernel_double.cu at sm_90 then took
-// 7 min 20 s and 11.9 GB (this set: 56 s, 1 GB), because every body is
-// inlined into one kernel. Wider coverage wants a kernel per model's own
+// (elementwise ones, logpdf) or families runs op by op on the GPU. Every
+// body is inlined into one kernel, so each family here costs ptxas time and
+// memory (the binary ops took it from 1 GB to 11.9 GB: bench/RESULTS.md,
+// "Why code is as it is"); wider coverage wants a kernel per model's own
 // steps (NVRTC), not a wider set.
 struct LinearTileKernels {
   static constexpr bool op_family(OpFamily f) {
     return f == OpFamily::rowdot_rows || f == OpFamily::matmul || f == OpFamily::gather ||
            f == OpFamily::gather_rows || f == OpFamily::rowsum || f == OpFamily::density;
   }
-  static constexpr bool family(Family f) {
-    switch (f) {
-      case Family::normal:
-      case Family::student:
-      case Family::lognormal:
-      case Family::gamma:
-      case Family::bernoulli:
-      case Family::bernoulli_logit:
-      case Family::bernoulli_probit:
-      case Family::binomial:
-      case Family::binomial_logit:
-      case Family::binomial_probit:
-      case Family::poisson:
-      case Family::poisson_log:
-      case Family::negative_binomial:
-        return true;
-      default:
-        return false;
-    }
-  }
+  // (the tile column of distributions.def)
+  static constexpr bool family(Family f) { return family_in_gpu_tile_kernel(f); }
 };
 
 // Whether a tile kernel holding Kernels' code can run every step.

@@ -174,7 +174,7 @@ template <Op op> struct BinaryRule<OpFamily::binary, op> : Binary<op> {};
 // As with_unary_rule: the op chosen once, outside a kernel's loop.
 template <class F> LS_HD void with_binary_rule(Op op, F&& f) {
   switch (op) {
-#define LS_OP(name, arity, family) \
+#define LS_OP(name, arity, family, alignment) \
   case Op::name: f(BinaryRule<OpFamily::family, Op::name>()); return;
 #include "../ops.def"
 #undef LS_OP
@@ -183,7 +183,7 @@ template <class F> LS_HD void with_binary_rule(Op op, F&& f) {
 
 template <class T> LS_HD T binary_value(Op op, T a, T b) {
   switch (op) {
-#define LS_OP(name, arity, family) \
+#define LS_OP(name, arity, family, alignment) \
   case Op::name: return BinaryRule<OpFamily::family, Op::name>::value(a, b);
 #include "../ops.def"
 #undef LS_OP
@@ -193,7 +193,7 @@ template <class T> LS_HD T binary_value(Op op, T a, T b) {
 
 template <class T> LS_HD void binary_partials(Op op, T a, T b, T y, T* da, T* db) {
   switch (op) {
-#define LS_OP(name, arity, family) \
+#define LS_OP(name, arity, family, alignment) \
   case Op::name: BinaryRule<OpFamily::family, Op::name>::partials(a, b, y, da, db); return;
 #include "../ops.def"
 #undef LS_OP

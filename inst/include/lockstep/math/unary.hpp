@@ -217,7 +217,7 @@ template <Op op> struct UnaryRule<OpFamily::unary, op> : Unary<op> {};
 // that a kernel can pick the op once, outside its loop, instead of per element.
 template <class F> LS_HD void with_unary_rule(Op op, F&& f) {
   switch (op) {
-#define LS_OP(name, arity, family) \
+#define LS_OP(name, arity, family, alignment) \
   case Op::name: f(UnaryRule<OpFamily::family, Op::name>()); return;
 #include "../ops.def"
 #undef LS_OP
@@ -226,7 +226,7 @@ template <class F> LS_HD void with_unary_rule(Op op, F&& f) {
 
 template <class T> LS_HD T unary_value(Op op, T x) {
   switch (op) {
-#define LS_OP(name, arity, family) \
+#define LS_OP(name, arity, family, alignment) \
   case Op::name: return UnaryRule<OpFamily::family, Op::name>::value(x);
 #include "../ops.def"
 #undef LS_OP
@@ -236,7 +236,7 @@ template <class T> LS_HD T unary_value(Op op, T x) {
 
 template <class T> LS_HD T unary_deriv(Op op, T x, T y) {
   switch (op) {
-#define LS_OP(name, arity, family) \
+#define LS_OP(name, arity, family, alignment) \
   case Op::name: return UnaryRule<OpFamily::family, Op::name>::deriv(x, y);
 #include "../ops.def"
 #undef LS_OP

@@ -266,10 +266,8 @@ class LeapfrogSampler {
   // Set by samplers whose one step size must suit every chain (NUTS,
   // ChEES): the harmonic mean is pulled down by a chain that accepts
   // little (Hoffman, Radul and Sountsov 2021, ChEES-HMC, section 4), where
-  // the mean lets chains that accept nearly everything hide it. On
-  // posteriordb's gp_pois_regr the mean gave NUTS a step size above every
-  // one of rstan's per-chain step sizes and 32-60 divergent draws in 4000;
-  // the harmonic mean gives rstan's step sizes and 0-1 (rstan: 3).
+  // the mean lets chains that accept nearly everything hide it (measured on
+  // posteriordb: bench/RESULTS.md, "Why code is as it is").
   bool harmonic_accept_ = false;
   // Called at the end of each metric window, after the new metric and the
   // step size it restarts from: for what a sampler adapts in the metric's

@@ -1,0 +1,99 @@
+// A sampler of a given kind over a model (sampler/sampler_factory.hpp).
+#include "lockstep/sampler/sampler_factory.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include "lockstep/sampler/chain_groups.hpp"
+#include "lockstep/targets.hpp"
+
+namespace lockstep {
+
+bool uses_dense_metric(const SamplerSpec& spec, long dim, const ExecOptions& o) {
+  if (spec.metric == "dense") return true;
+  if (spec.metric != "auto") return false;
+  return !spec.metric_factor.empty() ||
+         (dim <= max_auto_dense_dim && o.backend == Backend::cpu && o.world == nullptr);
+}
+
+std::vector<double> initial_dense_factor(const SamplerSpec& spec, long chains, long dim) {
+  if (!spec.metric_factor.empty()) return spec.metric_factor;
+  const std::vector<double>& sd = spec.diag_sd;
+  const long per = static_cast<long>(sd.size());
+  // (the sampler refuses other lengths)
+  const bool from_sd = spec.metric == "auto" && !(per == 1 && sd[0] == 1) &&
+                       (per == 1 || per == dim || per == chains * dim);
+  if (!from_sd) return {};
+  std::vector<double> factor(chains * dim * dim, 0.0);
+  for (long c = 0; c < chains; ++c)
+    for (long i = 0; i < dim; ++i)
+      factor[(c * dim + i) * dim + i] = per == 1 ? sd[0] : per == dim ? sd[i] : sd[c * dim + i];
+  return factor;
+}
+
+namespace {
+
+// The kind's settings with the shared ones copied in.
+template <class Settings> Settings with_shared(Settings s, const SamplerSpec& spec) {
+  s.epsilon = spec.epsilon;
+  s.diag_sd = spec.diag_sd;
+  s.per_chain_metric = spec.per_chain_metric;
+  return s;
+}
+
+std::unique_ptr<LeapfrogSampler> new_sampler(const SamplerSpec& spec, Target& target,
+                                             const std::vector<double>& start, uint32_t key0,
+                                             uint32_t key1) {
+  if (spec.kind == "hmc")
+    return std::make_unique<Hmc>(target, with_shared(spec.hmc, spec), start, key0, key1);
+  if (spec.kind == "nuts")
+    return std::make_unique<Nuts>(target, with_shared(spec.nuts, spec), start, key0, key1);
+  if (spec.kind == "chees")
+    return std::make_unique<Chees>(target, with_shared(spec.chees, spec), start, key0, key1);
+  if (spec.kind == "rwmh")
+    return std::make_unique<Rwmh>(target, with_shared(spec.rwmh, spec), start, key0, key1);
+  if (spec.kind == "slice")
+    return std::make_unique<Slice>(target, with_shared(spec.slice, spec), start, key0, key1);
+  throw std::invalid_argument("unknown sampler '" + spec.kind + "'");
+}
+
+}  // namespace
+
+SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
+                           const std::vector<double>& init, long chains, ExecOptions o,
+                           bool single, uint32_t key0, uint32_t key1) {
+  if (spec.kind != "hmc" && spec.kind != "nuts" && spec.kind != "chees" && spec.kind != "rwmh" &&
+      spec.kind != "slice")
+    throw std::invalid_argument("unknown sampler '" + spec.kind + "'");
+  SamplerBundle b;
+  const long dim = program.n_free;
+  const bool dense = uses_dense_metric(spec, dim, o);
+  const bool groupable = spec.kind == "nuts" || spec.kind == "hmc";
+  b.chain_groups = groupable ? chain_group_count(program, chains, o) : 1;
+  const int group_threads = o.threads;
+  if (b.chain_groups > 1) o.threads = 1;
+  b.executor = make_target(program, chains, o, single);
+  Target* target = b.executor.get();
+  std::vector<double> start = init;
+  if (dense) {
+    b.dense = std::make_unique<DenseMetric>(*b.executor, initial_dense_factor(spec, chains, dim));
+    if (spec.metric == "auto") b.dense->set_choice(DenseMetric::Choice::automatic);
+    target = b.dense.get();
+    b.dense->to_sampler(init.data(), start.data());
+  }
+  b.sampler = new_sampler(spec, *target, start, key0, key1);
+  if (dense) b.sampler->use_dense_metric(*b.dense);
+  b.sampler->start_metric_from_gradient(spec.diag_sd_from_gradient);
+  if (b.chain_groups > 1) {
+    b.sampler->step_in_groups(ChainGroups::make(
+        chains, b.chain_groups, group_threads, [&](long n) -> std::unique_ptr<Target> {
+          auto executor = make_target(program, n, o, single);
+          if (!dense) return executor;
+          // each group's own dense metric (its factors are the sampler's)
+          return std::make_unique<DenseMetric>(std::move(executor));
+        }));
+  }
+  return b;
+}
+
+}  // namespace lockstep
