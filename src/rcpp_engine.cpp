@@ -376,18 +376,18 @@ bool interrupt_pending() { return R_interrupts_pending != 0; }
 // the sampler's tallies, and the iterations made: fewer than n when the user
 // interrupted, in which case the iteration under way ended at its next
 // leapfrog step (its trajectory cut short, a valid draw:
-// LeapfrogSampler::set_cut_check()). `interrupted` is then TRUE and the
+// Sampler::set_cut_check()). `interrupted` is then TRUE and the
 // interrupt is taken off R's flag: mcmc() signals it itself, in R, where it
 // keeps the draws, and R does not see it again.
 // [[Rcpp::export]]
 List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, IntegerVector traced,
                     bool keep_free) {
   SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
-  lockstep::LeapfrogSampler& smp = *h->bundle.sampler;
+  lockstep::Sampler& smp = *h->bundle.sampler;
   const bool may_stop = !h->across_processes;
   struct CutCheck {  // the check is this call's alone, also when it throws
-    lockstep::LeapfrogSampler& s;
-    CutCheck(lockstep::LeapfrogSampler& smp, bool on) : s(smp) {
+    lockstep::Sampler& s;
+    CutCheck(lockstep::Sampler& smp, bool on) : s(smp) {
       s.set_cut_check(on ? interrupt_pending : nullptr);
     }
     ~CutCheck() { s.set_cut_check(nullptr); }

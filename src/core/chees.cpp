@@ -14,23 +14,19 @@ CheesSettings checked(CheesSettings s) {
   return s;
 }
 
-// The NUTS of the initial buffer: Stan's default depth, ChEES's step size,
-// metric and acceptance target.
-NutsSettings buffer_nuts(const CheesSettings& s) {
-  NutsSettings n;
-  n.epsilon = s.epsilon;
-  n.diag_sd = s.diag_sd;
-  n.adapt_delta = s.target_accept;
-  n.per_chain_metric = s.per_chain_metric;
-  return n;
-}
 }  // namespace
 
+// (the buffer's NUTS transitions take ChEES's step size, metric and
+// acceptance target)
 Chees::Chees(Target& target, CheesSettings settings, const std::vector<double>& init,
              uint32_t key0, uint32_t key1)
-    : Nuts(target, buffer_nuts(checked(settings)), init, key0, key1, "chees"),
+    : HamiltonianSampler(target, checked(settings).epsilon, settings.diag_sd,
+                         settings.target_accept, init, key0, key1, "chees",
+                         settings.per_chain_metric),
       settings_(settings),
-      T_(settings.epsilon) {}
+      T_(settings.epsilon) {
+  step_size_adaptation_.pool_harmonically();
+}
 
 void Chees::transition() {
   // Only the chains that steer warmup count (steering_chains()): a chain on
@@ -38,9 +34,10 @@ void Chees::transition() {
   // distance would swamp the criterion.
   ChainMask steering;
   if (adapting_) {
-    if (in_initial_buffer()) return Nuts::transition();
+    if (in_initial_buffer()) return buffer_tree_.transition(*this);
     steering = steering_chains();
-    if (2 * warmup_done() < warmup_total() && steering.count() < C_) return Nuts::transition();
+    if (2 * warmup_done() < warmup_total() && steering.count() < C_)
+      return buffer_tree_.transition(*this);
   }
   // (no tree: the NUTS transitions of warmup may have left their depths)
   std::fill(stats_.tree_depth.begin(), stats_.tree_depth.end(), 0);
@@ -61,12 +58,13 @@ void Chees::transition() {
   // or not), from the state before the Metropolis step replaces it.
   std::vector<double> d(C_ * 3, 0.0);
   if (adapting_) {
-    if (!mean_x_v_) mean_x_v_ = v.make(), mean_xn_v_ = v.make();
+    if (!mean_x_v_) mean_x_v_ = v.make(), mean_z_new_v_ = v.make();
     v.mean_over_chains(mean_x_v_, x_v_, steering);
-    v.mean_over_chains(mean_xn_v_, xn_v_, steering);
-    const DotSpec specs[3] = {{x_v_, mean_x_v_, sd_v_, DotKind::scaled_square_difference},
-                              {xn_v_, mean_xn_v_, sd_v_, DotKind::scaled_square_difference},
-                              {xn_v_, mean_xn_v_, p_v_, DotKind::difference_product}};
+    v.mean_over_chains(mean_z_new_v_, z_new_v_, steering);
+    const DotSpec specs[3] = {
+        {x_v_, mean_x_v_, sd_v_, DotKind::scaled_square_difference},
+        {z_new_v_, mean_z_new_v_, sd_v_, DotKind::scaled_square_difference},
+        {z_new_v_, mean_z_new_v_, p_v_, DotKind::difference_product}};
     v.dots(specs, 3, m_v_, all, d.data());
   }
   std::vector<double> grad_term(C_, 0.0);

@@ -16,14 +16,12 @@ HmcSettings checked(HmcSettings s) {
 
 Hmc::Hmc(Target& target, HmcSettings settings, const std::vector<double>& init, uint32_t key0,
          uint32_t key1)
-    : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
-                      key0, key1, "hmc",
-                      settings.per_chain_metric),
+    : HamiltonianSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
+                         key0, key1, "hmc", settings.per_chain_metric),
       settings_(checked(settings)) {}
 
-std::unique_ptr<LeapfrogSampler> Hmc::make_group_sampler(Target& target,
-                                                         const std::vector<double>& init,
-                                                         const std::vector<double>& sd) const {
+std::unique_ptr<Sampler> Hmc::make_group_sampler(Target& target, const std::vector<double>& init,
+                                                 const std::vector<double>& sd) const {
   HmcSettings s = settings_;
   s.epsilon = epsilon_;
   s.diag_sd = sd;

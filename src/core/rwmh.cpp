@@ -8,9 +8,8 @@ namespace lockstep {
 
 Rwmh::Rwmh(Target& target, RwmhSettings settings, const std::vector<double>& init, uint32_t key0,
            uint32_t key1)
-    : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
-                      key0, key1, "rwmh",
-                      settings.per_chain_metric),
+    : Sampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init, key0,
+              key1, "rwmh", settings.per_chain_metric),
       settings_(settings) {}
 
 void Rwmh::transition() {

@@ -41,9 +41,9 @@ template <class Settings> Settings with_shared(Settings s, const SamplerSpec& sp
   return s;
 }
 
-std::unique_ptr<LeapfrogSampler> new_sampler(const SamplerSpec& spec, Target& target,
-                                             const std::vector<double>& start, uint32_t key0,
-                                             uint32_t key1) {
+std::unique_ptr<Sampler> new_sampler(const SamplerSpec& spec, Target& target,
+                                     const std::vector<double>& start, uint32_t key0,
+                                     uint32_t key1) {
   if (spec.kind == "hmc")
     return std::make_unique<Hmc>(target, with_shared(spec.hmc, spec), start, key0, key1);
   if (spec.kind == "nuts")

@@ -17,8 +17,8 @@ SliceSettings checked(SliceSettings s) {
 
 Slice::Slice(Target& target, SliceSettings settings, const std::vector<double>& init,
              uint32_t key0, uint32_t key1)
-    : LeapfrogSampler(target, settings.epsilon, settings.diag_sd, 0.8, init, key0, key1, "slice",
-                      settings.per_chain_metric),
+    : Sampler(target, settings.epsilon, settings.diag_sd, 0.8, init, key0, key1, "slice",
+              settings.per_chain_metric),
       settings_(checked(settings)) {
   adapt_step_size_ = false;
   dir_.assign(C_ * D_, 0.0);

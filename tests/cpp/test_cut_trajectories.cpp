@@ -1,4 +1,4 @@
-// Trajectories cut short (LeapfrogSampler::set_cut_check(): how a user's
+// Trajectories cut short (Sampler::set_cut_check(): how a user's
 // interrupt ends the iteration under way, rcpp_engine.cpp): where NUTS, HMC
 // and ChEES stop when the check fires, and that samplers whose trajectories
 // are cut at random still sample their target, since a cut trajectory is a

@@ -1,5 +1,5 @@
 // The diagonal metric pooled across chains (the default) or adapted per chain
-// (LeapfrogSampler's per_chain_metric): with chains that sample different
+// (Sampler's per_chain_metric): with chains that sample different
 // scales, per-chain warmup gives each chain a metric near its own scales and
 // correct moments within Monte Carlo error (sampler_helpers.hpp); pooled
 // warmup gives every chain the same metric; with one chain the two modes are

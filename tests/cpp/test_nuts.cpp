@@ -201,7 +201,7 @@ TEST_CASE("warmup's step size: dual averaging on the harmonic mean of the chains
     for (double x : a) sum += x;
     return sum / static_cast<double>(a.size());
   };
-  auto check = [&](lockstep::LeapfrogSampler& h, bool use_harmonic) {
+  auto check = [&](lockstep::Sampler& h, bool use_harmonic) {
     h.begin_warmup(200);
     lockstep::DualAveraging ours(0.8), other(0.8);
     ours.restart(h.epsilon());
@@ -228,7 +228,7 @@ namespace {
 
 // A sampler of the kind the chain-group tests run: NUTS, or HMC with a
 // number of steps drawn each iteration from the stream all chains share.
-std::unique_ptr<lockstep::LeapfrogSampler> group_test_sampler(bool hmc, lockstep::Target& t,
+std::unique_ptr<lockstep::Sampler> group_test_sampler(bool hmc, lockstep::Target& t,
                                                               const std::vector<double>& init) {
   if (!hmc) return std::make_unique<Nuts>(t, NutsSettings(), init, 21, 22);
   lockstep::HmcSettings s;
@@ -256,8 +256,8 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
     metric->set_choice(*dense);
     target = metric.get();
   }
-  std::unique_ptr<lockstep::LeapfrogSampler> sampler = group_test_sampler(hmc, *target, init);
-  lockstep::LeapfrogSampler& nuts = *sampler;
+  std::unique_ptr<lockstep::Sampler> sampler = group_test_sampler(hmc, *target, init);
+  lockstep::Sampler& nuts = *sampler;
   if (dense) nuts.use_dense_metric(*metric);
   if (groups > 0)
     nuts.step_in_groups(lockstep::ChainGroups::make(

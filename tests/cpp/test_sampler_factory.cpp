@@ -47,7 +47,7 @@ std::vector<double> start_values(long chains, long dim) {
 
 // `iterations` warmup then sampling iterations of a sampler; its final state
 // in the model's coordinates.
-std::vector<double> final_state(lockstep::LeapfrogSampler& s, long chains, int warmup, int n) {
+std::vector<double> final_state(lockstep::Sampler& s, long chains, int warmup, int n) {
   s.begin_warmup(warmup);
   for (int i = 0; i < warmup; ++i) s.iterate(true);
   for (int i = 0; i < n; ++i) s.iterate(false);
@@ -190,7 +190,7 @@ TEST_CASE("sampler factory: each kind's sampler is the one its settings make, wi
     CHECK(b.chain_groups == 1);
     // the same sampler made by hand
     lockstep::Executor<double> ex(p, C, o);
-    std::unique_ptr<lockstep::LeapfrogSampler> direct;
+    std::unique_ptr<lockstep::Sampler> direct;
     if (kind == "hmc") {
       lockstep::HmcSettings s;
       s.Lmin = 3, s.Lmax = 4, s.epsilon = 0.3, s.diag_sd = {1.5, 0.8};

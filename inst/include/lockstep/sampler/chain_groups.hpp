@@ -16,7 +16,7 @@
 // thread, through a whole iteration: in warmup the groups meet once per
 // iteration, where the step size and metric adapt from all chains as
 // before; in sampling, where nothing adapts, each group makes a batch of
-// iterations on its own (LeapfrogSampler::iterate_apart(); mcmc() asks for
+// iterations on its own (Sampler::iterate_apart(); mcmc() asks for
 // up to pb_update at a time), so a group whose trees were short does not
 // wait for the others. Within a group the chains still step in lockstep.
 // Each chain's arithmetic does not depend on the chains beside it, so a

@@ -5,7 +5,7 @@
 // is made for many chains in lockstep: no chain waits for another.
 //
 // Warmup adapts, from the chains that steer it (those not lagging far out in
-// the tails: LeapfrogSampler::steering_chains()):
+// the tails: Sampler::steering_chains()):
 //   - T, to maximise the ChEES criterion (the change in the chains' squared
 //     distance from their mean, E[(|x' - m'|^2 - |x - m|^2)^2] / 4), by Adam
 //     on log T with the paper's gradient estimate
@@ -33,35 +33,33 @@
 // step size from there. (T does not start from the NUTS trajectories'
 // length: that is in the initial metric's time, often many periods of the
 // dynamics under the first adapted metric, and Adam then settles on one of
-// the criterion's later, shallower maxima.) So chees() holds NUTS's vectors
-// too: about 22 more [chains, dim] arrays.
+// the criterion's later, shallower maxima.) So chees() holds NUTS's
+// trajectory builder (nuts_trajectory.hpp) and its vectors too: about 22
+// more [chains, dim] arrays.
 #ifndef LOCKSTEP_SAMPLER_CHEES_HPP
 #define LOCKSTEP_SAMPLER_CHEES_HPP
 
 #include <vector>
 
-#include "nuts.hpp"
+#include "hamiltonian_sampler.hpp"
+#include "nuts_trajectory.hpp"
 
 namespace lockstep {
 
 struct CheesSettings {
   double epsilon = 0.1;
   std::vector<double> diag_sd;
-  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
+  bool per_chain_metric = false;  // Sampler: adapt each chain's diag_sd alone
   double target_accept = 0.651;
   double learning_rate = 0.025;  // Adam's, on log T
   int max_leapfrog = 1000;       // most leapfrog steps in one iteration
 };
 
-class Chees : public Nuts {
+class Chees : public HamiltonianSampler {
  public:
   Chees(Target& target, CheesSettings settings, const std::vector<double>& init, uint32_t key0,
         uint32_t key1);
   double trajectory_length() const { return T_; }
-  // (NUTS's groups would make NUTS transitions: ChEES steps all chains
-  // together, so step_in_groups() refuses it before asking for a group
-  // sampler)
-  bool can_step_in_groups() const override { return false; }
 
  protected:
   void transition() override;
@@ -69,10 +67,12 @@ class Chees : public Nuts {
 
  private:
   CheesSettings settings_;
+  // the NUTS of the initial buffer, at Stan's default depth
+  NutsTrajectory buffer_tree_{10};
   // [chains, dim] in vectors(): the chains' mean state before and after the
   // trajectory, in every row (ChEES's criterion is about the centre of the
   // steering chains)
-  double *mean_x_v_ = nullptr, *mean_xn_v_ = nullptr;
+  double *mean_x_v_ = nullptr, *mean_z_new_v_ = nullptr;
   double T_;                         // trajectory length
   double adam_m_ = 0, adam_v_ = 0;   // Adam's moments of d ChEES / d log T
   long adam_t_ = 0;

@@ -9,7 +9,7 @@
 // every leapfrog sampler, every backend's vector operations and the fused
 // NUTS leaf work unchanged, and the cost is two triangular products per
 // gradient (C x D^2), small beside the gradient of a model small enough to
-// want a dense metric. Warmup (LeapfrogSampler::adapt()) estimates the
+// want a dense metric. Warmup (MetricAdaptation, metric_adaptation.hpp) estimates the
 // covariance of the draws of each metric window, as Stan does, and moves
 // the chains' states to the new coordinates (adapt()); draws leave the
 // sampler through to_model().

@@ -1,6 +1,6 @@
 // Step-size adaptation by dual averaging (Hoffman & Gelman 2014, section 3.2),
-// driven by one acceptance statistic for all chains (LeapfrogSampler::
-// pooled_accept: their mean, or harmonic mean), so every chain shares one step
+// driven by one acceptance statistic for all chains (StepSizeAdaptation::
+// pooled(): their mean, or harmonic mean), so every chain shares one step
 // size, as all chains step together.
 #ifndef LOCKSTEP_SAMPLER_DUAL_AVERAGING_HPP
 #define LOCKSTEP_SAMPLER_DUAL_AVERAGING_HPP

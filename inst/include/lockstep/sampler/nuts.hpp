@@ -31,16 +31,17 @@
 //   meeting once per iteration in warmup and once per batch of iterations in
 //   sampling; the draws are the same.
 //
-// Memory per chain: about (20 + 4 x depth reached) vectors of dim doubles
-// (twice that in chain groups).
+// The trajectory builder is nuts_trajectory.hpp; this class is the sampler
+// around it (settings, chain groups). Memory per chain: about (20 + 4 x depth
+// reached) vectors of dim doubles (twice that in chain groups).
 #ifndef LOCKSTEP_SAMPLER_NUTS_HPP
 #define LOCKSTEP_SAMPLER_NUTS_HPP
 
 #include <memory>
-#include <string>
 #include <vector>
 
-#include "leapfrog_sampler.hpp"
+#include "hamiltonian_sampler.hpp"
+#include "nuts_trajectory.hpp"
 
 namespace lockstep {
 
@@ -49,10 +50,10 @@ struct NutsSettings {
   double epsilon = 0.1;
   std::vector<double> diag_sd;
   double adapt_delta = 0.8;
-  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
+  bool per_chain_metric = false;  // Sampler: adapt each chain's diag_sd alone
 };
 
-class Nuts : public LeapfrogSampler {
+class Nuts : public HamiltonianSampler {
  public:
   Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
        uint32_t key1);
@@ -60,49 +61,13 @@ class Nuts : public LeapfrogSampler {
   bool can_step_in_groups() const override { return true; }
 
  protected:
-  // For a sampler that makes some of its transitions with NUTS's (ChEES, in
-  // its initial buffer): `name` prefixes its error messages.
-  Nuts(Target& target, NutsSettings settings, const std::vector<double>& init, uint32_t key0,
-       uint32_t key1, const std::string& name);
   void transition() override;
-  std::unique_ptr<LeapfrogSampler> make_group_sampler(
-      Target& target, const std::vector<double>& init,
-      const std::vector<double>& sd) const override;
+  std::unique_ptr<Sampler> make_group_sampler(Target& target, const std::vector<double>& init,
+                                              const std::vector<double>& sd) const override;
 
  private:
-  // The per-level memory of the subtree being built: for level j, the first
-  // momentum of the open block (begin), the rho prefix before it (prefix),
-  // and the completed left sibling's last momentum and rho (left_end, left_rho).
-  struct Level {
-    double *begin, *prefix, *left_end, *left_rho;
-  };
-  // Generalised U-turn criterion (Betancourt 2017): no U-turn while
-  // rho . M^-1 p_minus > 0 and rho . M^-1 p_plus > 0, in chain c's metric.
-  // criteria() evaluates up to three of them for every chain in `on`, each
-  // with rho (+ extra, when not null): Stan's checks across merged subtrees
-  // extend one subtree's rho by the nearest point of the other. Returns, per
-  // chain, whether all hold.
-  struct Check {
-    const double *p_minus, *p_plus, *rho, *extra;
-  };
-  std::vector<int> criteria(const Check* checks, int n, const ChainMask& on);
-  void ensure_levels(int depth);
-  // Makes the vectors below on the first transition (a sampler that builds
-  // on NUTS may never need them).
-  void ensure_vectors();
-
   NutsSettings settings_;
-  // [chains, dim] arrays in vectors() (besides the base class's): the
-  // trajectory's two ends (position, momentum, gradient), the moving point,
-  // the proposal of the subtree being built, and the momenta of Stan's checks
-  // (forward / backward subtree ends).
-  double *xf_ = nullptr, *pf_, *gf_, *xb_, *pb_, *gb_;
-  double *xw_, *pw_, *gw_, *xp_, *gp_, *pp_, *ps_;
-  double *p_ff_, *p_fb_, *p_bf_, *p_bb_, *rho_, *rho_f_, *rho_b_, *sub_first_, *sub_rho_;
-  std::vector<double> lpf_, lpb_, lpw_, lpp_;  // [chains]
-  std::vector<double> leaf_sums_;              // [chains, LeafVectors::sums()]
-  std::vector<Level> levels_;
-
+  NutsTrajectory tree_;
 };
 
 }  // namespace lockstep

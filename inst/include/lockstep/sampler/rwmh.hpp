@@ -10,7 +10,7 @@
 
 #include <vector>
 
-#include "leapfrog_sampler.hpp"
+#include "sampler.hpp"
 
 namespace lockstep {
 
@@ -18,18 +18,17 @@ struct RwmhSettings {
   bool uniform = false;  // proposal: normal (false) or uniform
   double epsilon = 1;
   std::vector<double> diag_sd;
-  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
+  bool per_chain_metric = false;  // Sampler: adapt each chain's diag_sd alone
   double target_accept = 0.234;
 };
 
-class Rwmh : public LeapfrogSampler {
+class Rwmh : public Sampler {
  public:
   Rwmh(Target& target, RwmhSettings settings, const std::vector<double>& init, uint32_t key0,
        uint32_t key1);
 
  protected:
   void transition() override;
-  double find_reasonable_epsilon() override { return epsilon_; }
 
  private:
   RwmhSettings settings_;

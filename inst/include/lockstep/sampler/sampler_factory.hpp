@@ -13,9 +13,9 @@
 #include "chees.hpp"
 #include "dense_metric.hpp"
 #include "hmc.hpp"
-#include "leapfrog_sampler.hpp"
 #include "nuts.hpp"
 #include "rwmh.hpp"
+#include "sampler.hpp"
 #include "slice.hpp"
 
 namespace lockstep {
@@ -66,7 +66,7 @@ struct SamplerBundle {
   // a dense metric's change of variables over the executor (the sampler's
   // target), or nullptr
   std::unique_ptr<DenseMetric> dense;
-  std::unique_ptr<LeapfrogSampler> sampler;
+  std::unique_ptr<Sampler> sampler;
   // 1: every chain in lockstep; more: NUTS's or HMC's chain groups, one per
   // thread (sampler/chain_groups.hpp)
   long chain_groups = 1;

@@ -14,7 +14,7 @@
 
 #include <vector>
 
-#include "leapfrog_sampler.hpp"
+#include "sampler.hpp"
 
 namespace lockstep {
 
@@ -22,17 +22,16 @@ struct SliceSettings {
   int max_doublings = 5;
   double epsilon = 1;  // the initial width, in units of diag_sd
   std::vector<double> diag_sd;
-  bool per_chain_metric = false;  // LeapfrogSampler: adapt each chain's diag_sd alone
+  bool per_chain_metric = false;  // Sampler: adapt each chain's diag_sd alone
 };
 
-class Slice : public LeapfrogSampler {
+class Slice : public Sampler {
  public:
   Slice(Target& target, SliceSettings settings, const std::vector<double>& init, uint32_t key0,
         uint32_t key1);
 
  protected:
   void transition() override;
-  double find_reasonable_epsilon() override { return epsilon_; }
 
  private:
   SliceSettings settings_;

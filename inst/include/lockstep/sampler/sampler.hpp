@@ -1,17 +1,24 @@
-// What every sampler of lockstep shares (hmc.hpp, nuts.hpp; rwmh.hpp and
-// slice.hpp use its state, metric and warmup without the leapfrog): the
-// [chains, dim] state with its log density and gradient, a diagonal metric
-// (diag_sd, the inverse mass matrix diag_sd^2), momenta drawn from each
-// chain's own Philox stream, and warmup.
+// What every sampler of lockstep shares, in the decomposition of Stan's
+// src/stan/mcmc: this base (the state, the metric, warmup's driver, chain
+// groups, interrupts), the Hamiltonian samplers' own base
+// (hamiltonian_sampler.hpp: momenta, the leapfrog integrator, the
+// Metropolis step, the step size search), NUTS's trajectory builder
+// (nuts_trajectory.hpp), and warmup's adaptation of the step size
+// (step_size_adaptation.hpp) and of the metric (metric_adaptation.hpp).
+// rwmh.hpp and slice.hpp derive from this one; hmc.hpp, nuts.hpp and
+// chees.hpp from the Hamiltonian one.
+//
+// The state is [chains, dim] with its log density and gradient; the metric
+// is diagonal (diag_sd, the inverse mass matrix diag_sd^2), or, through a
+// dense metric's change of variables (dense_metric.hpp), the identity in
+// its coordinates. Random numbers come from each chain's own Philox stream.
 //
 // All chains step together: one Target::log_density call evaluates every
-// chain. Warmup adapts one step size from the mean acceptance statistic of
-// the chains by dual averaging, and diag_sd from the variances of the draws
-// in Stan's windows (initial buffer, doubling windows, terminal buffer),
-// regularised towards 1e-3 as Stan does: by default the pooled variances of
-// the chains' draws (one metric for every chain, steadier with many chains);
-// with per_chain_metric, each chain's own variances (Stan's behaviour: a
-// chain stuck in its own mode or scale gets a metric that fits it).
+// chain. Warmup adapts one step size from the acceptance statistic of the
+// chains pooled, and the metric from the draws in Stan's windows (initial
+// buffer, doubling windows, terminal buffer): by default pooled over the
+// chains (one metric for every chain, steadier with many chains); with
+// per_chain_metric, each chain's own.
 //
 // The pooled metric (and ChEES's criterion) comes from the chains that steer
 // warmup (steering_chains()): those whose log density is not far below the
@@ -20,20 +27,20 @@
 // step size would shrink to suit that metric, and with all chains then
 // barely moving, the metric would never recover. Stan does not meet this:
 // each of its chains adapts alone. The step size still hears every chain
-// (pooled_accept()).
+// (StepSizeAdaptation::pooled()).
 //
 // The metric is stored [chains, dim] in either case (pooled: every row the
 // same), so the leapfrog, kinetic energy, momentum draws and U-turn checks
 // read chain c's row without branching on the mode, and the pooled
 // arithmetic is exactly what it was with one shared [dim] vector.
 //
-// The leapfrog samplers' vector work (momenta, trajectories, Metropolis
-// moves, the step size search, warmup's window sums) runs on the target's
-// ChainVectors (chain_vectors.hpp): on a GPU executor, in device memory, with
-// only per-chain numbers crossing to the host at each step. The host keeps the
+// The samplers' vector work (momenta, trajectories, Metropolis moves, the
+// step size search, warmup's window sums) runs on the target's ChainVectors
+// (chain_vectors.hpp): on a GPU executor, in device memory, with only
+// per-chain numbers crossing to the host at each step. The host keeps the
 // per-chain decisions and a copy of each iteration's draw (state()).
-#ifndef LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
-#define LOCKSTEP_SAMPLER_LEAPFROG_SAMPLER_HPP
+#ifndef LOCKSTEP_SAMPLER_SAMPLER_HPP
+#define LOCKSTEP_SAMPLER_SAMPLER_HPP
 
 #include <algorithm>
 #include <cstdint>
@@ -46,8 +53,8 @@
 #include "chain_groups.hpp"
 #include "chain_vectors.hpp"
 #include "dense_metric.hpp"
-#include "dual_averaging.hpp"
-#include "warmup_schedule.hpp"
+#include "metric_adaptation.hpp"
+#include "step_size_adaptation.hpp"
 
 namespace lockstep {
 
@@ -83,7 +90,7 @@ template <class To> void copy_stats(const IterationStats& from, To& to, long at)
   std::copy(from.divergent.begin(), from.divergent.end(), to.divergent.begin() + at);
 }
 
-class LeapfrogSampler {
+class Sampler {
  public:
   // init: [chains, dim]; every chain must have a finite log density there.
   // `name` prefixes error messages.
@@ -91,10 +98,10 @@ class LeapfrogSampler {
   // chain, as diag_sd() returns it, to restart from a tuned sampler).
   // per_chain_metric: warmup adapts each chain's diag_sd from its own draws
   // rather than one from all chains' draws pooled.
-  LeapfrogSampler(Target& target, double epsilon, const std::vector<double>& diag_sd,
-                  double target_accept, const std::vector<double>& init, uint32_t key0,
-                  uint32_t key1, const std::string& name, bool per_chain_metric = false);
-  virtual ~LeapfrogSampler() = default;
+  Sampler(Target& target, double epsilon, const std::vector<double>& diag_sd,
+          double target_accept, const std::vector<double>& init, uint32_t key0, uint32_t key1,
+          const std::string& name, bool per_chain_metric = false);
+  virtual ~Sampler() = default;
 
   // Prepares adaptation over the next `n` warmup iterations.
   void begin_warmup(long n);
@@ -146,7 +153,7 @@ class LeapfrogSampler {
   double epsilon() const { return epsilon_; }
   // [chains, dim], chain-major; with a pooled metric every row is the same.
   const std::vector<double>& diag_sd() const { return sd_; }
-  bool per_chain_metric() const { return per_chain_metric_; }
+  bool per_chain_metric() const { return metric_adaptation_.per_chain(); }
   // Counts the changes of diag_sd (each end of a metric window), so that a
   // copy of it elsewhere (a GPU's) knows when it is stale.
   long metric_version() const { return metric_version_; }
@@ -179,9 +186,9 @@ class LeapfrogSampler {
   // A sampler of this kind and settings over `target` (a group's), from
   // `init` with metric `sd` ([chains, dim] of the group's chains) and this
   // sampler's step size; nullptr for a sampler that cannot step in groups.
-  virtual std::unique_ptr<LeapfrogSampler> make_group_sampler(
-      Target& /*target*/, const std::vector<double>& /*init*/,
-      const std::vector<double>& /*sd*/) const {
+  virtual std::unique_ptr<Sampler> make_group_sampler(Target& /*target*/,
+                                                      const std::vector<double>& /*init*/,
+                                                      const std::vector<double>& /*sd*/) const {
     return nullptr;
   }
 
@@ -196,11 +203,12 @@ class LeapfrogSampler {
   // Chain c's row of diag_sd, [dim].
   const double* chain_sd(long c) const { return sd_.data() + c * D_; }
 
-  // The leapfrog samplers (HMC, ChEES, NUTS) keep their vectors in the
-  // target's ChainVectors (sampler/chain_vectors.hpp; with a GPU executor, in
-  // its memory), made on first use: x_v_, g_v_ and sd_v_ mirror x_, grad_ and
-  // sd_, m_v_ holds the inverse mass sd^2; xn_v_ and gn_v_ are the scratch
-  // point and p_v_ the momenta. rwmh and slice work on the host vectors alone.
+  // Samplers keep their vectors in the target's ChainVectors
+  // (sampler/chain_vectors.hpp; with a GPU executor, in its memory), made on
+  // first use: x_v_, g_v_ and sd_v_ mirror x_, grad_ and sd_, m_v_ holds the
+  // inverse mass sd^2. The Hamiltonian samplers add their own
+  // (hamiltonian_sampler.hpp); rwmh and slice step on the host vectors and
+  // use these for warmup's window sums.
   ChainVectors& vectors();
   // Brings the mirrors up to date (the state once, the metric after each
   // change) before a transition works on them.
@@ -218,32 +226,14 @@ class LeapfrogSampler {
   // states (their log densities' dlp/dx): sd_i = |g_i|^(-1/2), |g_i| the
   // chains' geometric mean, within [1e-3, 1] (see the definition).
   void metric_from_gradient();
-  // p ~ N(0, M), M = diag(1 / sd^2) of each chain, into p[chains, dim].
-  void draw_momentum(double* p);
-  // K(p) = p' M^-1 p / 2 per chain, of the chains in `on` (0 for the others).
-  std::vector<double> kinetic_energies(const double* p, const ChainMask& on);
-  // L leapfrog steps of size eps from (x_v_, g_v_) with momenta p (updated in
-  // place); the end point goes to xn_v_, lpn_, gn_v_. Returns the steps
-  // made: fewer than L when cut short (cut_short(), unless !may_cut), at
-  // least 1.
-  int trajectory(int L, double eps, double* p, bool may_cut = true);
   // Whether the current transition's trajectory ends now (set_cut_check()):
   // asks the check until it says so, then stays true until the next
   // iteration.
   bool cut_short() { return cut_ || (cut_check_ && (cut_ = cut_check_())); }
-  // The Metropolis step of a fixed-length trajectory for chain c, from energy
-  // h0 to h1 at the scratch point: a divergence (energy error above 1000 or
-  // not finite) is rejected and counted as bad; fills the chain's stats, sets
-  // lp_[c] and marks the chain in `take` when it moves, and returns its
-  // acceptance probability. take_proposals() then moves the marked chains'
-  // states and gradients.
-  double metropolis_step(long c, double h0, double h1, int L, ChainMask& take);
-  void take_proposals(const ChainMask& take);
   // The step size warmup starts from and restarts at after each metric
-  // window (leapfrog samplers: Hoffman & Gelman's heuristic; others may keep
-  // the current one).
-  virtual double find_reasonable_epsilon();
-  // Whether warmup tunes the step size by dual averaging on the mean
+  // window: the current one, or (Hamiltonian samplers) a search.
+  virtual double find_reasonable_epsilon() { return epsilon_; }
+  // Whether warmup tunes the step size by dual averaging on the pooled
   // acceptance statistic (a sampler that always moves, such as slice, does not).
   bool adapt_step_size_ = true;
   // The chains whose log density lp_ is within lagging_gap() of the chains'
@@ -257,18 +247,8 @@ class LeapfrogSampler {
   // chain inside the typical set is almost never left out, and one a few
   // hundred units of log density out in the tails always is.
   double lagging_gap() const;
-  // The acceptance statistic of all chains that dual averaging drives
-  // towards its target: their mean, or with harmonic_accept_ their harmonic
-  // mean. Every chain, lagging or not: a step size fitted to the steering
-  // chains alone can be far too large for a chain still out in the tails,
-  // whose every trajectory then diverges, and it never comes in.
-  double pooled_accept() const;
-  // Set by samplers whose one step size must suit every chain (NUTS,
-  // ChEES): the harmonic mean is pulled down by a chain that accepts
-  // little (Hoffman, Radul and Sountsov 2021, ChEES-HMC, section 4), where
-  // the mean lets chains that accept nearly everything hide it (measured on
-  // posteriordb: bench/RESULTS.md, "Why code is as it is").
-  bool harmonic_accept_ = false;
+  // Warmup's step size: its pooling and dual averaging.
+  StepSizeAdaptation step_size_adaptation_;
   // Called at the end of each metric window, after the new metric and the
   // step size it restarts from: for what a sampler adapts in the metric's
   // units (ChEES's trajectory length).
@@ -278,7 +258,7 @@ class LeapfrogSampler {
   // Whether it is one of warmup's initial buffer (before the first metric
   // window), where the chains find their way in from their initial values.
   bool in_initial_buffer() const {
-    return adapting_ && warmup_done_ < schedule_.first_window_start;
+    return adapting_ && metric_adaptation_.in_initial_buffer(warmup_done_);
   }
   // Warmup iterations made, and of how many.
   long warmup_done() const { return warmup_done_; }
@@ -291,7 +271,6 @@ class LeapfrogSampler {
   // scratch point: xn_ for rwmh and slice, lpn_ for every sampler
   std::vector<double> xn_, lpn_;
   double *x_v_ = nullptr, *g_v_ = nullptr, *sd_v_ = nullptr, *m_v_ = nullptr;
-  double *xn_v_ = nullptr, *gn_v_ = nullptr, *p_v_ = nullptr;
   // diag_sd, [chains, dim]: read it through chain_sd(c)
   std::vector<double> sd_;
   double epsilon_;
@@ -302,37 +281,26 @@ class LeapfrogSampler {
 
  private:
   void adapt();
+  // Adds the chains' states of a warmup iteration to the metric's window
+  // and, at the window's end, makes the new metric.
+  void adapt_metric();
   std::unique_ptr<ChainVectors> v_;
   void to_groups();
   void from_groups();
   std::unique_ptr<ChainGroups> groups_;
-  std::vector<std::unique_ptr<LeapfrogSampler>> group_samplers_;
+  std::vector<std::unique_ptr<Sampler>> group_samplers_;
   std::vector<long> group_metric_;  // the metric_version() each group holds
   bool state_in_vectors_ = false;
   long metric_in_vectors_ = -1;  // the metric_version_ the mirrors hold
   bool (*cut_check_)() = nullptr;  // set_cut_check()
   bool cut_ = false;               // this iteration's trajectory was cut
-  DualAveraging dual_{0.8};
-  double restart_epsilon_ = 0;  // the step size dual averaging last restarted from
-  WarmupSchedule schedule_;
+  MetricAdaptation metric_adaptation_;
   long warmup_total_ = 0, warmup_done_ = 0;
-  size_t next_window_ = 0;
-  bool per_chain_metric_ = false;
   bool metric_from_gradient_ = false;  // start_metric_from_gradient()
   long metric_version_ = 0;
   std::vector<double> lag_at_warmup_end_;
-  // Welford sums of the current window, [chains, dim] in vectors(): pooled
-  // in row 0, per chain in each row; window_n_ counts draws per row (pooled:
-  // chains per iteration).
-  long window_n_ = 0;
-  double *window_mean_v_ = nullptr, *window_m2_v_ = nullptr;
-  // A dense metric: the target is it, and its window's sums are kept on the
-  // host ([1 or chains, dim] means, [1 or chains, dim, dim] co-moments, and
-  // for a metric chosen automatically the gradients' sums of squares and
-  // products, [1 or chains, dim, dim]).
+  // A dense metric: the target is it (use_dense_metric())
   DenseMetric* dense_ = nullptr;
-  std::vector<double> dense_mean_, dense_m2_, dense_g2_;
-  void dense_window_update(const ChainMask& from);
 };
 
 // Stream purposes within a chain's stream id (rng.hpp).

@@ -1,0 +1,78 @@
+// Warmup's metric in Stan's windows (sampler/metric_adaptation.hpp).
+#include "lockstep/sampler/metric_adaptation.hpp"
+
+#include <algorithm>
+
+namespace lockstep {
+
+void MetricAdaptation::begin(long warmup, ChainVectors& v) {
+  schedule_ = WarmupSchedule::make(warmup);
+  next_window_ = 0;
+  window_n_ = 0;
+  if (!window_mean_v_) window_mean_v_ = v.make(), window_m2_v_ = v.make();
+  const ChainMask all = ChainMask::all(C_);
+  v.fill(window_mean_v_, 0.0, all);
+  v.fill(window_m2_v_, 0.0, all);
+}
+
+void MetricAdaptation::use_dense() {
+  const long rows = per_chain_ ? C_ : 1;
+  dense_mean_.assign(rows * D_, 0.0);
+  dense_m2_.assign(rows * D_ * D_, 0.0);
+  dense_g2_.assign(rows * D_ * D_, 0.0);
+}
+
+void MetricAdaptation::add_diagonal(ChainVectors& v, const double* x_v, const ChainMask& from) {
+  v.window_update(window_mean_v_, window_m2_v_, x_v, static_cast<double>(window_n_), !per_chain_,
+                  from);
+  window_n_ += per_chain_ ? 1 : from.count();
+}
+
+// Welford's update of the window's means and co-moments by the chains'
+// states, with window_n_ draws already in the window (per row).
+void MetricAdaptation::add_dense(const double* x, const double* grad, const ChainMask& from) {
+  const long D = D_;
+  std::vector<double> delta(D);
+  double pooled_n = static_cast<double>(window_n_);
+  for (long c = 0; c < C_; ++c) {
+    if (!per_chain_ && !from[c]) continue;
+    const long row = per_chain_ ? c : 0;
+    double* mean = dense_mean_.data() + row * D;
+    double* m2 = dense_m2_.data() + row * D * D;
+    const double n = per_chain_ ? window_n_ + 1.0 : (pooled_n += 1);
+    const double* y = x + c * D;
+    for (long i = 0; i < D; ++i) {
+      delta[i] = y[i] - mean[i];
+      mean[i] += delta[i] / n;
+    }
+    for (long i = 0; i < D; ++i)
+      for (long j = 0; j < D; ++j) m2[i * D + j] += delta[i] * (y[j] - mean[j]);
+    if (grad) {
+      const double* g = grad + c * D;
+      double* g2 = dense_g2_.data() + row * D * D;
+      for (long i = 0; i < D; ++i)
+        for (long j = 0; j < D; ++j) g2[i * D + j] += g[i] * g[j];
+    }
+  }
+  window_n_ += per_chain_ ? 1 : from.count();
+}
+
+void MetricAdaptation::end_diagonal(ChainVectors& v, double* sd_v, double* m_v) {
+  v.metric_from_window(sd_v, m_v, window_m2_v_, static_cast<double>(window_n_), !per_chain_);
+  const ChainMask all = ChainMask::all(C_);
+  v.fill(window_mean_v_, 0.0, all);
+  v.fill(window_m2_v_, 0.0, all);
+  ++next_window_;
+  window_n_ = 0;
+}
+
+void MetricAdaptation::end_dense(DenseMetric& dense, double* x) {
+  dense.adapt(dense_m2_.data(), static_cast<double>(window_n_), !per_chain_, dense_g2_.data(), x);
+  std::fill(dense_mean_.begin(), dense_mean_.end(), 0.0);
+  std::fill(dense_m2_.begin(), dense_m2_.end(), 0.0);
+  std::fill(dense_g2_.begin(), dense_g2_.end(), 0.0);
+  ++next_window_;
+  window_n_ = 0;
+}
+
+}  // namespace lockstep
