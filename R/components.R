@@ -98,14 +98,10 @@ component_log_density <- function(y, p, component) {
                 family = component$family, truncation = component$truncation)
 }
 
-# In R (log_lik(), draws): one draw's parameters of a component, each a vector
-# of `n` values (a scalar repeated), and its log densities and draws.
+# In R (draws): one draw's parameters of a component, each a vector of `n`
+# values (a scalar repeated), and its draws.
 component_values <- function(p, component, n) {
   lapply(p[component$names], function(v) rep_len(as.numeric(v), n))
-}
-component_log_density_r <- function(y, p, component) {
-  log_density_family(component$family, y, component_values(p, component, length(y)),
-                     component$truncation[1], component$truncation[2])
 }
 component_draws_r <- function(p, component, n) {
   draw_family(component$family, n, component_values(p, component, n),

@@ -128,11 +128,6 @@ as_data_mutable <- function(x) {
   }
   node$value <- new$value
   model$ir$nodes[[ir + 1L]]$values <- new$value
-  for (k in seq_along(model$likelihood_order)) {  # a multivariate likelihood's data, for log_lik()
-    if (identical(model$likelihood_order[[k]]$target, node$id)) {
-      model$likelihood_order[[k]]$y <- matrix(new$value, nrow = node$dim[1])
-    }
-  }
   # a new engine, so that copies of the model made before (in draws) keep theirs
   model$engine <- new.env(parent = emptyenv())
   model$engine$pointer <- ls_engine_new(model$ir)

@@ -2,8 +2,8 @@
 # one per column of an n x K greta array. Its log density, per row, is the sum
 # of the components' log densities of that row's elements (the engine's logpdf
 # op on each column, the component's own family and truncation), added to the
-# model as a multivariate distribution's is (R/multivariate.R); its draws and
-# log_lik() columns are computed in R (joint_family).
+# model as a multivariate distribution's is (R/multivariate.R), whose per-row
+# values log_lik() traces; its draws are made in R (joint_family).
 
 #' Joint distributions of independent components
 #'
@@ -93,13 +93,6 @@ joint_log_density <- function(y, p, spec) {
 }
 
 joint_family <- list(
-  d = function(y, p) {
-    spec <- attr(p, "spec")
-    lp <- vapply(seq_along(spec), function(k) {
-      component_log_density_r(y[, k], p, spec[[k]])
-    }, numeric(nrow(y)))
-    rowSums(matrix(lp, nrow = nrow(y)))
-  },
   r = function(p, n, k) {
     spec <- attr(p, "spec")
     matrix(vapply(spec, component_draws_r, numeric(n), p = p, n = n), n, k)

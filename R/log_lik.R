@@ -1,9 +1,11 @@
 # log_lik(): the log likelihood of each observation at each posterior draw,
-# for loo and other predictive checks. The engine computes each likelihood's
-# parameters at every draw (the model's own program, the draws on its chain
-# dimension, a batch at a time); R's d* functions (R/families.R) give each
-# observation's log density from them. The engine itself only ever sums a
-# likelihood over its observations.
+# for loo and other predictive checks, computed by the engine from the
+# model's own program (the draws on its chain dimension, a batch at a time):
+# a univariate likelihood's log density per element is the logpdf op of its
+# family and truncation (the same math as the term the sampler sums), added
+# to the program for log_lik() alone; a multivariate one's, or a mixture's or
+# a joint distribution's, is the per-realisation log density that model()
+# built from ops for its term (R/multivariate.R), traced.
 
 #' Pointwise log likelihood of posterior draws
 #'
@@ -20,16 +22,14 @@
 #' log likelihood at that draw: its log density without the priors. A
 #' truncated distribution's density is renormalised to its truncation.
 #'
-#' The log densities are computed in R (with `dnorm()`, `dgamma()`, ...) from
-#' the distributions' parameters, which the engine computes at every draw.
-#' Every family of [distributions] is supported: `normal`, `cauchy`,
+#' The log densities are computed by the engine, with the same code as the
+#' model's log density. Every family of [distributions] is supported: `normal`, `cauchy`,
 #' `student`, `exponential`, `uniform`, `lognormal`, `gamma`,
 #' `inverse_gamma`, `weibull`, `pareto`, `laplace`, `beta`, `chi_squared`,
 #' `logistic`, `f`, `poisson`, `bernoulli`, `binomial` (each also in its
 #' link-scale form, e.g. `bernoulli(ilogit(eta))`, `binomial(n,
 #' iprobit(eta))`, `poisson(exp(eta))`, computed on that scale), `negative_binomial`,
-#' `beta_binomial` and `hypergeometric`; a family added to the engine without
-#' an R counterpart gives an error naming it.
+#' `beta_binomial` and `hypergeometric`.
 #'
 #' Data with a multivariate distribution ([multivariate_distributions]:
 #' `multivariate_normal`, `dirichlet`, `categorical`, `multinomial`,
@@ -91,63 +91,38 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
     stop("the model has no likelihood: no data were given a distribution with ",
          "distribution(y) <- ...", call. = FALSE)
   }
-  nodes <- model$ir$nodes
-  terms <- lapply(order, function(t) {
+  # each term's log densities per observation: a node of the program (or of
+  # the program with a logpdf node added for it)
+  ir <- model$ir
+  traced <- integer(length(order))
+  for (k in seq_along(order)) {
+    t <- order[[k]]
     if (!is.null(t$family)) {
-      f <- mv_family(t$family, "log_lik()")
-      # a distribution over matrices: the whole matrix is one realisation; a
-      # mixture: each element is one
-      n <- if (isTRUE(f$matrix)) 1L else if (isTRUE(f$elementwise)) length(t$y) else nrow(t$y)
-      return(c(t, list(multivariate = TRUE, n = n)))
+      if (is.null(t$lp)) {
+        stop("this greta_model was made by an older lockstep; make it again with model()",
+             call. = FALSE)
+      }
+      traced[k] <- t$lp
+    } else {
+      node <- ir$nodes[[t$ir + 1L]]
+      target <- ir$nodes[[node$inputs[1] + 1L]]
+      ir$nodes[[length(ir$nodes) + 1L]] <- list(
+        op = "logpdf", dim = target$dim, inputs = node$inputs, family = node$family,
+        trunc_lower = node$trunc_lower, trunc_upper = node$trunc_upper
+      )
+      traced[k] <- length(ir$nodes) - 1L
     }
-    node <- nodes[[t$ir + 1L]]
-    r_family(node$family, "log_lik()")
-    target <- nodes[[node$inputs[1] + 1L]]
-    list(family = node$family, lower = node$trunc_lower, upper = node$trunc_upper,
-         y = target$values, params = node$inputs[-1], multivariate = FALSE,
-         n = length(target$values))
-  })
-  params <- unique(unlist(lapply(terms, `[[`, "params")))
+  }
+  engine <- if (identical(ir, model$ir)) model_engine(model) else ls_engine_new(ir)
   raw <- info$raw_draws
   chains <- length(raw)
   iterations <- nrow(raw[[1]])
   free <- do.call(rbind, lapply(raw, as.matrix))
-  n_obs <- vapply(terms, `[[`, integer(1), "n")
-  out <- matrix(0, nrow(free), sum(n_obs))
-  engine <- model_engine(model)
-  width <- vapply(params, function(id) as.integer(prod(nodes[[id + 1L]]$dim)), integer(1))
-  first <- cumsum(c(0L, width))
-  cols_of <- function(id) {
-    j <- match(id, params)
-    first[j] + seq_len(width[j])
-  }
+  width <- sum(vapply(traced, function(id) as.numeric(prod(ir$nodes[[id + 1L]]$dim)), numeric(1)))
+  out <- matrix(0, nrow(free), width)
   for (start in seq(1, nrow(free), by = batch)) {
     idx <- start:min(nrow(free), start + batch - 1)
-    values <- ls_engine_values(engine, free[idx, , drop = FALSE], params, options)
-    if (is.null(dim(values))) values <- matrix(values, nrow = length(idx))
-    col <- 0
-    for (term in terms) {
-      n <- term$n
-      if (term$multivariate) {
-        # one column per realisation (row of the data, or the whole matrix of
-        # a distribution over matrices), computed draw by draw
-        d <- mv_families[[term$family]]$d
-        cols <- lapply(term$params, cols_of)
-        for (i in seq_along(idx)) {
-          p <- mv_params(values[i, ], cols, term$param_dims, term$param_names, term$spec)
-          out[idx[i], col + seq_len(n)] <- d(term$y, p)
-        }
-      } else {
-        p <- lapply(term$params, function(id) {
-          v <- values[, cols_of(id), drop = FALSE]
-          if (ncol(v) == 1L && n > 1L) rep(v, n) else as.vector(v)
-        })
-        ll <- log_density_family(term$family, rep(term$y, each = length(idx)), p, term$lower,
-                                 term$upper)
-        out[idx, col + seq_len(n)] <- ll
-      }
-      col <- col + n
-    }
+    out[idx, ] <- ls_engine_values(engine, free[idx, , drop = FALSE], traced, options)
   }
   if (merge_chains) return(out)
   array(out, dim = c(iterations, chains, ncol(out)))

@@ -4,8 +4,8 @@
 # family and truncation) plus its log weight, combined by a log-sum-exp that
 # stays finite where every component's density underflows. It reaches the
 # engine as a multivariate distribution does (R/multivariate.R: a term of
-# family target, built by model()); its draws and log_lik() columns are
-# computed in R (mixture_family).
+# family target, built by model()), whose per-element values log_lik()
+# traces; its draws are made in R (mixture_family).
 
 #' Mixtures of probability distributions
 #'
@@ -171,8 +171,8 @@ log_add_exp <- function(a, b) {
   elementwise_binary("log_add_exp", a, b, "log_add_exp")
 }
 
-# In R: the log density of each element and draws (R/multivariate_families.R
-# calls these with one draw's parameters `p`, the components in attr(p, "spec")).
+# In R: draws (R/multivariate_families.R calls these with one draw's
+# parameters `p`, the components in attr(p, "spec")).
 mixture_log_weights_r <- function(p, K, n) {
   w <- matrix(p$weights, nrow = K)
   w <- w[, rep_len(seq_len(ncol(w)), n), drop = FALSE]
@@ -180,18 +180,6 @@ mixture_log_weights_r <- function(p, K, n) {
 }
 
 mixture_family <- list(
-  elementwise = TRUE,
-  d = function(y, p) {
-    spec <- attr(p, "spec")
-    y <- as.vector(y)
-    lw <- mixture_log_weights_r(p, length(spec), length(y))
-    lp <- vapply(seq_along(spec), function(k) {
-      component_log_density_r(y, p, spec[[k]]) + lw[k, ]
-    }, numeric(length(y)))
-    lp <- matrix(lp, nrow = length(y))
-    top <- apply(lp, 1, max)
-    top + log(rowSums(exp(lp - top)))
-  },
   r = function(p, n, k) {
     spec <- attr(p, "spec")
     size <- n * k

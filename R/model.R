@@ -118,8 +118,7 @@ likelihood_terms <- function(nodes, ids) {
 
 # log_lik()'s terms in the order of their `distribution(y) <-` statements:
 # each a list with `ir` (the IR id of a univariate term) or, for a
-# multivariate distribution of data, its family, data (an n x k matrix) and
-# parameters (IR ids, names, dimensions).
+# multivariate distribution of data, its family and `lp`.
 likelihood_order <- function(nodes, multivariate, ids) {
   declared_of <- function(n) if (is.null(n$declared)) NA_real_ else as.numeric(n$declared)
   uni <- Filter(function(n) n$type == "distribution" && n$target$type == "data", nodes)
@@ -127,11 +126,10 @@ likelihood_order <- function(nodes, multivariate, ids) {
   terms <- c(
     lapply(uni, function(n) list(ir = ids[[as.character(n$id)]], declared = declared_of(n))),
     lapply(mv, function(n) {
-      list(family = n$family, declared = declared_of(n), target = n$target$id,
-           y = matrix(as.numeric(n$target$value), nrow = n$target$dim[1]),
-           params = vapply(n$parents, function(q) ids[[as.character(q$id)]], integer(1)),
-           param_names = n$param_names, spec = n$spec,
-           param_dims = lapply(n$parents, function(q) q$dim))
+      # lp: the IR id of its log density per realisation (the expression its
+      # term sums, R/multivariate.R), which log_lik() traces
+      list(family = n$family, declared = declared_of(n),
+           lp = ids[[as.character(n$term$target$id)]])
     }))
   if (length(terms) == 0) return(list())
   declared <- vapply(terms, `[[`, numeric(1), "declared")

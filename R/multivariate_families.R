@@ -1,12 +1,10 @@
 # The multivariate distributions in R terms (R/multivariate.R), for what the
-# engine does not do: the log density of each realisation (row) for log_lik(),
-# and random draws for calculate(nsim =) and simulate(). `p` is one draw's
-# parameters, a named list of matrices as the distribution's parameters are
-# (vector ones 1 x k or n x k, Sigma k x k, size 1 x 1 or n x 1); `y` an n x k
-# matrix. Each d() gives n log densities, each r() an n x k matrix. The
-# distributions over matrices (R/wishart_lkj.R, `matrix = TRUE`) take a
-# whole k x k matrix as one realisation: d() gives its one log density, r()
-# one k x k matrix.
+# engine does not do: random draws for calculate(nsim =) and simulate()
+# (their log densities are the model's own terms, which log_lik() traces).
+# `p` is one draw's parameters, a named list of matrices as the
+# distribution's parameters are (vector ones 1 x k or n x k, Sigma k x k,
+# size 1 x 1 or n x 1). Each r() gives an n x k matrix; the distributions
+# over matrices (R/wishart_lkj.R) one k x k matrix.
 
 # A 1 x k (or n x k) parameter as n rows; size as n numbers
 mv_rows <- function(x, n) {
@@ -15,34 +13,20 @@ mv_rows <- function(x, n) {
 mv_size <- function(x, n) rep_len(as.numeric(x), n)
 
 mv_families <- list(
-  # mixture() and joint() (R/mixture.R, R/joint.R): one log density per element
-  # (`elementwise`) or per row, their components in attr(p, "spec")
+  # mixture() and joint() (R/mixture.R, R/joint.R): their components in
+  # attr(p, "spec")
   mixture = mixture_family,
   joint = joint_family,
   multivariate_normal = list(
-    d = function(y, p) {
-      U <- chol(p$Sigma)
-      z <- backsolve(U, t(y - mv_rows(p$mean, nrow(y))), transpose = TRUE)
-      -0.5 * colSums(z * z) - sum(log(diag(U))) - 0.5 * ncol(y) * log(2 * pi)
-    },
     r = function(p, n, k) {
       U <- chol(p$Sigma)
       mv_rows(p$mean, n) + matrix(stats::rnorm(n * k), n, k) %*% U
     }
   ),
   dirichlet = list(
-    d = function(y, p) {
-      a <- mv_rows(p$alpha, nrow(y))
-      lgamma(rowSums(a)) - rowSums(lgamma(a)) + rowSums((a - 1) * log(y))
-    },
     r = function(p, n, k) mv_rdirichlet(mv_rows(p$alpha, n))
   ),
   categorical = list(
-    d = function(y, p) {
-      prob <- mv_rows(p$prob, nrow(y))
-      log(prob[cbind(seq_len(nrow(y)), max.col(y, ties.method = "first"))]) -
-        log(rowSums(prob))
-    },
     r = function(p, n, k) {
       prob <- mv_rows(p$prob, n)
       out <- matrix(0, n, k)
@@ -51,51 +35,19 @@ mv_families <- list(
     }
   ),
   multinomial = list(
-    d = function(y, p) {
-      prob <- mv_rows(p$prob, nrow(y))
-      vapply(seq_len(nrow(y)), function(i) {
-        stats::dmultinom(y[i, ], prob = prob[i, ], log = TRUE)
-      }, numeric(1))
-    },
     r = function(p, n, k) {
       mv_rmultinom(mv_size(p$size, n), mv_rows(p$prob, n))
     }
   ),
   dirichlet_multinomial = list(
-    d = function(y, p) {
-      a <- mv_rows(p$alpha, nrow(y))
-      size <- mv_size(p$size, nrow(y))
-      total <- rowSums(a)
-      lgamma(total) + lgamma(size + 1) - lgamma(size + total) +
-        rowSums(lgamma(y + a) - lgamma(a) - lgamma(y + 1))
-    },
     r = function(p, n, k) {
       mv_rmultinom(mv_size(p$size, n), mv_rdirichlet(mv_rows(p$alpha, n)))
     }
   ),
-  # log det(Omega) = 2 sum log diag(chol(Omega)); the normaliser is the model's
   lkj_correlation = list(
-    matrix = TRUE,
-    d = function(y, p) {
-      eta <- as.numeric(p$eta)
-      (eta - 1) * 2 * sum(log(diag(chol(y)))) - lkj_log_normaliser(eta, nrow(y), wrap = base::identity)
-    },
     r = function(p, n, k) mv_rlkj(as.numeric(p$eta), k)
   ),
-  # the model's formula (wishart_log_density()): with W = t(U) U and Sigma =
-  # t(S) S, tr(Sigma^-1 W) = |S^-T t(U)|^2
   wishart = list(
-    matrix = TRUE,
-    d = function(y, p) {
-      K <- nrow(y)
-      df <- as.numeric(p$df)
-      U <- chol(y)
-      S <- chol(p$Sigma)
-      z <- backsolve(S, t(U), transpose = TRUE)
-      log_mv_gamma <- K * (K - 1) / 4 * log(pi) + sum(lgamma(df / 2 + (1 - seq_len(K)) / 2))
-      (df - K - 1) * sum(log(diag(U))) - 0.5 * sum(z * z) - df * K / 2 * log(2) -
-        df * sum(log(diag(S))) - log_mv_gamma
-    },
     r = function(p, n, k) mv_rwishart(as.numeric(p$df), p$Sigma)
   )
 )

@@ -158,11 +158,9 @@ lkj_log_density <- function(y, p) {
   lp - lkj_log_normaliser(eta, K)
 }
 
-# `wrap` = as_data for a greta array `eta` (the model), identity for a number
-# (log_lik(), R/multivariate_families.R)
-lkj_log_normaliser <- function(eta, K, wrap = as_data) {
+lkj_log_normaliser <- function(eta, K) {
   k <- seq_len(K - 1L)
-  m <- wrap(matrix(K - k, ncol = 1))              # K - k
+  m <- as_data(matrix(K - k, ncol = 1))           # K - k
   a <- eta + (m - 1) * 0.5                         # eta + (K - k - 1) / 2
   sum((2 * eta - 2 + m) * m * log(2) + m * (2 * lgamma(a) - lgamma(2 * a)))
 }

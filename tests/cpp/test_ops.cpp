@@ -19,140 +19,12 @@
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/math/unary.hpp"
-#include "op_domains.hpp"
+#include "elementwise_ops.hpp"
 
 using namespace lstest;
 using lockstep::OpFamily;
 
 namespace {
-
-// Reference math of the unary ops (their domains: op_domains.hpp), the
-// relative tolerance of the gradient check, and that of the values (relative,
-// plus an absolute part for functions with a root inside their domain, or
-// computed differently from their reference).
-struct UnaryRef {
-  double (*value)(double);
-  double grad_tol;
-  double value_tol = 1e-14;
-  double value_abs = 1e-300;
-};
-
-// References for the polygamma functions, independent of math/special.hpp: in
-// long double, the recurrence up to x >= 30 and more terms of the asymptotic
-// series.
-double ref_digamma(double x0) {
-  long double x = x0, r = 0;
-  while (x < 30) r -= 1 / x++;
-  const long double f = 1 / (x * x);
-  return static_cast<double>(
-      r + std::log(x) - 0.5L / x -
-      f * (1.0L / 12 - f * (1.0L / 120 - f * (1.0L / 252 - f * (1.0L / 240 - f * (1.0L / 132))))));
-}
-double ref_trigamma(double x0) {
-  long double x = x0, r = 0;
-  while (x < 30) {
-    r += 1 / (x * x);
-    x += 1;
-  }
-  const long double f = 1 / (x * x);
-  return static_cast<double>(r + 1 / x + f / 2 +
-                             f / x * (1.0L / 6 - f * (1.0L / 30 - f * (1.0L / 42 - f / 30))));
-}
-
-const std::map<std::string, UnaryRef>& unary_refs() {
-  static const std::map<std::string, UnaryRef> m = {
-      {"neg", {[](double x) { return -x; }, 1e-8}},
-      {"exp", {[](double x) { return std::exp(x); }, 1e-8}},
-      {"log", {[](double x) { return std::log(x); }, 1e-7}},
-      {"log1p", {[](double x) { return std::log1p(x); }, 1e-7}},
-      {"sqrt", {[](double x) { return std::pow(x, 0.5); }, 1e-7}},
-      {"ilogit", {[](double x) { return 1 / (1 + std::exp(-x)); }, 1e-7}},
-      // steps: gradient 0 away from the steps
-      {"abs", {[](double x) { return std::fabs(x); }, 1e-8}},
-      {"sign", {[](double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0; }, 1e-8}},
-      {"ceiling", {[](double x) { return std::ceil(x); }, 1e-8}},
-      {"floor", {[](double x) { return std::floor(x); }, 1e-8}},
-      {"round", {[](double x) { return std::nearbyint(x); }, 1e-8}},
-      {"trunc", {[](double x) { return std::trunc(x); }, 1e-8}},
-      {"expm1", {[](double x) { return std::expm1(x); }, 1e-8}},
-      {"log10", {[](double x) { return std::log(x) / std::log(10.0); }, 1e-7, 1e-15, 1e-16}},
-      {"log2", {[](double x) { return std::log(x) / std::log(2.0); }, 1e-7, 1e-15, 1e-16}},
-      {"cos", {[](double x) { return std::cos(x); }, 1e-7}},
-      {"sin", {[](double x) { return std::sin(x); }, 1e-7}},
-      {"tan", {[](double x) { return std::tan(x); }, 1e-7}},
-      {"acos", {[](double x) { return std::acos(x); }, 1e-7}},
-      {"asin", {[](double x) { return std::asin(x); }, 1e-7}},
-      {"atan", {[](double x) { return std::atan(x); }, 1e-7}},
-      {"cosh", {[](double x) { return std::cosh(x); }, 1e-7}},
-      {"sinh", {[](double x) { return std::sinh(x); }, 1e-7}},
-      {"tanh", {[](double x) { return std::tanh(x); }, 1e-7}},
-      {"acosh", {[](double x) { return std::acosh(x); }, 1e-7}},
-      {"asinh", {[](double x) { return std::asinh(x); }, 1e-7}},
-      {"atanh", {[](double x) { return std::atanh(x); }, 1e-7}},
-      // reduced by the period before cos(pi x): within a few ulps of the plain form
-      {"cospi", {[](double x) { return std::cos(M_PI * x); }, 1e-7, 1e-13, 1e-15}},
-      {"sinpi", {[](double x) { return std::sin(M_PI * x); }, 1e-7, 1e-13, 1e-15}},
-      {"tanpi", {[](double x) { return std::tan(M_PI * x); }, 1e-7, 1e-13, 1e-15}},
-      {"lgamma", {[](double x) { return std::lgamma(x); }, 1e-7, 1e-14, 1e-15}},
-      // digamma has a root at 1.46...: an absolute part
-      {"digamma", {ref_digamma, 1e-7, 1e-13, 1e-13}},
-      {"trigamma", {ref_trigamma, 1e-7, 1e-13}},
-      {"iprobit", {[](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }, 1e-7}},
-      {"icloglog", {[](double x) { return 1 - std::exp(-std::exp(x)); }, 1e-7, 1e-13}},
-      {"icauchit", {[](double x) { return 0.5 + std::atan(x) / M_PI; }, 1e-7, 1e-13}},
-      {"log1pe", {[](double x) { return std::log1p(std::exp(x)); }, 1e-7, 1e-14}},
-  };
-  return m;
-}
-
-// Reference math of the binary ops (their domains: op_domains.hpp), the
-// gradient's relative tolerance and the values' tolerance (relative,
-// absolute).
-struct BinaryRef {
-  double (*value)(double, double);
-  double grad_tol;
-  double value_tol = 1e-15, value_abs = 1e-300;
-};
-
-// R's %% and %/% (arithmetic.c: myfmod, myfloor) in long double, as R computes
-// them, for finite operands.
-double ref_mod(double x1, double x2) {
-  if (x2 == 0) return std::nan("");
-  const double q = x1 / x2;
-  const long double tmp = static_cast<long double>(x1) - std::floor(q) * static_cast<long double>(x2);
-  return static_cast<double>(tmp - std::floor(tmp / x2) * x2);
-}
-double ref_idiv(double x1, double x2) {
-  const double q = x1 / x2;
-  if (x2 == 0 || !std::isfinite(q)) return q;
-  if (std::fabs(q) < 1) return q < 0 ? -1 : ((x1 < 0 && x2 > 0) || (x1 > 0 && x2 < 0)) ? -1 : 0;
-  const long double tmp = static_cast<long double>(x1) - std::floor(q) * static_cast<long double>(x2);
-  return static_cast<double>(std::floor(q) + std::floor(tmp / x2));
-}
-
-const std::map<std::string, BinaryRef>& binary_refs() {
-  static const std::map<std::string, BinaryRef> m = {
-      {"add", {[](double a, double b) { return a + b; }, 1e-8}},
-      {"sub", {[](double a, double b) { return a - b; }, 1e-8}},
-      {"mul", {[](double a, double b) { return a * b; }, 1e-8}},
-      {"div", {[](double a, double b) { return a / b; }, 1e-7}},
-      {"pow", {[](double a, double b) { return std::pow(a, b); }, 1e-7, 1e-15}},
-      {"mod", {ref_mod, 1e-7, 1e-15, 1e-15}},
-      {"idiv", {ref_idiv, 1e-7}},
-      {"atan2", {[](double a, double b) { return std::atan2(a, b); }, 1e-7}},
-      // (log(exp(a) + exp(b)) is exact enough in long double here)
-      {"log_add_exp",
-       {[](double a, double b) {
-          return static_cast<double>(std::log(std::exp(static_cast<long double>(a)) +
-                                              std::exp(static_cast<long double>(b))));
-        },
-        1e-7, 1e-15}},
-      {"greater", {[](double a, double b) { return a > b ? 1.0 : 0.0; }, 1e-7}},
-      {"greater_equal", {[](double a, double b) { return a >= b ? 1.0 : 0.0; }, 1e-7}},
-      {"equal", {[](double a, double b) { return a == b ? 1.0 : 0.0; }, 1e-7}},
-  };
-  return m;
-}
 
 // Ops with a TEST_CASE of their own: below, the shape ops in
 // test_ops_shapes.cpp (which also covers the binary ops' row and column
@@ -377,7 +249,7 @@ TEST_CASE("binary ops: values and gradients with broadcasting and mixed chain di
     if (o.family != OpFamily::binary) continue;
     REQUIRE(binary_refs().count(o.name));
     const BinaryRef& ref = binary_refs().at(o.name);
-    const BinaryDomain& domain = binary_domain(o.name);
+    const BinaryRef& domain = binary_domain(o.name);
     for (const BinaryCase& bc : binary_cases) {
       for (Backend backend : {Backend::cpu, Backend::emulated})
       for (long chains : {1L, 3L}) {

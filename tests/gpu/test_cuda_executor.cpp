@@ -33,8 +33,9 @@
 #include <string>
 #include <vector>
 
+#include "family_programs.hpp"
 #include "helpers.hpp"
-#include "op_domains.hpp"
+#include "elementwise_ops.hpp"
 #include "sampler_helpers.hpp"
 #include "lockstep/backends/cuda.hpp"
 #include "lockstep/backends/cuda_executor.hpp"
@@ -162,7 +163,7 @@ void device_path(Target& ex, const std::vector<double>& state, std::vector<doubl
 // ------------------------------------------------------------ programs
 
 // Where a coordinate of the free state is drawn from: a Domain of
-// op_domains.hpp (shared with the Catch2 tests of the core).
+// elementwise_ops.hpp (shared with the Catch2 tests of the core).
 double draw(std::mt19937& rng, const Domain& d) { return d.draw(rng, 1)[0]; }
 
 std::vector<double> draw_vector(std::mt19937& rng, long n, const Domain& d) {
@@ -247,7 +248,7 @@ std::vector<long> random_index(std::mt19937& rng, long n, long range) {
   return v;
 }
 
-// ---- unary ops (their domains: op_domains.hpp)
+// ---- unary ops (their domains: elementwise_ops.hpp)
 
 // One program per unary op: op(a 2 x 3 parameter), and op(data) (computed once,
 // on the host) times op(a scalar parameter).
@@ -272,7 +273,7 @@ std::vector<Case> unary_cases() {
   return out;
 }
 
-// ---- binary ops (their domains: op_domains.hpp)
+// ---- binary ops (their domains: elementwise_ops.hpp)
 
 // An operand: F the 3 x 4 output's shape, S a scalar, R a 1 x 4 row vector, C a
 // 3 x 1 column vector; a parameter or data.
@@ -303,7 +304,7 @@ std::vector<Case> binary_cases() {
   const long rows = 3, cols = 4;
   for (const OpInfo& o : all_ops()) {
     if (o.family != OpFamily::binary) continue;
-    const BinaryDomain* bd = &binary_domain(o.name);
+    const BinaryRef* bd = &binary_domain(o.name);
     Builder b(++seed);
     auto make = [&](const Operand& x, const Domain& d) {
       const long r = x.kind == 'F' || x.kind == 'C' ? rows : 1;
@@ -707,135 +708,18 @@ Case many_blocks_case() {
   return b.finish("every shape op on values spanning many blocks", tol);
 }
 
-// ---- every family: the programs of test_distributions.cpp
+// ---- every family: the programs of family_programs.hpp
 
 Case family_case(Family f, double lo, double hi) {
-  Program p;
-  const long n = 5;
-  long off = 0;
-  auto par = [&](long size, Transform t = Transform::none, double a = 0, double b = 0) {
-    const int id = p.add(param_node(size, off, t, a, b));
-    off += size;
-    return id;
-  };
+  FamilyProgram fp = family_program(f, lo, hi);
   const bool truncated = !(std::isinf(lo) && std::isinf(hi));
-  auto positive_data = [&] { return p.add(data_node({0.6, 1.2, 1.9, 0.7, 1.0})); };
-  std::vector<int> inputs;
-  switch (f) {
-    case Family::normal:
-      inputs = {par(n, lo == 0 ? Transform::lower : Transform::none), par(1),
-                par(n, Transform::lower)};
-      break;
-    case Family::cauchy:
-      inputs = {p.add(data_node({-1.5, 0.2, 0.9, 3, -0.4})), par(n), par(1, Transform::lower)};
-      break;
-    case Family::student:
-      inputs = {p.add(data_node({1.5, 1.2, 2.9, 2.0, 1.05})), par(1, Transform::lower),
-                p.add(data_node({1.7})), par(n, Transform::lower)};
-      break;
-    case Family::exponential:
-      inputs = {lo > 0 ? positive_data() : par(n, Transform::lower), par(1, Transform::lower)};
-      break;
-    case Family::bernoulli:
-      inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n, Transform::interval, 0, 1)};
-      break;
-    case Family::bernoulli_logit:
-      inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
-      break;
-    case Family::bernoulli_probit:
-      inputs = {p.add(data_node({0, 1, 1, 0, 1})), par(n)};
-      break;
-    case Family::binomial_logit:
-    case Family::binomial_probit:
-      inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})), par(n)};
-      break;
-    case Family::poisson_log:
-      inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(n)};
-      break;
-    case Family::uniform:
-      inputs = {p.add(data_node({0.1, 0.5, 0.9, 1.2, -0.3})), p.add(data_node({-0.5})),
-                par(1, Transform::lower, 1.5)};
-      break;
-    case Family::lognormal:
-      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1),
-                par(n, Transform::lower)};
-      break;
-    case Family::gamma:
-      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1, Transform::lower),
-                par(n, Transform::lower)};
-      break;
-    case Family::inverse_gamma:
-      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(n, Transform::lower),
-                par(1, Transform::lower)};
-      break;
-    case Family::weibull:
-      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1, Transform::lower),
-                par(n, Transform::lower)};
-      break;
-    case Family::pareto:
-      inputs = {p.add(data_node({1.6, 2.2, truncated ? 2.9 : 3.5, 1.9, truncated ? 2.5 : 5.0})),
-                par(1, Transform::lower), par(1, Transform::interval, 0, 1)};
-      break;
-    case Family::laplace:
-      inputs = {truncated ? p.add(data_node({-0.5, 0.3, 1.1, 1.9, 0})) : par(n), par(1),
-                par(n, Transform::lower)};
-      break;
-    case Family::beta:
-      inputs = {truncated ? p.add(data_node({0.2, 0.35, 0.5, 0.25, 0.4}))
-                          : par(n, Transform::interval, 0, 1),
-                par(1, Transform::lower), par(n, Transform::lower)};
-      break;
-    case Family::chi_squared:
-      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1, Transform::lower)};
-      break;
-    case Family::logistic:
-      inputs = {truncated ? p.add(data_node({-0.5, 0.3, 1.1, 1.9, 0})) : par(n), par(n),
-                par(1, Transform::lower)};
-      break;
-    case Family::f:
-      inputs = {truncated ? positive_data() : par(n, Transform::lower), par(1, Transform::lower),
-                par(n, Transform::lower)};
-      break;
-    case Family::poisson:
-      inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(n, Transform::lower)};
-      break;
-    case Family::binomial:
-      inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})),
-                par(n, Transform::interval, 0, 1)};
-      break;
-    case Family::negative_binomial:
-      inputs = {p.add(data_node({0, 3, 1, 7, 2})), par(1, Transform::lower),
-                par(n, Transform::interval, 0, 1)};
-      break;
-    case Family::beta_binomial:
-      inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({8, 5, 3, 9, 2})),
-                par(1, Transform::lower), par(n, Transform::lower)};
-      break;
-    case Family::hypergeometric:
-      // every parameter a count, hence data; a flat, unused variable to sample
-      inputs = {p.add(data_node({0, 3, 1, 7, 2})), p.add(data_node({4, 6, 2, 9, 3})),
-                p.add(data_node({5, 2, 6, 1, 4})), p.add(data_node({3, 5, 2, 8, 4}))};
-      par(1);
-      break;
-    case Family::log_jacobian:
-      // a constrained variable's log |Jacobian|: any expression of the parameters
-      inputs = {par(n)};
-      break;
-    case Family::target:
-      // a log density built from ordinary ops: any expression of the parameters
-      inputs = {par(n)};
-      break;
-  }
-  p.n_free = off;
-  add_term(p, density_node(f, inputs, lo, hi));
-  lockstep::plan(p);
   Case c;
   std::ostringstream label;
   label << "family " << lockstep::family_name(f);
   if (truncated) label << " truncated to (" << lo << ", " << hi << ")";
   c.label = label.str();
-  c.p = std::move(p);
-  c.domains.assign(off, Domain{-0.8, 0.8});
+  c.domains.assign(fp.p.n_free, Domain{-0.8, 0.8});
+  c.p = std::move(fp.p);
   // The partials of a truncation's CDF in these families' shape parameters are
   // central differences (step 1e-5 relative): the ulp-level differences
   // between the GPU's and the host's exp, log and lgamma are divided by the
@@ -851,37 +735,9 @@ Case family_case(Family f, double lo, double hi) {
   return c;
 }
 
-std::vector<Case> family_cases() {
-  struct Spec {
-    Family f;
-    double lo, hi;
-  };
-  // test_distributions.cpp's "every family in a program" cases
-  const Spec specs[] = {
-      {Family::normal, -inf, inf},        {Family::cauchy, -inf, inf},
-      {Family::student, -inf, inf},       {Family::exponential, -inf, inf},
-      {Family::bernoulli, -inf, inf},     {Family::bernoulli_logit, -inf, inf},
-      {Family::bernoulli_probit, -inf, inf}, {Family::binomial_logit, -inf, inf},
-      {Family::binomial_probit, -inf, inf}, {Family::poisson_log, -inf, inf},
-      {Family::normal, 0, inf},           {Family::cauchy, -2, 3.5},
-      {Family::student, 1, 3},            {Family::exponential, 0.5, 2},
-      {Family::uniform, -inf, inf},       {Family::lognormal, -inf, inf},
-      {Family::gamma, -inf, inf},         {Family::inverse_gamma, -inf, inf},
-      {Family::weibull, -inf, inf},       {Family::pareto, -inf, inf},
-      {Family::laplace, -inf, inf},       {Family::beta, -inf, inf},
-      {Family::chi_squared, -inf, inf},   {Family::logistic, -inf, inf},
-      {Family::f, -inf, inf},             {Family::poisson, -inf, inf},
-      {Family::binomial, -inf, inf},      {Family::negative_binomial, -inf, inf},
-      {Family::beta_binomial, -inf, inf}, {Family::hypergeometric, -inf, inf},
-      {Family::lognormal, 0.5, 3},        {Family::gamma, 0.5, 3},
-      {Family::inverse_gamma, 0.5, 3},    {Family::weibull, 0.5, 3},
-      {Family::pareto, 0.5, 3},           {Family::laplace, -1, 2},
-      {Family::beta, 0.1, 0.6},           {Family::chi_squared, 0.5, 3},
-      {Family::logistic, -1, 2},          {Family::f, 0.5, 3},
-      {Family::log_jacobian, -inf, inf},  {Family::target, -inf, inf},
-  };
+std::vector<Case> family_cases_gpu() {
   std::vector<Case> out;
-  for (const Spec& s : specs) out.push_back(family_case(s.f, s.lo, s.hi));
+  for (const FamilyCase& s : family_cases()) out.push_back(family_case(s.f, s.lo, s.hi));
   return out;
 }
 
@@ -1217,7 +1073,7 @@ TEST_CASE("cuda executor: the programs cover every op and family and transform",
   // when a node of it carries the chain dimension and is live (runs on the GPU).
   std::vector<Case> all;
   for (auto make : {unary_cases, binary_cases, shape_cases, index_cases,
-                    fold_cumulative_concat_linalg_cases, family_cases, transform_cases})
+                    fold_cumulative_concat_linalg_cases, family_cases_gpu, transform_cases})
     for (Case& c : make()) all.push_back(std::move(c));
   all.push_back(many_blocks_case());
   all.push_back(logistic_regression_case());
@@ -1311,7 +1167,7 @@ TEST_CASE("cuda executor: every shape op on values spanning many blocks", "[cuda
 
 TEST_CASE("cuda executor: every family in a program including truncated ones", "[cuda][distributions]") {
   require_gpu();
-  run_cases(family_cases(), 2007);
+  run_cases(family_cases_gpu(), 2007);
 }
 
 TEST_CASE("cuda executor: parameter transforms with and without the Jacobian",
@@ -1339,7 +1195,7 @@ TEST_CASE("cuda executor: the tile kernel equals the cpu executor on every progr
   // without a stage run op by op as before: the regressions below are held)
   run_cases(in_tile_kernel(binary_cases()), 2014);
   run_cases(in_tile_kernel(index_cases()), 2015);
-  run_cases(in_tile_kernel(family_cases()), 2016);
+  run_cases(in_tile_kernel(family_cases_gpu()), 2016);
   run_cases(in_tile_kernel({logistic_regression_case(), varying_slopes_case(), logpdf_case()}),
             2017);
 }

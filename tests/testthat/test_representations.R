@@ -178,20 +178,39 @@ test_that("the link-scale forms keep their distribution's checks and messages", 
   expect_error(binomial(3.5, ilogit(eta)), "`size` of binomial\\(\\) must be a non-negative whole")
 })
 
-test_that("log_lik() and simulation of the link-scale families match R", {
-  y <- c(0, 3, 5, 2)
+test_that("log_lik() of the link-scale families matches R, far in the tails too", {
+  set.seed(5104)
+  a <- normal(0, 0.1)
+  y1 <- c(0, 3, 5, 2)
   size <- c(4, 6, 5, 2)
-  eta <- c(-40, 0.4, 40, 1.1)
-  lp <- lockstep:::log_density_family("binomial_probit", y, list(size, eta))
-  expect_true(all(is.finite(lp)))
-  expect_equal(lp, lchoose(size, y) + y * pnorm(eta, log.p = TRUE) +
-                 (size - y) * pnorm(-eta, log.p = TRUE), tolerance = 1e-12)
-  expect_equal(lockstep:::log_density_family("binomial_logit", y, list(size, c(-1, 0.4, 2, 1.1))),
-               dbinom(y, size, plogis(c(-1, 0.4, 2, 1.1)), log = TRUE), tolerance = 1e-12)
-  expect_equal(lockstep:::log_density_family("bernoulli_probit", c(0, 1), list(c(40, -40))),
-               c(1, 1) * pnorm(-40, log.p = TRUE), tolerance = 1e-12)
-  expect_equal(lockstep:::log_density_family("poisson_log", c(3, 0), list(c(-800, 0.5))),
-               c(-2400 - lgamma(4), -exp(0.5)), tolerance = 1e-12)
+  eta1 <- c(-40, 0.4, 40, 1.1)
+  distribution(y1) <- binomial(size, iprobit(eta1 + a))
+  eta2 <- c(-1, 0.4, 2, 1.1)
+  y2 <- c(1, 3, 4, 0)
+  distribution(y2) <- binomial(size, ilogit(eta2 + a))
+  y3 <- c(0, 1)
+  eta3 <- c(40, -40)
+  distribution(y3) <- bernoulli(iprobit(eta3 + a))
+  y4 <- c(3, 0)
+  eta4 <- c(-800, 0.5)
+  distribution(y4) <- poisson(exp(eta4 + a))
+  draws <- sample_quietly(model(a), n_samples = 10, warmup = 10, chains = 2)
+  ll <- log_lik(draws)
+  expect_true(all(is.finite(ll)))
+  for (i in seq_len(nrow(ll))) {
+    s <- as.matrix(draws)[i, "a"]
+    expected <- c(
+      lchoose(size, y1) + y1 * pnorm(eta1 + s, log.p = TRUE) +
+        (size - y1) * pnorm(-(eta1 + s), log.p = TRUE),
+      dbinom(y2, size, plogis(eta2 + s), log = TRUE),
+      pnorm(ifelse(y3 == 1, 1, -1) * (eta3 + s), log.p = TRUE),
+      y4 * (eta4 + s) - exp(eta4 + s) - lgamma(y4 + 1)
+    )
+    expect_equal(unname(ll[i, ]), expected, tolerance = 1e-10)
+  }
+})
+
+test_that("simulation of the link-scale families matches R", {
   set.seed(5105)
   draws <- lockstep:::draw_family("poisson_log", 20000, list(rep(log(4), 20000)))
   expect_mc_mean(matrix(draws), 4, 2)

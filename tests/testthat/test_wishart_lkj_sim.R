@@ -105,18 +105,6 @@ test_that("log_lik() gives one column per matrix of lkj_correlation() and wishar
   expect_equal(dim(arr), c(20L, 2L, 5L))
 })
 
-test_that("the R LKJ and Wishart densities match the references", {
-  fam <- lockstep:::mv_families
-  for (eta in c(0.6, 1, 3)) {
-    expect_equal(fam$lkj_correlation$d(Sig / sqrt(outer(diag(Sig), diag(Sig))),
-                                       list(eta = matrix(eta))),
-                 ref_dlkj(cov2cor(Sig), eta), tolerance = 1e-10)
-  }
-  W <- stats::rWishart(1, 6, Sig)[, , 1]
-  expect_equal(fam$wishart$d(W, list(df = matrix(6), Sigma = Sig)),
-               ref_dwishart(W, 6, Sig), tolerance = 1e-10)
-})
-
 test_that("calculate(nsim =, values = draws) keeps posterior draws of a matrix prior", {
   set.seed(61)
   Omega <- lkj_correlation(2, dimension = 2)
