@@ -57,6 +57,10 @@ ls_mpi_finalize <- function() {
     invisible(.Call(`_lockstep_ls_mpi_finalize`))
 }
 
+ls_mpi_stats <- function(reset) {
+    .Call(`_lockstep_ls_mpi_stats`, reset)
+}
+
 ls_mpi_broadcast <- function(x) {
     .Call(`_lockstep_ls_mpi_broadcast`, x)
 }

@@ -23,7 +23,11 @@
 #' `mpi_size()` start MPI if needed and give this process's rank (0 to
 #' `mpi_size() - 1`) and the number of ranks. `mpi_rows(n)` gives this rank's
 #' share of the rows `1:n`, a contiguous block, so that the blocks of all
-#' ranks cover `1:n` once in order.
+#' ranks cover `1:n` once in order. `mpi_stats()` says what this process has
+#' exchanged with the others since MPI started (or since the last `reset`):
+#' the number of collective calls and the bytes of payload it contributed to
+#' them (an all-reduce of `n` doubles counts `8 n`), for checking what a
+#' gradient sends.
 #'
 #' Every rank must make the same calls, in the same order, to functions that
 #' run the model ([mcmc()], `model_log_density`): they are collective. A
@@ -31,8 +35,10 @@
 #' row-aligned with the rows of its terms) is refused with an error.
 #'
 #' @param n the number of rows to share out
+#' @param reset `TRUE` to start counting again after reading
 #' @return `mpi_available()`: `TRUE` or `FALSE`; `mpi_rank()`, `mpi_size()`:
-#'   an integer; `mpi_rows()`: an integer vector of row numbers
+#'   an integer; `mpi_rows()`: an integer vector of row numbers;
+#'   `mpi_stats()`: a list of `calls` and `bytes`
 #' @examples
 #' mpi_available()
 #' # An SPMD script, run with `mpirun -np 4 Rscript fit.R`:
@@ -65,6 +71,16 @@ mpi_rows <- function(n) {
   first <- floor(n * info$rank / info$size)
   last <- floor(n * (info$rank + 1) / info$size)
   if (last > first) seq.int(first + 1, last) else integer()
+}
+
+#' @rdname mpi
+#' @export
+mpi_stats <- function(reset = FALSE) {
+  if (!is.logical(reset) || length(reset) != 1L || is.na(reset)) {
+    stop("`reset` must be TRUE or FALSE", call. = FALSE)
+  }
+  mpi_start()
+  ls_mpi_stats(reset)
 }
 
 mpi_state <- new.env(parent = emptyenv())

@@ -188,6 +188,17 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
+// ls_mpi_stats
+List ls_mpi_stats(bool reset);
+RcppExport SEXP _lockstep_ls_mpi_stats(SEXP resetSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< bool >::type reset(resetSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_mpi_stats(reset));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_mpi_broadcast
 NumericVector ls_mpi_broadcast(NumericVector x);
 RcppExport SEXP _lockstep_ls_mpi_broadcast(SEXP xSEXP) {
@@ -226,6 +237,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_mpi_available", (DL_FUNC) &_lockstep_ls_mpi_available, 0},
     {"_lockstep_ls_mpi_init", (DL_FUNC) &_lockstep_ls_mpi_init, 0},
     {"_lockstep_ls_mpi_finalize", (DL_FUNC) &_lockstep_ls_mpi_finalize, 0},
+    {"_lockstep_ls_mpi_stats", (DL_FUNC) &_lockstep_ls_mpi_stats, 1},
     {"_lockstep_ls_mpi_broadcast", (DL_FUNC) &_lockstep_ls_mpi_broadcast, 1},
     {"_lockstep_ls_mpi_same", (DL_FUNC) &_lockstep_ls_mpi_same, 1},
     {NULL, NULL, 0}

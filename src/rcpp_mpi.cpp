@@ -92,6 +92,23 @@ void ls_mpi_finalize() {
 #endif
 }
 
+// What this process's communicator has exchanged since MPI started (or the
+// last reset): collective calls and bytes of payload
+// (lockstep::CommunicatorStats); reset, after reading, with `reset`.
+// [[Rcpp::export]]
+List ls_mpi_stats(bool reset) {
+#ifdef LOCKSTEP_HAS_MPI
+  lockstep::Communicator* comm = mpi_world();
+  const lockstep::CommunicatorStats s = comm->stats();
+  if (reset) comm->reset_stats();
+  return List::create(_["calls"] = static_cast<double>(s.calls),
+                      _["bytes"] = static_cast<double>(s.bytes));
+#else
+  (void)reset;
+  stop("this build of lockstep has no MPI: install OpenMPI (libopenmpi-dev) and reinstall");
+#endif
+}
+
 // Rank 0's values of x, on every rank (x must have the same length on all).
 // [[Rcpp::export]]
 NumericVector ls_mpi_broadcast(NumericVector x) {

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <memory>
 #include <random>
 
 #include "helpers.hpp"
@@ -15,6 +16,7 @@
 #include "lockstep/executor.hpp"
 #include "lockstep/planner.hpp"
 #include "lockstep/row_order.hpp"
+#include "lockstep/shards.hpp"
 
 using namespace lstest;
 using lockstep::ExecOptions;
@@ -276,6 +278,57 @@ TEST_CASE("in-process communicator: all-reduce leaves the sum on every rank", "[
   double* bufs[] = {a.data(), b.data(), c.data()};
   comm.all_reduce_sum(bufs, 2);
   for (auto* v : {&a, &b, &c}) CHECK(*v == std::vector<double>{111, 222});
+}
+
+TEST_CASE("communicators count their calls and the payload bytes of each", "[comm]") {
+  lockstep::InProcessCommunicator comm(3);
+  std::vector<double> a = {1, 2}, b = {10, 20}, c = {100, 200};
+  double* bufs[] = {a.data(), b.data(), c.data()};
+  comm.all_reduce_sum(bufs, 2);
+  CHECK(comm.stats().calls == 1);
+  CHECK(comm.stats().bytes == 16);
+  std::vector<float> f(15, 1.0f), g(15, 2.0f), h(15, 3.0f);
+  float* fbufs[] = {f.data(), g.data(), h.data()};
+  comm.all_reduce_sum(fbufs, 5);
+  char data[7] = {};
+  comm.broadcast_bytes(data, 7);
+  CHECK(comm.stats().calls == 3);
+  CHECK(comm.stats().bytes == 16 + 20 + 7);
+  comm.reset_stats();
+  CHECK(comm.stats().calls == 0);
+  CHECK(comm.stats().bytes == 0);
+
+  // A rank of a run across processes that sums an executor's partials
+  // (WorldSumTarget): each gradient of C chains and D free parameters sends
+  // C log densities and C x D adjoints; a log density alone, C values.
+  std::mt19937 rng(33);
+  Regression r = regression(20, 3, 4, rng);
+  lockstep::plan(r.p);
+  const long C = 3, D = r.p.n_free;
+  lockstep::InProcessCommunicator world(1);
+  lockstep::WorldSumTarget target(std::make_unique<Executor<double>>(r.p, C), &world);
+  const std::vector<double> state = random_state(rng, C, D);
+  std::vector<double> lp(C), grad(C * D);
+  target.log_density(state.data(), lp.data(), grad.data());
+  CHECK(world.stats().calls == 2);
+  CHECK(world.stats().bytes == 8 * (C + C * D));
+  target.log_density(state.data(), lp.data(), nullptr);
+  CHECK(world.stats().calls == 3);
+  CHECK(world.stats().bytes == 8 * (C + C * D) + 8 * C);
+
+  // An executor summing across processes itself (ExecOptions::world): every
+  // gradient sends the same
+  lockstep::InProcessCommunicator ranks(1);
+  ExecOptions o;
+  o.world = &ranks;
+  Executor<double> ex(r.p, C, o);
+  ex.log_density(state.data(), lp.data(), grad.data());
+  const lockstep::CommunicatorStats first = ranks.stats();
+  ex.log_density(state.data(), lp.data(), grad.data());
+  CHECK(first.calls > 0);
+  CHECK(first.bytes >= 8 * C);
+  CHECK(ranks.stats().calls == 2 * first.calls);
+  CHECK(ranks.stats().bytes == 2 * first.bytes);
 }
 
 TEST_CASE("single precision: log density and gradient within float tolerance of double",

@@ -66,6 +66,27 @@ check(rel(a$gradient, b$gradient) < tolerance, "split gradient equals the whole-
 mine <- mld(split, free, compute_options = cpu_only(threads = 1))
 check(rel(mine$log_density, b$log_density) > 1e-6, "without mpi a rank sees only its own rows")
 
+# mpi_stats(): each gradient exchanges the same payload, on every rank; the
+# log density alone (3 chains' values, no adjoints) exchanges less. (On GPUs
+# the sums may go through NCCL, which the count does not see.)
+if (!on_gpu) {
+  mpi_stats(reset = TRUE)
+  mld(split, free, compute_options = co)
+  one <- mpi_stats(reset = TRUE)
+  mld(split, free, compute_options = co)
+  two <- mpi_stats(reset = TRUE)
+  mld(split, free, gradient = FALSE, compute_options = co)
+  value_only <- mpi_stats()
+  same <- lockstep:::ls_mpi_same(c(one$calls, one$bytes))  # (collective: every rank calls)
+  check(one$calls > 0 && one$bytes >= 8 * 3 && identical(one, two) && same,
+        sprintf("mpi_stats(): %g calls and %g bytes per gradient of 3 chains, on every rank",
+                one$calls, one$bytes))
+  check(value_only$bytes < one$bytes && value_only$bytes >= 8 * 3,
+        sprintf("mpi_stats(): %g bytes for the log density alone", value_only$bytes))
+}
+check(inherits(try(mpi_stats(reset = NA), silent = TRUE), "try-error"),
+      "mpi_stats() refuses a reset that is not TRUE or FALSE")
+
 # a mixture's likelihood (per-element log densities, logpdf) splits by rows too
 build_mixture <- function(idx) {
   mu1 <- normal(-1, 2)

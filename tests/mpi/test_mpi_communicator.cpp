@@ -181,6 +181,26 @@ void test_communicator_basics() {
   expect(self.ranks() == 1 && v == std::vector<double>{1.5, -2, 3},
          "MPI_COMM_SELF: one rank, all_reduce_sum is the identity");
 
+  // stats(): calls and payload bytes, whatever the order and chunking
+  for (Order o : {Order::allreduce, Order::rank}) {
+    MpiCommunicator c(MPI_COMM_WORLD, o, 3);  // chunks of 3: a call is still one
+    std::vector<double> d(10, 1.0);
+    std::vector<float> f(4, 1.0f);
+    double* dp[] = {d.data()};
+    float* fp[] = {f.data()};
+    c.all_reduce_sum(dp, 10);
+    c.all_reduce_sum(fp, 4);
+    char bytes[5] = {1, 2, 3, 4, 5};
+    c.broadcast_bytes(bytes, 5);
+    const lockstep::CommunicatorStats s = c.stats();
+    expect(s.calls == 3 && s.bytes == 10 * 8 + 4 * 4 + 5,
+           std::string("stats() counts 3 calls and 101 bytes (") + order_name(o) + ")",
+           "(" + std::to_string(s.calls) + " calls, " + std::to_string(s.bytes) + " bytes)");
+    c.reset_stats();
+    expect(c.stats().calls == 0 && c.stats().bytes == 0,
+           std::string("reset_stats() starts again (") + order_name(o) + ")");
+  }
+
   bool threw = false;
   try {
     MpiCommunicator bad(MPI_COMM_WORLD, Order::allreduce, 0);

@@ -9,6 +9,16 @@
 
 namespace lockstep {
 
+// What a communicator has exchanged since it was made (or reset): collective
+// calls, and the bytes of payload this rank contributed to them (an
+// all-reduce of n values of T: n * sizeof(T), whatever the transport adds;
+// a broadcast: its bytes). For tests and benchmarks that assert how much
+// crosses shards per gradient.
+struct CommunicatorStats {
+  long calls = 0;
+  long bytes = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -16,14 +26,37 @@ class Communicator {
   // The first rank this process drives (an MPI process: its own rank).
   virtual int rank() const { return 0; }
   // buffers[r] is rank r's buffer of n values.
-  virtual void all_reduce_sum(double* const* buffers, long n) = 0;
-  virtual void all_reduce_sum(float* const* buffers, long n) = 0;
-  // Rank 0's `bytes` bytes at `data` into every rank's (collective). Ranks in
-  // one process share rank 0's buffer: nothing to do.
-  virtual void broadcast_bytes(void* data, long bytes) {
+  void all_reduce_sum(double* const* buffers, long n) {
+    record(n * static_cast<long>(sizeof(double)));
+    reduce_sum(buffers, n);
+  }
+  void all_reduce_sum(float* const* buffers, long n) {
+    record(n * static_cast<long>(sizeof(float)));
+    reduce_sum(buffers, n);
+  }
+  // Rank 0's `bytes` bytes at `data` into every rank's (collective).
+  void broadcast_bytes(void* data, long bytes) {
+    record(bytes);
+    broadcast(data, bytes);
+  }
+  const CommunicatorStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = CommunicatorStats(); }
+
+ protected:
+  virtual void reduce_sum(double* const* buffers, long n) = 0;
+  virtual void reduce_sum(float* const* buffers, long n) = 0;
+  // Ranks in one process share rank 0's buffer: nothing to do.
+  virtual void broadcast(void* data, long bytes) {
     (void)data;
     (void)bytes;
   }
+
+ private:
+  void record(long bytes) {
+    ++stats_.calls;
+    stats_.bytes += bytes;
+  }
+  CommunicatorStats stats_;
 };
 
 // Ranks are shards in this process: a plain sum, in rank order (so results do
@@ -32,8 +65,10 @@ class InProcessCommunicator : public Communicator {
  public:
   explicit InProcessCommunicator(int ranks) : ranks_(ranks) {}
   int ranks() const override { return ranks_; }
-  void all_reduce_sum(double* const* buffers, long n) override { sum(buffers, n); }
-  void all_reduce_sum(float* const* buffers, long n) override { sum(buffers, n); }
+
+ protected:
+  void reduce_sum(double* const* buffers, long n) override { sum(buffers, n); }
+  void reduce_sum(float* const* buffers, long n) override { sum(buffers, n); }
 
  private:
   template <class T> void sum(T* const* buffers, long n) {

@@ -95,14 +95,15 @@ class MpiCommunicator : public Communicator {
   Order order() const { return order_; }
   MPI_Comm comm() const { return comm_; }
 
+ protected:
   // buffers[0]: this process's n values, replaced by their sum over ranks.
-  void all_reduce_sum(double* const* buffers, long n) override {
+  void reduce_sum(double* const* buffers, long n) override {
     if (n <= 0) return;
     if (order_ == Order::rank) return rank_order_sum(buffers[0], n, MPI_DOUBLE);
     in_place_sum(buffers[0], n);
   }
 
-  void broadcast_bytes(void* data, long bytes) override {
+  void broadcast(void* data, long bytes) override {
     char* p = static_cast<char*>(data);
     for (long i = 0; i < bytes; i += max_count_) {
       const int count = static_cast<int>(std::min(max_count_, bytes - i));
@@ -110,7 +111,7 @@ class MpiCommunicator : public Communicator {
     }
   }
 
-  void all_reduce_sum(float* const* buffers, long n) override {
+  void reduce_sum(float* const* buffers, long n) override {
     if (n <= 0) return;
     if (order_ == Order::rank) return rank_order_sum(buffers[0], n, MPI_FLOAT);
     // In double (see above), rounded to float once.
