@@ -23,7 +23,11 @@
 #' `mpi_size()` start MPI if needed and give this process's rank (0 to
 #' `mpi_size() - 1`) and the number of ranks. `mpi_rows(n)` gives this rank's
 #' share of the rows `1:n`, a contiguous block, so that the blocks of all
-#' ranks cover `1:n` once in order. `mpi_stats()` says what this process has
+#' ranks cover `1:n` once in order. For a hierarchical model, `mpi_rows(n,
+#' groups = g)` shares out whole groups instead: `g` is the group of each row
+#' (whole numbers from 1), each rank gets the rows of a contiguous range of
+#' groups (`attr(rows, "groups")` says which), and the ranges are balanced by
+#' their rows, so that no group's rows are split across ranks. `mpi_stats()` says what this process has
 #' exchanged with the others since MPI started (or since the last `reset`):
 #' the number of collective calls and the bytes of payload it contributed to
 #' them (an all-reduce of `n` doubles counts `8 n`), for checking what a
@@ -35,9 +39,12 @@
 #' row-aligned with the rows of its terms) is refused with an error.
 #'
 #' @param n the number of rows to share out
+#' @param groups `NULL`, or the group of each of the `n` rows: positive whole
+#'   numbers, one per row (rows need not be sorted by group)
 #' @param reset `TRUE` to start counting again after reading
 #' @return `mpi_available()`: `TRUE` or `FALSE`; `mpi_rank()`, `mpi_size()`:
-#'   an integer; `mpi_rows()`: an integer vector of row numbers;
+#'   an integer; `mpi_rows()`: an integer vector of row numbers (increasing;
+#'   with `groups`, its attribute `"groups"` the groups they belong to);
 #'   `mpi_stats()`: a list of `calls` and `bytes`
 #' @examples
 #' mpi_available()
@@ -65,12 +72,50 @@ mpi_size <- function() mpi_start()$size
 
 #' @rdname mpi
 #' @export
-mpi_rows <- function(n) {
+mpi_rows <- function(n, groups = NULL) {
   check_count(n, "n", minimum = 1)
+  check_row_groups(groups, n)
   info <- mpi_start()
-  first <- floor(n * info$rank / info$size)
-  last <- floor(n * (info$rank + 1) / info$size)
-  if (last > first) seq.int(first + 1, last) else integer()
+  rank_rows(n, info$rank, info$size, groups)
+}
+
+# The rows of rank `rank` of `size`: a contiguous block of 1:n; or, with
+# `groups` (the group of each row), the rows of a contiguous range of whole
+# groups. Group k goes to the rank whose block of rows (as without groups)
+# holds the middle of group k's rows, counting rows group by group in group
+# order: every rank's rows are within a group's rows of its even share.
+rank_rows <- function(n, rank, size, groups = NULL) {
+  if (is.null(groups)) {
+    first <- floor(n * rank / size)
+    last <- floor(n * (rank + 1) / size)
+    return(if (last > first) seq.int(first + 1, last) else integer())
+  }
+  counts <- tabulate(groups)
+  middle <- cumsum(counts) - counts / 2
+  owner <- pmin(size - 1, floor(middle * size / n))
+  mine <- which(owner == rank & counts > 0)
+  rows <- which(groups %in% mine)
+  attr(rows, "groups") <- mine
+  rows
+}
+
+# `groups` of mpi_rows(): NULL, or a positive whole number for each of n rows.
+check_row_groups <- function(groups, n) {
+  if (is.null(groups)) return(invisible(NULL))
+  if (!is.numeric(groups) || !is.null(dim(groups)) && length(dim(groups)) > 1 &&
+        min(dim(groups)) > 1) {
+    stop("`groups` must be a vector of group numbers, one per row", call. = FALSE)
+  }
+  if (length(groups) != n) {
+    stop("`groups` must give the group of each of the ", n, " rows, but has ",
+         length(groups), " values", call. = FALSE)
+  }
+  bad <- which(is.na(groups) | groups < 1 | groups != round(groups) | !is.finite(groups))
+  if (length(bad) > 0) {
+    stop("`groups` must be whole numbers from 1 (the group of each row), but row ", bad[1],
+         " has ", format(groups[bad[1]]), call. = FALSE)
+  }
+  invisible(NULL)
 }
 
 #' @rdname mpi
