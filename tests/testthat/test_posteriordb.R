@@ -365,7 +365,7 @@ test_that("nuts(metric = \"diagonal\"): kilpisjarvi_mod-kilpisjarvi matches the 
 test_that("16 chains on kilpisjarvi: a chain that starts far out does not steer warmup", {
   # With 16 chains some start far out (sigma up to 1e50 on seed 610). Before
   # warmup pooled only the chains near the others' log density
-  # (steering_chains() in leapfrog_sampler.hpp), such a chain's path
+  # (steering_chains() in sampler.hpp), such a chain's path
   # inflated the pooled metric and its acceptance the harmonic-mean step
   # size (3e-4 against 0.8): all 16 chains then barely moved, and the mean
   # of alpha was 124 standard errors off.
