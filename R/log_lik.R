@@ -113,7 +113,9 @@ log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
       traced[k] <- length(ir$nodes) - 1L
     }
   }
-  engine <- if (identical(ir, model$ir)) model_engine(model) else ls_engine_new(ir)
+  # (with logpdf nodes added, a program of its own; else the model's)
+  added <- length(ir$nodes) > length(model$ir$nodes)
+  engine <- if (added) ls_engine_new(ir) else model_engine(model)
   raw <- info$raw_draws
   chains <- length(raw)
   iterations <- nrow(raw[[1]])
