@@ -212,20 +212,22 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     const auto tiles = tile_range(k);
     for (int id : boundary_) w.touched[id] = touched_rows(id, tiles.first, tiles.second);
   }
-  // Direct accumulation into the global adjoints: race-free when one shard's
-  // workers touch pairwise disjoint rows (shards are all-reduced whole).
+  // Direct accumulation into the global adjoints: race-free when the workers
+  // of every shard touch pairwise disjoint rows, as they do when the node is
+  // local to the grouping the rows are sorted by (ownership.hpp): each shard
+  // then owns its groups' rows of the adjoint, and nothing of it crosses
+  // shards (only a run across processes reduces such a node whole).
   direct_.assign(n_nodes, 0);
-  if (S == 1)
-    for (int id : boundary_) {
-      std::vector<std::pair<long, long>> spans;
-      for (const Worker& w : workers_)
-        if (w.touched[id].first < w.touched[id].second) spans.push_back(w.touched[id]);
-      std::sort(spans.begin(), spans.end());
-      bool disjoint = true;
-      for (size_t i = 1; i < spans.size(); ++i)
-        disjoint = disjoint && spans[i - 1].second <= spans[i].first;
-      direct_[id] = disjoint;
-    }
+  for (int id : boundary_) {
+    std::vector<std::pair<long, long>> spans;
+    for (const Worker& w : workers_)
+      if (w.touched[id].first < w.touched[id].second) spans.push_back(w.touched[id]);
+    std::sort(spans.begin(), spans.end());
+    bool disjoint = true;
+    for (size_t i = 1; i < spans.size(); ++i)
+      disjoint = disjoint && spans[i - 1].second <= spans[i].first;
+    direct_[id] = disjoint;
+  }
   for (long k = 0; k < contexts; ++k) {
     Worker& w = workers_[k];
     w.values.resize(n_nodes);
@@ -339,23 +341,24 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
 template <class T>
 void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
                                      GlobalBuffers<T> global, const double* state, bool gradient,
-                                     const Launcher& launch, bool whole) {
+                                     const Launcher& launch, bool across) {
   std::fill(w.lp.begin(), w.lp.end(), 0.0);
   for (int id : nodes_)
     if (program_.nodes[id].op == Op::density) std::fill(w.terms[id].begin(), w.terms[id].end(), T(0));
-  // With one shard in one process a direct node's partials go straight to
-  // its global adjoint (zeroed by the executor or stored by its first
-  // writer, and only added to), and the other nodes' private copies are
-  // added to theirs by rows, so only the rows the worker can touch need
-  // zeroing; shards and processes are all-reduced whole.
+  // In one process a direct node's partials go straight to its global
+  // adjoint (zeroed by the executor or stored by its first writer, and only
+  // added to). With one shard the other nodes' private copies are added to
+  // theirs by rows, so only the rows the worker can touch need zeroing;
+  // across shards they are all-reduced whole, and across processes every
+  // node is.
   if (gradient)
     for (int id : boundary_) {
-      if (!whole && direct_[id]) {
+      if (!across && direct_[id]) {
         w.sink[id] = global.adjoint(id);
         continue;
       }
       std::vector<T>& buf = w.boundary[id];
-      if (!whole)
+      if (!across && options_.shards == 1)
         over_rows(id, w.touched[id], [&](long i) { buf[i] = T(0); });
       else
         buf.assign(chains_ * program_.nodes[id].size, T(0));  // allocates a direct node's
@@ -518,10 +521,13 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     return;
   }
   const long S = options_.shards, W = options_.workers;
-  const bool whole = S > 1 || world;  // adjoint partials reduced whole, not by touched rows
+  const bool across = world != nullptr;
+  // Whether node id's adjoint partials are summed whole across shards (and
+  // processes), rather than added in place (direct) or by touched rows.
+  auto whole = [&](int id) { return across || (S > 1 && !direct_[id]); };
   pool.parallel_for(S * W, [&](long k) {
     const auto tiles = tile_range(k);
-    run_worker(workers_[k], tiles.first, tiles.second, global, state, gradient, launch, whole);
+    run_worker(workers_[k], tiles.first, tiles.second, global, state, gradient, launch, across);
   });
   // Within a shard: its workers' partials into its first worker's buffers.
   std::vector<double*>& lps = lps_;
@@ -532,10 +538,11 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
       for (long c = 0; c < chains_; ++c) lead.lp[c] += other.lp[c];
       for (int id : nodes_)
         for (size_t c = 0; c < other.terms[id].size(); ++c) lead.terms[id][c] += other.terms[id][c];
-      if (gradient && whole)
+      if (gradient)
         for (int id : boundary_)
-          for (size_t i = 0; i < lead.boundary[id].size(); ++i)
-            lead.boundary[id][i] += other.boundary[id][i];
+          if (whole(id))
+            for (size_t i = 0; i < lead.boundary[id].size(); ++i)
+              lead.boundary[id][i] += other.boundary[id][i];
     }
     lps[s] = lead.lp.data();
   }
@@ -553,7 +560,7 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     for (long c = 0; c < chains_; ++c) (*global.values)[id][c] += bufs[0][c];
   }
   if (!gradient) return;
-  if (!whole) {
+  if (!across && S == 1) {
     // One shard: every worker adds the rows it touched to the global adjoints
     // (the direct nodes' partials are there already).
     for (int id : boundary_) {
@@ -567,6 +574,7 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     return;
   }
   for (int id : boundary_) {
+    if (!whole(id)) continue;  // a direct node's partials are in place
     for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].boundary[id].data();
     comm.all_reduce_sum(bufs.data(), static_cast<long>(workers_[0].boundary[id].size()));
     if (world) world->all_reduce_sum(bufs.data(), static_cast<long>(workers_[0].boundary[id].size()));

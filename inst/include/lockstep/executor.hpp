@@ -145,6 +145,11 @@ template <class T> class Executor : public Target {
   bool first_writer(int node) const { return first_writer_[node]; }
   // The observation stage of an extent (when tiled): how it runs, for tests.
   const ObservationStage<T>& stage(int extent) const { return *stages_[extent]; }
+  // What the virtual devices' all-reduces have carried (ExecOptions::devices;
+  // counted with one device too): for tests and benchmarks of what crosses
+  // shards per gradient.
+  const CommunicatorStats& shard_stats() const { return comm_->stats(); }
+  void reset_shard_stats() { comm_->reset_stats(); }
 
  private:
   bool global(int id) const { return !tiled_ || program_.nodes[id].extent < 0; }

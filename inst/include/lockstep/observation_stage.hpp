@@ -14,10 +14,13 @@
 //
 // With rows sorted by group, the boundaries between workers are moved to the
 // start of a group, so that no group's rows are split between two workers.
-// Then, with one shard in one process, the workers' scatter-adds into a global
-// value's adjoint hit disjoint rows, and they add straight into the global
-// adjoint (direct()): no private copy to zero and add up afterwards, which for
-// a G x K coefficient matrix read by row is as large as the gradient itself.
+// Then, in one process, the workers' scatter-adds into a global value's
+// adjoint hit disjoint rows, and they add straight into the global adjoint
+// (direct()): no private copy to zero and add up afterwards, which for a G x K
+// coefficient matrix read by row is as large as the gradient itself. Shard
+// boundaries are worker boundaries, so each shard owns its groups' rows and
+// what crosses shards is the rest: the log density and the adjoints of values
+// read by every row (DESIGN.md, "Ownership").
 // Tiles therefore have varying lengths (a worker's rows split evenly into
 // tiles of at most tile_rows()).
 #ifndef LOCKSTEP_OBSERVATION_STAGE_HPP
@@ -138,8 +141,10 @@ template <class T> class ObservationStage {
   long tiles() const { return static_cast<long>(tile_start_.size()); }
   // Whether the workers add the adjoint partials of the global value `node`
   // (one the stage reads) straight into its global adjoint, in a run without
-  // `world`: with one shard, when no two workers' tiles touch the same row of
-  // it. Otherwise each worker has a private copy, summed afterwards.
+  // `world`: when no two workers' tiles, in any shard, touch the same row of
+  // it (a value read by row gathers of the grouping the rows are sorted by,
+  // whose groups each shard owns). Otherwise each worker has a private copy,
+  // summed afterwards (all-reduced across shards).
   bool direct(int node) const { return direct_[node]; }
   // Whether the stage reads the global value `node`.
   bool reads(int node) const {
@@ -161,7 +166,7 @@ template <class T> class ObservationStage {
   };
 
   void run_worker(Worker& w, long first_tile, long end_tile, GlobalBuffers<T> global,
-                  const double* state, bool gradient, const Launcher& launch, bool whole);
+                  const double* state, bool gradient, const Launcher& launch, bool across);
   // Node id's call on one tile, into c: a NodeCall the worker reuses from
   // node to node (making a fresh one, 440 bytes of defaults, and copying it
   // out was most of a small model's cost here). Sets every field a tile's
