@@ -317,7 +317,7 @@ NodeCall<T> Executor<T>::make_call(int id, const double* state, double* lp, doub
   c.lp = lp ? lp + c0 : nullptr;
   c.scratch = scratch_.data() + c0;
   c.work = work_.data() + c0 * workspace_per_chain(program_, node);
-  c.jacobian = options_.jacobian;
+  c.jacobian = options_.jacobian && node.jacobian;
   return c;
 }
 

@@ -85,27 +85,25 @@ long shard_first_row(long rows, int shard, int shards) {
   return rows * shard / shards;
 }
 
-Program shard_program(const Program& p, int shard, int shards) {
-  if (shards < 1 || shard < 0 || shard >= shards)
-    throw std::invalid_argument("shard_program: shard " + std::to_string(shard) + " of " +
-                                std::to_string(shards));
-  Program out = p;
-  if (shards == 1) return out;
+Program rows_program(const Program& p, const std::vector<std::pair<long, long>>& rows) {
   const int extents = static_cast<int>(p.extents.size());
+  if (static_cast<int>(rows.size()) != extents)
+    throw std::invalid_argument("rows_program: " + std::to_string(rows.size()) + " row ranges for " +
+                                std::to_string(extents) + " extents");
+  Program out = p;
   std::vector<char> empty(extents, 0);
   for (int e = 0; e < extents; ++e) {
-    const long rows = p.extents[e];
-    const long first = shard_first_row(rows, shard, shards);
-    const long last = shard_first_row(rows, shard + 1, shards);
+    const long first = rows[e].first, last = rows[e].second;
+    if (first < 0 || last > p.extents[e] || first > last)
+      throw std::invalid_argument("rows_program: rows [" + std::to_string(first) + ", " +
+                                  std::to_string(last) + ") of " + std::to_string(p.extents[e]));
     empty[e] = last == first;
-    if (empty[e]) continue;
+    if (empty[e] || (first == 0 && last == p.extents[e])) continue;
     for (Node& n : out.nodes)  // (a term's value is one per chain, not per row)
-      if (n.extent == e && n.op != Op::density) slice_rows(n, p, rows, first, last);
+      if (n.extent == e && n.op != Op::density) slice_rows(n, p, p.extents[e], first, last);
     out.extents[e] = last - first;
   }
-  keep_terms(out, [&](const Node& t) {
-    return t.extent < 0 ? shard == 0 : !empty[t.extent];
-  });
+  keep_terms(out, [&](const Node& t) { return t.extent < 0 || !empty[t.extent]; });
   // An extent without rows here goes: its nodes, whole and now dead, join the
   // global stage (where nothing runs them), and the later extents move down.
   std::vector<int> renumbered(extents, -1);
@@ -118,6 +116,19 @@ Program shard_program(const Program& p, int shard, int shards) {
   out.extents = kept;
   for (Node& n : out.nodes)
     if (n.extent >= 0) n.extent = renumbered[n.extent];
+  return out;
+}
+
+Program shard_program(const Program& p, int shard, int shards) {
+  if (shards < 1 || shard < 0 || shard >= shards)
+    throw std::invalid_argument("shard_program: shard " + std::to_string(shard) + " of " +
+                                std::to_string(shards));
+  if (shards == 1) return p;
+  std::vector<std::pair<long, long>> rows;
+  for (long r : p.extents)
+    rows.emplace_back(shard_first_row(r, shard, shards), shard_first_row(r, shard + 1, shards));
+  Program out = rows_program(p, rows);
+  if (shard > 0) keep_terms(out, [](const Node& t) { return t.extent >= 0; });
   return out;
 }
 

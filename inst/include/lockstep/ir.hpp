@@ -121,6 +121,11 @@ struct Node {
   long offset = 0;
   Transform transform = Transform::none;
   double lower = 0, upper = 0;
+  // param: whether its log |Jacobian| counts in this program (with the
+  // executor's own ExecOptions::jacobian): false for a global parameter on
+  // the ranks other than 0 of a run whose ranks own their groups' local
+  // parameters (group_slice.hpp), where rank 0 counts it for all.
+  bool jacobian = true;
   // gather: flat 0-based indices into the input, one per output element;
   // gather_rows and rowdot_rows: one row of the input per output row;
   // segment: the grouping of the input's rows (segment_layout())

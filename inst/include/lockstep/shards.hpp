@@ -28,6 +28,7 @@
 #define LOCKSTEP_SHARDS_HPP
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "communicator.hpp"
@@ -45,6 +46,12 @@ long shard_first_row(long rows, int shard, int shards);
 // copy holding block `shard` of every extent's rows; on shards other than 0,
 // without the global terms. Throws std::invalid_argument for a bad shard.
 Program shard_program(const Program& p, int shard, int shards);
+
+// Planned `p` with each extent e cut to its rows [rows[e].first,
+// rows[e].second), every term kept; an extent left without rows loses its
+// terms and its place, as in shard_program(). Throws std::invalid_argument
+// for ranges that are not within the extents.
+Program rows_program(const Program& p, const std::vector<std::pair<long, long>>& rows);
 
 // Planned `p` without its global terms (those of no observation extent), and
 // with the nodes only they read marked dead.

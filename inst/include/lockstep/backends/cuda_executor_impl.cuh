@@ -477,7 +477,7 @@ NodeCall<T> CudaExecutor<T>::call(int id, const double* state, double* lp, doubl
   c.lp = lp;
   c.scratch = scratch_;
   c.work = work_;
-  c.jacobian = options_.jacobian;
+  c.jacobian = options_.jacobian && node.jacobian;
   return c;
 }
 

@@ -1,0 +1,189 @@
+// A rank's slice of a program by groups (group_slice.hpp): over ranks that
+// own every group once, the slices' log densities add up to the whole
+// program's, the gradients' global coordinates too, and each local
+// coordinate's gradient is its owner's. On the seed model (fused and not, in
+// R's order), a hierarchical prior with a constrained local parameter, for 1,
+// 2 and 3 ranks and several chain counts; and the errors.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "helpers.hpp"
+#include "lockstep/executor.hpp"
+#include "lockstep/group_slice.hpp"
+#include "lockstep/ownership.hpp"
+#include "lockstep/planner.hpp"
+#include "lockstep/shards.hpp"
+#include "models.hpp"
+
+using namespace lstest;
+using lockstep::GroupSlice;
+using lockstep::Grouping;
+
+namespace {
+
+std::vector<long> sorted_groups(std::mt19937& rng, long N, long G) {
+  std::uniform_int_distribution<long> group(0, G - 1);
+  std::vector<long> g(N);
+  for (long& v : g) v = group(rng);
+  std::sort(g.begin(), g.end());
+  return g;
+}
+
+// The rank programs of planned `p` (rows sorted by the grouping) over
+// `ranks` ranks, each owning a balanced range of groups.
+std::vector<GroupSlice> slices(const Program& p, int ranks) {
+  const std::vector<Grouping> found = lockstep::find_groupings(p);
+  REQUIRE(found.size() == 1);
+  const Grouping& whole = found[0];
+  REQUIRE(p.extents.size() == 1);
+  const std::vector<long> bounds =
+      lockstep::balanced_group_bounds(whole.group_of_row, whole.groups, ranks);
+  std::vector<GroupSlice> out;
+  for (int r = 0; r < ranks; ++r) {
+    // the rows of the rank's groups (contiguous: rows are sorted by group)
+    const auto& g = whole.group_of_row;
+    const long first = std::lower_bound(g.begin(), g.end(), bounds[r]) - g.begin();
+    const long last = std::lower_bound(g.begin(), g.end(), bounds[r + 1]) - g.begin();
+    const Program rows = lockstep::rows_program(p, {{first, last}});
+    const std::vector<Grouping> mine = lockstep::find_groupings(rows);
+    // (a rank with no rows has no grouping: its slice owns no groups)
+    Grouping grouping = mine.empty() ? whole : mine[0];
+    if (mine.empty()) grouping.group_of_row.clear();
+    out.push_back(lockstep::slice_groups(rows, grouping, bounds[r], bounds[r + 1], r == 0));
+  }
+  return out;
+}
+
+// The slices' log densities and gradients, assembled, against the whole
+// program's at random states.
+void check_assembled(const Program& p, int ranks, long chains, std::mt19937& rng) {
+  INFO("ranks " << ranks << " chains " << chains);
+  const std::vector<GroupSlice> parts = slices(p, ranks);
+  const std::vector<double> state = random_state(rng, chains, p.n_free);
+  const Result whole = run(p, chains, state, lockstep::ExecOptions{});
+  std::vector<double> lp(chains, 0.0), grad(chains * p.n_free, 0.0);
+  std::vector<int> owners(p.n_free, 0);
+  for (const GroupSlice& s : parts) {
+    const long D = s.program.n_free;
+    REQUIRE(static_cast<long>(s.full_index.size()) == D);
+    CHECK(s.n_global == parts[0].n_global);
+    std::vector<double> mine(chains * D);
+    for (long c = 0; c < chains; ++c)
+      for (long j = 0; j < D; ++j) mine[c * D + j] = state[c * p.n_free + s.full_index[j]];
+    const Result r = run(s.program, chains, mine, lockstep::ExecOptions{});
+    for (long c = 0; c < chains; ++c) {
+      lp[c] += r.lp[c];
+      for (long j = 0; j < D; ++j) grad[c * p.n_free + s.full_index[j]] += r.grad[c * D + j];
+    }
+    for (long j = s.n_global; j < D; ++j) ++owners[s.full_index[j]];
+    for (long j = 0; j < s.n_global; ++j) CHECK(s.full_index[j] == parts[0].full_index[j]);
+  }
+  // every local coordinate has one owner, and no global coordinate is local
+  for (long j = 0; j < parts[0].n_global; ++j) owners[parts[0].full_index[j]] += 1;
+  for (long k = 0; k < p.n_free; ++k) CHECK(owners[k] == 1);
+  for (long c = 0; c < chains; ++c) CHECK(lp[c] == Approx(whole.lp[c]).epsilon(1e-11));
+  for (long k = 0; k < chains * p.n_free; ++k)
+    CHECK(grad[k] == Approx(whole.grad[k]).epsilon(1e-10).margin(1e-11));
+}
+
+}  // namespace
+
+TEST_CASE("group slices: the seed model's ranks add up to the whole program",
+          "[group_slice][ownership][shards]") {
+  std::mt19937 rng(81);
+  const long N = 240, G = 17, K = 3;
+  const std::vector<long> g = sorted_groups(rng, N, G);
+  for (bool fuse : {true, false})
+    for (bool as_r_lowers : {false, true}) {
+      INFO("fuse " << fuse << " in R's order " << as_r_lowers);
+      std::mt19937 data_rng(82);
+      Seed s = seed_model(N, G, K, data_rng, g, false, as_r_lowers);
+      lockstep::plan(s.p, lockstep::PlanOptions{true, fuse});
+      for (int ranks : {1, 2, 3})
+        for (long chains : {1L, 4L}) check_assembled(s.p, ranks, chains, rng);
+      // what each rank holds: the 2K + 2 globals and its groups' K + 1 values each
+      const std::vector<GroupSlice> two = slices(s.p, 2);
+      for (const GroupSlice& part : two) {
+        CHECK(part.n_global == 2 * K + 2);
+        CHECK(part.program.n_free == 2 * K + 2 + (part.end_group - part.first_group) * (K + 1));
+      }
+      CHECK(two[0].end_group == two[1].first_group);
+      CHECK(two[1].end_group == G);
+    }
+}
+
+TEST_CASE("group slices: a hierarchical prior, a constrained local parameter and group-level "
+          "data",
+          "[group_slice][ownership][shards]") {
+  // product_a ~ normal(category_a[category_of_product], s);
+  // product_sd ~ lognormal(0, 1) (a positive local, with its Jacobian);
+  // y ~ normal(product_a[product] * w[product], product_sd[product]) where
+  // w is group-level data read beside product_a
+  std::mt19937 rng(83);
+  const long N = 120, P = 11, Cats = 3;
+  const std::vector<long> product = sorted_groups(rng, N, P);
+  std::uniform_int_distribution<long> cat(0, Cats - 1);
+  std::vector<long> category(P);
+  for (long& v : category) v = cat(rng);
+  Program p;
+  const int category_a = p.add(param_node(Cats, 0));
+  const int product_a = p.add(param_node(P, Cats));
+  const int s = p.add(param_node(1, Cats + P, lockstep::Transform::lower));
+  const int product_sd = p.add(param_node(P, Cats + P + 1, lockstep::Transform::lower));
+  p.n_free = Cats + 2 * P + 1;
+  const int zero = p.add(data_node({0}));
+  const int one = p.add(data_node({1}));
+  add_term(p, density_node(Family::normal, {category_a, zero, one}));
+  add_term(p, density_node(Family::normal, {s, zero, one}, 0, inf));
+  add_term(p, density_node(Family::lognormal, {product_sd, zero, one}));
+  const int mean = p.add(gather_node(category_a, category));
+  add_term(p, density_node(Family::normal, {product_a, mean, s}));
+  std::vector<double> w(P);
+  for (double& v : w) v = 0.5 + std::uniform_real_distribution<double>()(rng);
+  const int weighted = p.add(binary_node(Op::mul, product_a, p.add(data_node(w)), p));
+  const int pg = p.add(gather_node(weighted, product));
+  const int sg = p.add(gather_node(product_sd, product));
+  std::vector<double> y(N);
+  for (double& v : y) v = std::normal_distribution<double>()(rng);
+  add_term(p, density_node(Family::normal, {p.add(data_node(y)), pg, sg}));
+  lockstep::plan(p);
+  const std::vector<Grouping> found = lockstep::find_groupings(p);
+  REQUIRE(found.size() == 1);
+  CHECK(found[0].locals == std::vector<int>{product_a, product_sd});
+  CHECK(lockstep::why_not_sliceable(p, found[0]).empty());
+  for (int ranks : {1, 2, 3})
+    for (long chains : {1L, 3L}) check_assembled(p, ranks, chains, rng);
+}
+
+TEST_CASE("group slices: a rank whose rows reach outside its groups is refused, and bounds are "
+          "balanced by rows",
+          "[group_slice][ownership][shards]") {
+  std::mt19937 rng(84);
+  const long N = 100, G = 10, K = 2;
+  const std::vector<long> g = sorted_groups(rng, N, G);
+  Seed s = seed_model(N, G, K, rng, g);
+  lockstep::plan(s.p);
+  const Grouping grouping = lockstep::find_groupings(s.p).at(0);
+  // the whole rows, but owning groups 1..5 only
+  CHECK_THROWS_WITH(lockstep::slice_groups(s.p, grouping, 0, 5, true),
+                    Catch::Contains("must all be on one rank"));
+  CHECK_THROWS_AS(lockstep::slice_groups(s.p, grouping, 3, 2, true), std::invalid_argument);
+  CHECK_THROWS_AS(lockstep::slice_groups(s.p, grouping, 0, G + 1, true), std::invalid_argument);
+  // bounds: contiguous, covering, each shard near N / S rows
+  const std::vector<long> counts = {50, 1, 1, 1, 1, 30, 10, 2, 2, 2};  // rows per group
+  std::vector<long> rows_of;
+  for (long k = 0; k < 10; ++k) rows_of.insert(rows_of.end(), counts[k], k);
+  CHECK(lockstep::balanced_group_bounds(rows_of, 10, 1) == std::vector<long>{0, 10});
+  CHECK(lockstep::balanced_group_bounds(rows_of, 10, 2) == std::vector<long>{0, 1, 10});
+  CHECK(lockstep::balanced_group_bounds(rows_of, 10, 3) == std::vector<long>{0, 1, 5, 10});
+  // more shards than groups: some own none
+  const std::vector<long> b = lockstep::balanced_group_bounds({0, 0, 1}, 2, 4);
+  CHECK(b.front() == 0);
+  CHECK(b.back() == 2);
+  CHECK(std::is_sorted(b.begin(), b.end()));
+  CHECK_THROWS_AS(lockstep::balanced_group_bounds({0, 3}, 2, 2), std::invalid_argument);
+}
