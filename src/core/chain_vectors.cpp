@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "lockstep/kernels/chain_sum.hpp"
 
@@ -18,6 +19,15 @@ template <class T> std::unique_ptr<ChainVectors> Executor<T>::vectors() {
 }
 template std::unique_ptr<ChainVectors> Executor<double>::vectors();
 template std::unique_ptr<ChainVectors> Executor<float>::vectors();
+
+void ChainVectors::count_from(long first) {
+  if (first != 0)
+    throw std::invalid_argument("lockstep: this backend's sampler vectors cannot be sharded by groups");
+}
+
+void ChainVectors::map_coordinates(std::vector<long>, long) {
+  throw std::invalid_argument("lockstep: this backend's sampler vectors cannot be sharded by groups");
+}
 
 HostChainVectors::HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool,
                                    long min_pooled)
@@ -77,8 +87,25 @@ void HostChainVectors::momentum(double* p, const double* sd, std::vector<Stream>
                                 uint32_t purpose) {
   for (Stream& s : streams) s.purpose = purpose;
   const Stream* from = streams.data();
+  if (!full_index_.empty()) {
+    const long* index = full_index_.data();
+    run([&](long c0, long c1) {
+      return MomentumDrawMapped{{}, p, sd, from, index, c0, c1, dim_};
+    });
+    for (Stream& s : streams) s.position += static_cast<uint64_t>((full_dim_ + 1) / 2);
+    return;
+  }
   run([&](long c0, long c1) { return MomentumDraw{{}, p, sd, from, c0, c1, dim_}; });
   for (Stream& s : streams) s.position += static_cast<uint64_t>((dim_ + 1) / 2);
+}
+
+void HostChainVectors::map_coordinates(std::vector<long> full_index, long full_dim) {
+  if (static_cast<long>(full_index.size()) != dim_)
+    throw std::invalid_argument("map_coordinates: one index per coordinate");
+  for (long f : full_index)
+    if (f < 0 || f >= full_dim) throw std::invalid_argument("map_coordinates: an index out of range");
+  full_index_ = std::move(full_index);
+  full_dim_ = full_dim;
 }
 
 void HostChainVectors::mean_over_chains(double* dst, const double* src, const ChainMask& from) {
@@ -98,7 +125,8 @@ void HostChainVectors::metric_from_window(double* sd, double* sd2, const double*
 
 void HostChainVectors::dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
                             double* out) {
-  const DotTerm term = DotTerm::make(specs, n, m, on, dim_);
+  DotTerm term = DotTerm::make(specs, n, m, on, dim_);
+  term.counted_from = counted_from_;
   std::fill(out, out + chains_ * n, 0.0);
   run([&](long c0, long c1) {
     DotTerm t = term;
@@ -111,7 +139,8 @@ void HostChainVectors::subtree_checks(const SubtreeVectors& sv, const double* m,
                                       const ChainMask& on, double* out) {
   std::fill(out, out + chains_ * 6, 0.0);
   run([&](long c0, long c1) {
-    return ChainSum<SubtreeChecksTerm>(SubtreeChecksTerm{sv, m, on, c0, dim_, out}, out + c0 * 6,
+    return ChainSum<SubtreeChecksTerm>(SubtreeChecksTerm{sv, m, on, c0, dim_, out, counted_from_},
+                                       out + c0 * 6,
                                        c1 - c0, dim_, 6);
   });
 }
@@ -121,7 +150,8 @@ void HostChainVectors::leaf(const LeafVectors& v, const double* m, const ChainMa
   const int n = v.sums();
   std::fill(out, out + chains_ * n, 0.0);
   run([&](long c0, long c1) {
-    return ChainSum<LeafTerm>(LeafTerm{v, m, on, back, c0, dim_, out}, out + c0 * n, c1 - c0,
+    return ChainSum<LeafTerm>(LeafTerm{v, m, on, back, c0, dim_, out, counted_from_}, out + c0 * n,
+                              c1 - c0,
                               dim_, n);
   });
 }

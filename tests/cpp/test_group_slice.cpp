@@ -14,7 +14,9 @@
 #include "helpers.hpp"
 #include "lockstep/executor.hpp"
 #include "lockstep/group_slice.hpp"
+#include "lockstep/owned_shard.hpp"
 #include "lockstep/ownership.hpp"
+#include "lockstep/sampler/chain_vectors.hpp"
 #include "lockstep/planner.hpp"
 #include "lockstep/shards.hpp"
 #include "models.hpp"
@@ -186,4 +188,98 @@ TEST_CASE("group slices: a rank whose rows reach outside its groups is refused, 
   CHECK(b.back() == 2);
   CHECK(std::is_sorted(b.begin(), b.end()));
   CHECK_THROWS_AS(lockstep::balanced_group_bounds({0, 3}, 2, 2), std::invalid_argument);
+}
+
+TEST_CASE("owned shards: ranks' momenta are one process's, and their per-chain sums add up to "
+          "one process's",
+          "[group_slice][owned_shard][chain_vectors]") {
+  using lockstep::ChainMask;
+  using lockstep::DotKind;
+  using lockstep::DotSpec;
+  using lockstep::Executor;
+  using lockstep::HostChainVectors;
+  std::mt19937 rng(85);
+  const long N = 200, G = 13, K = 2;
+  const std::vector<long> g = sorted_groups(rng, N, G);
+  Seed s = seed_model(N, G, K, rng, g);
+  lockstep::plan(s.p);
+  const long D = s.p.n_free;
+  for (int ranks : {1, 2, 3})
+    for (long chains : {1L, 4L}) {
+      INFO("ranks " << ranks << " chains " << chains);
+      const std::vector<GroupSlice> parts = slices(s.p, ranks);
+      Executor<double> whole(s.p, chains, lockstep::ExecOptions{});
+      HostChainVectors full(whole, lockstep::Launcher{}, nullptr);
+      std::vector<lockstep::Stream> streams;
+      for (long c = 0; c < chains; ++c)
+        streams.push_back(lockstep::Stream{7u, 11u, static_cast<uint32_t>(c), 0u,
+                                           static_cast<uint64_t>(3 * c)});
+      const std::vector<double> sd = uniform_vector(rng, chains * D, 0.5, 2.0);
+      const std::vector<double> a = uniform_vector(rng, chains * D, -1, 1);
+      const std::vector<double> b = uniform_vector(rng, chains * D, -1, 1);
+      const std::vector<double> m = uniform_vector(rng, chains * D, 0.5, 2.0);
+      std::vector<double> p_full(chains * D);
+      std::vector<lockstep::Stream> after_full = streams;
+      full.momentum(p_full.data(), sd.data(), after_full, 5u);
+      const DotSpec specs_full[] = {{a.data(), b.data(), nullptr, DotKind::product},
+                                    {a.data(), sd.data(), nullptr, DotKind::square}};
+      ChainMask on = ChainMask::all(chains);
+      std::vector<double> dots_full(chains * 2);
+      full.dots(specs_full, 2, m.data(), on, dots_full.data());
+      std::vector<double> dots_sum(chains * 2, 0.0);
+      for (size_t r = 0; r < parts.size(); ++r) {
+        const GroupSlice& part = parts[r];
+        const long Dr = part.program.n_free;
+        Executor<double> local(part.program, chains, lockstep::ExecOptions{});
+        HostChainVectors v(local, lockstep::Launcher{}, nullptr);
+        v.count_from(r == 0 ? 0 : part.n_global);
+        v.map_coordinates(part.full_index, D);
+        auto mine = [&](const std::vector<double>& x) {
+          std::vector<double> out(chains * Dr);
+          for (long c = 0; c < chains; ++c)
+            for (long j = 0; j < Dr; ++j) out[c * Dr + j] = x[c * D + part.full_index[j]];
+          return out;
+        };
+        const std::vector<double> sd_r = mine(sd), a_r = mine(a), b_r = mine(b), m_r = mine(m);
+        std::vector<double> p_r(chains * Dr);
+        std::vector<lockstep::Stream> after = streams;
+        v.momentum(p_r.data(), sd_r.data(), after, 5u);
+        for (long c = 0; c < chains; ++c) {
+          CHECK(after[c].position == after_full[c].position);
+          for (long j = 0; j < Dr; ++j) CHECK(p_r[c * Dr + j] == p_full[c * D + part.full_index[j]]);
+        }
+        const DotSpec specs[] = {{a_r.data(), b_r.data(), nullptr, DotKind::product},
+                                 {a_r.data(), sd_r.data(), nullptr, DotKind::square}};
+        std::vector<double> out(chains * 2);
+        v.dots(specs, 2, m_r.data(), on, out.data());
+        for (long k = 0; k < chains * 2; ++k) dots_sum[k] += out[k];
+      }
+      for (long k = 0; k < chains * 2; ++k) CHECK(dots_sum[k] == Approx(dots_full[k]).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("owned shards: one rank's target sends the log density and the globals' gradient only",
+          "[group_slice][owned_shard]") {
+  std::mt19937 rng(86);
+  const long N = 150, G = 12, K = 2, C = 3;
+  Seed s = seed_model(N, G, K, rng, sorted_groups(rng, N, G));
+  lockstep::plan(s.p);
+  const std::vector<GroupSlice> one = slices(s.p, 1);
+  lockstep::InProcessCommunicator world(1);
+  lockstep::OwnedShardTarget target(
+      std::make_unique<lockstep::Executor<double>>(one[0].program, C, lockstep::ExecOptions{}),
+      one[0], s.p.n_free, &world);
+  CHECK(target.n_global() == 2 * K + 2);
+  const long D = target.dim();
+  const std::vector<double> state = random_state(rng, C, D);
+  std::vector<double> lp(C), grad(C * D);
+  target.log_density(state.data(), lp.data(), grad.data());
+  CHECK(world.stats().calls == 1);
+  CHECK(world.stats().bytes == C * (1 + target.n_global()) * static_cast<long>(sizeof(double)));
+  const Result direct = run(one[0].program, C, state, lockstep::ExecOptions{});
+  for (long c = 0; c < C; ++c) CHECK(lp[c] == direct.lp[c]);
+  for (long k = 0; k < C * D; ++k) CHECK(grad[k] == direct.grad[k]);
+  // its vectors count every coordinate on rank 0 and draw by the whole state's index
+  std::unique_ptr<lockstep::ChainVectors> v = target.vectors();
+  CHECK(v->dim() == D);
 }

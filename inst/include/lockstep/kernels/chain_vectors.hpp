@@ -179,6 +179,29 @@ struct MomentumDraw : SimpleBody {
   }
 };
 
+// MomentumDraw on a rank that holds some coordinates of a state of more
+// (sampler/owned_vectors.hpp): coordinate i here is coordinate full_index[i]
+// of the whole state and gets the normal that one holds in one process (pair
+// full_index[i] / 2's, first or second), so that the ranks together draw what
+// one process draws. The caller advances each stream by (full dim + 1) / 2.
+struct MomentumDrawMapped : SimpleBody {
+  double* p;
+  const double* sd;
+  const Stream* streams;
+  const long* full_index;  // [dim]
+  long c0, c1, dim;
+  LS_HD void operator()(int, const Lane& lane) const {
+    for_each_element(lane, c1 - c0, dim, [&](long, long cc, long i) {
+      const long c = c0 + cc, k = c * dim + i, f = full_index[i];
+      Stream s = streams[c];
+      s.position += static_cast<uint64_t>(f / 2);
+      double a, b;
+      s.normal2(&a, &b);
+      p[k] = (f % 2 == 0 ? a : b) / sd[k];
+    });
+  }
+};
+
 // dst[c, i] = the mean of src[., i] over the chains in `from` (`count` of
 // them, at least one), for every chain c: summed in chain order, src / count
 // term by term. One lane per element (the chains of an element are one
@@ -268,6 +291,9 @@ struct DotTerm {
   const double* m;
   ChainMask on;
   long c0, dim;
+  // Coordinates below counted_from add nothing (a rank's replicated global
+  // coordinates, counted by rank 0 alone: sampler/owned_vectors.hpp).
+  long counted_from = 0;
   static DotTerm make(const DotSpec* specs, int n, const double* m, const ChainMask& on,
                       long dim) {
     DotTerm t{};
@@ -281,7 +307,7 @@ struct DotTerm {
   }
   LS_HD double operator()(long t, long i) const {
     const long c = c0 + t / n;
-    if (!on[c]) return 0;
+    if (!on[c] || i < counted_from) return 0;
     const DotSpec& s = specs[t % n];
     const long k = c * dim + i;
     switch (s.kind) {
@@ -337,6 +363,7 @@ struct SubtreeChecksTerm {
   ChainMask on;
   long c0, dim;
   double* out;  // [chains, 6], added to
+  long counted_from = 0;  // as DotTerm's
   LS_HD int slots() const { return 5; }
   LS_HD double operator()(long t, long i) const {
     double sums[5] = {0, 0, 0, 0, 0};
@@ -344,7 +371,7 @@ struct SubtreeChecksTerm {
   }
   LS_HD double operator()(long t, long i, double* sums) const {
     const long c = c0 + t;
-    if (!on[c]) return 0;
+    if (!on[c] || i < counted_from) return 0;
     return subtree_check_terms(v, m, c * dim + i, sums);
   }
   LS_HD void add_sum(long t, int slot, double total) const {
@@ -396,6 +423,9 @@ struct LeafTerm {
   ChainMask on, back;
   long c0, dim;
   double* out;  // [chains, v.sums()], added to
+  // Coordinates below counted_from are updated but add nothing to the sums
+  // (as DotTerm's).
+  long counted_from = 0;
   LS_HD int slots() const { return 6 * v.checks; }
   LS_HD double operator()(long t, long i) const {
     double sums[6 * LeafVectors::max_checks] = {};
@@ -414,13 +444,14 @@ struct LeafTerm {
       v.begin[j][k] = p;
       v.prefix[j][k] = S + -1.0 * p;
     }
-    for (int j = 0; j < v.checks; ++j)
+    const bool counted = i >= counted_from;
+    for (int j = 0; j < v.checks && counted; ++j)
       sums[6 * j] += subtree_check_terms(v.check[j], m, k, sums + 6 * j + 1);
     if (v.left_end) {
       v.left_end[k] = p;
       v.left_rho[k] = S + -1.0 * v.left_prefix[k];
     }
-    return e * e;
+    return counted ? e * e : 0.0;
   }
 #if !defined(__CUDA_ARCH__)
   // The CPU's loop over one chain (ChainSum calls it on one lane): the same
@@ -442,7 +473,8 @@ struct LeafTerm {
     for (long i0 = 0; i0 < size; i0 += chunk) {
       const long n = size - i0 < chunk ? size - i0 : chunk;
       for (long i = i0; i < i0 + n; ++i) p[i] += kick * g[i];
-      for (long i = i0; i < i0 + n; ++i) {
+      const long from = i0 < counted_from ? counted_from : i0;
+      for (long i = from; i < i0 + n; ++i) {
         const double e = p[i] * sd[i];
         kinetic += e * e;
       }
@@ -460,7 +492,7 @@ struct LeafTerm {
       for (int j = 0; j < v.checks; ++j) {
         double acc[6];
         for (int s = 0; s < 6; ++s) acc[s] = sums[6 * j + s];
-        for (long i = i0; i < i0 + n; ++i)
+        for (long i = from; i < i0 + n; ++i)
           acc[0] += subtree_check_terms(v.check[j], m, base + i, acc + 1);
         for (int s = 0; s < 6; ++s) sums[6 * j + s] = acc[s];
       }

@@ -80,6 +80,13 @@ class ChainVectors {
   // gradient into g.
   virtual void log_density(const double* x, double* lp, double* g) = 0;
 
+  // For a rank that owns part of the state (sampler/owned_vectors.hpp): the
+  // per-chain sums (dots, subtree_checks, leaf) count coordinates [first,
+  // dim) only, and momentum() draws coordinate i as coordinate full_index[i]
+  // of a state of full_dim coordinates. Backends without them throw.
+  virtual void count_from(long first);
+  virtual void map_coordinates(std::vector<long> full_index, long full_dim);
+
  protected:
   long chains_, dim_;
 };
@@ -119,6 +126,8 @@ class HostChainVectors final : public ChainVectors {
   void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
             double* out) override;
   void log_density(const double* x, double* lp, double* g) override;
+  void count_from(long first) override { counted_from_ = first; }
+  void map_coordinates(std::vector<long> full_index, long full_dim) override;
 
  private:
   // Runs make_body(c0, c1) for the chain ranges this backend splits into.
@@ -129,6 +138,9 @@ class HostChainVectors final : public ChainVectors {
   ThreadPool* pool_;
   long min_pooled_;
   std::vector<std::unique_ptr<double[]>> arrays_;
+  long counted_from_ = 0;
+  std::vector<long> full_index_;  // empty: the coordinates are the whole state's
+  long full_dim_ = 0;
 };
 
 // Another target seen through the Target interface alone: a sampler on it

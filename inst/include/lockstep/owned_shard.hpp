@@ -1,0 +1,125 @@
+// One rank of a run whose ranks own their groups' local parameters (DESIGN.md,
+// "Ownership"; issue 35): its target and its sampler's vectors.
+//
+// Every rank runs the slice of the program it owns (group_slice.hpp) and a
+// sampler over the slice's state: the global coordinates, replicated, then
+// its local rows. The ranks' sums are then made whole by all-reduces of per-
+// chain scalars and of the globals' gradient alone:
+// - OwnedShardTarget sums the log density and the global coordinates'
+//   gradient across ranks (the local coordinates' gradient is complete on
+//   their owner), so every rank's replicated global coordinates see the same
+//   gradient and move alike;
+// - OwnedShardVectors sums the sampler's per-chain sums (kinetic energy,
+//   NUTS's U-turn and merge checks, dot products) across ranks, counting the
+//   replicated global coordinates on rank 0 only, and draws each coordinate's
+//   momentum by its index in the whole state.
+// So every rank takes the same decisions from the same numbers (and makes
+// the same collective calls), and the draws equal one process's up to the
+// order of sums. What crosses ranks per gradient of C chains is C x (1 +
+// globals) values, and a few values per chain per sampler reduction: nothing
+// that grows with the rows or the groups.
+#ifndef LOCKSTEP_OWNED_SHARD_HPP
+#define LOCKSTEP_OWNED_SHARD_HPP
+
+#include <memory>
+#include <vector>
+
+#include "communicator.hpp"
+#include "executor.hpp"
+#include "group_slice.hpp"
+#include "sampler/chain_vectors.hpp"
+
+namespace lockstep {
+
+class OwnedShardTarget final : public Target {
+ public:
+  // `local` runs this rank's slice (its dim: the slice's n_free); `world`
+  // reaches the other ranks (collective: every rank calls log_density
+  // together). Both must outlive this.
+  OwnedShardTarget(std::unique_ptr<Target> local, const GroupSlice& slice, long full_dim,
+                   Communicator* world);
+  long dim() const override { return local_->dim(); }
+  long chains() const override { return local_->chains(); }
+  void log_density(const double* state, double* lp, double* grad) override;
+  ThreadPool* pool() override { return local_->pool(); }
+  // The local target's vectors, made whole across ranks (OwnedShardVectors).
+  std::unique_ptr<ChainVectors> vectors() override;
+  long n_global() const { return n_global_; }
+
+ private:
+  std::unique_ptr<Target> local_;
+  long n_global_, full_dim_;
+  std::vector<long> full_index_;
+  Communicator* world_;
+  std::vector<double> buf_;  // [chains, 1 + n_global]: what one gradient sends
+};
+
+class OwnedShardVectors final : public ChainVectors {
+ public:
+  // `inner`'s log_density is replaced by `target`'s (the rank-summed one).
+  OwnedShardVectors(std::unique_ptr<ChainVectors> inner, Target& target, long n_global,
+                    std::vector<long> full_index, long full_dim, Communicator* world);
+  double* make() override { return inner_->make(); }
+  void upload(double* dst, const double* host) override { inner_->upload(dst, host); }
+  void download(double* host, const double* src) override { inner_->download(host, src); }
+  void copy(double* dst, const double* src, const ChainMask& on) override {
+    inner_->copy(dst, src, on);
+  }
+  void fill(double* dst, double value, const ChainMask& on) override {
+    inner_->fill(dst, value, on);
+  }
+  void add(double* dst, const double* a, const double* b, double s, const ChainMask& on) override {
+    inner_->add(dst, a, b, s, on);
+  }
+  void leapfrog(double* x_out, const double* x_in, double* p, const double* g, const double* m,
+                double kick, double eps, bool drift, const ChainMask& on,
+                const ChainMask& back) override {
+    inner_->leapfrog(x_out, x_in, p, g, m, kick, eps, drift, on, back);
+  }
+  void momentum(double* p, const double* sd, std::vector<Stream>& streams,
+                uint32_t purpose) override {
+    inner_->momentum(p, sd, streams, purpose);
+  }
+  void mean_over_chains(double* dst, const double* src, const ChainMask& from) override {
+    inner_->mean_over_chains(dst, src, from);
+  }
+  void window_update(double* mean, double* m2, const double* x, double n0, bool pooled,
+                     const ChainMask& from) override {
+    inner_->window_update(mean, m2, x, n0, pooled, from);
+  }
+  void metric_from_window(double* sd, double* sd2, const double* m2, double n,
+                          bool pooled) override {
+    inner_->metric_from_window(sd, sd2, m2, n, pooled);
+  }
+  void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
+            double* out) override {
+    inner_->dots(specs, n, m, on, out);
+    sum(out, chains_ * n);
+  }
+  void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
+                      double* out) override {
+    inner_->subtree_checks(v, m, on, out);
+    sum(out, chains_ * 6);
+  }
+  void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
+            double* out) override {
+    inner_->leaf(v, m, on, back, out);
+    sum(out, chains_ * v.sums());
+  }
+  void log_density(const double* x, double* lp, double* g) override {
+    target_.log_density(x, lp, g);
+  }
+
+ private:
+  void sum(double* out, long n) {
+    double* bufs[] = {out};
+    world_->all_reduce_sum(bufs, n);
+  }
+  std::unique_ptr<ChainVectors> inner_;
+  Target& target_;
+  Communicator* world_;
+};
+
+}  // namespace lockstep
+
+#endif
