@@ -283,7 +283,8 @@ void Sampler::transition_in_groups() {
 }
 
 double Sampler::lagging_gap() const {
-  return 10 + 5 * std::sqrt(0.5 * static_cast<double>(D_));
+  // (the whole model's dimension, also on a rank that holds part of it)
+  return 10 + 5 * std::sqrt(0.5 * static_cast<double>(target_.full_dim()));
 }
 
 std::vector<double> Sampler::lags() const {

@@ -103,6 +103,9 @@ class Target {
   virtual ~Target() = default;
   virtual long dim() const = 0;
   virtual long chains() const = 0;
+  // The whole model's free parameters, of which this target's state holds
+  // dim(): fewer on a rank that owns part of the state (owned_shard.hpp).
+  virtual long full_dim() const { return dim(); }
   // state: [chains, dim] chain-major; lp: [chains]; grad: [chains, dim] or nullptr.
   virtual void log_density(const double* state, double* lp, double* grad) = 0;
   // The threads a sampler may use for its own vector operations (none: serial).

@@ -40,6 +40,7 @@ class OwnedShardTarget final : public Target {
                    Communicator* world);
   long dim() const override { return local_->dim(); }
   long chains() const override { return local_->chains(); }
+  long full_dim() const override { return full_dim_; }
   void log_density(const double* state, double* lp, double* grad) override;
   ThreadPool* pool() override { return local_->pool(); }
   // The local target's vectors, made whole across ranks (OwnedShardVectors).
