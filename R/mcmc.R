@@ -403,6 +403,9 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         } else {
           1L
         }
+        # across MPI ranks every call is collective (ranks that own their
+        # groups gather the metric at its end): all make rank 0's calls
+        n <- same_on_every_rank(n, run$options)
         started <- proc.time()[["elapsed"]]
         suspendInterrupts({
           sampling <- phase == "sampling"

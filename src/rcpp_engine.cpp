@@ -17,6 +17,7 @@
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/optimiser.hpp"
+#include "lockstep/owned_shard.hpp"
 #include "lockstep/planner.hpp"
 #include "lockstep/sampler/sampler_factory.hpp"
 #include "lockstep/shards.hpp"
@@ -347,6 +348,11 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   ptr.attr("class") = "lockstep_sampler";
   // 1: every chain in lockstep; more: NUTS's or HMC's chain groups, one per thread
   ptr.attr("chain_groups") = static_cast<double>(ptr->bundle.chain_groups);
+  // across processes, the groups (1-based, first and last) whose local
+  // parameters this rank owns when the ranks shard by groups (owned_shard.hpp)
+  if (const lockstep::GroupSlice* slice = ptr->bundle.slice.get())
+    ptr.attr("owned_groups") = NumericVector::create(static_cast<double>(slice->first_group + 1),
+                                                     static_cast<double>(slice->end_group));
   return ptr;
 }
 
@@ -394,7 +400,16 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   } cut_check(smp, may_stop);
   auto stop_now = [may_stop] { return may_stop && interrupt_pending(); };
   int made = 0;
-  const long C = h->bundle.executor->chains(), D = h->bundle.executor->dim();
+  // D: the model's free parameters; a rank that owns its groups samples only
+  // its part of them (SamplerBundle::slice), made whole for each kept draw
+  const long C = h->bundle.executor->chains(), D = h->program->n_free;
+  const lockstep::GroupSlice* slice = h->bundle.slice.get();
+  std::vector<double> slice_x(slice ? C * h->bundle.executor->dim() : 0);
+  auto to_model = [&](const double* x, double* out) {
+    if (!slice) return smp.to_model(x, out, C);
+    smp.to_model(x, slice_x.data(), C);
+    lockstep::gather_whole_state(*slice, slice_x.data(), C, D, out, *h->options.world);
+  };
   const std::vector<int> nodes = as<std::vector<int>>(traced);
   const long width = traced_width(*h->program, nodes);
   Tracer* tracer = nodes.empty() ? nullptr : &h->tracer_of(nodes);
@@ -415,7 +430,7 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
     }
     if ((offset + it + 1) % thin != 0) return;
     ++n_kept;
-    smp.to_model(x, model_x.data(), C);  // a dense metric's coordinates are not the model's
+    to_model(x, model_x.data());  // a dense metric's coordinates are not the model's
     if (tracer) {
       values.resize(n_kept * C * width);
       tracer->values(model_x.data(), C, values.data() + (n_kept - 1) * C * width, width, 1);
@@ -474,6 +489,11 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   // metric (the sampler's own diag_sd is then 1), the metric's standard
   // deviations, sqrt(diag(L L')) of each chain's factor.
   std::vector<double> sd = smp.diag_sd();
+  if (slice) {
+    std::vector<double> whole(C * D);
+    lockstep::gather_whole_state(*slice, sd.data(), C, D, whole.data(), *h->options.world);
+    sd.swap(whole);
+  }
   if (const lockstep::DenseMetric* dm = smp.dense_metric()) {
     const std::vector<double>& L = dm->factor();
     for (long c = 0; c < C; ++c)

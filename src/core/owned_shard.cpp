@@ -1,7 +1,11 @@
 // One rank of a run whose ranks own their groups (owned_shard.hpp).
 #include "lockstep/owned_shard.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
+
+#include "lockstep/ownership.hpp"
 
 namespace lockstep {
 
@@ -45,6 +49,76 @@ OwnedShardVectors::OwnedShardVectors(std::unique_ptr<ChainVectors> inner, Target
   // the replicated global coordinates count on rank 0 alone
   inner_->count_from(world_->rank() == 0 ? 0 : n_global);
   inner_->map_coordinates(std::move(full_index), full_dim);
+}
+
+std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world) {
+  const int P = world.ranks(), me = world.rank();
+  // this rank's candidate: the sliceable grouping with the most local coordinates
+  const std::vector<Grouping> found = find_groupings(p);
+  const Grouping* best = nullptr;
+  long best_size = 0;
+  for (const Grouping& g : found) {
+    long size = 0;
+    for (int id : g.locals) size += p.nodes[id].size;
+    if (size > best_size && why_not_sliceable(p, g).empty()) {
+      best = &g;
+      best_size = size;
+    }
+  }
+  // every rank's view, side by side: [P, 6] = ok, groups, first and last
+  // group of its rows (-1: none), its local coordinates, its free parameters
+  constexpr int fields = 6;
+  std::vector<double> view(static_cast<size_t>(P) * fields, 0.0);
+  double* mine = view.data() + static_cast<long>(me) * fields;
+  mine[0] = best ? 1 : 0;
+  mine[1] = best ? static_cast<double>(best->groups) : 0;
+  mine[2] = mine[3] = -1;
+  if (best && !best->group_of_row.empty()) {
+    const auto range = std::minmax_element(best->group_of_row.begin(), best->group_of_row.end());
+    mine[2] = static_cast<double>(*range.first);
+    mine[3] = static_cast<double>(*range.second);
+  }
+  mine[4] = static_cast<double>(best_size);
+  mine[5] = static_cast<double>(p.n_free);
+  double* bufs[] = {view.data()};
+  world.all_reduce_sum(bufs, static_cast<long>(view.size()));
+  auto at = [&](int r, int f) { return view[static_cast<size_t>(r) * fields + f]; };
+  for (int r = 0; r < P; ++r)
+    if (at(r, 5) != at(0, 5))
+      throw std::invalid_argument(
+          "lockstep: the MPI ranks' models differ (rank 0's has " +
+          std::to_string(static_cast<long>(at(0, 5))) + " free parameters, rank " +
+          std::to_string(r) + "'s " + std::to_string(static_cast<long>(at(r, 5))) +
+          "): every rank must build the same model from its own rows");
+  for (int r = 0; r < P; ++r)
+    if (at(r, 0) != 1 || at(r, 1) != at(0, 1) || at(r, 4) != at(0, 4)) return nullptr;
+  // ranges in rank order, disjoint: rank r owns [first_r, first of the next
+  // rank with rows), rank 0 from group 0, the last to the end
+  const long G = static_cast<long>(at(0, 1));
+  std::vector<long> end(P, G);
+  long next = G, last_hi = -1;
+  for (int r = P - 1; r >= 0; --r) {
+    end[r] = next;
+    if (at(r, 2) >= 0) next = static_cast<long>(at(r, 2));
+  }
+  for (int r = 0; r < P; ++r) {
+    if (at(r, 2) < 0) continue;
+    if (static_cast<long>(at(r, 2)) <= last_hi) return nullptr;  // groups shared or out of order
+    last_hi = static_cast<long>(at(r, 3));
+  }
+  const long first = me == 0 ? 0 : end[me - 1];
+  return std::make_unique<GroupSlice>(slice_groups(p, *best, first, end[me], me == 0));
+}
+
+void gather_whole_state(const GroupSlice& slice, const double* x, long chains, long full_dim,
+                        double* whole, Communicator& world) {
+  const long D = static_cast<long>(slice.full_index.size());
+  std::fill(whole, whole + chains * full_dim, 0.0);
+  const long from = world.rank() == 0 ? 0 : slice.n_global;
+  for (long c = 0; c < chains; ++c)
+    for (long j = from; j < D; ++j) whole[c * full_dim + slice.full_index[j]] = x[c * D + j];
+  double* bufs[] = {whole};
+  world.all_reduce_sum(bufs, chains * full_dim);
 }
 
 }  // namespace lockstep

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "lockstep/owned_shard.hpp"
 #include "lockstep/sampler/chain_groups.hpp"
 #include "lockstep/sampler/sampler_factory.hpp"
 #include "lockstep/targets.hpp"
@@ -245,4 +246,55 @@ TEST_CASE("sampler factory: NUTS and HMC step in chain groups where the model is
                                                        5, 6);
     CHECK(b.chain_groups == (kind == "rwmh" ? 1 : expected));
   }
+}
+
+TEST_CASE("sampler factory: across processes, NUTS on a grouped model shards by groups and "
+          "draws what one process draws",
+          "[sampler_factory][owned_shard]") {
+  // One rank stands for the run (an in-process communicator of 1): the
+  // slice holds every group, its state is the model's reordered (globals
+  // first), and its draws, made whole, are one process's to rounding.
+  std::mt19937 rng(91);
+  const long N = 300, G = 20, K = 2, C = 3;
+  std::vector<long> g(N);
+  std::uniform_int_distribution<long> group(0, G - 1);
+  for (long& v : g) v = group(rng);
+  Seed s = seed_model(N, G, K, rng, g);
+  lockstep::plan(s.p);
+  const long D = s.p.n_free;
+  const std::vector<double> init = random_state(rng, C, D);
+  SamplerSpec spec;
+  spec.diag_sd = std::vector<double>(D, 0.9);
+  ExecOptions alone;
+  lockstep::SamplerBundle one = lockstep::make_sampler(s.p, spec, init, C, alone, false, 5, 6);
+  lockstep::InProcessCommunicator world(1);
+  ExecOptions across;
+  across.world = &world;
+  lockstep::SamplerBundle ranked = lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6);
+  REQUIRE(ranked.slice != nullptr);
+  CHECK(one.slice == nullptr);
+  CHECK(ranked.slice->n_global == 2 * K + 2);
+  CHECK(ranked.executor->dim() == D);
+  CHECK(ranked.executor->full_dim() == D);
+  one.sampler->begin_warmup(5);
+  ranked.sampler->begin_warmup(5);
+  std::vector<double> whole(C * D);
+  for (int it = 0; it < 10; ++it) {
+    one.sampler->iterate(it < 5);
+    ranked.sampler->iterate(it < 5);
+    lockstep::gather_whole_state(*ranked.slice, ranked.sampler->state().data(), C, D, whole.data(),
+                                 world);
+    for (long k = 0; k < C * D; ++k)
+      CHECK(whole[k] == Approx(one.sampler->state()[k]).epsilon(1e-9).margin(1e-9));
+  }
+  // ChEES too; random-walk Metropolis, slice sampling and a dense metric stay whole
+  spec.kind = "chees";
+  CHECK(lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6).slice != nullptr);
+  for (const std::string kind : {"rwmh", "slice"}) {
+    spec.kind = kind;
+    CHECK(lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6).slice == nullptr);
+  }
+  spec.kind = "nuts";
+  spec.metric = "dense";
+  CHECK(lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6).slice == nullptr);
 }

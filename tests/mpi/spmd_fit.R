@@ -122,4 +122,70 @@ check(abs(z_alpha) < 5 && abs(z_beta) < 5, sprintf(
   "posterior means match the regression (z = %.2f, %.2f)", z_alpha, z_beta))
 check(abs(mean(post[, "sigma"]) - 0.5) < 0.05, "posterior of sigma near 0.5")
 
+# A hierarchical model whose ranks own their groups (issue 35): rows split by
+# whole groups (mpi_rows(groups = )), each rank holds the global parameters
+# and only its groups' z; its draws, made whole, equal one process's with the
+# same seed, and every rank returns every draw.
+if (!on_gpu) {
+  G <- 300
+  grp <- rep(seq_len(G), times = rep(c(3, 6, 10), length.out = G))
+  Nh <- length(grp)
+  set.seed(11)
+  xh <- rnorm(Nh)
+  yh <- rnorm(Nh, 0.5 + rnorm(G, 0, 0.7)[grp] + 1.5 * xh, 1)
+  rows_h <- mpi_rows(Nh, groups = grp)
+  check(length(unique(grp[rows_h])) == length(attr(rows_h, "groups")) &&
+          all(diff(grp[rows_h]) >= 0), "mpi_rows(groups = ) gives whole groups")
+  build_h <- function(idx) {
+    a <- normal(0, 5)
+    b <- normal(0, 5)
+    sd_g <- normal(0, 1, truncation = c(0, Inf))
+    z <- normal(0, 1, dim = G)
+    alpha <- z * sd_g
+    distribution(yh[idx]) <- normal(a + alpha[grp[idx]] + b * xh[idx], 1)
+    model(a, b, sd_g, alpha)
+  }
+  split_h <- build_h(rows_h)
+  whole_h <- build_h(seq_len(Nh))
+  opts <- lockstep:::check_compute_options(co)
+  init_h <- lockstep:::same_on_every_rank(matrix(rnorm(2 * split_h$n_free, 0, 0.5), 2), opts)
+  handle <- lockstep:::ls_sampler_new(lockstep:::model_engine(split_h), init_h, "nuts",
+                                      nuts()$parameters, 1, 2, opts)
+  owned <- attr(handle, "owned_groups")
+  check(length(owned) == 2 && all(grp[rows_h] >= owned[1] & grp[rows_h] <= owned[2]) &&
+          (mpi_rank() != 0 || owned[1] == 1) && (mpi_rank() != 1 || owned[2] == G),
+        sprintf("rank %d owns groups %s, those of its rows", mpi_rank(),
+                paste(owned, collapse = " to ")))
+  # (a diagonal metric in both: one process would choose a dense one for a
+  # small model, which ranks never do)
+  set.seed(21)
+  d_split <- mcmc(split_h, sampler = nuts(metric = "diagonal"), warmup = 10, n_samples = 10,
+                  chains = 2, verbose = FALSE, compute_options = co)
+  set.seed(21)
+  d_whole <- mcmc(whole_h, sampler = nuts(metric = "diagonal"), warmup = 10, n_samples = 10,
+                  chains = 2, verbose = FALSE, compute_options = cpu_only(threads = 1))
+  a_split <- as.matrix(d_split)
+  a_whole <- as.matrix(d_whole)
+  check(identical(dim(a_split), dim(a_whole)) && identical(colnames(a_split), colnames(a_whole)),
+        "every rank returns every group's draws")
+  check(rel(a_split, a_whole) < 1e-7, sprintf(
+    "owned groups: draws equal one process's (worst relative difference %.2g)",
+    rel(a_split, a_whole)))
+  check(lockstep:::ls_mpi_same(as.numeric(a_split)), "owned groups: bitwise the same on every rank")
+  # what crosses: per gradient the globals' and a few sums per chain, per
+  # kept draw (and for the metric at the end of a call) the whole state once;
+  # summing whole gradients would send at least n_free doubles per chain and
+  # gradient
+  mpi_stats(reset = TRUE)
+  ran <- lockstep:::ls_sampler_run(handle, 3L, FALSE, 1L, 0L, integer(), FALSE)
+  sent <- mpi_stats()
+  leapfrogs <- matrix(ran$diagnostics$n_leapfrog__, ncol = 2, byrow = TRUE)
+  gradients <- sum(apply(leapfrogs, 1, max))
+  whole_state <- 2 * split_h$n_free * 8
+  per_gradient <- (sent$bytes - 4 * whole_state) / gradients
+  check(gradients > 0 && per_gradient < whole_state / 4, sprintf(
+    "owned groups: %.0f bytes a gradient of 2 chains, %g gradients (whole gradients: at least %g)",
+    per_gradient, gradients, whole_state))
+}
+
 if (mpi_rank() == 0) cat(sprintf("spmd-counts: %d %d\n", passed, failed))

@@ -22,6 +22,7 @@
 #define LOCKSTEP_OWNED_SHARD_HPP
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "communicator.hpp"
@@ -120,6 +121,25 @@ class OwnedShardVectors final : public ChainVectors {
   Target& target_;
   Communicator* world_;
 };
+
+// Whether and how this rank owns groups in a run across `world` (collective:
+// every rank calls it, and all get the same answer): the slice of planned
+// `p` (this rank's rows) by the grouping with the most local coordinates,
+// when every rank finds that grouping sliceable and the ranks' rows hold
+// disjoint ranges of its groups in rank order (as mpi_rows(n, groups = )
+// gives them); rank r then owns the groups from its first one to the next
+// rank's first. nullptr otherwise: the run keeps every parameter on every
+// rank and sums whole gradients, as before sharding (never a different
+// result). Throws std::invalid_argument on every rank when the ranks' models
+// have different numbers of free parameters.
+std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world);
+
+// The ranks' states ([chains, slice dim] each, slice.full_index their
+// coordinates) as the whole [chains, full_dim] state on every rank
+// (collective; the global coordinates are rank 0's, the same everywhere):
+// for draws of local variables, which R reads whole.
+void gather_whole_state(const GroupSlice& slice, const double* x, long chains, long full_dim,
+                        double* whole, Communicator& world);
 
 }  // namespace lockstep
 

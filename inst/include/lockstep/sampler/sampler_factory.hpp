@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../executor.hpp"
+#include "../group_slice.hpp"
 #include "chees.hpp"
 #include "dense_metric.hpp"
 #include "hmc.hpp"
@@ -62,6 +63,10 @@ std::vector<double> initial_dense_factor(const SamplerSpec& spec, long chains, l
 // A sampler and what it steps. The executor (and the dense metric over it)
 // must outlive the sampler: members are destroyed in reverse order.
 struct SamplerBundle {
+  // In a run across processes whose ranks own their groups (owned_shard.hpp):
+  // this rank's slice of the program, which its executor runs; the sampler's
+  // state is then the slice's ([chains, slice dim]), not the model's.
+  std::unique_ptr<GroupSlice> slice;
   std::unique_ptr<Target> executor;
   // a dense metric's change of variables over the executor (the sampler's
   // target), or nullptr
@@ -78,7 +83,10 @@ struct SamplerBundle {
 // streams keyed by (key0, key1). NUTS or HMC on a model whose gradient is too
 // small to share between threads steps its chains in groups, one per thread
 // (chain_group_count()); its own executor then runs on one thread. Throws
-// std::invalid_argument for an unknown kind.
+// std::invalid_argument for an unknown kind. Across processes (o.world) on
+// the CPU, HMC, NUTS and ChEES with a diagonal metric shard by groups where
+// the ranks' rows allow (plan_owned_shards()): each rank then holds the
+// global coordinates and its groups' local ones.
 SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
                            const std::vector<double>& init, long chains, ExecOptions o,
                            bool single, uint32_t key0, uint32_t key1);
