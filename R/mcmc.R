@@ -99,12 +99,14 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   warmup <- check_count(warmup, "warmup", 0)
   chains <- check_count(chains, "chains", 1)
   options <- check_compute_options(compute_options)
+  check_ranks_agree(model, options)
   engine <- model_engine(model)
   init <- initial_free_state(model, initial_values, chains, options, parent.frame())
 
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
   handle <- ls_sampler_new(engine, init, sampler$name, sampler$parameters, seeds[1], seeds[2],
                            options)
+  warn_unsharded(attr(handle, "unsharded"), options)
 
   raw_mb <- raw_draws_mb(model, n_samples %/% thin, chains)
   run <- list(model = model, handle = handle, cursor = sampler_cursor(), sampler = sampler,

@@ -150,3 +150,29 @@ same_on_every_rank <- function(x, options) {
   attributes(out) <- attributes(x)
   out
 }
+
+# A run across processes needs the same model on every rank (each with its
+# own rows): ranks that disagree would wait on each other forever, in
+# collective calls of different sizes. A clear error on every rank instead.
+check_ranks_agree <- function(model, options) {
+  if (!isTRUE(options$mpi)) return(invisible(NULL))
+  mine <- as.numeric(model$n_free)
+  if (!ls_mpi_same(mine)) {
+    root <- ls_mpi_broadcast(mine)
+    stop(sprintf(paste0("the MPI ranks' models differ (rank 0's has %d free parameters, ",
+                        "this rank's (%d) %d): every rank must build the same model from its ",
+                        "own rows"), as.integer(root), mpi_rank(), as.integer(mine)),
+         call. = FALSE)
+  }
+  invisible(NULL)
+}
+
+# The warning of a run across processes whose ranks could have owned their
+# groups' parameters but share groups (`why`, from the sampler): on rank 0
+# only, as every rank would say the same.
+warn_unsharded <- function(why, options) {
+  if (is.null(why) || !isTRUE(options$mpi) || mpi_rank() != 0) return(invisible(NULL))
+  warning("every MPI rank holds all of the model's group-level parameters, because ", why,
+          ": split the rows with mpi_rows(n, groups = ) so that each rank holds whole groups, ",
+          "and each will hold only its own groups' parameters", call. = FALSE)
+}

@@ -73,6 +73,7 @@ opt <- function(model, optimiser = bfgs(), max_iterations = 100, tolerance = 1e-
   starts <- check_count(starts, "starts", minimum = 1)
   options <- check_compute_options(compute_options)
   options$jacobian <- adjust
+  check_ranks_agree(model, options)
   engine <- model_engine(model)
   init <- initial_free_state(model, initial_values, starts, options, parent.frame(), "start")
 

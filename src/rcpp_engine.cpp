@@ -353,6 +353,7 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   if (const lockstep::GroupSlice* slice = ptr->bundle.slice.get())
     ptr.attr("owned_groups") = NumericVector::create(static_cast<double>(slice->first_group + 1),
                                                      static_cast<double>(slice->end_group));
+  if (!ptr->bundle.unsharded.empty()) ptr.attr("unsharded") = ptr->bundle.unsharded;
   return ptr;
 }
 

@@ -51,7 +51,8 @@ OwnedShardVectors::OwnedShardVectors(std::unique_ptr<ChainVectors> inner, Target
   inner_->map_coordinates(std::move(full_index), full_dim);
 }
 
-std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world) {
+std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world,
+                                              std::string* why_not) {
   const int P = world.ranks(), me = world.rank();
   // this rank's candidate: the sliceable grouping with the most local coordinates
   const std::vector<Grouping> found = find_groupings(p);
@@ -103,7 +104,12 @@ std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& wo
   }
   for (int r = 0; r < P; ++r) {
     if (at(r, 2) < 0) continue;
-    if (static_cast<long>(at(r, 2)) <= last_hi) return nullptr;  // groups shared or out of order
+    if (static_cast<long>(at(r, 2)) <= last_hi) {  // groups shared or out of order
+      if (why_not)
+        *why_not = "rank " + std::to_string(r) + "'s rows share groups with an earlier rank's "
+                   "(or come before them)";
+      return nullptr;
+    }
     last_hi = static_cast<long>(at(r, 3));
   }
   const long first = me == 0 ? 0 : end[me - 1];

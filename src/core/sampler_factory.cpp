@@ -72,7 +72,7 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   // Ranks that own their groups (owned_shard.hpp): every rank decides alike.
   const bool shardable = spec.kind == "hmc" || spec.kind == "nuts" || spec.kind == "chees";
   if (o.world && o.backend != Backend::cuda && !dense && shardable)
-    b.slice = plan_owned_shards(program, *o.world);
+    b.slice = plan_owned_shards(program, *o.world, &b.unsharded);
   if (b.slice) {
     ExecOptions local = o;
     local.world = nullptr;

@@ -188,4 +188,37 @@ if (!on_gpu) {
     per_gradient, gradients, whole_state))
 }
 
+# Ranks whose models differ get a clear error on every rank, not a hang;
+# rows split without regard to groups keep every parameter on every rank,
+# with a warning that says how to split them.
+if (!on_gpu) {
+  w <- normal(0, 1, dim = if (mpi_rank() == 0) 2 else 3)
+  distribution(y[rows]) <- normal(sum(w) + x[rows], 1)
+  odd <- model(w)
+  res <- try(mcmc(odd, warmup = 5, n_samples = 5, chains = 1, verbose = FALSE,
+                  compute_options = co), silent = TRUE)
+  check(inherits(res, "try-error") && grepl("models differ", res),
+        "ranks with different models: an error on every rank")
+  res <- try(opt(odd, compute_options = co), silent = TRUE)
+  check(inherits(res, "try-error") && grepl("models differ", res),
+        "opt() on ranks with different models: an error on every rank")
+  # (the rows as mpi_rows(Nh) would split them, moved off a group boundary:
+  # one group's rows on both ranks)
+  plain_rows <- if (mpi_rank() == 0) seq_len(951) else seq.int(952, Nh)
+  check(length(intersect(grp[plain_rows], grp[setdiff(seq_len(Nh), plain_rows)])) == 1,
+        "a split that shares a group")
+  shared <- build_h(plain_rows)
+  warned <- NULL
+  d <- withCallingHandlers(
+    mcmc(shared, sampler = nuts(metric = "diagonal"), warmup = 5, n_samples = 5, chains = 2,
+         verbose = FALSE, compute_options = co),
+    warning = function(w) {
+      warned <<- c(warned, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
+  said <- any(grepl("mpi_rows\\(n, groups = \\)", warned))
+  check(inherits(d, "mcmc.list") && (if (mpi_rank() == 0) said else !said),
+        "rows that share groups: a run as before, with a warning on rank 0 naming mpi_rows(groups = )")
+}
+
 if (mpi_rank() == 0) cat(sprintf("spmd-counts: %d %d\n", passed, failed))

@@ -131,8 +131,11 @@ class OwnedShardVectors final : public ChainVectors {
 // rank's first. nullptr otherwise: the run keeps every parameter on every
 // rank and sums whole gradients, as before sharding (never a different
 // result). Throws std::invalid_argument on every rank when the ranks' models
-// have different numbers of free parameters.
-std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world);
+// have different numbers of free parameters. `why_not`, when given, is set
+// (on every rank alike) when the ranks could have owned their groups but
+// their rows share groups: the user's row split is then the reason.
+std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world,
+                                              std::string* why_not = nullptr);
 
 // The ranks' states ([chains, slice dim] each, slice.full_index their
 // coordinates) as the whole [chains, full_dim] state on every rank

@@ -67,6 +67,9 @@ struct SamplerBundle {
   // this rank's slice of the program, which its executor runs; the sampler's
   // state is then the slice's ([chains, slice dim]), not the model's.
   std::unique_ptr<GroupSlice> slice;
+  // Why the ranks could have owned their groups but do not (their rows
+  // share groups), or empty.
+  std::string unsharded;
   std::unique_ptr<Target> executor;
   // a dense metric's change of variables over the executor (the sampler's
   // target), or nullptr
