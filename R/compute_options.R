@@ -80,6 +80,18 @@ print.lockstep_backend_info <- function(x, ...) {
 #' GPUs and hosts will be. Results differ between settings only by the order
 #' in which floating-point sums are taken.
 #'
+#' Shards own their groups: the rows are sorted by the group index of the
+#' likelihood's largest gather (`alpha[g]`, `gamma[g, ]`), and shard
+#' boundaries fall between groups, so a group-level parameter's gradient
+#' from each group's rows is added by the one shard (and thread) that holds
+#' them, with no copy to sum. What the all-reduce sums is the log density and
+#' the gradient of the parameters every row reads (`beta` of `X %*% beta`, a
+#' global intercept, the scales of non-centred effects): for the seed model
+#' (10^6 rows, 10^5 groups, 4 chains) 1.4 KB per gradient whatever the rows
+#' and groups, where it was 67 MB, and `cpu_only(devices = 2)` runs as fast
+#' as `devices = 1` on the same threads. Across MPI processes the same
+#' ownership goes further, to the sampler's state: see [mpi].
+#'
 #' `gpu_only()` runs the model on a CUDA GPU: every parameter-dependent value,
 #' for all chains, lives in the GPU's memory, and each op of the model runs as
 #' one kernel over all chains and all rows (the same kernel bodies as the CPU
@@ -116,7 +128,10 @@ print.lockstep_backend_info <- function(x, ...) {
 #' cannot be split by (data not row-aligned with its terms) stay on the first
 #' GPU, so sharding never changes a result beyond the order of floating-point
 #' sums. Several GPUs pay off when each one's share is still large (10^6 rows
-#' and more for the seed model's kind of regression).
+#' and more for the seed model's kind of regression). Each GPU still holds
+#' every parameter, and the sum covers the whole gradient: the group-level
+#' parameters are not yet sharded across GPUs as they are across CPU shards
+#' and MPI processes.
 #'
 #' @param threads the number of worker threads; by default the option
 #'   `lockstep.threads`, else the number of cores. More than the machine's
@@ -136,7 +151,11 @@ print.lockstep_backend_info <- function(x, ...) {
 #' @param tile_rows rows per tile; `NULL` sizes tiles to the cache
 #' @param mpi `TRUE` to run across the processes of an MPI job (`mpirun -np P
 #'   Rscript fit.R`), each holding its own rows of the data: see [mpi_rows()].
-#'   Starts MPI when it is not running yet. With `gpu_only()`, each process
+#'   Starts MPI when it is not running yet. On the CPU, when each process's
+#'   rows are whole groups (`mpi_rows(n, groups = g)`), each holds only its
+#'   groups' group-level parameters, and the processes exchange per gradient
+#'   the log density and the other parameters' gradient alone (see [mpi],
+#'   "Which parameters each rank holds"). With `gpu_only()`, each process
 #'   runs on one GPU, taking the `devices` in turn by rank (rank r gets
 #'   `devices[r %% length(devices) + 1]`). Where every process has NCCL
 #'   (`backend_info()$nccl`) and its own GPU, the processes' partial log

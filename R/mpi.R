@@ -36,7 +36,34 @@
 #' Every rank must make the same calls, in the same order, to functions that
 #' run the model ([mcmc()], `model_log_density`): they are collective. A
 #' likelihood that lockstep cannot split by rows (its data are not
-#' row-aligned with the rows of its terms) is refused with an error.
+#' row-aligned with the rows of its terms) is refused with an error, and so
+#' are ranks whose models differ (an error on every rank, not a hang).
+#'
+#' @section Which parameters each rank holds:
+#' A hierarchical model's group-level parameters (one value, or one row, per
+#' group) can be *local*: reached by the likelihood only through the group of
+#' each row (`alpha[g]`, `gamma[g, ]`, through elementwise operations with
+#' global parameters, as in a non-centred `alpha <- z * sd_alpha`), with a
+#' prior that treats the groups independently given global parameters.
+#' When every rank's rows are whole groups, a contiguous range of them in rank
+#' order (what `mpi_rows(n, groups = g)` gives), [mcmc()] with [nuts()],
+#' [hmc()] or [chees()] and a diagonal metric shards those parameters: each
+#' rank holds the global parameters and only its own groups' local ones (their
+#' values, momenta, gradients and metric), and evaluates their priors. Per
+#' gradient the ranks then exchange the log density and the global
+#' parameters' gradient, and per leapfrog step a few numbers per chain (the
+#' sampler's kinetic energy and U-turn sums): nothing that grows with the rows
+#' or the groups. For the seed model's 2.1 million parameters and 4 chains,
+#' that is 1.4 KB per gradient instead of 67 MB. Random draws are keyed by
+#' each parameter's place in the whole model, so the draws are those of one
+#' process, up to the order of sums. Each kept draw is made whole on every
+#' rank, so every rank returns every parameter's draws.
+#'
+#' Where the rows of a group are on more than one rank, or the parameters are
+#' not local (the model has no groups, a group-level parameter is also used
+#' whole), every rank holds every parameter and the ranks sum whole gradients:
+#' the same results, more traffic. A run that could have sharded but whose
+#' rows share groups warns on rank 0.
 #'
 #' @param n the number of rows to share out
 #' @param groups `NULL`, or the group of each of the `n` rows: positive whole
@@ -57,6 +84,17 @@
 #'   distribution(y) <- normal(a + b * x, s)
 #'   draws <- mcmc(model(a, b, s), compute_options = cpu_only(mpi = TRUE))
 #'   if (mpi_rank() == 0) saveRDS(draws, "draws.rds")
+#' }
+#' # A hierarchical model: whole groups per rank, each rank holding only its
+#' # groups' intercepts
+#' fit_groups <- function(g, x, y) {  # g: each row's group, 1 to G
+#'   rows <- mpi_rows(length(g), groups = g)
+#'   G <- max(g)
+#'   a <- normal(0, 5); b <- normal(0, 5); sd_g <- normal(0, 1, truncation = c(0, Inf))
+#'   z <- normal(0, 1, dim = G)
+#'   alpha <- z * sd_g
+#'   distribution(y[rows]) <- normal(a + alpha[g[rows]] + b * x[rows], 1)
+#'   mcmc(model(a, b, sd_g), compute_options = cpu_only(mpi = TRUE))
 #' }
 #' @name mpi
 #' @export
