@@ -402,17 +402,31 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   auto stop_now = [may_stop] { return may_stop && interrupt_pending(); };
   int made = 0;
   // D: the model's free parameters; a rank that owns its groups samples only
-  // its part of them (SamplerBundle::slice), made whole for each kept draw
+  // its part of them (SamplerBundle::slice), made whole where R needs them
   const long C = h->bundle.executor->chains(), D = h->program->n_free;
   const lockstep::GroupSlice* slice = h->bundle.slice.get();
+  const std::vector<int> nodes = as<std::vector<int>>(traced);
+  const long width = traced_width(*h->program, nodes);  // (checks the ids)
+  // Whether each kept draw must be made whole (a collective exchange of the
+  // whole state): when the free states are kept or a traced value reads a
+  // local parameter; otherwise the globals, which every rank holds, serve
+  // the tracer, and only the last kept state is made whole, once per call.
+  const bool whole_each =
+      slice && (keep_free || lockstep::depends_on_any(*h->program, nodes, slice->locals));
   std::vector<double> slice_x(slice ? C * h->bundle.executor->dim() : 0);
+  bool last_pending = false;  // slice_x holds a kept state not yet made whole
   auto to_model = [&](const double* x, double* out) {
     if (!slice) return smp.to_model(x, out, C);
     smp.to_model(x, slice_x.data(), C);
-    lockstep::gather_whole_state(*slice, slice_x.data(), C, D, out, *h->options.world);
+    if (whole_each) {
+      lockstep::gather_whole_state(*slice, slice_x.data(), C, D, out, *h->options.world);
+      return;
+    }
+    const long Dr = h->bundle.executor->dim();
+    for (long c = 0; c < C; ++c)
+      for (long j = 0; j < slice->n_global; ++j) out[c * D + slice->full_index[j]] = slice_x[c * Dr + j];
+    last_pending = true;
   };
-  const std::vector<int> nodes = as<std::vector<int>>(traced);
-  const long width = traced_width(*h->program, nodes);
   Tracer* tracer = nodes.empty() ? nullptr : &h->tracer_of(nodes);
   long n_kept = 0;
   std::vector<std::vector<double>> kept;  // the kept states, with keep_free
@@ -471,6 +485,8 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
       if (stop_now()) break;
     }
   }
+  if (last_pending)  // (every rank kept the same iterations: collective)
+    lockstep::gather_whole_state(*slice, slice_x.data(), C, D, model_x.data(), *h->options.world);
   // free: every kept state, or the last one
   const long free_draws = keep_free ? n_kept : std::min(n_kept, 1L);
   NumericMatrix free(static_cast<int>(free_draws * C), static_cast<int>(D));

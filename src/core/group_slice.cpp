@@ -165,6 +165,7 @@ GroupSlice slice_groups(const Program& p, const Grouping& grouping, long first, 
           ": each group's rows must all be on one rank (mpi_rows(n, groups = ) splits them so)");
   }
   GroupSlice out;
+  out.locals = grouping.locals;
   out.first_group = first;
   out.end_group = end;
   out.program = p;
@@ -211,6 +212,17 @@ GroupSlice slice_groups(const Program& p, const Grouping& grouping, long first, 
   q.terms = terms;
   mark_live(q);
   return out;
+}
+
+bool depends_on_any(const Program& p, const std::vector<int>& nodes, const std::vector<int>& locals) {
+  std::vector<char> needed(p.nodes.size(), 0);
+  for (int id : nodes) needed.at(id) = 1;
+  for (size_t k = p.nodes.size(); k-- > 0;) {
+    if (!needed[k]) continue;
+    if (std::find(locals.begin(), locals.end(), static_cast<int>(k)) != locals.end()) return true;
+    for (int in : p.nodes[k].inputs) needed[in] = 1;
+  }
+  return false;
 }
 
 std::vector<long> balanced_group_bounds(const std::vector<long>& group_of_row, long groups,

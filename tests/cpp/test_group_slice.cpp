@@ -161,6 +161,20 @@ TEST_CASE("group slices: a hierarchical prior, a constrained local parameter and
     for (long chains : {1L, 3L}) check_assembled(p, ranks, chains, rng);
 }
 
+TEST_CASE("group slices: which values depend on the local parameters",
+          "[group_slice][ownership]") {
+  std::mt19937 rng(87);
+  const long N = 60, G = 6, K = 2;
+  Seed s = seed_model(N, G, K, rng, sorted_groups(rng, N, G));
+  lockstep::plan(s.p);
+  const std::vector<int> locals = lockstep::find_groupings(s.p).at(0).locals;
+  CHECK(lockstep::depends_on_any(s.p, {s.alpha_g}, locals));      // z_a * sigma_a
+  CHECK(lockstep::depends_on_any(s.p, {s.sigma_g, s.alpha_g}, locals));
+  CHECK_FALSE(lockstep::depends_on_any(s.p, {s.beta, s.sigma_g}, locals));
+  CHECK_FALSE(lockstep::depends_on_any(s.p, {}, locals));
+  CHECK(lockstep::depends_on_any(s.p, {s.lik}, locals));          // the likelihood reads them
+}
+
 TEST_CASE("group slices: a rank whose rows reach outside its groups is refused, and bounds are "
           "balanced by rows",
           "[group_slice][ownership][shards]") {

@@ -265,31 +265,33 @@ TEST_CASE("sampler factory: across processes, NUTS on a grouped model shards by 
   const std::vector<double> init = random_state(rng, C, D);
   SamplerSpec spec;
   spec.diag_sd = std::vector<double>(D, 0.9);
-  ExecOptions alone;
-  lockstep::SamplerBundle one = lockstep::make_sampler(s.p, spec, init, C, alone, false, 5, 6);
   lockstep::InProcessCommunicator world(1);
-  ExecOptions across;
+  ExecOptions alone, across;
   across.world = &world;
-  lockstep::SamplerBundle ranked = lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6);
-  REQUIRE(ranked.slice != nullptr);
-  CHECK(one.slice == nullptr);
-  CHECK(ranked.slice->n_global == 2 * K + 2);
-  CHECK(ranked.executor->dim() == D);
-  CHECK(ranked.executor->full_dim() == D);
-  one.sampler->begin_warmup(5);
-  ranked.sampler->begin_warmup(5);
-  std::vector<double> whole(C * D);
-  for (int it = 0; it < 10; ++it) {
-    one.sampler->iterate(it < 5);
-    ranked.sampler->iterate(it < 5);
-    lockstep::gather_whole_state(*ranked.slice, ranked.sampler->state().data(), C, D, whole.data(),
-                                 world);
-    for (long k = 0; k < C * D; ++k)
-      CHECK(whole[k] == Approx(one.sampler->state()[k]).epsilon(1e-9).margin(1e-9));
+  for (const std::string kind : {"nuts", "hmc", "chees"}) {
+    INFO(kind);
+    spec.kind = kind;
+    lockstep::SamplerBundle one = lockstep::make_sampler(s.p, spec, init, C, alone, false, 5, 6);
+    lockstep::SamplerBundle ranked =
+        lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6);
+    REQUIRE(ranked.slice != nullptr);
+    CHECK(one.slice == nullptr);
+    CHECK(ranked.slice->n_global == 2 * K + 2);
+    CHECK(ranked.executor->dim() == D);
+    CHECK(ranked.executor->full_dim() == D);
+    one.sampler->begin_warmup(5);
+    ranked.sampler->begin_warmup(5);
+    std::vector<double> whole(C * D);
+    for (int it = 0; it < 10; ++it) {
+      one.sampler->iterate(it < 5);
+      ranked.sampler->iterate(it < 5);
+      lockstep::gather_whole_state(*ranked.slice, ranked.sampler->state().data(), C, D,
+                                   whole.data(), world);
+      for (long k = 0; k < C * D; ++k)
+        CHECK(whole[k] == Approx(one.sampler->state()[k]).epsilon(1e-9).margin(1e-9));
+    }
   }
-  // ChEES too; random-walk Metropolis, slice sampling and a dense metric stay whole
-  spec.kind = "chees";
-  CHECK(lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6).slice != nullptr);
+  // random-walk Metropolis, slice sampling and a dense metric stay whole
   for (const std::string kind : {"rwmh", "slice"}) {
     spec.kind = kind;
     CHECK(lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6).slice == nullptr);

@@ -39,7 +39,13 @@ struct GroupSlice {
   // The first n_global coordinates of the slice's state are global (the same
   // on every rank), the rest local.
   long n_global = 0;
+  // The local parameters' node ids (the same in the program and the slice).
+  std::vector<int> locals;
 };
+
+// Whether any of `nodes` of `p` is computed from any of the parameter nodes
+// `locals` (tracing only global values needs no local coordinates).
+bool depends_on_any(const Program& p, const std::vector<int>& nodes, const std::vector<int>& locals);
 
 // Whether `grouping` of planned `p` can be sliced, and if not, why (a local
 // parameter whose group-level companions are computed in ways a slice cannot
