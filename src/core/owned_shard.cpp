@@ -44,11 +44,10 @@ std::unique_ptr<ChainVectors> OwnedShardTarget::vectors() {
 OwnedShardVectors::OwnedShardVectors(std::unique_ptr<ChainVectors> inner, Target& target,
                                      long n_global, std::vector<long> full_index, long full_dim,
                                      Communicator* world)
-    : ChainVectors(inner->chains(), inner->dim()), inner_(std::move(inner)), target_(target),
-      world_(world) {
+    : ForwardingChainVectors(std::move(inner)), target_(target), world_(world) {
   // the replicated global coordinates count on rank 0 alone
-  inner_->count_from(world_->rank() == 0 ? 0 : n_global);
-  inner_->map_coordinates(std::move(full_index), full_dim);
+  count_from(world_->rank() == 0 ? 0 : n_global);
+  map_coordinates(std::move(full_index), full_dim);
 }
 
 std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world,

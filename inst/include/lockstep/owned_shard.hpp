@@ -56,56 +56,24 @@ class OwnedShardTarget final : public Target {
   std::vector<double> buf_;  // [chains, 1 + n_global]: what one gradient sends
 };
 
-class OwnedShardVectors final : public ChainVectors {
+class OwnedShardVectors final : public ForwardingChainVectors {
  public:
   // `inner`'s log_density is replaced by `target`'s (the rank-summed one).
   OwnedShardVectors(std::unique_ptr<ChainVectors> inner, Target& target, long n_global,
                     std::vector<long> full_index, long full_dim, Communicator* world);
-  double* make() override { return inner_->make(); }
-  void upload(double* dst, const double* host) override { inner_->upload(dst, host); }
-  void download(double* host, const double* src) override { inner_->download(host, src); }
-  void copy(double* dst, const double* src, const ChainMask& on) override {
-    inner_->copy(dst, src, on);
-  }
-  void fill(double* dst, double value, const ChainMask& on) override {
-    inner_->fill(dst, value, on);
-  }
-  void add(double* dst, const double* a, const double* b, double s, const ChainMask& on) override {
-    inner_->add(dst, a, b, s, on);
-  }
-  void leapfrog(double* x_out, const double* x_in, double* p, const double* g, const double* m,
-                double kick, double eps, bool drift, const ChainMask& on,
-                const ChainMask& back) override {
-    inner_->leapfrog(x_out, x_in, p, g, m, kick, eps, drift, on, back);
-  }
-  void momentum(double* p, const double* sd, std::vector<Stream>& streams,
-                uint32_t purpose) override {
-    inner_->momentum(p, sd, streams, purpose);
-  }
-  void mean_over_chains(double* dst, const double* src, const ChainMask& from) override {
-    inner_->mean_over_chains(dst, src, from);
-  }
-  void window_update(double* mean, double* m2, const double* x, double n0, bool pooled,
-                     const ChainMask& from) override {
-    inner_->window_update(mean, m2, x, n0, pooled, from);
-  }
-  void metric_from_window(double* sd, double* sd2, const double* m2, double n,
-                          bool pooled) override {
-    inner_->metric_from_window(sd, sd2, m2, n, pooled);
-  }
   void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
             double* out) override {
-    inner_->dots(specs, n, m, on, out);
+    ForwardingChainVectors::dots(specs, n, m, on, out);
     sum(out, chains_ * n);
   }
   void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
                       double* out) override {
-    inner_->subtree_checks(v, m, on, out);
+    ForwardingChainVectors::subtree_checks(v, m, on, out);
     sum(out, chains_ * 6);
   }
   void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
             double* out) override {
-    inner_->leaf(v, m, on, back, out);
+    ForwardingChainVectors::leaf(v, m, on, back, out);
     sum(out, chains_ * v.sums());
   }
   void log_density(const double* x, double* lp, double* g) override {
@@ -117,7 +85,6 @@ class OwnedShardVectors final : public ChainVectors {
     double* bufs[] = {out};
     world_->all_reduce_sum(bufs, n);
   }
-  std::unique_ptr<ChainVectors> inner_;
   Target& target_;
   Communicator* world_;
 };

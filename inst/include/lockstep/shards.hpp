@@ -133,64 +133,28 @@ class WorldSumTarget : public Target {
 // makes the same collective calls (ranks that disagreed would hang). The
 // rest is elementwise, and the log density and gradient come from the target
 // already summed the same on every rank.
-class RankAgreedVectors final : public ChainVectors {
+class RankAgreedVectors final : public ForwardingChainVectors {
  public:
   RankAgreedVectors(std::unique_ptr<ChainVectors> inner, Communicator* world)
-      : ChainVectors(inner->chains(), inner->dim()), inner_(std::move(inner)), world_(world) {}
-  double* make() override { return inner_->make(); }
-  void upload(double* dst, const double* host) override { inner_->upload(dst, host); }
-  void download(double* host, const double* src) override { inner_->download(host, src); }
-  void copy(double* dst, const double* src, const ChainMask& on) override {
-    inner_->copy(dst, src, on);
-  }
-  void fill(double* dst, double value, const ChainMask& on) override {
-    inner_->fill(dst, value, on);
-  }
-  void add(double* dst, const double* a, const double* b, double s, const ChainMask& on) override {
-    inner_->add(dst, a, b, s, on);
-  }
-  void leapfrog(double* x_out, const double* x_in, double* p, const double* g, const double* m,
-                double kick, double eps, bool drift, const ChainMask& on,
-                const ChainMask& back) override {
-    inner_->leapfrog(x_out, x_in, p, g, m, kick, eps, drift, on, back);
-  }
-  void momentum(double* p, const double* sd, std::vector<Stream>& streams,
-                uint32_t purpose) override {
-    inner_->momentum(p, sd, streams, purpose);
-  }
-  void mean_over_chains(double* dst, const double* src, const ChainMask& from) override {
-    inner_->mean_over_chains(dst, src, from);
-  }
-  void window_update(double* mean, double* m2, const double* x, double n0, bool pooled,
-                     const ChainMask& from) override {
-    inner_->window_update(mean, m2, x, n0, pooled, from);
-  }
-  void metric_from_window(double* sd, double* sd2, const double* m2, double n,
-                          bool pooled) override {
-    inner_->metric_from_window(sd, sd2, m2, n, pooled);
-  }
+      : ForwardingChainVectors(std::move(inner)), world_(world) {}
   void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
             double* out) override {
-    inner_->dots(specs, n, m, on, out);
+    ForwardingChainVectors::dots(specs, n, m, on, out);
     agree(out, chains_ * n);
   }
   void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
                       double* out) override {
-    inner_->subtree_checks(v, m, on, out);
+    ForwardingChainVectors::subtree_checks(v, m, on, out);
     agree(out, chains_ * 6);
   }
   void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
             double* out) override {
-    inner_->leaf(v, m, on, back, out);
+    ForwardingChainVectors::leaf(v, m, on, back, out);
     agree(out, chains_ * v.sums());
-  }
-  void log_density(const double* x, double* lp, double* g) override {
-    inner_->log_density(x, lp, g);
   }
 
  private:
   void agree(double* out, long n) { world_->broadcast_bytes(out, n * static_cast<long>(sizeof(double))); }
-  std::unique_ptr<ChainVectors> inner_;
   Communicator* world_;
 };
 

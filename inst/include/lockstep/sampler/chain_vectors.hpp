@@ -12,6 +12,7 @@
 #define LOCKSTEP_SAMPLER_CHAIN_VECTORS_HPP
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "../executor.hpp"
@@ -141,6 +142,69 @@ class HostChainVectors final : public ChainVectors {
   long counted_from_ = 0;
   std::vector<long> full_index_;  // empty: the coordinates are the whole state's
   long full_dim_ = 0;
+};
+
+// A ChainVectors that passes every operation to another (`inner`): the base
+// of wrappers that change a few of them (shards.hpp's RankAgreedVectors,
+// owned_shard.hpp's OwnedShardVectors).
+class ForwardingChainVectors : public ChainVectors {
+ public:
+  explicit ForwardingChainVectors(std::unique_ptr<ChainVectors> inner)
+      : ChainVectors(inner->chains(), inner->dim()), inner_(std::move(inner)) {}
+  double* make() override { return inner_->make(); }
+  void upload(double* dst, const double* host) override { inner_->upload(dst, host); }
+  void download(double* host, const double* src) override { inner_->download(host, src); }
+  void copy(double* dst, const double* src, const ChainMask& on) override {
+    inner_->copy(dst, src, on);
+  }
+  void fill(double* dst, double value, const ChainMask& on) override {
+    inner_->fill(dst, value, on);
+  }
+  void add(double* dst, const double* a, const double* b, double s, const ChainMask& on) override {
+    inner_->add(dst, a, b, s, on);
+  }
+  void leapfrog(double* x_out, const double* x_in, double* p, const double* g, const double* m,
+                double kick, double eps, bool drift, const ChainMask& on,
+                const ChainMask& back) override {
+    inner_->leapfrog(x_out, x_in, p, g, m, kick, eps, drift, on, back);
+  }
+  void momentum(double* p, const double* sd, std::vector<Stream>& streams,
+                uint32_t purpose) override {
+    inner_->momentum(p, sd, streams, purpose);
+  }
+  void mean_over_chains(double* dst, const double* src, const ChainMask& from) override {
+    inner_->mean_over_chains(dst, src, from);
+  }
+  void window_update(double* mean, double* m2, const double* x, double n0, bool pooled,
+                     const ChainMask& from) override {
+    inner_->window_update(mean, m2, x, n0, pooled, from);
+  }
+  void metric_from_window(double* sd, double* sd2, const double* m2, double n,
+                          bool pooled) override {
+    inner_->metric_from_window(sd, sd2, m2, n, pooled);
+  }
+  void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
+            double* out) override {
+    inner_->dots(specs, n, m, on, out);
+  }
+  void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
+                      double* out) override {
+    inner_->subtree_checks(v, m, on, out);
+  }
+  void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
+            double* out) override {
+    inner_->leaf(v, m, on, back, out);
+  }
+  void log_density(const double* x, double* lp, double* g) override {
+    inner_->log_density(x, lp, g);
+  }
+  void count_from(long first) override { inner_->count_from(first); }
+  void map_coordinates(std::vector<long> full_index, long full_dim) override {
+    inner_->map_coordinates(std::move(full_index), full_dim);
+  }
+
+ private:
+  std::unique_ptr<ChainVectors> inner_;
 };
 
 // Another target seen through the Target interface alone: a sampler on it
