@@ -125,15 +125,6 @@ SliceParts find_parts(const Program& p, const Grouping& g) {
   return s;
 }
 
-// Rows [first, end) of a [rows x cols] column-major vector.
-template <class V> V cut_rows(const V& v, long rows, long first, long end) {
-  const long cols = static_cast<long>(v.size()) / rows, kept = end - first;
-  V out(static_cast<size_t>(kept * cols));
-  for (long j = 0; j < cols; ++j)
-    for (long r = first; r < end; ++r) out[(r - first) + j * kept] = v[r + j * rows];
-  return out;
-}
-
 void cut_node(Node& node, long G, long first, long end) {
   if (node.op == Op::data) node.values = cut_rows(node.values, G, first, end);
   if (node.op == Op::gather) node.index = cut_rows(node.index, G, first, end);

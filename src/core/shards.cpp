@@ -29,16 +29,9 @@ void slice_rows(Node& n, const Program& p, long rows, long first, long last) {
     throw std::logic_error(std::string("shard_program: a row-aligned ") + op_name(n.op) +
                            " node without its extent's rows (" + std::to_string(n.dim[0]) + ", " + std::to_string(rows) + ")");
   const long cols = n.size / rows, kept = last - first;
-  auto cut = [&](auto& v) {  // v holds rows x cols, column-major
-    auto out = v;
-    out.resize(static_cast<size_t>(kept * cols));
-    for (long j = 0; j < cols; ++j)
-      for (long r = first; r < last; ++r) out[(r - first) + j * kept] = v[r + j * rows];
-    v = std::move(out);
-  };
   switch (op_family(n.op)) {
     case OpFamily::leaf:  // (data: a parameter is never row-aligned)
-      cut(n.values);
+      n.values = cut_rows(n.values, rows, first, last);
       break;
     case OpFamily::gather_rows:
     case OpFamily::rowdot_rows:  // one input row per row
@@ -48,8 +41,7 @@ void slice_rows(Node& n, const Program& p, long rows, long first, long last) {
       // A gather within rows (the planner's only row-aligned gather from a
       // row-aligned input) reads its own row r of the input: renumbered.
       const bool within = p.nodes[n.inputs[0]].extent == n.extent;
-      std::vector<long> index = n.index;
-      cut(index);
+      std::vector<long> index = cut_rows(n.index, rows, first, last);
       if (within)
         for (long& k : index) {
           const long r = k % rows;

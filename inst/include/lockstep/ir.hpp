@@ -187,6 +187,17 @@ struct Program {
   }
 };
 
+// Rows [first, end) of a column-major [rows x cols] array (a node's values,
+// or an index with one entry per element): how a program is cut by rows
+// (shards.cpp) and by groups (group_slice.cpp).
+template <class V> V cut_rows(const V& v, long rows, long first, long end) {
+  const long cols = static_cast<long>(v.size()) / rows, kept = end - first;
+  V out(static_cast<size_t>(kept * cols));
+  for (long j = 0; j < cols; ++j)
+    for (long r = first; r < end; ++r) out[(r - first) + j * kept] = v[r + j * rows];
+  return out;
+}
+
 // The index of a segment node that reduces the rows of a value with
 // group.size() rows into `groups` groups (group[r] in 0 .. groups - 1, or -1
 // to leave row r out): a CSR layout, so that each output element reduces its

@@ -61,27 +61,13 @@ class OwnedShardVectors final : public ForwardingChainVectors {
   // `inner`'s log_density is replaced by `target`'s (the rank-summed one).
   OwnedShardVectors(std::unique_ptr<ChainVectors> inner, Target& target, long n_global,
                     std::vector<long> full_index, long full_dim, Communicator* world);
-  void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
-            double* out) override {
-    ForwardingChainVectors::dots(specs, n, m, on, out);
-    sum(out, chains_ * n);
-  }
-  void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
-                      double* out) override {
-    ForwardingChainVectors::subtree_checks(v, m, on, out);
-    sum(out, chains_ * 6);
-  }
-  void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
-            double* out) override {
-    ForwardingChainVectors::leaf(v, m, on, back, out);
-    sum(out, chains_ * v.sums());
-  }
   void log_density(const double* x, double* lp, double* g) override {
     target_.log_density(x, lp, g);
   }
 
  private:
-  void sum(double* out, long n) {
+  // each rank's part of the sums, summed over the ranks
+  void combine_sums(double* out, long n) override {
     double* bufs[] = {out};
     world_->all_reduce_sum(bufs, n);
   }

@@ -137,24 +137,12 @@ class RankAgreedVectors final : public ForwardingChainVectors {
  public:
   RankAgreedVectors(std::unique_ptr<ChainVectors> inner, Communicator* world)
       : ForwardingChainVectors(std::move(inner)), world_(world) {}
-  void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
-            double* out) override {
-    ForwardingChainVectors::dots(specs, n, m, on, out);
-    agree(out, chains_ * n);
-  }
-  void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
-                      double* out) override {
-    ForwardingChainVectors::subtree_checks(v, m, on, out);
-    agree(out, chains_ * 6);
-  }
-  void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
-            double* out) override {
-    ForwardingChainVectors::leaf(v, m, on, back, out);
-    agree(out, chains_ * v.sums());
-  }
 
  private:
-  void agree(double* out, long n) { world_->broadcast_bytes(out, n * static_cast<long>(sizeof(double))); }
+  // rank 0's sums on every rank
+  void combine_sums(double* out, long n) override {
+    world_->broadcast_bytes(out, n * static_cast<long>(sizeof(double)));
+  }
   Communicator* world_;
 };
 

@@ -186,14 +186,17 @@ class ForwardingChainVectors : public ChainVectors {
   void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
             double* out) override {
     inner_->dots(specs, n, m, on, out);
+    combine_sums(out, chains_ * n);
   }
   void subtree_checks(const SubtreeVectors& v, const double* m, const ChainMask& on,
                       double* out) override {
     inner_->subtree_checks(v, m, on, out);
+    combine_sums(out, chains_ * 6);
   }
   void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
             double* out) override {
     inner_->leaf(v, m, on, back, out);
+    combine_sums(out, chains_ * v.sums());
   }
   void log_density(const double* x, double* lp, double* g) override {
     inner_->log_density(x, lp, g);
@@ -201,6 +204,15 @@ class ForwardingChainVectors : public ChainVectors {
   void count_from(long first) override { inner_->count_from(first); }
   void map_coordinates(std::vector<long> full_index, long full_dim) override {
     inner_->map_coordinates(std::move(full_index), full_dim);
+  }
+
+ protected:
+  // The n per-chain sums that dots(), subtree_checks() or leaf() just wrote
+  // to `out`, which the sampler decides from: where a wrapper makes them the
+  // same on every rank. Nothing by default.
+  virtual void combine_sums(double* out, long n) {
+    (void)out;
+    (void)n;
   }
 
  private:
