@@ -931,6 +931,49 @@ test_that("nuts and hmc on a small model step their chains in groups, one per th
   expect_identical(as.matrix(more_two), as.matrix(more(one, 1)))
 })
 
+test_that("cpu_only(devices = 2) on a hierarchical model: each device owns its groups, and the first 20 NUTS iterations equal one device's", {
+  # The seed model (a hierarchical logistic regression, non-centred) at a
+  # small size. With two virtual devices each one's rows are whole groups,
+  # so only the global parameters' adjoints and per-chain sums cross between
+  # them (observation_stage.cpp); that changes the order of some sums, so the
+  # draws agree to rounding, not bitwise.
+  set.seed(35)
+  G <- 200
+  K <- 3
+  g <- rep(seq_len(G), times = rep(c(5, 10, 15), length.out = G))
+  N <- length(g)
+  X <- matrix(rnorm(N * K), N, K)
+  eta_true <- 0.3 + rnorm(G, 0, 0.8)[g] + drop(X %*% c(0.5, -0.4, 0.2))
+  y <- stats::rbinom(N, 1, stats::plogis(eta_true))
+  alpha <- normal(0, 1.5)
+  beta <- normal(0, 1, dim = K)
+  sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
+  sigma_gamma <- normal(0, 0.5, dim = K, truncation = c(0, Inf))
+  z_alpha <- normal(0, 1, dim = G)
+  z_gamma <- normal(0, 1, dim = c(G, K))
+  alpha_g <- sigma_alpha * z_alpha
+  Xd <- as_data(X)
+  gamma <- sweep(z_gamma, 2, sigma_gamma, "*")
+  distribution(y) <- bernoulli(ilogit(alpha + alpha_g[g] + Xd %*% beta + rowSums(Xd * gamma[g, ])))
+  m <- model(alpha, beta, sigma_alpha, sigma_gamma, alpha_g)
+  expect_equal(m$n_free, 1 + K + 1 + K + G + G * K)
+  run <- function(co) {
+    set.seed(36)
+    d <- mcmc(m, sampler = nuts(metric = "diagonal"), warmup = 10, n_samples = 10, chains = 2,
+              verbose = FALSE, compute_options = co)
+    list(traced = as.matrix(d), raw = do.call(rbind, lapply(attr(d, "model_info")$raw_draws, as.matrix)),
+         params = attr(d, "sampler_params"))
+  }
+  one <- run(cpu_only(threads = 1))
+  two <- run(cpu_only(threads = 2, devices = 2))
+  expect_equal(dim(two$raw), c(20, m$n_free))
+  expect_gt(length(unique(one$raw[, 1])), 5)  # it moved
+  expect_lt(max(abs(two$raw - one$raw) / pmax(1, abs(one$raw))), 1e-8)
+  expect_lt(max(abs(two$traced - one$traced) / pmax(1, abs(one$traced))), 1e-8)
+  tree <- function(r) unlist(lapply(r$params, function(p) p[, "treedepth__"]))
+  expect_identical(tree(two), tree(one))
+})
+
 # A regression on an uncentred predictor, its data simulated with `seed`: the
 # intercept and slope are correlated at about -0.999, which a diagonal metric
 # cannot undo. Returns the model and the least-squares fit of its data.
