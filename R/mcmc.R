@@ -221,7 +221,10 @@ finish_run <- function(run, kept_env, previous = NULL) {
     diagnostics <- rbind(previous$diagnostics, diagnostics)
     if (is.null(last)) last <- previous$last_free
   }
-  out <- build_mcmc_list(run$model, values, free, run$chains, run$thin, kept_env$status)
+  # (kept with the run, for extra_samples() runs that keep no new draw)
+  if (!is.null(kept_env$traced_here)) run$traced_here <- kept_env$traced_here
+  out <- build_mcmc_list(run$model, values, free, run$chains, run$thin, kept_env$status,
+                         returned_traces(run$model, run$traced_here))
   info <- attr(out, "model_info")
   if (!isTRUE(run$keep_raw)) info$raw_draws_mb <- raw_draws_mb(run$model, nrow(values) / run$chains,
                                                        run$chains)
@@ -421,7 +424,10 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
           kept_env$metric_factor <- res$metric_factor
           if (sampling && nrow(res$values) > 0) {
             kept_env$values[[length(kept_env$values) + 1L]] <- res$values
-            if (isTRUE(run$keep_raw)) kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
+            if (isTRUE(run$keep_raw) && res$free_kept) {
+              kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
+            }
+            kept_env$traced_here <- res$traced
             kept_env$last_free <- res$free[seq(nrow(res$free) - chains + 1, nrow(res$free)), ,
                                            drop = FALSE]
             kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics

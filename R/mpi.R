@@ -56,8 +56,15 @@
 #' or the groups. For the seed model's 2.1 million parameters and 4 chains,
 #' that is 1.4 KB per gradient instead of 67 MB. Random draws are keyed by
 #' each parameter's place in the whole model, so the draws are those of one
-#' process, up to the order of sums. Each kept draw is made whole on every
-#' rank, so every rank returns every parameter's draws.
+#' process, up to the order of sums.
+#'
+#' Rank 0 returns the draws of every traced variable, and the raw draws where
+#' they are kept: for each kept draw that needs a local parameter, every rank
+#' sends its own groups' values to rank 0 alone, so no other rank holds the
+#' whole model's draws. The other ranks return the draws of the traced
+#' variables that read no local parameter (those of `a`, `b` and `sd_g`
+#' below: bitwise rank 0's), and no raw draws. Every rank keeps each chain's
+#' last state whole, so [extra_samples()] goes on on every rank.
 #'
 #' Where the rows of a group are on more than one rank, or the parameters are
 #' not local (the model has no groups, a group-level parameter is also used
@@ -94,7 +101,8 @@
 #'   z <- normal(0, 1, dim = G)
 #'   alpha <- z * sd_g
 #'   distribution(y[rows]) <- normal(a + alpha[g[rows]] + b * x[rows], 1)
-#'   mcmc(model(a, b, sd_g), compute_options = cpu_only(mpi = TRUE))
+#'   # rank 0 returns the draws of alpha too; the other ranks, those of a, b, sd_g
+#'   mcmc(model(a, b, sd_g, alpha), compute_options = cpu_only(mpi = TRUE))
 #' }
 #' @name mpi
 #' @export

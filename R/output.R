@@ -11,9 +11,10 @@ trace_names <- function(name, dim) {
 # iteration-major, chains within) and, unless NULL, their free states (the
 # raw draws, rows in the same order).
 # Iterations are numbered from the first after warmup, as greta numbers them
-# (a thinned run's first kept draw is iteration `thin`).
-build_mcmc_list <- function(model, values, free, chains, thin, status) {
-  names <- unlist(lapply(model$traced, function(t) trace_names(t$name, t$dim)))
+# (a thinned run's first kept draw is iteration `thin`). `traced`: the traced
+# arrays whose values `values` holds.
+build_mcmc_list <- function(model, values, free, chains, thin, status, traced = model$traced) {
+  names <- unlist(lapply(traced, function(t) trace_names(t$name, t$dim)))
   colnames(values) <- names
   by_chain <- function(x) {
     chain_of_row <- rep_len(seq_len(chains), nrow(x))
@@ -26,6 +27,15 @@ build_mcmc_list <- function(model, values, free, chains, thin, status) {
                                     model = model, status = status)
   class(draws) <- c("greta_mcmc_list", class(draws))
   draws
+}
+
+# The model's traced arrays whose values a run returned, given the node ids
+# the sampler traced (NULL: every one). Across MPI ranks that own their
+# groups, ranks other than 0 trace only the arrays that read no group's
+# local parameters (ls_sampler_run()).
+returned_traces <- function(model, ids) {
+  if (is.null(ids)) return(model$traced)
+  Filter(function(t) as.integer(t$ir) %in% ids, model$traced)
 }
 
 # The rows of a coda mcmc.list's chains interleaved as the sampler makes them

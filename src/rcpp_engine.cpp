@@ -122,6 +122,8 @@ struct SamplerHandle {
   lockstep::ExecOptions options;
   std::vector<int> traced;
   std::unique_ptr<Tracer> tracer;
+  // where ranks own their groups (bundle.slice): their states made whole
+  std::unique_ptr<lockstep::WholeState> whole;
 
   Tracer& tracer_of(const std::vector<int>& nodes) {
     if (!tracer || nodes != traced) {
@@ -354,6 +356,9 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     ptr.attr("owned_groups") = NumericVector::create(static_cast<double>(slice->first_group + 1),
                                                      static_cast<double>(slice->end_group));
   if (!ptr->bundle.unsharded.empty()) ptr.attr("unsharded") = ptr->bundle.unsharded;
+  if (const lockstep::GroupSlice* slice = ptr->bundle.slice.get())  // (collective)
+    ptr->whole = std::make_unique<lockstep::WholeState>(*slice, ptr->program->n_free,
+                                                        *ptr->options.world);
   return ptr;
 }
 
@@ -386,6 +391,10 @@ bool interrupt_pending() { return R_interrupts_pending != 0; }
 // Sampler::set_cut_check()). `interrupted` is then TRUE and the
 // interrupt is taken off R's flag: mcmc() signals it itself, in R, where it
 // keeps the draws, and R does not see it again.
+// Across ranks that own their groups, ranks other than 0 return the values
+// of only those traced nodes that read no local parameter, and only the last
+// free state: `traced` (the nodes whose values are returned) and `free_kept`
+// (whether `free` holds every kept state) say what came back.
 // [[Rcpp::export]]
 List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, IntegerVector traced,
                     bool keep_free) {
@@ -405,27 +414,31 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   // its part of them (SamplerBundle::slice), made whole where R needs them
   const long C = h->bundle.executor->chains(), D = h->program->n_free;
   const lockstep::GroupSlice* slice = h->bundle.slice.get();
-  const std::vector<int> nodes = as<std::vector<int>>(traced);
-  const long width = traced_width(*h->program, nodes);  // (checks the ids)
-  // Whether each kept draw must be made whole (a collective exchange of the
-  // whole state): when the free states are kept or a traced value reads a
-  // local parameter; otherwise the globals, which every rank holds, serve
-  // the tracer, and only the last kept state is made whole, once per call.
+  const std::vector<int> asked = as<std::vector<int>>(traced);
+  traced_width(*h->program, asked);  // (checks the ids)
+  // Whether each kept draw must be made whole: when the free states are kept
+  // or a traced value reads a local parameter. Then each rank sends its own
+  // coordinates to rank 0 (WholeState::to_root), and only rank 0 keeps the
+  // free states and traces the values that read locals; the other ranks
+  // trace the values that read only the globals, which every rank holds. The
+  // last kept state, from which a run continues, is made whole on every rank
+  // once per call. (The same on every rank: every call is collective.)
+  const bool root = !slice || h->options.world->rank() == 0;
   const bool whole_each =
-      slice && (keep_free || lockstep::depends_on_any(*h->program, nodes, slice->locals));
+      slice && (keep_free || lockstep::depends_on_any(*h->program, asked, slice->locals));
+  std::vector<int> nodes;  // the values this rank traces
+  for (int id : asked)
+    if (root || !lockstep::depends_on_any(*h->program, {id}, slice->locals)) nodes.push_back(id);
+  const long width = traced_width(*h->program, nodes);
+  const bool keep_all_free = keep_free && root;
   std::vector<double> slice_x(slice ? C * h->bundle.executor->dim() : 0);
-  bool last_pending = false;  // slice_x holds a kept state not yet made whole
   auto to_model = [&](const double* x, double* out) {
     if (!slice) return smp.to_model(x, out, C);
     smp.to_model(x, slice_x.data(), C);
-    if (whole_each) {
-      lockstep::gather_whole_state(*slice, slice_x.data(), C, D, out, *h->options.world);
-      return;
-    }
     const long Dr = h->bundle.executor->dim();
     for (long c = 0; c < C; ++c)
       for (long j = 0; j < slice->n_global; ++j) out[c * D + slice->full_index[j]] = slice_x[c * Dr + j];
-    last_pending = true;
+    if (whole_each) h->whole->to_root(slice_x.data(), C, out);  // (rank 0's out made whole)
   };
   Tracer* tracer = nodes.empty() ? nullptr : &h->tracer_of(nodes);
   long n_kept = 0;
@@ -450,7 +463,7 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
       values.resize(n_kept * C * width);
       tracer->values(model_x.data(), C, values.data() + (n_kept - 1) * C * width, width, 1);
     }
-    if (keep_free) kept.push_back(model_x);
+    if (keep_all_free) kept.push_back(model_x);
     for (long c = 0; c < C; ++c) {
       accept_stat.push_back(accept[c]);
       energy.push_back(en[c]);
@@ -485,13 +498,13 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
       if (stop_now()) break;
     }
   }
-  if (last_pending)  // (every rank kept the same iterations: collective)
-    lockstep::gather_whole_state(*slice, slice_x.data(), C, D, model_x.data(), *h->options.world);
+  if (slice && n_kept > 0)  // (every rank kept the same iterations: collective)
+    h->whole->to_all(slice_x.data(), C, model_x.data());
   // free: every kept state, or the last one
-  const long free_draws = keep_free ? n_kept : std::min(n_kept, 1L);
+  const long free_draws = keep_all_free ? n_kept : std::min(n_kept, 1L);
   NumericMatrix free(static_cast<int>(free_draws * C), static_cast<int>(D));
   for (long k = 0; k < free_draws; ++k) {
-    const std::vector<double>& xk = keep_free ? kept[k] : model_x;
+    const std::vector<double>& xk = keep_all_free ? kept[k] : model_x;
     for (long i = 0; i < D; ++i)
       for (long c = 0; c < C; ++c) free(static_cast<int>(k * C + c), i) = xk[c * D + i];
   }
@@ -508,7 +521,7 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   std::vector<double> sd = smp.diag_sd();
   if (slice) {
     std::vector<double> whole(C * D);
-    lockstep::gather_whole_state(*slice, sd.data(), C, D, whole.data(), *h->options.world);
+    h->whole->to_all(sd.data(), C, whole.data());
     sd.swap(whole);
   }
   if (const lockstep::DenseMetric* dm = smp.dense_metric()) {
@@ -556,7 +569,9 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
                       _["metric_factor"] = metric_factor,
                       _["lag_at_warmup_end"] = NumericVector(smp.lag_at_warmup_end().begin(),
                                                              smp.lag_at_warmup_end().end()),
-                      _["iterations"] = made, _["interrupted"] = interrupted);
+                      _["iterations"] = made, _["interrupted"] = interrupted,
+                      _["traced"] = IntegerVector(nodes.begin(), nodes.end()),
+                      _["free_kept"] = keep_all_free);
 }
 
 // Seconds per log density + gradient evaluation of all chains at `state`,

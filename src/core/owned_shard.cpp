@@ -115,15 +115,55 @@ std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& wo
   return std::make_unique<GroupSlice>(slice_groups(p, *best, first, end[me], me == 0));
 }
 
-void gather_whole_state(const GroupSlice& slice, const double* x, long chains, long full_dim,
-                        double* whole, Communicator& world) {
-  const long D = static_cast<long>(slice.full_index.size());
-  std::fill(whole, whole + chains * full_dim, 0.0);
-  const long from = world.rank() == 0 ? 0 : slice.n_global;
+WholeState::WholeState(const GroupSlice& slice, long full_dim, Communicator& world)
+    : slice_(slice), full_dim_(full_dim), world_(world),
+      from_(world.rank() == 0 ? 0 : slice.n_global) {
+  const int P = world.ranks();
+  const long mine = static_cast<long>(slice.full_index.size()) - from_;
+  std::vector<double> counts(P, 0.0);
+  counts[world.rank()] = static_cast<double>(mine);
+  double* bufs[] = {counts.data()};
+  world.all_reduce_sum(bufs, P);
+  counts_.resize(P);
+  long total = 0;
+  for (int r = 0; r < P; ++r) {
+    counts_[r] = static_cast<long>(counts[r]);
+    total += counts_[r];
+  }
+  if (total != full_dim)
+    throw std::logic_error("WholeState: the ranks' coordinates do not make the whole state");
+  // (indices as doubles: exact below 2^53)
+  std::vector<double> index(slice.full_index.begin() + from_, slice.full_index.end());
+  std::vector<double> all(world.rank() == 0 ? total : 0);
+  world.gather_to_root(index.data(), mine, all.data(), counts_.data());
+  index_.assign(all.begin(), all.end());
+}
+
+void WholeState::to_root(const double* x, long chains, double* whole) {
+  const int P = world_.ranks();
+  const long D = static_cast<long>(slice_.full_index.size()), n = D - from_;
+  send_.resize(chains * n);
   for (long c = 0; c < chains; ++c)
-    for (long j = from; j < D; ++j) whole[c * full_dim + slice.full_index[j]] = x[c * D + j];
-  double* bufs[] = {whole};
-  world.all_reduce_sum(bufs, chains * full_dim);
+    std::copy(x + c * D + from_, x + (c + 1) * D, send_.begin() + c * n);
+  std::vector<long> counts(counts_);
+  for (long& k : counts) k *= chains;
+  if (world_.rank() == 0) received_.resize(chains * full_dim_);
+  world_.gather_to_root(send_.data(), chains * n, received_.data(), counts.data());
+  if (world_.rank() != 0) return;
+  // rank r's block: [chains, counts_[r]], its coordinates index_[at, at + counts_[r])
+  long off = 0, at = 0;
+  for (int r = 0; r < P; ++r) {
+    const long k = counts_[r];
+    for (long c = 0; c < chains; ++c)
+      for (long j = 0; j < k; ++j) whole[c * full_dim_ + index_[at + j]] = received_[off + c * k + j];
+    off += chains * k;
+    at += k;
+  }
+}
+
+void WholeState::to_all(const double* x, long chains, double* whole) {
+  to_root(x, chains, whole);
+  world_.broadcast_bytes(whole, chains * full_dim_ * static_cast<long>(sizeof(double)));
 }
 
 }  // namespace lockstep

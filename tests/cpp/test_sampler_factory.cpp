@@ -282,11 +282,11 @@ TEST_CASE("sampler factory: across processes, NUTS on a grouped model shards by 
     one.sampler->begin_warmup(5);
     ranked.sampler->begin_warmup(5);
     std::vector<double> whole(C * D);
+    lockstep::WholeState gather(*ranked.slice, D, world);
     for (int it = 0; it < 10; ++it) {
       one.sampler->iterate(it < 5);
       ranked.sampler->iterate(it < 5);
-      lockstep::gather_whole_state(*ranked.slice, ranked.sampler->state().data(), C, D,
-                                   whole.data(), world);
+      gather.to_all(ranked.sampler->state().data(), C, whole.data());
       for (long k = 0; k < C * D; ++k)
         CHECK(whole[k] == Approx(one.sampler->state()[k]).epsilon(1e-9).margin(1e-9));
     }

@@ -166,12 +166,34 @@ if (!on_gpu) {
                   chains = 2, verbose = FALSE, compute_options = cpu_only(threads = 1))
   a_split <- as.matrix(d_split)
   a_whole <- as.matrix(d_whole)
-  check(identical(dim(a_split), dim(a_whole)) && identical(colnames(a_split), colnames(a_whole)),
-        "every rank returns every group's draws")
-  check(rel(a_split, a_whole) < 1e-7, sprintf(
+  # rank 0 returns every traced value; the others, those that read no
+  # group's local parameters, and no raw draws (each rank sent its own
+  # groups' draws to rank 0 alone)
+  globals <- c("a", "b", "sd_g")
+  raw_split <- attr(d_split, "model_info")$raw_draws
+  check(if (mpi_rank() == 0) {
+    identical(dim(a_split), dim(a_whole)) && identical(colnames(a_split), colnames(a_whole)) &&
+      !is.null(raw_split)
+  } else {
+    identical(colnames(a_split), globals) && is.null(raw_split)
+  }, "rank 0 returns every group's draws, the other ranks the global values'")
+  check(rel(a_split, a_whole[, colnames(a_split)]) < 1e-7, sprintf(
     "owned groups: draws equal one process's (worst relative difference %.2g)",
-    rel(a_split, a_whole)))
-  check(lockstep:::ls_mpi_same(as.numeric(a_split)), "owned groups: bitwise the same on every rank")
+    rel(a_split, a_whole[, colnames(a_split)])))
+  if (mpi_rank() == 0) {
+    raw_whole <- attr(d_whole, "model_info")$raw_draws
+    check(rel(as.matrix(raw_split), as.matrix(raw_whole)) < 1e-7,
+          "owned groups: rank 0's raw draws equal one process's")
+  } else {
+    check(TRUE, "owned groups: rank 0's raw draws equal one process's")
+  }
+  check(lockstep:::ls_mpi_same(as.numeric(a_split[, globals])),
+        "owned groups: the global values' draws are bitwise the same on every rank")
+  # extra_samples() goes on, every rank the same way
+  more <- extra_samples(d_split, n_samples = 4, verbose = FALSE, compute_options = co)
+  check(coda::niter(more) == 14 && identical(colnames(as.matrix(more)), colnames(a_split)) &&
+          lockstep:::ls_mpi_same(as.numeric(as.matrix(more)[, globals])),
+        "owned groups: extra_samples() goes on with the same columns on each rank")
   # tracing only global values, without the raw draws: no draw is made whole
   # but the last of each call, and the draws are the same
   old_mb <- options(lockstep.max_raw_draws_mb = 0)
@@ -185,15 +207,22 @@ if (!on_gpu) {
         "owned groups, global values traced: draws equal one process's")
   # what crosses: per gradient the globals' and a few sums per chain; with
   # nothing local traced, the whole state twice a call (the last draw, from
-  # which a run continues, and the metric); summing whole gradients would
-  # send at least n_free doubles per chain and gradient
-  mpi_stats(reset = TRUE)
-  ran <- lockstep:::ls_sampler_run(handle, 3L, FALSE, 1L, 0L, integer(), FALSE)
-  sent <- mpi_stats()
-  leapfrogs <- matrix(ran$diagnostics$n_leapfrog__, ncol = 2, byrow = TRUE)
-  gradients <- sum(apply(leapfrogs, 1, max))
+  # which a run continues, and the metric: each rank's own coordinates to
+  # rank 0, then rank 0's broadcast); summing whole gradients would send at
+  # least n_free doubles per chain and gradient
+  # (the same overhead each call: the difference between a long call and a
+  # short one is the gradients' alone)
+  sent_by <- function(n) {
+    mpi_stats(reset = TRUE)
+    ran <- lockstep:::ls_sampler_run(handle, n, FALSE, 1L, 0L, integer(), FALSE)
+    leapfrogs <- matrix(ran$diagnostics$n_leapfrog__, ncol = 2, byrow = TRUE)
+    c(bytes = mpi_stats()$bytes, gradients = sum(apply(leapfrogs, 1, max)))
+  }
+  short <- sent_by(3L)
+  long <- sent_by(13L)
+  gradients <- long[["gradients"]] - short[["gradients"]]
   whole_state <- 2 * split_h$n_free * 8
-  per_gradient <- (sent$bytes - 2 * whole_state) / gradients
+  per_gradient <- (long[["bytes"]] - short[["bytes"]]) / gradients
   check(gradients > 0 && per_gradient > 0 && per_gradient < whole_state / 4, sprintf(
     "owned groups: %.0f bytes a gradient of 2 chains, %g gradients (whole gradients: at least %g)",
     per_gradient, gradients, whole_state))

@@ -437,6 +437,31 @@ void test_broadcast_bytes() {
   }
 }
 
+// gather_to_root: every rank's values, rank after rank, on rank 0 alone, for
+// counts that differ between ranks (one rank sends none), whole and in chunks.
+void test_gather_to_root() {
+  for (long max_count : {static_cast<long>(INT_MAX), 3L}) {
+    MpiCommunicator comm(MPI_COMM_WORLD, Order::rank, max_count);
+    std::vector<long> counts(world_size);
+    long total = 0;
+    for (int r = 0; r < world_size; ++r) total += counts[r] = r == 1 ? 0 : 7 + 2 * r;
+    std::vector<double> mine(counts[world_rank]);
+    for (size_t i = 0; i < mine.size(); ++i) mine[i] = 1000.0 * world_rank + static_cast<double>(i);
+    std::vector<double> all(world_rank == 0 ? total : 0, -1.0);
+    comm.reset_stats();
+    comm.gather_to_root(mine.data(), counts[world_rank], all.data(), counts.data());
+    bool ok = comm.stats().bytes == counts[world_rank] * 8;
+    if (world_rank == 0) {
+      long at = 0;
+      for (int r = 0; r < world_size; ++r)
+        for (long i = 0; i < counts[r]; ++i) ok = ok && all[at++] == 1000.0 * r + static_cast<double>(i);
+    }
+    expect(same_on_all_ranks(std::vector<double>{ok ? 1.0 : 0.0}) && ok,
+           "gather_to_root: every rank's values in rank order on rank 0 (max_count " +
+               std::to_string(max_count) + ")");
+  }
+}
+
 // Vectors whose sums differ from rank to rank (as a GPU's may, in their last
 // bits): each writes its rank into its outputs.
 class RankDependentVectors final : public lockstep::ChainVectors {
@@ -632,6 +657,30 @@ void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::s
          "owned shards, " + label + ": the adapted step size is one process's");
   // the ranks hold their own groups only: fewer coordinates than the whole
   expect(world_size == 1 || Dr < D, "owned shards, " + label + ": a rank holds part of the state");
+  // made whole: on rank 0 from each rank's own coordinates (it sends them
+  // once), then on every rank
+  lockstep::WholeState made_whole(slice, D, comm);
+  const double* final_state = draws.data() + (iterations - 1) * chains * Dr;
+  const double* ref_last = ref_draws.data() + (iterations - 1) * chains * D;
+  std::vector<double> on_root(chains * D, 0.0);
+  comm.reset_stats();
+  made_whole.to_root(final_state, chains, world_rank == 0 ? on_root.data() : nullptr);
+  const long sent = comm.stats().bytes;
+  const long own = Dr - (world_rank == 0 ? 0 : slice.n_global);
+  bool root_ok = true;
+  if (world_rank == 0)
+    for (long k = 0; k < chains * D; ++k)
+      root_ok = root_ok && std::fabs(on_root[k] - ref_last[k]) <= 1e-8 * std::max(1.0, std::fabs(ref_last[k]));
+  expect(same_on_all_ranks(std::vector<double>{root_ok ? 1.0 : 0.0}) && root_ok && sent == chains * own * 8,
+         "owned shards, " + label + ": WholeState::to_root gives rank 0 the whole last draw, "
+         "each rank sending only its own coordinates", std::to_string(sent) + " bytes sent");
+  std::vector<double> everywhere(chains * D, 0.0);
+  made_whole.to_all(final_state, chains, everywhere.data());
+  bool all_ok = true;
+  for (long k = 0; k < chains * D; ++k)
+    all_ok = all_ok && std::fabs(everywhere[k] - ref_last[k]) <= 1e-8 * std::max(1.0, std::fabs(ref_last[k]));
+  expect(same_on_all_ranks(everywhere) && all_ok,
+         "owned shards, " + label + ": WholeState::to_all gives every rank the whole last draw");
 }
 }  // namespace
 
@@ -669,6 +718,7 @@ int main(int argc, char** argv) {
     test_executor_world(d, 3, tiled, 0.5, "even split");
     test_executor_world(d, 4, sharded, 0.37, "2 threads x 2 virtual devices per rank");
     test_broadcast_bytes();
+    test_gather_to_root();
     test_rank_agreed_vectors();
     test_world_sum_target(d, 3, 0.5, "even split");
     test_world_sum_target(d, 2, 0.37, "uneven split");

@@ -7,6 +7,9 @@
 #ifndef LOCKSTEP_COMMUNICATOR_HPP
 #define LOCKSTEP_COMMUNICATOR_HPP
 
+#include <algorithm>
+#include <stdexcept>
+
 namespace lockstep {
 
 // What a communicator has exchanged since it was made (or reset): collective
@@ -39,6 +42,16 @@ class Communicator {
     record(bytes);
     broadcast(data, bytes);
   }
+  // Every rank's `n` values at `mine` into rank 0's `all`, rank after rank
+  // (collective; `all` is read only on rank 0, which must have room for
+  // every rank's). counts[r] is rank r's n, the same array on every rank.
+  // For what only rank 0 needs whole (draws of the locals that ranks own):
+  // each rank sends its own part once, where an all-reduce would send the
+  // whole to every rank.
+  void gather_to_root(const double* mine, long n, double* all, const long* counts) {
+    record(n * static_cast<long>(sizeof(double)));
+    gather(mine, n, all, counts);
+  }
   const CommunicatorStats& stats() const { return stats_; }
   void reset_stats() { stats_ = CommunicatorStats(); }
 
@@ -49,6 +62,13 @@ class Communicator {
   virtual void broadcast(void* data, long bytes) {
     (void)data;
     (void)bytes;
+  }
+  // One rank in this process: its values are all there are. (Shards in one
+  // process share their memory and are never gathered.)
+  virtual void gather(const double* mine, long n, double* all, const long* counts) {
+    (void)counts;
+    if (ranks() != 1) throw std::logic_error("gather_to_root: this communicator's ranks share a process");
+    std::copy(mine, mine + n, all);
   }
 
  private:

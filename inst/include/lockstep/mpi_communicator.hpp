@@ -111,6 +111,35 @@ class MpiCommunicator : public Communicator {
     }
   }
 
+  // In rounds of at most max_count values per rank (MPI's counts are ints).
+  void gather(const double* mine, long n, double* all, const long* counts) override {
+    long most = 0;
+    std::vector<long> offset(static_cast<size_t>(size_) + 1, 0);
+    for (int r = 0; r < size_; ++r) {
+      most = std::max(most, counts[r]);
+      offset[r + 1] = offset[r] + counts[r];
+    }
+    if (counts[rank_] != n) throw std::invalid_argument("MpiCommunicator: gather counts disagree");
+    std::vector<int> sizes(size_), displs(size_);
+    std::vector<double> received;
+    for (long start = 0; start < most; start += max_count_) {
+      long total = 0;
+      for (int r = 0; r < size_; ++r) {
+        sizes[r] = static_cast<int>(std::max(0L, std::min(max_count_, counts[r] - start)));
+        total += sizes[r];
+      }
+      for (int r = 0; r < size_; ++r) displs[r] = r == 0 ? 0 : displs[r - 1] + sizes[r - 1];
+      if (rank_ == 0) received.resize(static_cast<size_t>(std::max(total, 1L)));
+      check(MPI_Gatherv(mine + std::min(start, n), sizes[rank_], MPI_DOUBLE, received.data(),
+                        sizes.data(), displs.data(), MPI_DOUBLE, 0, comm_),
+            "MPI_Gatherv");
+      if (rank_ != 0) continue;
+      for (int r = 0; r < size_; ++r)
+        std::copy(received.begin() + displs[r], received.begin() + displs[r] + sizes[r],
+                  all + offset[r] + start);
+    }
+  }
+
   void reduce_sum(float* const* buffers, long n) override {
     if (n <= 0) return;
     if (order_ == Order::rank) return rank_order_sum(buffers[0], n, MPI_FLOAT);

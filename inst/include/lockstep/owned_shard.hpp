@@ -90,12 +90,30 @@ class OwnedShardVectors final : public ForwardingChainVectors {
 std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world,
                                               std::string* why_not = nullptr);
 
-// The ranks' states ([chains, slice dim] each, slice.full_index their
-// coordinates) as the whole [chains, full_dim] state on every rank
-// (collective; the global coordinates are rank 0's, the same everywhere):
-// for draws of local variables, which R reads whole.
-void gather_whole_state(const GroupSlice& slice, const double* x, long chains, long full_dim,
-                        double* whole, Communicator& world);
+// The ranks' slice states ([chains, slice dim] each, slice.full_index their
+// coordinates) made into the whole [chains, full_dim] state, for what R reads
+// whole: kept draws of local variables (on rank 0 alone: each rank sends its
+// own coordinates once, O(full_dim / ranks) a rank, and only rank 0 holds
+// the whole), and the last state and metric from which a run continues (on
+// every rank). The global coordinates are rank 0's, the same everywhere.
+// Made and used collectively: every rank makes the same calls.
+class WholeState {
+ public:
+  // (collective: rank 0 learns every rank's coordinates once, here)
+  WholeState(const GroupSlice& slice, long full_dim, Communicator& world);
+  // `whole` is written on rank 0 only; elsewhere it may be null.
+  void to_root(const double* x, long chains, double* whole);
+  void to_all(const double* x, long chains, double* whole);
+
+ private:
+  const GroupSlice& slice_;
+  long full_dim_;
+  Communicator& world_;
+  long from_;                     // the first slice coordinate this rank sends (after the globals but on rank 0)
+  std::vector<long> counts_;      // the coordinates each rank sends
+  std::vector<long> index_;       // rank 0: those coordinates' whole-state indices, rank after rank
+  std::vector<double> send_, received_;
+};
 
 }  // namespace lockstep
 
