@@ -140,9 +140,7 @@ int main(int argc, char** argv) {
   {
     // owned groups: the globals and this rank's groups
     const long D = static_cast<long>(slice->full_index.size());
-    std::vector<double> mine(chains * D), g(chains * D);
-    for (long c = 0; c < chains; ++c)
-      for (long j = 0; j < D; ++j) mine[c * D + j] = state[c * full_dim + slice->full_index[j]];
+    std::vector<double> mine = slice->of_whole(state.data(), chains, full_dim), g(chains * D);
     OwnedShardTarget target(std::make_unique<Executor<double>>(slice->program, chains, o), *slice,
                             full_dim, &world);
     rows.reset();  // (the slice's program holds what the rank needs)

@@ -76,21 +76,14 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   if (b.slice) {
     ExecOptions local = o;
     local.world = nullptr;
-    const std::vector<long>& index = b.slice->full_index;
-    const long D = static_cast<long>(index.size());
     b.executor = std::make_unique<OwnedShardTarget>(make_target(b.slice->program, chains, local, single),
                                                     *b.slice, dim, o.world);
     // the model's coordinates, and any per-coordinate metric, as the slice's
-    auto slice_of = [&](const std::vector<double>& whole, long rows) {
-      std::vector<double> out(rows * D);
-      for (long r = 0; r < rows; ++r)
-        for (long j = 0; j < D; ++j) out[r * D + j] = whole[r * dim + index[j]];
-      return out;
-    };
     SamplerSpec mine = spec;
     const long sd_size = static_cast<long>(spec.diag_sd.size());
-    if (sd_size == dim || sd_size == chains * dim) mine.diag_sd = slice_of(spec.diag_sd, sd_size / dim);
-    b.sampler = new_sampler(mine, *b.executor, slice_of(init, chains), key0, key1);
+    if (sd_size == dim || sd_size == chains * dim)
+      mine.diag_sd = b.slice->of_whole(spec.diag_sd.data(), sd_size / dim, dim);
+    b.sampler = new_sampler(mine, *b.executor, b.slice->of_whole(init.data(), chains, dim), key0, key1);
     b.sampler->start_metric_from_gradient(spec.diag_sd_from_gradient);
     return b;
   }

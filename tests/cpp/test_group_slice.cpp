@@ -73,9 +73,7 @@ void check_assembled(const Program& p, int ranks, long chains, std::mt19937& rng
     const long D = s.program.n_free;
     REQUIRE(static_cast<long>(s.full_index.size()) == D);
     CHECK(s.n_global == parts[0].n_global);
-    std::vector<double> mine(chains * D);
-    for (long c = 0; c < chains; ++c)
-      for (long j = 0; j < D; ++j) mine[c * D + j] = state[c * p.n_free + s.full_index[j]];
+    const std::vector<double> mine = s.of_whole(state.data(), chains, p.n_free);
     const Result r = run(s.program, chains, mine, lockstep::ExecOptions{});
     for (long c = 0; c < chains; ++c) {
       lp[c] += r.lp[c];
@@ -248,12 +246,7 @@ TEST_CASE("owned shards: ranks' momenta are one process's, and their per-chain s
         HostChainVectors v(local, lockstep::Launcher{}, nullptr);
         v.count_from(r == 0 ? 0 : part.n_global);
         v.map_coordinates(part.full_index, D);
-        auto mine = [&](const std::vector<double>& x) {
-          std::vector<double> out(chains * Dr);
-          for (long c = 0; c < chains; ++c)
-            for (long j = 0; j < Dr; ++j) out[c * Dr + j] = x[c * D + part.full_index[j]];
-          return out;
-        };
+        auto mine = [&](const std::vector<double>& x) { return part.of_whole(x.data(), chains, D); };
         const std::vector<double> sd_r = mine(sd), a_r = mine(a), b_r = mine(b), m_r = mine(m);
         std::vector<double> p_r(chains * Dr);
         std::vector<lockstep::Stream> after = streams;

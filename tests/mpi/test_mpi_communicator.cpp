@@ -620,9 +620,7 @@ void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::s
   lockstep::OwnedShardTarget target(
       std::make_unique<Executor<double>>(slice.program, chains, ExecOptions{}), slice, D, &comm);
   const long Dr = target.dim();
-  std::vector<double> init_r(chains * Dr);
-  for (long c = 0; c < chains; ++c)
-    for (long j = 0; j < Dr; ++j) init_r[c * Dr + j] = init[c * D + slice.full_index[j]];
+  const std::vector<double> init_r = slice.of_whole(init.data(), chains, D);
   comm.reset_stats();
   {
     std::vector<double> lp(chains), grad(chains * Dr);

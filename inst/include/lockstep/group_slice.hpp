@@ -41,6 +41,16 @@ struct GroupSlice {
   long n_global = 0;
   // The local parameters' node ids (the same in the program and the slice).
   std::vector<int> locals;
+
+  // `rows` rows of the whole program's coordinates ([rows, full_dim]: states
+  // of each chain, a per-chain metric) as the slice's [rows, slice dim].
+  std::vector<double> of_whole(const double* whole, long rows, long full_dim) const {
+    const long D = static_cast<long>(full_index.size());
+    std::vector<double> out(rows * D);
+    for (long r = 0; r < rows; ++r)
+      for (long j = 0; j < D; ++j) out[r * D + j] = whole[r * full_dim + full_index[j]];
+    return out;
+  }
 };
 
 // Whether any of `nodes` of `p` is computed from any of the parameter nodes
