@@ -5,6 +5,7 @@
 #ifndef LSTEST_MODELS_HPP
 #define LSTEST_MODELS_HPP
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -20,6 +21,16 @@ struct Regression {
   int X, beta, alpha, g_alpha, xb, eta, sigma, mu_sum, lik, y, xs, xcol;
 };
 
+// Each of N rows' group, uniform over 0 to G - 1; sorted, as rows ordered
+// by the grouping are.
+inline std::vector<long> random_groups(std::mt19937& rng, long N, long G, bool sorted = false) {
+  std::uniform_int_distribution<long> group(0, G - 1);
+  std::vector<long> g(N);
+  for (long& v : g) v = group(rng);
+  if (sorted) std::sort(g.begin(), g.end());
+  return g;
+}
+
 // y ~ normal(X beta + alpha[group] + a, sigma), with priors on everything:
 // N rows, K covariates, G groups; and a second likelihood on the same rows,
 // z ~ bernoulli(ilogit(eta)), so that one extent has two terms.
@@ -27,13 +38,11 @@ inline Regression regression(long N, long K, long G, std::mt19937& rng) {
   Regression r;
   Program& p = r.p;
   std::normal_distribution<double> norm;
-  std::uniform_int_distribution<long> group(0, G - 1);
   std::vector<double> X(N * K), y(N), z(N);
   for (double& v : X) v = norm(rng);
   for (double& v : y) v = norm(rng);
   for (long i = 0; i < N; ++i) z[i] = (i * 7 + 3) % 5 < 2 ? 1 : 0;
-  std::vector<long> g(N);
-  for (long& v : g) v = group(rng);
+  const std::vector<long> g = random_groups(rng, N, G);
   long off = 0;
   r.beta = p.add(param_node(K, off));
   off += K;
@@ -134,12 +143,10 @@ inline Seed seed_model(long N, long G, long K, std::mt19937& rng, std::vector<lo
   Seed s;
   Program& p = s.p;
   std::normal_distribution<double> norm;
-  std::uniform_int_distribution<long> group(0, G - 1);
   std::vector<double> X(N * K), y(N);
   for (double& v : X) v = norm(rng);
   for (long i = 0; i < N; ++i) y[i] = (i % 3 == 0) ? 1 : 0;
-  std::vector<long> g(N);
-  for (long& v : g) v = group(rng);
+  std::vector<long> g = random_groups(rng, N, G);
   if (!groups.empty()) g = groups;
   long off = 0;
   auto par = [&](std::vector<long> dim, Transform t = Transform::none) {

@@ -27,14 +27,6 @@ using lockstep::Grouping;
 
 namespace {
 
-std::vector<long> sorted_groups(std::mt19937& rng, long N, long G) {
-  std::uniform_int_distribution<long> group(0, G - 1);
-  std::vector<long> g(N);
-  for (long& v : g) v = group(rng);
-  std::sort(g.begin(), g.end());
-  return g;
-}
-
 // The rank programs of planned `p` (rows sorted by the grouping) over
 // `ranks` ranks, each owning a balanced range of groups.
 std::vector<GroupSlice> slices(const Program& p, int ranks) {
@@ -96,7 +88,7 @@ TEST_CASE("group slices: the seed model's ranks add up to the whole program",
           "[group_slice][ownership][shards]") {
   std::mt19937 rng(81);
   const long N = 240, G = 17, K = 3;
-  const std::vector<long> g = sorted_groups(rng, N, G);
+  const std::vector<long> g = random_groups(rng, N, G, true);
   for (bool fuse : {true, false})
     for (bool as_r_lowers : {false, true}) {
       INFO("fuse " << fuse << " in R's order " << as_r_lowers);
@@ -125,7 +117,7 @@ TEST_CASE("group slices: a hierarchical prior, a constrained local parameter and
   // w is group-level data read beside product_a
   std::mt19937 rng(83);
   const long N = 120, P = 11, Cats = 3;
-  const std::vector<long> product = sorted_groups(rng, N, P);
+  const std::vector<long> product = random_groups(rng, N, P, true);
   std::uniform_int_distribution<long> cat(0, Cats - 1);
   std::vector<long> category(P);
   for (long& v : category) v = cat(rng);
@@ -163,7 +155,7 @@ TEST_CASE("group slices: which values depend on the local parameters",
           "[group_slice][ownership]") {
   std::mt19937 rng(87);
   const long N = 60, G = 6, K = 2;
-  Seed s = seed_model(N, G, K, rng, sorted_groups(rng, N, G));
+  Seed s = seed_model(N, G, K, rng, random_groups(rng, N, G, true));
   lockstep::plan(s.p);
   const std::vector<int> locals = lockstep::find_groupings(s.p).at(0).locals;
   CHECK(lockstep::depends_on_any(s.p, {s.alpha_g}, locals));      // z_a * sigma_a
@@ -178,7 +170,7 @@ TEST_CASE("group slices: a rank whose rows reach outside its groups is refused, 
           "[group_slice][ownership][shards]") {
   std::mt19937 rng(84);
   const long N = 100, G = 10, K = 2;
-  const std::vector<long> g = sorted_groups(rng, N, G);
+  const std::vector<long> g = random_groups(rng, N, G, true);
   Seed s = seed_model(N, G, K, rng, g);
   lockstep::plan(s.p);
   const Grouping grouping = lockstep::find_groupings(s.p).at(0);
@@ -212,7 +204,7 @@ TEST_CASE("owned shards: ranks' momenta are one process's, and their per-chain s
   using lockstep::HostChainVectors;
   std::mt19937 rng(85);
   const long N = 200, G = 13, K = 2;
-  const std::vector<long> g = sorted_groups(rng, N, G);
+  const std::vector<long> g = random_groups(rng, N, G, true);
   Seed s = seed_model(N, G, K, rng, g);
   lockstep::plan(s.p);
   const long D = s.p.n_free;
@@ -269,7 +261,7 @@ TEST_CASE("owned shards: one rank's target sends the log density and the globals
           "[group_slice][owned_shard]") {
   std::mt19937 rng(86);
   const long N = 150, G = 12, K = 2, C = 3;
-  Seed s = seed_model(N, G, K, rng, sorted_groups(rng, N, G));
+  Seed s = seed_model(N, G, K, rng, random_groups(rng, N, G, true));
   lockstep::plan(s.p);
   const std::vector<GroupSlice> one = slices(s.p, 1);
   lockstep::InProcessCommunicator world(1);

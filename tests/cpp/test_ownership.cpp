@@ -17,13 +17,6 @@ using lockstep::Grouping;
 
 namespace {
 
-std::vector<long> random_groups(std::mt19937& rng, long N, long G) {
-  std::uniform_int_distribution<long> group(0, G - 1);
-  std::vector<long> g(N);
-  for (long& v : g) v = group(rng);
-  return g;
-}
-
 // y ~ normal(x[index], 1) for a parameter x of G rows, plus x's prior.
 struct Gathered {
   Program p;

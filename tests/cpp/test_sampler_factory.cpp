@@ -256,10 +256,7 @@ TEST_CASE("sampler factory: across processes, NUTS on a grouped model shards by 
   // first), and its draws, made whole, are one process's to rounding.
   std::mt19937 rng(91);
   const long N = 300, G = 20, K = 2, C = 3;
-  std::vector<long> g(N);
-  std::uniform_int_distribution<long> group(0, G - 1);
-  for (long& v : g) v = group(rng);
-  Seed s = seed_model(N, G, K, rng, g);
+  Seed s = seed_model(N, G, K, rng, random_groups(rng, N, G));
   lockstep::plan(s.p);
   const long D = s.p.n_free;
   const std::vector<double> init = random_state(rng, C, D);
