@@ -74,9 +74,9 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     for (size_t id = 0; id < n; ++id) index_in_runs_[id] = index_in_runs(program.nodes[id].index);
   grad_zero_spans_.assign(1, {0L, program.n_free});
   scratch_.assign(chains, 0);
-  long work = 0;
-  for (const Node& node : program.nodes) work = std::max(work, workspace_per_chain(program, node));
-  work_.assign(chains * work, 0.0);
+  for (const Node& node : program.nodes)
+    work_per_chain_ = std::max(work_per_chain_, workspace_per_chain(program, node));
+  work_.assign(chains * work_per_chain_, 0.0);
   for (size_t id = 0; id < n; ++id) {
     const Node& node = program.nodes[id];
     // Row-aligned values with the chain dimension exist only tile by tile (a
@@ -316,7 +316,10 @@ NodeCall<T> Executor<T>::make_call(int id, const double* state, double* lp, doub
   c.n_free = program_.n_free;
   c.lp = lp ? lp + c0 : nullptr;
   c.scratch = scratch_.data() + c0;
-  c.work = work_.data() + c0 * workspace_per_chain(program_, node);
+  // Chain groups run different nodes at the same time, so a group's
+  // workspace starts where the largest per chain puts it, whatever the
+  // node's own (its chains then use the first nc of theirs).
+  c.work = work_.data() + c0 * work_per_chain_;
   c.jacobian = options_.jacobian && node.jacobian;
   return c;
 }

@@ -177,6 +177,27 @@ test_that("set.seed() repeats a run exactly, and another seed differs", {
   expect_false(isTRUE(all.equal(as.matrix(a), as.matrix(c))))
 })
 
+test_that("set.seed() repeats a run on 2 threads: a dense multivariate normal (issue 37)", {
+  # Chain groups on two threads run different nodes at the same time; the
+  # linear algebra's workspace (chol()'s gradient, the solves') was laid out
+  # by each node's own size, so one group's chol() could write where the
+  # other's solve was working, now and then. Five repeats differed in three.
+  set.seed(9)
+  s <- lognormal(0, 1)
+  mu <- normal(0, 1)
+  y <- t(rnorm(150))
+  distribution(y) <- multivariate_normal(t(rep(1, 150) * mu), diag(150) * s + 0.5)
+  m <- model(mu, s)
+  run <- function() {
+    set.seed(3)
+    as.matrix(mcmc(m, warmup = 0, n_samples = 200, chains = 2, verbose = FALSE,
+                   compute_options = cpu_only(threads = 2)))
+  }
+  first <- run()
+  expect_gt(length(unique(first[, "mu"])), 20)  # it moved
+  for (k in 1:4) expect_identical(run(), first)
+})
+
 test_that("one chain works", {
   set.seed(510)
   m <- eight_schools_model()

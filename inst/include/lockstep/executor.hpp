@@ -214,6 +214,7 @@ template <class T> class Executor : public Target {
   std::vector<T*> alias_adjoint_;
   std::vector<double> scratch_;  // [chains]
   std::vector<double> work_;     // [chains, the largest workspace_per_chain]
+  long work_per_chain_ = 0;      // that largest
   // Per node, its call over every chain (c0 = 0, nc = chains) made once, with
   // the state, gradient and log density pointers (and the slots of aliased
   // parameters) filled in at each call: a small model's gradient makes a
