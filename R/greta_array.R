@@ -134,17 +134,15 @@ print.greta_array <- function(x, n = 10, ...) {
     stop("`n` of print() must be a positive number of values to show", call. = FALSE)
   }
   node <- get_node(x)
-  cat("greta array (", greta_array_type(node), ")\n\n", sep = "")
+  cat("greta array <", greta_array_description(node), ">\n\n", sep = "")
   values <- if (node$type == "data") array(node$value, dim = node$dim) else {
     known <- known_values(node)
-    shown <- array("?", dim = node$dim)
-    if (!is.null(known)) shown[!is.na(known)] <- format(known[!is.na(known)])
-    shown
+    if (is.null(known)) array(NA_real_, dim = node$dim) else known
   }
   # as greta does: the first n rows of a longer array, and how many values
   # are left out
   shown <- if (length(values) > n) utils::head(values, n) else values
-  print(shown, quote = FALSE)
+  print(as.unknowns(shown))
   left <- length(values) - length(shown)
   if (left > 0) {
     cat("\ni ", left, " more values\nUse `print(n = ...)` to see more values\n", sep = "")
@@ -184,6 +182,17 @@ known_values <- function(node) {
 # variable (R/constrained.R), computed from a free one, is a variable.
 greta_array_type <- function(node) {
   if (!is.null(node$constraint)) "variable" else node$type
+}
+
+# What print() calls a greta array, as greta does: "data", "operation",
+# "variable", or "variable following a normal distribution".
+greta_array_description <- function(node) {
+  type <- greta_array_type(node)
+  if (type == "variable" && !is.null(node$distribution)) {
+    paste0(type, " following a ", distribution_label(node$distribution), " distribution")
+  } else {
+    type
+  }
 }
 
 #' @rdname greta_array_methods

@@ -198,6 +198,33 @@ model_engine <- function(model) {
   model$engine$pointer
 }
 
+#' Convert an object to a greta model
+#'
+#' `as.greta_model()` is greta's generic for making a `greta_model`; a
+#' `greta_model` (what [model()] returns) is returned as it is, and anything
+#' else is refused with an error that says to build one with [model()].
+#' Packages that extend greta can add methods for their own classes.
+#'
+#' @param x an object to convert: a `greta_model`
+#' @param ... passed to methods
+#' @return a `greta_model`
+#' @examples
+#' m <- model(normal(0, 1))
+#' identical(as.greta_model(m), m)
+#' @export
+as.greta_model <- function(x, ...) {
+  UseMethod("as.greta_model")
+}
+
+#' @export
+as.greta_model.greta_model <- function(x, ...) x
+
+#' @export
+as.greta_model.default <- function(x, ...) {
+  stop("`x` cannot be converted to a greta_model: it is a ", class(x)[1],
+       "; build a model from greta arrays with model()", call. = FALSE)
+}
+
 #' @rdname model
 #' @export
 print.greta_model <- function(x, ...) {

@@ -84,7 +84,11 @@ interleave_chains <- function(x) {
 #' @param thin keep one iteration in `thin` (a multiple of the draws' own
 #'   thinning; `NULL`: theirs)
 #' @param ... passed on to coda's methods
-#' @return `print()` returns `x`, invisibly. `summary()` returns a
+#' `is.greta_mcmc_list()` tells whether an object is such draws (greta's
+#' function of the same name).
+#'
+#' @return `print()` returns `x`, invisibly. `is.greta_mcmc_list()`: `TRUE`
+#'   or `FALSE`. `summary()` returns a
 #'   `summary.greta_mcmc_list`: coda's `summary.mcmc` with a `diagnostics`
 #'   data frame (`rhat`, `ess_bulk`) and a `sampler` line. `window()` returns a
 #'   `greta_mcmc_list`.
@@ -93,12 +97,17 @@ interleave_chains <- function(x) {
 #' draws <- mcmc(model(x), n_samples = 200, warmup = 200, chains = 2, verbose = FALSE)
 #' summary(draws)
 #' print(window(draws, end = 5))
+#' is.greta_mcmc_list(draws)
 #' # the second half, every other draw, with its sampler diagnostics
 #' half <- window(draws, start = 101, thin = 2)
 #' coda::niter(half)
 #' nrow(get_sampler_params(half)[[1]])
 #' @name greta_mcmc_list
 NULL
+
+#' @rdname greta_mcmc_list
+#' @export
+is.greta_mcmc_list <- function(x, ...) inherits(x, "greta_mcmc_list")
 
 #' @rdname greta_mcmc_list
 #' @param n the number of draws `print()` shows (of the first chain)

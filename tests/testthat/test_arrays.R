@@ -401,13 +401,41 @@ test_that("print() shows an operation's values that do not depend on variables, 
   z[, 1] <- ones(3)
   z[, 2] <- normal(0, 1, dim = 3)
   out <- capture.output(print(z))
-  expect_equal(out[1], "greta array (operation)")
+  expect_equal(out[1], "greta array <operation>")
   expect_equal(gsub(" +", " ", trimws(out[4:6])), c("[1,] 1 ? 0", "[2,] 1 ? 0", "[3,] 1 ? 0"))
   # an operation of data alone is all known; one of a variable all unknown
-  expect_output(print(as_data(c(1, 2, 3)) * 2), "\\[3,\\] 6")
+  expect_output(print(as_data(c(1, 2, 3)) * 2), "\\[3,\\] +6")
   x <- variable()
   expect_false(any(grepl("[0-9] *$", capture.output(print(x * 0))[-1])))
   # an operation whose engine cannot run on NaN (here chol()) prints as unknown
   s <- wishart(5, diag(2))
   expect_output(print(chol(s)), "\\?")
+})
+
+test_that("print() names greta arrays as greta does, and shows unknown values as ?", {
+  header <- function(x) capture.output(print(x))[1]
+  expect_equal(header(as_data(c(1, 2))), "greta array <data>")
+  expect_equal(header(variable()), "greta array <variable>")
+  expect_equal(header(normal(0, 1, dim = 2)),
+               "greta array <variable following a normal distribution>")
+  expect_equal(header(exp(variable())), "greta array <operation>")
+  # an unknown stays unknown through any function (atanh() of one showed Inf)
+  x <- normal(0, 1, dim = 3)
+  for (f in list(atanh, exp, log, function(v) v * 0, function(v) 1 / v)) {
+    shown <- capture.output(print(f(x)))[-(1:3)]
+    expect_true(all(grepl("^\\[[0-9],\\] +\\? *$", shown)), info = paste(shown, collapse = "|"))
+  }
+  # data keeps R's numbers
+  expect_equal(trimws(capture.output(print(as_data(c(1.5, 2))))[4:5]), c("[1,]  1.5", "[2,]  2.0"))
+})
+
+test_that("as.unknowns() prints NA as ? and leaves known values, as greta's", {
+  u <- as.unknowns(matrix(c(1, NA, 3, NA), 2))
+  expect_s3_class(u, "unknowns")
+  expect_identical(as.unknowns(u), u)
+  out <- capture.output(print(u))
+  expect_equal(gsub(" +", " ", trimws(out[2:3])), c("[1,] 1 3", "[2,] ? ?"))
+  expect_equal(dim(as.unknowns(c(NA, 2))), c(2L, 1L))
+  expect_invisible(print(u))
+  expect_error(as.unknowns(list(1)), "`x` of as.unknowns\\(\\) must be a numeric array")
 })

@@ -30,6 +30,19 @@ test_that("is.greta_array() is exported and tells greta arrays from other values
   expect_false(is.greta_array(list(node = NULL)))
 })
 
+test_that("is.greta_mcmc_list() and as.greta_model() are exported, as greta's", {
+  # greta's own help-page example for is.greta_mcmc_list()
+  x <- normal(0, 1)
+  m <- model(x)
+  draws <- mcmc(m, warmup = 20, n_samples = 20, chains = 1, verbose = FALSE)
+  expect_true(lockstep::is.greta_mcmc_list(draws))
+  expect_false(is.greta_mcmc_list(coda::as.mcmc.list(lapply(draws, coda::as.mcmc))))
+  expect_false(is.greta_mcmc_list(as.matrix(draws)))
+  expect_identical(lockstep::as.greta_model(m), m)
+  expect_error(as.greta_model(x), "`x` cannot be converted to a greta_model: it is a greta_array")
+  expect_error(as.greta_model(list()), "build a model from greta arrays with model\\(\\)")
+})
+
 test_that("identity() is exported as greta's generic and returns its argument", {
   x <- variable(dim = c(2, 3))
   expect_identical(lockstep::identity(x), x)
