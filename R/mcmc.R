@@ -213,7 +213,7 @@ finish_run <- function(run, kept_env, previous = NULL) {
     return(invisible(NULL))
   }
   diagnostics <- kept_diagnostics(kept_env)
-  if (!is.null(diagnostics)) warn_sampler_problems(diagnostics, run$sampler)
+  if (!is.null(diagnostics)) warn_sampler_problems(diagnostics, run$sampler, run$chains)
   last <- kept_env$last_free
   if (!is.null(previous)) {
     values <- rbind(previous$values, values)
@@ -270,18 +270,20 @@ lockstep_stash <- new.env(parent = emptyenv())
 # After sampling, as Stan does: divergent transitions and trajectories that hit
 # the maximum tree depth (nuts()) or the most leapfrog steps (chees()) are
 # worth a warning.
-warn_sampler_problems <- function(d, sampler) {
+warn_sampler_problems <- function(d, sampler, chains = 1L) {
   n_div <- sum(d$divergent__)
   if (n_div > 0) {
-    warning(n_div, " of ", nrow(d), " kept draws (all chains) came from divergent transitions; ",
-            "consider a smaller step size (nuts(adapt_delta = 0.95)) or reparameterising the model",
-            call. = FALSE)
+    warning(n_div, " of ", nrow(d), " kept draws (all chains) came from divergent transitions",
+            per_chain_counts(d$divergent__, chains), "; consider ", smaller_step_advice(sampler),
+            " or reparameterising the model", call. = FALSE)
   }
   if (identical(sampler$name, "nuts")) {
     n_max <- sum(d$treedepth__ >= sampler$parameters$max_treedepth)
     if (n_max > 0) {
       warning(n_max, " of ", nrow(d), " kept draws (all chains) hit the maximum tree depth of ",
-              sampler$parameters$max_treedepth, "; consider nuts(max_treedepth = ",
+              sampler$parameters$max_treedepth,
+              per_chain_counts(d$treedepth__ >= sampler$parameters$max_treedepth, chains),
+              "; consider nuts(max_treedepth = ",
               sampler$parameters$max_treedepth + 2, ")", call. = FALSE)
     }
   }
@@ -290,11 +292,38 @@ warn_sampler_problems <- function(d, sampler) {
     n_cap <- sum(d$n_leapfrog__ >= cap)
     if (n_cap > 0) {
       warning(n_cap, " of ", nrow(d), " kept draws (all chains) reached chees()'s limit of ", cap,
-              " leapfrog steps, which cuts the adapted trajectory short; consider ",
-              "chees(max_leapfrog = ", 2 * cap, ")", call. = FALSE)
+              " leapfrog steps", per_chain_counts(d$n_leapfrog__ >= cap, chains),
+              ", which cuts the adapted trajectory short; consider chees(max_leapfrog = ", 2 * cap,
+              ")", call. = FALSE)
     }
   }
   invisible(NULL)
+}
+
+# Where a sampler's warning counts come from, when there are several chains:
+# " (chain 4: 31; chain 2: 1)", the chains with most first. `flags`: one per
+# kept draw, rows iteration-major with chains within.
+per_chain_counts <- function(flags, chains) {
+  if (chains < 2) return("")
+  counts <- tabulate(rep_len(seq_len(chains), length(flags))[flags != 0], chains)
+  named <- order(-counts)[sort(-counts) < 0]
+  paste0(" (", paste0("chain ", named, ": ", counts[named], collapse = "; "), ")")
+}
+
+# How to make a sampler's steps smaller, in its own arguments: nuts()'s
+# adapt_delta (a higher target acceptance); hmc() and chees() adapt their step
+# size to a fixed target, so nuts() with a higher adapt_delta is the way.
+smaller_step_advice <- function(sampler) {
+  if (identical(sampler$name, "nuts")) {
+    delta <- sampler$parameters$adapt_delta
+    higher <- if (delta < 0.95) 0.95 else if (delta < 0.99) 0.99 else NULL
+    if (!is.null(higher)) {
+      return(paste0("a smaller step size (nuts(adapt_delta = ", higher, "), now ", delta, ")"))
+    }
+    return(paste0("a longer warmup (the step size is already at adapt_delta = ", delta, ")"))
+  }
+  paste0("nuts(adapt_delta = 0.95), which adapts a smaller step size than ", sampler$name,
+         "() can")
 }
 
 # At the end of warmup, a chain whose log density lies far below the others'

@@ -419,6 +419,26 @@ test_that("nuts is the default sampler and reports rstan's sampler diagnostics",
   expect_error(get_sampler_params(draws, inc_warmup = NA), "`inc_warmup`")
 })
 
+test_that("sampler warnings name the chains the problems came from and each sampler's own remedy", {
+  # kept draws' diagnostics, rows iteration-major with chains within: here 3
+  # chains, chain 3 divergent in every draw, chain 1 once
+  d <- data.frame(divergent__ = c(1, 0, 1, 0, 0, 1, 0, 0, 1), treedepth__ = 10,
+                  n_leapfrog__ = 1023)
+  expect_warning(lockstep:::warn_sampler_problems(d["divergent__"], nuts(), 3),
+                 "4 of 9 kept draws \\(all chains\\) came from divergent transitions \\(chain 3: 3; chain 1: 1\\)")
+  expect_warning(lockstep:::warn_sampler_problems(d["divergent__"], nuts(adapt_delta = 0.95), 3),
+                 "nuts\\(adapt_delta = 0.99\\), now 0.95")
+  expect_warning(lockstep:::warn_sampler_problems(d["divergent__"], nuts(adapt_delta = 0.99), 3),
+                 "a longer warmup \\(the step size is already at adapt_delta = 0.99\\)")
+  expect_warning(lockstep:::warn_sampler_problems(d["divergent__"], chees(), 3),
+                 "than chees\\(\\) can")
+  # one chain: no chain named
+  expect_warning(lockstep:::warn_sampler_problems(d[1:3, "divergent__", drop = FALSE], hmc(), 1),
+                 "2 of 3 kept draws \\(all chains\\) came from divergent transitions; consider")
+  expect_warning(lockstep:::warn_sampler_problems(transform(d, divergent__ = 0), nuts(), 3),
+                 "hit the maximum tree depth of 10 \\(chain 1: 3; chain 2: 3; chain 3: 3\\)")
+})
+
 test_that("nuts warns about divergences and maximum tree depth hits", {
   set.seed(521)
   x <- normal(0, 0.01)
@@ -426,7 +446,11 @@ test_that("nuts warns about divergences and maximum tree depth hits", {
   # no warmup and a step a thousand times too large: every transition diverges
   expect_warning(mcmc(m, sampler = nuts(epsilon = 10), n_samples = 10, warmup = 0, chains = 2,
                       verbose = FALSE),
-                 "20 of 20 kept draws .* divergent")
+                 "20 of 20 kept draws .* divergent transitions \\(chain 1: 10; chain 2: 10\\); consider a smaller step size \\(nuts\\(adapt_delta = 0.95\\), now 0.8\\)")
+  # hmc() has no adapt_delta: the warning says which sampler can take a smaller step
+  expect_warning(mcmc(m, sampler = hmc(epsilon = 10), n_samples = 10, warmup = 0, chains = 1,
+                      verbose = FALSE),
+                 "10 of 10 kept draws \\(all chains\\) came from divergent transitions; consider nuts\\(adapt_delta = 0.95\\), which adapts a smaller step size than hmc\\(\\) can")
   # a step far too small for a wide posterior: every tree reaches depth 2
   y <- normal(0, 100)
   expect_warning(mcmc(model(y), sampler = nuts(max_treedepth = 2, epsilon = 1e-3), n_samples = 10,
