@@ -56,12 +56,15 @@ draws_matrix <- function(x) {
 }
 
 per_quantity <- function(x, f) {
+  # (chains of one unnamed quantity, as coda::mcmc() of a vector gives, have
+  # no variable names: the quantity is then their only column)
   names <- coda::varnames(x)
+  columns <- if (is.null(names)) seq_len(coda::nvar(x)) else names
   if (coda::niter(x) < 4) {  # too few draws to diagnose (summary() of a short run)
-    return(stats::setNames(rep(NA_real_, length(names)), names))
+    return(stats::setNames(rep(NA_real_, length(columns)), names))
   }
-  out <- vapply(names, function(v) {
-    f(vapply(x, function(chain) as.numeric(chain[, v]), numeric(coda::niter(x))))
+  out <- vapply(columns, function(v) {
+    f(vapply(x, function(chain) as.numeric(as.matrix(chain)[, v]), numeric(coda::niter(x))))
   }, numeric(1))
   names(out) <- names
   out

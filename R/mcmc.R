@@ -275,8 +275,9 @@ warn_sampler_problems <- function(d, sampler, chains = 1L) {
   if (n_div > 0) {
     warning(n_div, " of ", nrow(d), " kept draws (all chains) came from divergent transitions",
             per_chain_counts(d$divergent__, chains), "; consider ", smaller_step_advice(sampler),
-            " or reparameterising the model", call. = FALSE)
+            ", or reparameterising the model", call. = FALSE)
   }
+  warn_stuck_chains(d, sampler, chains)
   if (identical(sampler$name, "nuts")) {
     n_max <- sum(d$treedepth__ >= sampler$parameters$max_treedepth)
     if (n_max > 0) {
@@ -298,6 +299,32 @@ warn_sampler_problems <- function(d, sampler, chains = 1L) {
     }
   }
   invisible(NULL)
+}
+
+# A chain that accepts far fewer of its proposals than the others is stuck
+# where the step size the chains share is too large for it (the narrow neck
+# of a funnel, say): its draws barely move, and every summary of the run is
+# wrong. (greta's eight schools at its defaults: one seed in a dozen left a
+# chain accepting none of its proposals for 900 of 1000 draws, with the
+# other chains at 0.9.) Named, with what to do, rather than left silent.
+# Hamiltonian samplers only: rwmh() and slice() accept as they do.
+warn_stuck_chains <- function(d, sampler, chains) {
+  if (chains < 2 || !sampler$name %in% c("nuts", "hmc", "chees")) return(invisible(NULL))
+  if (is.null(d$accept_stat__)) return(invisible(NULL))
+  chain_of_row <- rep_len(seq_len(chains), nrow(d))
+  accept <- vapply(seq_len(chains), function(k) mean(d$accept_stat__[chain_of_row == k]),
+                   numeric(1))
+  others <- vapply(seq_len(chains), function(k) stats::median(accept[-k]), numeric(1))
+  stuck <- which(accept < 0.5 * others & accept < 0.5)
+  if (length(stuck) == 0) return(invisible(NULL))
+  warning(if (length(stuck) == 1) "chain " else "chains ", paste(stuck, collapse = ", "),
+          " barely moved: mean acceptance ", paste(sprintf("%.2f", accept[stuck]), collapse = ", "),
+          " against ", sprintf("%.2f", stats::median(accept[-stuck])), " for the other chains. ",
+          if (length(stuck) == 1) "It is" else "They are",
+          " stuck where the step size all chains share is too large (a narrow region, such ",
+          "as the neck of a funnel), so the run's summaries are not to be trusted; consider ",
+          smaller_step_advice(sampler), ", a non-centred parameterisation, or more chains and ",
+          "a longer warmup", call. = FALSE)
 }
 
 # Where a sampler's warning counts come from, when there are several chains:

@@ -37,6 +37,11 @@ test_that("ess_bulk() matches the effective sample size of known processes", {
   expect_lte(ess_bulk(anti), 8000 * log10(8000))
   # rank normalisation: a monotone transform does not change the bulk ESS
   expect_equal(ess_bulk(exp(x)), ess_bulk(x))
+  # coda chains of one unnamed quantity (coda::mcmc() of a vector) are that
+  # quantity's chains, not none
+  unnamed <- coda::mcmc.list(lapply(1:4, function(k) coda::mcmc(x[, k])))
+  expect_equal(unname(ess_bulk(unnamed)), ess_bulk(x))
+  expect_equal(unname(rhat(unnamed)), rhat(x))
 })
 
 test_that("rhat() and ess_bulk() check their input and take a greta_mcmc_list", {

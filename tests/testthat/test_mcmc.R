@@ -439,6 +439,41 @@ test_that("sampler warnings name the chains the problems came from and each samp
                  "hit the maximum tree depth of 10 \\(chain 1: 3; chain 2: 3; chain 3: 3\\)")
 })
 
+test_that("a chain stuck where the shared step size is too large for it is named, with what to do (issue 37)", {
+  # a funnel, chain 4 started deep in its neck: every one of its proposals
+  # diverges at the step size the others move with
+  set.seed(5)
+  s <- lognormal(0, 1)
+  z <- normal(0, s, dim = 10)
+  m <- model(s, z)
+  inits <- c(rep(list(initials(s = 1, z = rep(0.1, 10))), 3),
+             list(initials(s = 1e-4, z = rep(0, 10))))
+  warned <- character()
+  d <- withCallingHandlers(
+    mcmc(m, sampler = hmc(epsilon = 0.3, Lmin = 5, Lmax = 5), warmup = 0, n_samples = 100,
+         chains = 4, verbose = FALSE, initial_values = inits),
+    warning = function(w) {
+      warned <<- c(warned, conditionMessage(w))
+      invokeRestart("muffleWarning")
+    })
+  accept <- vapply(get_sampler_params(d), function(p) mean(p$accept_stat__), numeric(1))
+  expect_lt(accept[4], 0.05)
+  expect_true(all(accept[1:3] > 0.2))
+  stuck <- grep("barely moved", warned, value = TRUE)
+  expect_length(stuck, 1)
+  expect_match(stuck, "^chain 4 barely moved: mean acceptance 0.00 against 0.[0-9]+ for the other chains")
+  expect_match(stuck, "consider nuts\\(adapt_delta = 0.95\\)")
+  expect_match(grep("divergent", warned, value = TRUE), "\\(chain 4: 100")
+  # healthy chains: no such warning (the unit test of the rule)
+  d_ok <- data.frame(accept_stat__ = rep(c(0.9, 0.8, 0.6, 0.85), 25), divergent__ = 0)
+  expect_no_warning(lockstep:::warn_stuck_chains(d_ok, nuts(), 4))
+  d_bad <- transform(d_ok, accept_stat__ = rep(c(0.9, 0.1, 0.85, 0.2), 25))
+  expect_warning(lockstep:::warn_stuck_chains(d_bad, nuts(), 4),
+                 "^chains 2, 4 barely moved: mean acceptance 0.10, 0.20 against 0.88")
+  expect_no_warning(lockstep:::warn_stuck_chains(d_bad, rwmh(), 4))  # rwmh() accepts as it does
+  expect_no_warning(lockstep:::warn_stuck_chains(d_bad[c(1, 5), ], nuts(), 1))
+})
+
 test_that("nuts warns about divergences and maximum tree depth hits", {
   set.seed(521)
   x <- normal(0, 0.01)
