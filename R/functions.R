@@ -9,12 +9,11 @@
 #' `sum()` adds up every element of its arguments, and `mean()` averages the
 #' elements of a greta array (its sum over its length). `max()`, `min()` and
 #' `prod()` are the largest, the smallest and the product of every element of
-#' their arguments (greta arrays and numbers in any order, as R's: `max(3, a)`
-#' and `min(a, b, 0)` are the largest and smallest of every element), and
-#' `range()` is `c(min(...), max(...))`. (R dispatches these on their first
-#' argument only, so lockstep masks base's `sum()`, `prod()`, `max()`, `min()`
-#' and `range()` with versions that look for a greta array in every argument
-#' and otherwise call base's.) `cumsum()`, `cumprod()`, `cummax()` and
+#' their arguments (`max(a, 3)` and `min(a, b, 0)` are the largest and
+#' smallest of every element), and `range()` is `c(min(...), max(...))`.
+#' These are R's `Summary` group, which R dispatches on the first argument
+#' only: as in greta, a greta array must come first (`max(a, 3)`, not
+#' `max(3, a)`, which base R refuses). `cumsum()`, `cumprod()`, `cummax()` and
 #' `cummin()` are the cumulative sums, products, maxima and minima of a greta
 #' array's elements in R's (column-major) order, and return a column vector, as
 #' greta does.
@@ -148,55 +147,18 @@ Math.greta_array <- function(x, ...) {
 }
 
 #' @rdname functions
-#' @export
-Summary.greta_array <- function(..., na.rm = FALSE) {
-  greta_summary(.Generic, list(...), na.rm)
-}
-
-# R dispatches the Summary group on the first argument only, so max(3, a) on a
-# greta array `a` would never reach Summary.greta_array() (base's max() fails
-# on the list that a greta array is). These mask base's sum(), prod(), max(),
-# min() and range(): with a greta array anywhere among the arguments they give
-# the greta array, and otherwise base's own result.
-
-#' @rdname functions
-#' @export
-sum <- function(..., na.rm = FALSE) {
-  if (any_greta_array(...)) greta_summary("sum", list(...), na.rm) else base::sum(..., na.rm = na.rm)
-}
-
-#' @rdname functions
-#' @export
-prod <- function(..., na.rm = FALSE) {
-  if (any_greta_array(...)) greta_summary("prod", list(...), na.rm) else base::prod(..., na.rm = na.rm)
-}
-
-#' @rdname functions
-#' @export
-max <- function(..., na.rm = FALSE) {
-  if (any_greta_array(...)) greta_summary("max", list(...), na.rm) else base::max(..., na.rm = na.rm)
-}
-
-#' @rdname functions
-#' @export
-min <- function(..., na.rm = FALSE) {
-  if (any_greta_array(...)) greta_summary("min", list(...), na.rm) else base::min(..., na.rm = na.rm)
-}
-
-#' @rdname functions
 #' @param finite for `range()`: as R's on numbers; it must be `FALSE` with
 #'   greta arrays (which take no missing values)
 #' @export
-range <- function(..., na.rm = FALSE, finite = FALSE) {
-  if (!any_greta_array(...)) return(base::range(..., na.rm = na.rm, finite = finite))
-  if (!identical(finite, FALSE)) {
-    stop("`finite` of range() must be FALSE with greta arrays", call. = FALSE)
+Summary.greta_array <- function(..., na.rm = FALSE) {
+  args <- list(...)
+  if ("finite" %in% names(args)) {  # range()'s own argument
+    if (!identical(args$finite, FALSE)) {
+      stop("`finite` of range() must be FALSE with greta arrays", call. = FALSE)
+    }
+    args$finite <- NULL
   }
-  greta_summary("range", list(...), na.rm)
-}
-
-any_greta_array <- function(...) {
-  any(vapply(list(...), is.greta_array, logical(1)))
+  greta_summary(.Generic, args, na.rm)
 }
 
 # sum(), prod(), max(), min() or range() (`generic`) over every element of
