@@ -196,6 +196,16 @@ test_that("set.seed() repeats a run on 2 threads: a dense multivariate normal (i
   first <- run()
   expect_gt(length(unique(first[, "mu"])), 20)  # it moved
   for (k in 1:4) expect_identical(run(), first)
+  # every sampler, with a short warmup (its adaptation too)
+  for (sampler in list(hmc(), chees(), rwmh(), slice())) {
+    run_with <- function() {
+      set.seed(4)
+      as.matrix(mcmc(m, sampler = sampler, warmup = 20, n_samples = 40, chains = 2,
+                     verbose = FALSE, compute_options = cpu_only(threads = 2)))
+    }
+    first <- suppressWarnings(run_with())
+    for (k in 1:4) expect_identical(suppressWarnings(run_with()), first, info = sampler$name)
+  }
 })
 
 test_that("one chain works", {
