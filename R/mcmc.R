@@ -380,8 +380,9 @@ split_by_chain <- function(d, chains) {
 
 #' Sampler diagnostics of each draw
 #'
-#' The per-iteration diagnostics of the kept draws of [mcmc()], one data frame
-#' per chain, with the columns rstan's `get_sampler_params()` has:
+#' The per-iteration diagnostics of the kept draws of [mcmc()] in rstan's
+#' shape: a numeric matrix per chain, with the columns rstan's
+#' `get_sampler_params()` has (so `bayesplot::nuts_params()` reads the list):
 #' `accept_stat__` (the mean acceptance probability over the trajectory),
 #' `stepsize__`, `treedepth__` (NUTS; 0 for HMC), `n_leapfrog__`,
 #' `divergent__` (1 when the energy error exceeded 1000) and `energy__` (the
@@ -392,8 +393,8 @@ split_by_chain <- function(d, chains) {
 #'   the kept draws' rows), as rstan's `inc_warmup = TRUE` does; the default
 #'   gives the kept draws' rows only, one per draw (a [window()] of draws
 #'   keeps no warmup)
-#' @return a list of data frames, one per chain, one row per kept draw (with
-#'   `inc_warmup = TRUE`, first one per warmup iteration)
+#' @return a list of numeric matrices, one per chain, one row per kept draw
+#'   (with `inc_warmup = TRUE`, first one per warmup iteration)
 #' @examples
 #' mu <- normal(0, 1)
 #' draws <- mcmc(model(mu), n_samples = 100, warmup = 100, chains = 2, verbose = FALSE)
@@ -401,7 +402,7 @@ split_by_chain <- function(d, chains) {
 #' colMeans(params[[1]])
 #' # warmup's step sizes as dual averaging tuned them
 #' with_warmup <- get_sampler_params(draws, inc_warmup = TRUE)
-#' plot(with_warmup[[1]]$stepsize__, type = "l", log = "y")
+#' plot(with_warmup[[1]][, "stepsize__"], type = "l", log = "y")
 #' @export
 get_sampler_params <- function(x, inc_warmup = FALSE) {
   params <- attr(x, "sampler_params")
@@ -412,18 +413,23 @@ get_sampler_params <- function(x, inc_warmup = FALSE) {
   if (!is.logical(inc_warmup) || length(inc_warmup) != 1 || is.na(inc_warmup)) {
     stop("`inc_warmup` must be TRUE or FALSE", call. = FALSE)
   }
-  if (!inc_warmup) return(params)
+  if (!inc_warmup) return(lapply(params, sampler_params_matrix))
   warmup <- attr(x, "model_info")$warmup_diagnostics
   if (is.null(warmup)) {
     stop("`x` holds no warmup diagnostics (a window() of draws keeps none): use ",
          "inc_warmup = FALSE", call. = FALSE)
   }
   warmup <- split_by_chain(warmup, length(params))
-  lapply(seq_along(params), function(k) {
-    out <- rbind(warmup[[k]], params[[k]])
-    rownames(out) <- NULL
-    out
-  })
+  lapply(seq_along(params), function(k) sampler_params_matrix(rbind(warmup[[k]], params[[k]])))
+}
+
+# A chain's diagnostics (a data frame, as the run keeps them) as rstan gives
+# them: a numeric matrix, columns named, rows not.
+sampler_params_matrix <- function(d) {
+  out <- as.matrix(d)
+  storage.mode(out) <- "double"
+  rownames(out) <- NULL
+  out
 }
 
 # Runs warmup then sampling in chunks of at most pb_update iterations, so

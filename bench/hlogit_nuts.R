@@ -77,7 +77,8 @@ set.seed(as.integer(opt$seed))
 wall <- system.time(draws <- mcmc(m, sampler = sampler, warmup = warmup, n_samples = samples,
                                   chains = chains, verbose = TRUE,  # progress on stderr: a run at scale is long
                                   compute_options = cpu_only(threads = threads)))[["elapsed"]]
-ours <- report("lockstep nuts()", wall, get_sampler_params(draws, inc_warmup = TRUE), draws)
+ours <- report("lockstep nuts()", wall,
+               lapply(get_sampler_params(draws, inc_warmup = TRUE), as.data.frame), draws)
 if (nzchar(opt$`rstan-grad`)) {
   rstan_s <- as.numeric(opt$`rstan-grad`) * ours$gradients
   cat(sprintf("  rstan for as many gradients (estimate): %.0f s (%.1f h), %.0fx lockstep's wall time\n",

@@ -273,8 +273,8 @@ run_lockstep <- function(posterior, d, names, threads) {
     colnames(x) <- names
     x
   })
-  sp <- do.call(rbind, lockstep::get_sampler_params(draws))
-  all_sp <- lockstep::get_sampler_params(draws, inc_warmup = TRUE)
+  sp <- as.data.frame(do.call(rbind, lockstep::get_sampler_params(draws)))
+  all_sp <- lapply(lockstep::get_sampler_params(draws, inc_warmup = TRUE), as.data.frame)
   warmup_steps <- mean(vapply(all_sp, function(p) sum(p$n_leapfrog__[seq_len(warmup)]), 0))
   c(efficiency(mats, names, posterior, t),
     list(divergent = sum(sp$divergent__), treedepth_hits = sum(sp$treedepth__ >= 10),

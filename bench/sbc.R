@@ -81,7 +81,8 @@ run_model <- function(name) {
     # 4 chains x 250 draws, thinned to L draws in all (roughly independent)
     draws <- suppressWarnings(mcmc(s$model, sampler = nuts(metric = metric), n_samples = 250,
                                    warmup = 500, chains = 4, verbose = FALSE))
-    divergent <- divergent + sum(unlist(lapply(get_sampler_params(draws), `[[`, "divergent__")))
+    divergent <- divergent + sum(unlist(lapply(get_sampler_params(draws),
+                                               function(p) p[, "divergent__"])))
     post <- as.matrix(draws)
     keep <- round(seq(1, nrow(post), length.out = L))
     rank <- vapply(names(s$truth), function(p) sum(post[keep, p] < s$truth[[p]]), numeric(1))

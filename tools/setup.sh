@@ -5,6 +5,8 @@
 # here: configure uses nvcc when it finds one and builds CPU-only otherwise.
 # abind, mvtnorm and extraDistr are Suggests: the tests use them as independent
 # references, and R CMD check refuses to run without every suggested package.
+# posterior, bayesplot and loo are Suggests too: the packages users combine
+# lockstep's draws with, which the tests run it against.
 # OpenMPI (libopenmpi-dev, openmpi-bin) is for the MPI communicator's test
 # (tests/mpi, the "mpi" suite of tools/check.sh); the R package does not use it.
 # `setup.sh --bench` (make bench-setup) adds the benchmarks' peer, rstan
@@ -16,6 +18,7 @@ packages=(
   r-base-dev r-cran-rcpp r-cran-coda r-cran-testthat
   r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 r-cran-jsonlite
   r-cran-extradistr r-cran-abind r-cran-mvtnorm catch2 cmake pandoc
+  r-cran-posterior r-cran-bayesplot r-cran-loo
   libopenmpi-dev openmpi-bin
 )
 if [ "${1:-}" = "--bench" ]; then

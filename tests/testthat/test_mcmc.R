@@ -411,19 +411,20 @@ test_that("nuts is the default sampler and reports rstan's sampler diagnostics",
   params <- get_sampler_params(draws)
   expect_length(params, 3)
   for (p in params) {
-    expect_equal(names(p), c("accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
-                             "divergent__", "energy__"))
+    expect_true(is.matrix(p) && is.numeric(p))  # rstan's shape
+    expect_equal(colnames(p), c("accept_stat__", "stepsize__", "treedepth__", "n_leapfrog__",
+                                "divergent__", "energy__"))
     expect_equal(nrow(p), 200)
-    expect_true(all(p$accept_stat__ >= 0 & p$accept_stat__ <= 1))
-    expect_true(all(p$treedepth__ >= 1 & p$treedepth__ <= 10))
-    expect_true(all(p$n_leapfrog__ >= 2^(p$treedepth__ - 1)))
-    expect_true(all(p$n_leapfrog__ < 2^(p$treedepth__ + 1)))
-    expect_true(all(p$divergent__ %in% c(0, 1)))
-    expect_true(all(is.finite(p$energy__)))
-    expect_equal(length(unique(p$stepsize__)), 1)  # fixed after warmup
+    expect_true(all(p[, "accept_stat__"] >= 0 & p[, "accept_stat__"] <= 1))
+    expect_true(all(p[, "treedepth__"] >= 1 & p[, "treedepth__"] <= 10))
+    expect_true(all(p[, "n_leapfrog__"] >= 2^(p[, "treedepth__"] - 1)))
+    expect_true(all(p[, "n_leapfrog__"] < 2^(p[, "treedepth__"] + 1)))
+    expect_true(all(p[, "divergent__"] %in% c(0, 1)))
+    expect_true(all(is.finite(p[, "energy__"])))
+    expect_equal(length(unique(p[, "stepsize__"])), 1)  # fixed after warmup
   }
   # warmup tuned the step size towards adapt_delta = 0.8
-  accept <- mean(unlist(lapply(params, `[[`, "accept_stat__")))
+  accept <- mean(unlist(lapply(params, function(p) p[, "accept_stat__"])))
   expect_gt(accept, 0.6)
   expect_error(get_sampler_params(list()), "greta_mcmc_list")
   expect_error(get_sampler_params(draws, inc_warmup = NA), "`inc_warmup`")
@@ -466,7 +467,7 @@ test_that("a chain stuck where the shared step size is too large for it is named
       warned <<- c(warned, conditionMessage(w))
       invokeRestart("muffleWarning")
     })
-  accept <- vapply(get_sampler_params(d), function(p) mean(p$accept_stat__), numeric(1))
+  accept <- vapply(get_sampler_params(d), function(p) mean(p[, "accept_stat__"]), numeric(1))
   expect_lt(accept[4], 0.05)
   expect_true(all(accept[1:3] > 0.2))
   stuck <- grep("barely moved", warned, value = TRUE)
@@ -601,7 +602,7 @@ test_that("warmup starts from a diagonal metric scaled to the gradient unless di
     draws <- mcmc(m, sampler = sampler, n_samples = 400, warmup = 300, chains = 4,
                   verbose = FALSE)
     p <- get_sampler_params(draws, inc_warmup = TRUE)
-    list(draws = draws, steps = mean(vapply(p, function(q) mean(q$n_leapfrog__[1:75]), 0)))
+    list(draws = draws, steps = mean(vapply(p, function(q) mean(q[1:75, "n_leapfrog__"]), 0)))
   }
   from_gradient <- first_steps(nuts(metric = "diagonal"))
   from_unit <- first_steps(nuts(metric = "diagonal", diag_sd = 1))
@@ -642,7 +643,7 @@ test_that("extra_samples() continues the chains without warmup and keeps the ear
   expect_equal(nrow(get_sampler_params(more)[[2]]), 500)
   # the new draws come from the tuned sampler: the same fixed step size
   params <- get_sampler_params(more)[[1]]
-  expect_equal(length(unique(params$stepsize__)), 1)
+  expect_equal(length(unique(params[, "stepsize__"])), 1)
   # and sample the right posterior
   new <- unlist(lapply(more, function(ch) as.numeric(ch[301:500, "x"])))
   expect_lt(abs(mean(new) - 1), 4 * 2 / sqrt(100))
@@ -819,13 +820,13 @@ test_that("extra_samples()' progress counts its own bad proposals, not the run's
   # a step size far too large and no warmup: most proposals diverge
   d <- suppressWarnings(mcmc(m, sampler = hmc(epsilon = 40, Lmin = 3, Lmax = 3),
                              n_samples = 20, warmup = 0, chains = 2, verbose = FALSE))
-  expect_gt(sum(do.call(rbind, get_sampler_params(d))$divergent__), 5)
+  expect_gt(sum(do.call(rbind, get_sampler_params(d))[, "divergent__"]), 5)
   seen <- numeric()
   e <- with_progress_update(function(bar, done, bad, ...) {
     seen <<- c(seen, bad)
     invisible(NULL)
   }, suppressWarnings(extra_samples(d, 10, verbose = FALSE)))
-  new_bad <- sum(do.call(rbind, get_sampler_params(e))$divergent__[-(1:40)])
+  new_bad <- sum(do.call(rbind, get_sampler_params(e))[-(1:40), "divergent__"])
   expect_equal(max(seen), new_bad)
 })
 
@@ -939,7 +940,7 @@ test_that("rwmh(), slice() and chees() sample a conjugate normal posterior", {
     expect_lt(abs(mean(t) - 1) / (sd(t) / sqrt(ess_t)), 4, label = label)
     # none builds a tree (chees()'s warmup makes NUTS transitions, whose
     # depths once stayed in its sampling iterations' diagnostics)
-    depths <- unlist(lapply(get_sampler_params(draws), function(p) p$treedepth__))
+    depths <- unlist(lapply(get_sampler_params(draws), function(p) p[, "treedepth__"]))
     expect_true(all(depths == 0), label = paste(label, "tree depths"))
   }
   expect_error(rwmh(proposal = "cauchy"), "`proposal` must be \"normal\" or \"uniform\"")
@@ -1088,7 +1089,7 @@ test_that("metric = \"dense\" learns the posterior's covariance: short trajector
          compute_options = cpu_only(threads = threads))
   }
   steps <- function(draws) {
-    mean(unlist(lapply(get_sampler_params(draws), function(p) p$n_leapfrog__)))
+    mean(unlist(lapply(get_sampler_params(draws), function(p) p[, "n_leapfrog__"])))
   }
   dense <- run(nuts(metric = "dense"))
   diagonal <- suppressWarnings(run(nuts(metric = "diagonal")))  # of its tree depth
@@ -1151,7 +1152,7 @@ test_that("metric = \"auto\" (the default) learns a dense metric where correlati
          compute_options = cpu_only(threads = threads))
   }
   steps <- function(draws) {
-    mean(unlist(lapply(get_sampler_params(draws), function(p) p$n_leapfrog__)))
+    mean(unlist(lapply(get_sampler_params(draws), function(p) p[, "n_leapfrog__"])))
   }
   off_diagonal <- function(draws) {
     f <- attr(draws, "model_info")$run$metric_factor
@@ -1234,11 +1235,11 @@ test_that("get_sampler_params(inc_warmup = TRUE) puts every warmup iteration fir
     expect_equal(nrow(kept[[k]]), 20)
     expect_equal(nrow(all[[k]]), 30 + 20)
     expect_equal(all[[k]][31:50, ], kept[[k]], ignore_attr = TRUE)
-    expect_equal(names(all[[k]]), names(kept[[k]]))
+    expect_equal(colnames(all[[k]]), colnames(kept[[k]]))
   }
   # warmup's step sizes move (dual averaging); sampling's stay at the tuned one
-  expect_gt(length(unique(all[[1]]$stepsize__[1:30])), 1)
-  expect_length(unique(kept[[1]]$stepsize__), 1)
+  expect_gt(length(unique(all[[1]][1:30, "stepsize__"])), 1)
+  expect_length(unique(kept[[1]][, "stepsize__"]), 1)
   # extra_samples() keeps the warmup of the run it continues
   more <- extra_samples(draws, n_samples = 10, thin = 2, verbose = FALSE)
   expect_equal(nrow(get_sampler_params(more, inc_warmup = TRUE)[[2]]), 30 + 25)

@@ -298,7 +298,7 @@ expect_posteriordb_match <- function(posterior, seed, n_samples = 1000, warmup =
     mcmc(m, sampler = sampler, n_samples = n_samples, warmup = warmup, chains = chains,
          verbose = FALSE, compute_options = cpu_only(threads = 1))
   )
-  divergent <- sum(vapply(get_sampler_params(draws), function(p) sum(p$divergent__), numeric(1)))
+  divergent <- sum(vapply(get_sampler_params(draws), function(p) sum(p[, "divergent__"]), numeric(1)))
   expect_lte(divergent, max_divergent * chains * n_samples,
              label = sprintf("%s: the number of divergent draws (of %d)", posterior,
                              chains * n_samples))
