@@ -27,10 +27,22 @@ progress_update <- function(bar, done, bad = 0, final = FALSE) {
     bad_text <- paste0(" | ", if (pct < 1) "<1" else round(pct), "% bad")
   }
   counter <- sprintf("%*d/%*d", bar$digits, done, bar$digits, bar$total)
-  width <- max(10, getOption("width", 80) - nchar(bar$name) - nchar(counter) - 22)
-  filled <- round(width * done / max(bar$total, 1))
-  line <- sprintf("  %s %s%s %s | eta: %s%s", bar$name, strrep("=", filled),
-                  strrep(" ", width - filled), counter, eta_text, bad_text)
+  # The bar takes what the console's width leaves, less the longest "| x%
+  # bad" (11) whether it shows or not, as greta's does, and one column (a
+  # line that fills the last column wraps in some consoles): so the line never
+  # wraps, and the bar keeps its length when the suffix appears. Consoles too
+  # narrow for a bar get the rest of the line, cut to fit.
+  console <- getOption("width", 80)
+  text <- nchar(sprintf("  %s  %s | eta: %s", bar$name, counter, eta_text))
+  width <- console - 1 - text - 11
+  bar_text <- if (width >= 5) {
+    filled <- round(width * done / max(bar$total, 1))
+    paste0(strrep("=", filled), strrep(" ", width - filled), " ")
+  } else {
+    ""
+  }
+  line <- sprintf("  %s %s%s | eta: %s%s", bar$name, bar_text, counter, eta_text, bad_text)
+  line <- substr(line, 1, max(1, console - 1))
   # pad over whatever the previous, possibly longer, line left behind
   padding <- strrep(" ", max(0, bar$last_width - nchar(line)))
   bar$last_width <- nchar(line)
