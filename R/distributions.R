@@ -574,6 +574,7 @@ distribution <- function(greta_array) {
          " or 1 x 1, but has dimension ", paste(dist$dim, collapse = " x "), call. = FALSE)
   }
   if (!multivariate) check_data_support(target$value, dist)
+  if (!is.greta_array(original)) warn_repeated_distribution(target, dist)
   dist$target <- target
   dist$dim <- target$dim
   # the order of distribution() statements orders log_lik()'s columns
@@ -583,6 +584,42 @@ distribution <- function(greta_array) {
   variable$assigned <- TRUE  # the variable is orphaned: nothing reaches it any more
   assigned <- TRUE
   original
+}
+
+# `distribution(y) <- ...` on plain R numbers leaves `y` as it was (a greta
+# array is made of a copy), so running the statement again, as happens when a
+# line of a script is re-run at the console, gives the same numbers a second
+# likelihood that R cannot see. Warned when the same numbers (a fingerprint:
+# dimensions, sum, first and last value) get a distribution whose parameters
+# share a variable with an earlier one's: the same model, not a fresh one
+# from a re-run script. (Fingerprints, not the data: nothing large is kept.)
+warn_repeated_distribution <- function(target, dist) {
+  values <- as.numeric(target$value)
+  fingerprint <- list(dim = target$dim, sum = sum(values), ends = values[c(1L, length(values))])
+  variables <- distribution_variables(dist)
+  seen <- lockstep_state$numeric_targets
+  for (earlier in seen) {
+    if (identical(earlier$fingerprint, fingerprint) && any(variables %in% earlier$variables)) {
+      warning("these data already have a distribution from an earlier `distribution(y) <-` ",
+              "with the same variables: R numbers keep no record of it, so this adds their ",
+              "likelihood to the model a second time. If that was not meant, build the ",
+              "model again from the start (its variables too)", call. = FALSE)
+      break
+    }
+  }
+  if (length(variables) > 0) {
+    lockstep_state$numeric_targets <- c(utils::tail(seen, 99L),
+                                        list(list(fingerprint = fingerprint, variables = variables)))
+  }
+  invisible(NULL)
+}
+
+# The ids of the variables a distribution's parameters are computed from.
+distribution_variables <- function(dist) {
+  found <- walk_nodes(dist$parents, function(node, key) {
+    if (node$type == "variable") list() else node_inputs(node)
+  })
+  names(found)[vapply(found, function(node) identical(node$type, "variable"), logical(1))]
 }
 
 # The name a distribution goes by in messages and summaries: its label (what

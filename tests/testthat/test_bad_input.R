@@ -383,3 +383,30 @@ test_that("the workflow's arguments are checked, with messages that name them", 
   expect_false(any(grepl("diag_sd_from_gradient", out)))
   expect_true(any(grepl("diag_sd = 1", capture.output(print(nuts(diag_sd = 1))))))
 })
+
+test_that("distribution(y) <- twice on the same R numbers warns: a second likelihood R cannot see (issue 38)", {
+  set.seed(383)
+  y <- rnorm(10)
+  mu <- normal(0, 1)
+  s <- lognormal(0, 1)
+  expect_no_warning(distribution(y) <- normal(mu, s))
+  expect_warning(distribution(y) <- normal(mu, s),
+                 "these data already have a distribution from an earlier `distribution\\(y\\) <-`")
+  # the model holds both likelihoods: that is what the warning is about
+  m <- model(mu, s)
+  lp <- function(free) lockstep:::model_log_density(m, matrix(free, 1), gradient = FALSE)$log_density
+  free <- c(0.3, log(1.5))
+  one <- sum(dnorm(y, 0.3, 1.5, log = TRUE))
+  priors <- dnorm(0.3, log = TRUE) + dlnorm(1.5, 0, 1, log = TRUE) + log(1.5)
+  expect_equal(lp(free), 2 * one + priors, tolerance = 1e-10)
+  # a script run again (new variables) and other data: no warning
+  mu <- normal(0, 1)
+  s <- lognormal(0, 1)
+  expect_no_warning(distribution(y) <- normal(mu, s))
+  z <- y + 1
+  expect_no_warning(distribution(z) <- normal(mu, s))
+  # a greta array keeps its distribution and refuses a second one
+  w <- as_data(rnorm(5))
+  distribution(w) <- normal(mu, 1)
+  expect_error(distribution(w) <- normal(mu, 1), "already has a distribution")
+})
