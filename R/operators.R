@@ -55,8 +55,10 @@ NULL
 #' @export
 Ops.greta_array <- function(e1, e2) {
   ops <- arithmetic_operators
+  # errors about an operand (missing values) name it as the user wrote it
+  names <- c(operand_name(substitute(e1)), if (!missing(e2)) operand_name(substitute(e2)))
   if (.Generic %in% c(">", "<", ">=", "<=", "==", "!=", "!", "&", "|")) {
-    return(compare_or_combine(.Generic, e1, if (!missing(e2)) e2))
+    return(compare_or_combine(.Generic, e1, if (!missing(e2)) e2, names))
   }
   if (!.Generic %in% names(ops)) {
     stop("the operator `", .Generic, "` is not supported for greta arrays (supported: ",
@@ -67,7 +69,13 @@ Ops.greta_array <- function(e1, e2) {
     if (.Generic == "-") return(elementwise_unary("neg", e1))
     stop("the operator `", .Generic, "` needs two operands", call. = FALSE)
   }
-  elementwise_binary(ops[[.Generic]], e1, e2, .Generic)
+  elementwise_binary(ops[[.Generic]], e1, e2, .Generic, names)
+}
+
+# An operand's expression as the user wrote it, for messages (shortened).
+operand_name <- function(expr) {
+  text <- paste(deparse(expr, width.cutoff = 60L), collapse = " ")
+  if (nchar(text) > 40) paste0(substr(text, 1, 37), "...") else text
 }
 
 # R's arithmetic operators and the engine's binary ops (ops.def) they lower to.
@@ -80,9 +88,9 @@ arithmetic_operators <- c("+" = "add", "-" = "sub", "*" = "mul", "/" = "div", "^
 # engine's greater, greater_equal and equal ops (math/binary.hpp; a step
 # function: its gradient is 0, as greta's is), and the logical operators are
 # made of sign() and abs(): a nonzero x is |sign(x)|.
-compare_or_combine <- function(op, e1, e2 = NULL) {
-  a <- as.greta_array(e1, "e1")
-  b <- if (!is.null(e2)) as.greta_array(e2, "e2")
+compare_or_combine <- function(op, e1, e2 = NULL, names = c("e1", "e2")) {
+  a <- as.greta_array(e1, names[1])
+  b <- if (!is.null(e2)) as.greta_array(e2, names[2])
   dim <- if (is.null(b)) dim(a) else broadcast_dim(dim(a), dim(b), op)
   data_value <- function(x) {
     node <- get_node(x)
@@ -115,9 +123,9 @@ elementwise_unary <- function(op, x) {
   new_operation(op, list(node), node$dim)
 }
 
-elementwise_binary <- function(op, e1, e2, symbol = op) {
-  a <- get_node(as.greta_array(e1, "e1"))
-  b <- get_node(as.greta_array(e2, "e2"))
+elementwise_binary <- function(op, e1, e2, symbol = op, names = c("e1", "e2")) {
+  a <- get_node(as.greta_array(e1, names[1]))
+  b <- get_node(as.greta_array(e2, names[2]))
   new_operation(op, list(a, b), broadcast_dim(a$dim, b$dim, symbol))
 }
 
@@ -142,8 +150,8 @@ atan2 <- function(y, x) {
 #' @export
 `%*%` <- function(x, y) {
   if (!is.greta_array(x) && !is.greta_array(y)) return(base::`%*%`(x, y))
-  a <- get_node(as.greta_array(x, "x"))
-  b <- get_node(as.greta_array(y, "y"))
+  a <- get_node(as.greta_array(x, operand_name(substitute(x))))
+  b <- get_node(as.greta_array(y, operand_name(substitute(y))))
   if (length(a$dim) != 2L || length(b$dim) != 2L) {
     stop("`%*%` needs two-dimensional greta arrays", call. = FALSE)
   }

@@ -46,6 +46,16 @@ test_that("data must be numeric and finite", {
   y <- c("a", "b")
   expect_error(distribution(y) <- normal(0, 1), "in `distribution\\(y\\) <-`, `y` must be numeric")
   expect_error(normal(c(0, Inf), 1), "`mean` contains infinite values")
+  # an operand of an operator as the user wrote it, not R's internal e1 and e2
+  # (issue 38)
+  x <- normal(0, 1)
+  weights <- c(1, NA)
+  expect_error(x + weights, "^`weights` contains missing values \\(NA\\)")
+  expect_error(c(NA, 2) * x, "^`c\\(NA, 2\\)` contains missing values")
+  expect_error(x > weights, "^`weights` contains missing values")
+  expect_error(x %*% matrix(c(1, NA), 1), "^`matrix\\(c\\(1, NA\\), 1\\)` contains missing values")
+  expect_error(x - c(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, NA),
+               "^`c\\(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, \\.\\.\\.` contains missing")
   expect_error(normal(0, "a"), "`sd` must be numeric or logical")
   # data frames of numbers are fine
   expect_equal(dim(as_data(data.frame(a = 1:3, b = c(0.5, 1, 2)))), c(3L, 2L))
