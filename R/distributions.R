@@ -629,6 +629,19 @@ distribution_label <- function(dist) {
   if (is.null(dist$label)) dist$family else dist$label
 }
 
+# A support as the data check applies it (ends included where finite): counts
+# as "0, 1, 2, ..." or "0, 1, ..., 10", intervals as "[0, Inf)".
+format_support <- function(bounds, discrete) {
+  lo <- bounds[1]
+  hi <- bounds[2]
+  if (discrete && is.finite(lo)) {
+    if (!is.finite(hi)) return(paste0(lo, ", ", lo + 1, ", ", lo + 2, ", ..."))
+    if (hi - lo <= 2) return(paste(seq(lo, hi), collapse = ", "))
+    return(paste0(lo, ", ", lo + 1, ", ..., ", hi))
+  }
+  paste0(if (is.finite(lo)) "[" else "(", lo, ", ", hi, if (is.finite(hi)) "]" else ")")
+}
+
 check_data_support <- function(values, dist) {
   bounds <- c(max(dist$truncation[1], dist$support[1]), min(dist$truncation[2], dist$support[2]))
   label <- distribution_label(dist)
@@ -645,8 +658,8 @@ check_data_support <- function(values, dist) {
     }
   }
   if (any(values < bounds[1] | values > bounds[2])) {
-    stop("data lie outside the support of ", label, "() (", bounds[1], ", ", bounds[2],
-         ")", call. = FALSE)
+    stop("data lie outside the support of ", label, "() (",
+         format_support(bounds, isTRUE(dist$discrete)), ")", call. = FALSE)
   }
   if (identical(label, "hypergeometric")) {
     # between max(0, k - n) and min(k, m), for those of m, n, k known now

@@ -119,10 +119,18 @@ test_that("bernoulli data must be 0 or 1", {
 
 test_that("data outside a distribution's support is refused", {
   y <- c(1, -1)
-  expect_error(distribution(y) <- exponential(1), "outside the support of exponential\\(\\)")
+  expect_error(distribution(y) <- exponential(1),
+               "outside the support of exponential\\(\\) \\(\\[0, Inf\\)\\)")
   y <- c(0.5, 3)
   expect_error(distribution(y) <- normal(0, 1, truncation = c(0, 2)),
-               "outside the support of normal\\(\\)")
+               "outside the support of normal\\(\\) \\(\\[0, 2\\]\\)")
+  # counts are whole numbers from 0 (issue 38: it said "(0, Inf)")
+  y <- c(-1, 2)
+  expect_error(distribution(y) <- poisson(1),
+               "outside the support of poisson\\(\\) \\(0, 1, 2, \\.\\.\\.\\)", fixed = FALSE)
+  expect_equal(lockstep:::format_support(c(0, 10), TRUE), "0, 1, ..., 10")
+  expect_equal(lockstep:::format_support(c(0, 1), TRUE), "0, 1")
+  expect_equal(lockstep:::format_support(c(-Inf, Inf), FALSE), "(-Inf, Inf)")
 })
 
 test_that("bernoulli() works with its default arguments", {
