@@ -591,15 +591,16 @@ distribution <- function(greta_array) {
 # line of a script is re-run at the console, gives the same numbers a second
 # likelihood that R cannot see. Warned when the same numbers (a fingerprint:
 # dimensions, sum, first and last value) get a distribution whose parameters
-# share a variable with an earlier one's: the same model, not a fresh one
-# from a re-run script. (Fingerprints, not the data: nothing large is kept.)
+# read the same variables as an earlier one's: the statement run again, not a
+# fresh model from a re-run script (new variables) nor another model of the
+# same data (other variables). (Fingerprints: nothing large is kept.)
 warn_repeated_distribution <- function(target, dist) {
   values <- as.numeric(target$value)
   fingerprint <- list(dim = target$dim, sum = sum(values), ends = values[c(1L, length(values))])
-  variables <- distribution_variables(dist)
+  variables <- sort(distribution_variables(dist))
   seen <- lockstep_state$numeric_targets
   for (earlier in seen) {
-    if (identical(earlier$fingerprint, fingerprint) && any(variables %in% earlier$variables)) {
+    if (identical(earlier$fingerprint, fingerprint) && identical(variables, earlier$variables)) {
       warning("these data already have a distribution from an earlier `distribution(y) <-` ",
               "with the same variables: R numbers keep no record of it, so this adds their ",
               "likelihood to the model a second time. If that was not meant, build the ",

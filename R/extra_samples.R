@@ -75,6 +75,7 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
   } else {
     run$options
   }
+  check_draws_fit(run$model, coda::niter(draws) + n_samples %/% thin, run$chains)
   # a new sampler where the old one is gone, moves, or has gone on since
   # these draws (an extra_samples() of them before)
   moved_on <- !is.null(run$cursor) && !identical(run$cursor$calls, run$at)

@@ -54,6 +54,13 @@
 #'   sampling to keep them, or trace what is wanted later as a target of
 #'   [model()].
 #'
+#'   Before it starts, a run checks that its kept draws (the targets' values
+#'   and each draw's diagnostics, twice over while they are gathered) fit in
+#'   the memory available (`MemAvailable` in `/proc/meminfo`, or
+#'   `getOption("lockstep.memory_available_mb")` where that is set), and
+#'   stops with the sizes and what to change otherwise, rather than fill the
+#'   memory over minutes.
+#'
 #' @return a `greta_mcmc_list`: a [coda::mcmc.list] with one [coda::mcmc]
 #'   per chain, columns named as greta names them (`mu`, `theta[1,1]`, ...).
 #'   Its `summary()` adds to coda's the rank-normalised split R-hat and bulk
@@ -100,6 +107,7 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   chains <- check_count(chains, "chains", 1)
   options <- check_compute_options(compute_options)
   check_ranks_agree(model, options)
+  check_draws_fit(model, n_samples %/% thin, chains)
   engine <- model_engine(model)
   init <- initial_free_state(model, initial_values, chains, options, parent.frame())
 
@@ -113,6 +121,40 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
               chains = chains, thin = thin, warmup = warmup, options = options,
               keep_raw = keeps_raw_draws(raw_mb, verbose))
   finish_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
+}
+
+# Stops before a run whose `draws` kept draws of each of `chains` chains
+# would not fit in the memory available: each draw's traced values and six
+# diagnostics, doubled (the chunks and their binding coexist at the end).
+check_draws_fit <- function(model, draws, chains) {
+  available <- memory_available_mb()
+  if (is.na(available)) return(invisible(NULL))
+  width <- sum(vapply(model$traced, function(t) prod(t$dim), numeric(1)))
+  need <- 2 * draws * chains * (width + 6) * 8 / 2^20
+  if (need > available) {
+    stop("keeping ", format(draws, big.mark = ",", scientific = FALSE), " draws of ", chains,
+         " chains of ", width, " traced values would take about ", format_mb(need),
+         ", more than the ", format_mb(available), " of memory available: use a smaller ",
+         "`n_samples`, a larger `thin`, or trace fewer values in model()", call. = FALSE)
+  }
+  invisible(NULL)
+}
+
+# Megabytes of memory available (NA where unknown):
+# getOption("lockstep.memory_available_mb"), else Linux's MemAvailable.
+memory_available_mb <- function() {
+  set <- getOption("lockstep.memory_available_mb")
+  if (!is.null(set)) {
+    if (!is.numeric(set) || length(set) != 1 || is.na(set) || set <= 0) {
+      stop("option `lockstep.memory_available_mb` must be a positive number of megabytes",
+           call. = FALSE)
+    }
+    return(set)
+  }
+  if (!file.exists("/proc/meminfo")) return(NA_real_)
+  line <- grep("^MemAvailable:", readLines("/proc/meminfo", warn = FALSE), value = TRUE)
+  kb <- suppressWarnings(as.numeric(sub("^MemAvailable: *([0-9]+) kB.*$", "\\1", line[1])))
+  if (length(kb) != 1 || is.na(kb)) NA_real_ else kb / 1024
 }
 
 # The megabytes that the raw draws (free states) of `draws` draws of each of

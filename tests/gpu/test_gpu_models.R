@@ -326,7 +326,7 @@ test_that("an interrupt ends a GPU run's iteration under way at its next leapfro
     one <- quiet(mcmc(m, sampler = sampler, n_samples = 1, warmup = 0, chains = 2,
                 initial_values = start, verbose = FALSE, compute_options = on_gpu()))
   )[["elapsed"]]
-  expect_equal(get_sampler_params(one)[[1]][, "n_leapfrog__"], 2^depth - 1)
+  expect_equal(unname(get_sampler_params(one)[[1]][, "n_leapfrog__"]), 2^depth - 1)
   delay <- min(0.5, iteration / 4)
   system(sprintf("(sleep %.3f; kill -INT %d)", delay, Sys.getpid()), wait = FALSE)
   started <- proc.time()[["elapsed"]]

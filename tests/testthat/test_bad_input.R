@@ -423,6 +423,9 @@ test_that("distribution(y) <- twice on the same R numbers warns: a second likeli
   expect_no_warning(distribution(y) <- normal(mu, s))
   z <- y + 1
   expect_no_warning(distribution(z) <- normal(mu, s))
+  # another model of the same data, with other variables too
+  p <- normal(0, 1)
+  expect_no_warning(distribution(y) <- normal(mu + p, s))
   # a greta array keeps its distribution and refuses a second one
   w <- as_data(rnorm(5))
   distribution(w) <- normal(mu, 1)

@@ -880,7 +880,7 @@ test_that("an interrupt ends the iteration under way at its next leapfrog step",
     one <- quiet(mcmc(m, sampler = sampler, n_samples = 1, warmup = 0, chains = 2,
                 initial_values = start, verbose = FALSE, compute_options = options))
   )[["elapsed"]]
-  expect_equal(get_sampler_params(one)[[1]][, "n_leapfrog__"], 2^14 - 1)
+  expect_equal(unname(get_sampler_params(one)[[1]][, "n_leapfrog__"]), 2^14 - 1)
   # Ctrl-C half a second into a run of 10 such iterations
   delay <- min(0.5, iteration / 4)
   system(sprintf("(sleep %.3f; kill -INT %d)", delay, Sys.getpid()), wait = FALSE)
@@ -1248,4 +1248,25 @@ test_that("get_sampler_params(inc_warmup = TRUE) puts every warmup iteration fir
   expect_equal(nrow(get_sampler_params(none, inc_warmup = TRUE)[[1]]), 10)
   expect_error(get_sampler_params(window(draws, start = 11), inc_warmup = TRUE),
                "no warmup diagnostics")
+})
+
+test_that("a run whose kept draws would not fit in memory stops before it starts (issue 38)", {
+  x <- normal(0, 1, dim = 3)
+  m <- model(x)
+  # 1e9 draws of 4 chains of 3 values: about 536 GB, twice over
+  started <- proc.time()[["elapsed"]]
+  expect_error(mcmc(m, n_samples = 1e9, chains = 4, verbose = FALSE),
+               "keeping 1,000,000,000 draws of 4 chains of 3 traced values would take about [0-9.]+ [GT]B, more than the")
+  expect_lt(proc.time()[["elapsed"]] - started, 5)  # refused, not run
+  old <- options(lockstep.memory_available_mb = 1)
+  on.exit(options(old))
+  # 1 MB: 20,000 draws of 2 chains of 3 values need ~2.7 MB; 2,000 fit
+  expect_error(mcmc(m, n_samples = 20000, warmup = 10, chains = 2, verbose = FALSE),
+               "more than the 1 MB of memory available: use a smaller `n_samples`")
+  d <- mcmc(m, n_samples = 2000, warmup = 10, chains = 2, verbose = FALSE)
+  expect_equal(coda::niter(d), 2000)
+  expect_error(extra_samples(d, n_samples = 20000, verbose = FALSE), "of memory available")
+  options(lockstep.memory_available_mb = "lots")
+  expect_error(mcmc(m, n_samples = 10, verbose = FALSE),
+               "option `lockstep.memory_available_mb` must be a positive number")
 })
