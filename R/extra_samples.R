@@ -94,7 +94,7 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
                    free = if (run$keep_raw) interleave_chains(info$raw_draws),
                    last_free = info$last_free, diagnostics = info$diagnostics,
                    warmup_diagnostics = info$warmup_diagnostics)
-  finish_run(run, sample_run(run, 0L, n_samples, pb_update, verbose, previous), previous)
+  end_run(run, sample_run(run, 0L, n_samples, pb_update, verbose, previous), previous)
 }
 
 # A sampler that starts at each chain's last draw (`last`, a row per chain),

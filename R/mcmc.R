@@ -39,8 +39,12 @@
 #'
 #' @details Random numbers come from R's generator (through the seeds of
 #'   lockstep's own counter-based generator), so `set.seed()` repeats a run
-#'   exactly. Interrupting sampling (Esc or Ctrl-C) returns the draws made so
-#'   far.
+#'   exactly. Interrupting sampling (Esc or Ctrl-C) in an interactive session
+#'   returns the draws made so far (the iteration under way ends at its next
+#'   leapfrog step); interrupting warmup, before any draw, returns nothing, so
+#'   `x <- mcmc(...)` leaves `x` as it was. Outside an interactive session
+#'   (`Rscript`, knitting) an interrupt stops the script with an error, the
+#'   draws made so far kept in [stashed_samples()].
 #'
 #'   Besides the draws of the model's targets, the result keeps, as greta's
 #'   does, the raw draws: the free state of every kept draw, from which
@@ -120,7 +124,38 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   run <- list(model = model, handle = handle, cursor = sampler_cursor(), sampler = sampler,
               chains = chains, thin = thin, warmup = warmup, options = options,
               keep_raw = keeps_raw_draws(raw_mb, verbose))
-  finish_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
+  end_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
+}
+
+# What mcmc() and extra_samples() do with a run's kept draws. An interrupt in
+# an interactive session returns the draws made so far; with none (warmup
+# interrupted) it aborts to the console, so that `x <- mcmc(...)` leaves the
+# earlier `x`, as any interrupted assignment does. Outside one (Rscript,
+# knitting) an interrupt stops the script with an error, the draws kept in
+# stashed_samples(), rather than let the script go on with part of a run.
+end_run <- function(run, kept_env, previous = NULL) {
+  if (identical(kept_env$status, "interrupted")) {
+    has_draws <- !is.null(kept_values(kept_env)) || !is.null(previous)
+    if (!interactive_session()) {
+      stop("sampling was interrupted", if (has_draws) {
+        ": the draws made so far are in stashed_samples()"
+      } else {
+        " during warmup, before any draw"
+      }, call. = FALSE)
+    }
+    if (!has_draws) {
+      message("interrupted during warmup: there are no draws (an assignment keeps its earlier ",
+              "value)")
+      invokeRestart("abort")
+    }
+  }
+  finish_run(run, kept_env, previous)
+}
+
+# Whether R runs interactively, as interrupts are handled
+# (getOption("lockstep.interactive") where set: tests).
+interactive_session <- function() {
+  isTRUE(getOption("lockstep.interactive", interactive()))
 }
 
 # Stops before a run whose `draws` kept draws of each of `chains` chains
@@ -248,12 +283,7 @@ sample_run <- function(run, warmup, n_samples, pb_update, verbose, previous = NU
 finish_run <- function(run, kept_env, previous = NULL) {
   values <- kept_values(kept_env)
   free <- kept_free(kept_env)
-  if (is.null(values) && is.null(previous)) {
-    if (identical(kept_env$status, "interrupted")) {
-      message("interrupted during warmup: there are no draws to return")
-    }
-    return(invisible(NULL))
-  }
+  if (is.null(values) && is.null(previous)) return(invisible(NULL))
   diagnostics <- kept_diagnostics(kept_env)
   if (!is.null(diagnostics)) warn_sampler_problems(diagnostics, run$sampler, run$chains)
   last <- kept_env$last_free
@@ -562,9 +592,14 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
   })
   if (status == "interrupted" && length(kept_env$values)) {
     earlier <- if (is.null(kept_env$previous)) 0 else nrow(kept_env$previous$values)
-    message("sampling was interrupted: returning the ",
-            (earlier + nrow(kept_values(kept_env))) / chains,
-            " draws per chain made so far (also available from stashed_samples())")
+    n <- (earlier + nrow(kept_values(kept_env))) / chains
+    if (interactive_session()) {
+      message("sampling was interrupted: returning the ", n,
+              " draws per chain made so far (also available from stashed_samples())")
+    } else {
+      message("sampling was interrupted: the ", n,
+              " draws per chain made so far are in stashed_samples()")
+    }
   }
   status
 }

@@ -785,7 +785,10 @@ test_that("stashed_samples() is NULL after a finished run and holds an interrupt
   m <- model(x)
   draws <- mcmc(m, n_samples = 50, warmup = 50, chains = 2, verbose = FALSE)
   expect_null(stashed_samples())
-  # an interrupt during sampling, from progress_update(), replaced for the test
+  # an interrupt during sampling, from progress_update(), replaced for the
+  # test, in an interactive session (which returns the draws)
+  old <- options(lockstep.interactive = TRUE)
+  on.exit(options(old))
   interrupt <- sampling_interrupter(20)
   out <- with_progress_update(interrupt$update, suppressWarnings(suppressMessages(
     mcmc(m, n_samples = 100, warmup = 10, chains = 2, pb_update = 10, verbose = FALSE))))
@@ -835,6 +838,8 @@ test_that("stashed_samples() after an interrupted extra_samples() holds the earl
   x <- normal(0, 1)
   m <- model(x)
   d <- mcmc(m, n_samples = 50, warmup = 20, chains = 2, verbose = FALSE)
+  old <- options(lockstep.interactive = TRUE)
+  on.exit(options(old))
   interrupt <- sampling_interrupter(20)
   said <- character()
   out <- with_progress_update(interrupt$update, withCallingHandlers(
@@ -881,7 +886,9 @@ test_that("an interrupt ends the iteration under way at its next leapfrog step",
                 initial_values = start, verbose = FALSE, compute_options = options))
   )[["elapsed"]]
   expect_equal(unname(get_sampler_params(one)[[1]][, "n_leapfrog__"]), 2^14 - 1)
-  # Ctrl-C half a second into a run of 10 such iterations
+  # Ctrl-C half a second into a run of 10 such iterations, at the console
+  old <- options(lockstep.interactive = TRUE)
+  on.exit(options(old))
   delay <- min(0.5, iteration / 4)
   system(sprintf("(sleep %.3f; kill -INT %d)", delay, Sys.getpid()), wait = FALSE)
   started <- proc.time()[["elapsed"]]
@@ -1269,4 +1276,45 @@ test_that("a run whose kept draws would not fit in memory stops before it starts
   options(lockstep.memory_available_mb = "lots")
   expect_error(mcmc(m, n_samples = 10, verbose = FALSE),
                "option `lockstep.memory_available_mb` must be a positive number")
+})
+
+test_that("an interrupt at the console returns draws or, in warmup, aborts; in a script it stops with the draws stashed (issue 38)", {
+  set.seed(538)
+  x <- normal(0, 1)
+  m <- model(x)
+  # a progress_update() that interrupts warmup at its first update
+  warmup_interrupter <- function(bar, done, ...) {
+    if (bar$name == "  warmup" && done > 0) {
+      signalCondition(structure(class = c("interrupt", "condition"),
+                                list(message = "interrupt", call = NULL)))
+    }
+    invisible(NULL)
+  }
+  old <- options(lockstep.interactive = TRUE)
+  on.exit(options(old))
+  # at the console, warmup interrupted: abort, so an assignment keeps its value
+  earlier <- "the earlier value"
+  result <- withRestarts(
+    with_progress_update(warmup_interrupter, suppressMessages(
+      earlier <- mcmc(m, n_samples = 50, warmup = 200, chains = 2, pb_update = 10,
+                      verbose = FALSE))),
+    abort = function() "aborted")
+  expect_identical(result, "aborted")
+  expect_identical(earlier, "the earlier value")
+  # in a script: an error, for warmup and for sampling; the draws are stashed
+  options(lockstep.interactive = FALSE)
+  expect_error(with_progress_update(warmup_interrupter, suppressMessages(
+    mcmc(m, n_samples = 50, warmup = 200, chains = 2, pb_update = 10, verbose = FALSE))),
+    "sampling was interrupted during warmup, before any draw")
+  interrupt <- sampling_interrupter(20)
+  said <- character()
+  expect_error(with_progress_update(interrupt$update, withCallingHandlers(
+    mcmc(m, n_samples = 100, warmup = 10, chains = 2, pb_update = 10, verbose = FALSE),
+    message = function(e) {
+      said <<- c(said, conditionMessage(e))
+      invokeRestart("muffleMessage")
+    })), "sampling was interrupted: the draws made so far are in stashed_samples\\(\\)")
+  expect_true(any(grepl(paste("the", interrupt$at, "draws per chain made so far are in stashed"),
+                        said)))
+  expect_equal(coda::niter(stashed_samples()), interrupt$at)
 })
