@@ -86,8 +86,9 @@ print.lockstep_backend_info <- function(x, ...) {
 #' from each group's rows is added by the one shard (and thread) that holds
 #' them, with no copy to sum. What the all-reduce sums is the log density and
 #' the gradient of the parameters every row reads (`beta` of `X %*% beta`, a
-#' global intercept, the scales of non-centred effects): for the seed model
-#' (10^6 rows, 10^5 groups, 4 chains) 1.4 KB per gradient whatever the rows
+#' global intercept, the scales of non-centred effects): for a hierarchical
+#' logistic regression with random intercepts and slopes (10^6 rows, 10^5
+#' groups, 20 covariates, 4 chains) 1.4 KB per gradient whatever the rows
 #' and groups, where it was 67 MB, and `cpu_only(devices = 2)` runs as fast
 #' as `devices = 1` on the same threads. Across MPI processes the same
 #' ownership goes further, to the sampler's state: see [mpi].
@@ -111,8 +112,8 @@ print.lockstep_backend_info <- function(x, ...) {
 #' launches them one by one instead). Most GPUs compute in single precision
 #' many times faster than in double, so `model(..., precision = "single")` is
 #' recommended there; it also halves the GPU memory a model takes. (On an
-#' H100, whose double precision is fast, the seed model's gradient ran at
-#' about the same speed in both.) Needs lockstep built with CUDA (see
+#' H100, whose double precision is fast, that hierarchical logistic
+#' regression's gradient ran at about the same speed in both.) Needs lockstep built with CUDA (see
 #' [backend_info()]).
 #'
 #' `gpu_only(devices = 0:3)` runs one model on several GPUs of one machine:
@@ -128,7 +129,7 @@ print.lockstep_backend_info <- function(x, ...) {
 #' cannot be split by (data not row-aligned with its terms) stay on the first
 #' GPU, so sharding never changes a result beyond the order of floating-point
 #' sums. Several GPUs pay off when each one's share is still large (10^6 rows
-#' and more for the seed model's kind of regression). Each GPU still holds
+#' and more for that kind of regression). Each GPU still holds
 #' every parameter, and the sum covers the whole gradient: the group-level
 #' parameters are not yet sharded across GPUs as they are across CPU shards
 #' and MPI processes.

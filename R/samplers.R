@@ -19,12 +19,12 @@
 #'   harmonic mean; for `hmc()`, their mean)
 #' @param diag_sd an estimate of the posterior standard deviations of the free
 #'   parameters (one value, or one per free parameter), a starting value:
-#'   warmup re-estimates it from the draws, as `adapt_metric` says. Left
-#'   unset, `nuts()`, `hmc()` and `chees()` with a diagonal metric start
-#'   warmup from one estimated from the gradient at the initial values (each
-#'   free parameter's sd as `|dlp/dx|^(-1/2)`, the chains' geometric mean,
-#'   within 0.001 and 1; see Details), and `diag_sd = 1` starts from Stan's
-#'   unit metric
+#'   warmup re-estimates it from the draws, as `adapt_metric` says. For
+#'   `nuts()`, `hmc()` and `chees()`, `"gradient"` (the default) starts
+#'   warmup with a diagonal metric from one estimated from the gradient at
+#'   the initial values (each free parameter's sd as `|dlp/dx|^(-1/2)`, the
+#'   chains' geometric mean, within 0.001 and 1; see Details), and
+#'   `diag_sd = 1` starts from Stan's unit metric
 #' @param adapt_metric how warmup estimates `diag_sd` (the diagonal metric, or
 #'   inverse mass matrix): `"pooled"` (the default), one metric for every
 #'   chain from the draws of all chains pooled; or `"per_chain"`, each chain's
@@ -89,8 +89,8 @@
 #'   its mean, \eqn{|dlp/dx| = d / s^2}, so where the initial values are
 #'   about 1 from the posterior's mean (they are drawn on (-2, 2) on the free
 #'   scale), \eqn{|dlp/dx|^{-1/2}} is about \eqn{s} (as nutpie starts). It
-#'   only narrows a scale from the unit metric's 1, never widens it. On the
-#'   seed's hierarchical logistic regression (20,000 rows, 10,542 free
+#'   only narrows a scale from the unit metric's 1, never widens it. On a
+#'   hierarchical logistic regression (20,000 rows, 10,542 free
 #'   parameters, 500 warmup iterations) this took warmup from 46,000-48,000
 #'   to 26,000-34,000 leapfrog steps a chain, and the whole run from 130-173
 #'   to 92-131 seconds; sampling's trajectories were as long as before.
@@ -114,7 +114,7 @@
 #'   dense metric is kept only if its product is at most twice the
 #'   diagonal's over that condition number (or within what the window's
 #'   noise could make of a Gaussian's). On posteriordb's reference
-#'   posteriors (see `bench/RESULTS.md`), the regressions on uncentred
+#'   posteriors, the regressions on uncentred
 #'   predictors (condition numbers of 20 to 240,000) get a dense metric and
 #'   need one tenth to one hundredth of the leapfrog steps of a diagonal
 #'   one, while the latent Gaussian process of `gp_pois_regr` (on which a
@@ -173,7 +173,7 @@ NULL
 
 #' @rdname samplers
 #' @export
-nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = 1,
+nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = "gradient",
                  adapt_metric = c("pooled", "per_chain"),
                 metric = c("auto", "diagonal", "dense")) {
   check_count(max_treedepth, "max_treedepth", minimum = 1)
@@ -182,13 +182,15 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
       adapt_delta <= 0 || adapt_delta >= 1) {
     stop("`adapt_delta` must be a single number between 0 and 1", call. = FALSE)
   }
+  from_gradient <- is_gradient_default(diag_sd)
+  if (from_gradient) diag_sd <- 1
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
   metric <- check_metric(metric, diag_sd)
   obj <- list(parameters = list(max_treedepth = as.integer(max_treedepth),
                                 adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd,
                                 adapt_metric = adapt_metric, metric = metric,
-                                diag_sd_from_gradient = missing(diag_sd)),
+                                diag_sd_from_gradient = from_gradient),
               name = "nuts")
   class(obj) <- c("nuts sampler", "sampler")
   obj
@@ -199,9 +201,11 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
 #'   iteration; [mcmc()] warns when kept draws reached it (their trajectories
 #'   were cut short of the adapted length)
 #' @export
-chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000,
+chees <- function(epsilon = 0.1, diag_sd = "gradient", max_leapfrog = 1000,
                   adapt_metric = c("pooled", "per_chain"),
                   metric = c("auto", "diagonal", "dense")) {
+  from_gradient <- is_gradient_default(diag_sd)
+  if (from_gradient) diag_sd <- 1
   check_step_size(epsilon, diag_sd)
   check_count(max_leapfrog, "max_leapfrog", minimum = 1)
   adapt_metric <- check_adapt_metric(adapt_metric)
@@ -209,7 +213,7 @@ chees <- function(epsilon = 0.1, diag_sd = 1, max_leapfrog = 1000,
   obj <- list(parameters = list(epsilon = epsilon, diag_sd = diag_sd,
                                 max_leapfrog = as.integer(max_leapfrog),
                                 adapt_metric = adapt_metric, metric = metric,
-                                diag_sd_from_gradient = missing(diag_sd)),
+                                diag_sd_from_gradient = from_gradient),
               name = "chees")
   class(obj) <- c("chees sampler", "sampler")
   obj
@@ -251,19 +255,21 @@ slice <- function(max_doublings = 5, adapt_metric = c("pooled", "per_chain")) {
 
 #' @rdname samplers
 #' @export
-hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = 1,
+hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = "gradient",
                 adapt_metric = c("pooled", "per_chain"),
                 metric = c("auto", "diagonal", "dense")) {
   check_count(Lmin, "Lmin", minimum = 1)
   check_count(Lmax, "Lmax", minimum = 1)
   if (Lmax < Lmin) stop("`Lmax` must be at least `Lmin`", call. = FALSE)
+  from_gradient <- is_gradient_default(diag_sd)
+  if (from_gradient) diag_sd <- 1
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
   metric <- check_metric(metric, diag_sd)
   obj <- list(parameters = list(Lmin = as.integer(Lmin), Lmax = as.integer(Lmax),
                                 epsilon = epsilon, diag_sd = diag_sd,
                                 adapt_metric = adapt_metric, metric = metric,
-                                diag_sd_from_gradient = missing(diag_sd)),
+                                diag_sd_from_gradient = from_gradient),
               name = "hmc")
   class(obj) <- c("hmc sampler", "sampler")
   obj
@@ -280,6 +286,16 @@ print.sampler <- function(x, ...) {
   cat(class(x)[1], " object with parameters:\n  ",
       paste(names(parameters), values, sep = " = ", collapse = ", "), "\n", sep = "")
   invisible(x)
+}
+
+# Whether `diag_sd` is "gradient": warmup starts from the gradient's scales
+# (the default of nuts(), hmc() and chees()).
+is_gradient_default <- function(diag_sd) {
+  if (!is.character(diag_sd)) return(FALSE)
+  if (!identical(diag_sd, "gradient")) {
+    stop("`diag_sd` must be \"gradient\" (the default) or positive numbers", call. = FALSE)
+  }
+  TRUE
 }
 
 check_step_size <- function(epsilon, diag_sd) {

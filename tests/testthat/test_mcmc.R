@@ -586,6 +586,12 @@ test_that("warmup starts from a diagonal metric scaled to the gradient unless di
   expect_true(chees()$parameters$diag_sd_from_gradient)
   expect_false(nuts(diag_sd = 1)$parameters$diag_sd_from_gradient)
   expect_false(hmc(diag_sd = c(1, 2))$parameters$diag_sd_from_gradient)
+  # the usage shows the real default (issue 38: it showed diag_sd = 1)
+  for (f in list(nuts, hmc, chees)) expect_identical(formals(f)$diag_sd, "gradient")
+  expect_true(nuts(diag_sd = "gradient")$parameters$diag_sd_from_gradient)
+  expect_identical(nuts()$parameters$diag_sd, 1)
+  expect_error(nuts(diag_sd = "unit"), "`diag_sd` must be \"gradient\" \\(the default\\) or positive numbers")
+  expect_error(chees(diag_sd = -1), "`diag_sd` must be positive numbers")
 
   # a mean known to 0.01 beside a standard normal: from the unit metric the
   # step size must fit the narrow one until the first window (100 iterations
