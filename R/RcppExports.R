@@ -9,6 +9,10 @@ ls_cuda_elementwise <- function(op, a, b = NULL) {
     .Call(`_lockstep_ls_cuda_elementwise`, op, a, b)
 }
 
+ls_rows_by_chain <- function(previous, chunks, chains, thin) {
+    .Call(`_lockstep_ls_rows_by_chain`, previous, chunks, chains, thin)
+}
+
 ls_engine_new <- function(ir) {
     .Call(`_lockstep_ls_engine_new`, ir)
 }

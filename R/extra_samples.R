@@ -91,7 +91,7 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
     keeps_raw_draws(raw_draws_mb(run$model, coda::niter(draws) + n_samples %/% thin, chains),
                     verbose)
   previous <- list(values = interleave_chains(draws),
-                   free = if (run$keep_raw) interleave_chains(info$raw_draws),
+                   free = if (run$keep_raw) info$raw_draws,
                    last_free = info$last_free, diagnostics = info$diagnostics,
                    warmup_diagnostics = info$warmup_diagnostics)
   end_run(run, sample_run(run, 0L, n_samples, pb_update, verbose, previous), previous)

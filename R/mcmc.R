@@ -282,14 +282,13 @@ sample_run <- function(run, warmup, n_samples, pb_update, verbose, previous = NU
 # what extra_samples() needs to continue it. A complete run empties the stash.
 finish_run <- function(run, kept_env, previous = NULL) {
   values <- kept_values(kept_env)
-  free <- kept_free(kept_env)
   if (is.null(values) && is.null(previous)) return(invisible(NULL))
+  free <- if (isTRUE(run$keep_raw)) kept_free(kept_env, run$chains, run$thin, previous$free)
   diagnostics <- kept_diagnostics(kept_env)
   if (!is.null(diagnostics)) warn_sampler_problems(diagnostics, run$sampler, run$chains)
   last <- kept_env$last_free
   if (!is.null(previous)) {
     values <- rbind(previous$values, values)
-    free <- if (isTRUE(run$keep_raw)) rbind(previous$free, free)
     diagnostics <- rbind(previous$diagnostics, diagnostics)
     if (is.null(last)) last <- previous$last_free
   }
@@ -324,7 +323,14 @@ finish_run <- function(run, kept_env, previous = NULL) {
 # bound into one, NULL when there are none.
 bind_chunks <- function(chunks) if (length(chunks)) do.call(rbind, chunks) else NULL
 
-kept_free <- function(kept_env) bind_chunks(kept_env$chunks)
+# Each chain's raw draws, a matrix per chain (rows its draws), after
+# `earlier`'s (the same, from the draws extra_samples() continues); NULL when
+# there are none. (In C++: rbind() and row subsetting of draws of millions of
+# parameters cost seconds.)
+kept_free <- function(kept_env, chains, thin, earlier = NULL) {
+  if (!length(kept_env$chunks) && is.null(earlier)) return(NULL)
+  ls_rows_by_chain(if (is.null(earlier)) list() else earlier, kept_env$chunks, chains, thin)
+}
 kept_values <- function(kept_env) bind_chunks(kept_env$values)
 kept_diagnostics <- function(kept_env) bind_chunks(kept_env$diagnostics)
 

@@ -9,21 +9,18 @@ trace_names <- function(name, dim) {
 
 # The greta_mcmc_list of the traced values of kept draws (rows:
 # iteration-major, chains within) and, unless NULL, their free states (the
-# raw draws, rows in the same order).
+# raw draws: a matrix per chain, kept_free()).
 # Iterations are numbered from the first after warmup, as greta numbers them
 # (a thinned run's first kept draw is iteration `thin`). `traced`: the traced
 # arrays whose values `values` holds.
 build_mcmc_list <- function(model, values, free, chains, thin, status, traced = model$traced) {
   names <- unlist(lapply(traced, function(t) trace_names(t$name, t$dim)))
   colnames(values) <- names
-  by_chain <- function(x) {
-    chain_of_row <- rep_len(seq_len(chains), nrow(x))
-    coda::mcmc.list(lapply(seq_len(chains), function(chain) {
-      coda::mcmc(x[chain_of_row == chain, , drop = FALSE], start = thin, thin = thin)
-    }))
-  }
-  draws <- by_chain(values)
-  attr(draws, "model_info") <- list(raw_draws = if (!is.null(free)) by_chain(free),
+  chain_of_row <- rep_len(seq_len(chains), nrow(values))
+  draws <- as_mcmc_list(lapply(seq_len(chains), function(chain) {
+    values[chain_of_row == chain, , drop = FALSE]
+  }), thin)
+  attr(draws, "model_info") <- list(raw_draws = if (!is.null(free)) as_mcmc_list(free, thin),
                                     model = model, status = status)
   class(draws) <- c("greta_mcmc_list", class(draws))
   draws
@@ -36,6 +33,24 @@ build_mcmc_list <- function(model, values, free, chains, thin, status, traced = 
 returned_traces <- function(model, ids) {
   if (is.null(ids)) return(model$traced)
   Filter(function(t) as.integer(t$ir) %in% ids, model$traced)
+}
+
+# A coda mcmc.list of one matrix of draws per chain, numbered from `thin` by
+# `thin`, built here rather than by coda::mcmc() and mcmc.list(): for raw
+# draws of millions of parameters those copied each chain's draws again and
+# named millions of unnamed columns to compare them (seconds a run).
+# (coda's namespace must be loaded for its mcmc.list methods, `[` among them,
+# to reach these objects: the import makes lockstep load it)
+#' @importFrom coda mcpar
+as_mcmc_list <- function(per_chain, thin) {
+  out <- lapply(per_chain, function(draws) {
+    if (inherits(draws, "mcmc")) return(draws)  # (ls_rows_by_chain()'s)
+    attr(draws, "mcpar") <- c(thin, thin * nrow(draws), thin)
+    class(draws) <- "mcmc"
+    draws
+  })
+  class(out) <- "mcmc.list"
+  out
 }
 
 # The rows of a coda mcmc.list's chains interleaved as the sampler makes them

@@ -5,6 +5,12 @@
 #
 #   Rscript bench/hlogit_sampler.R [--N 1e6] [--chains 4] [--threads 2]
 #                                  [--precision double] [--iterations 5,25] [--L 10]
+#                                  [--raw default|keep|drop]
+#
+# --raw keep keeps every raw draw (the free state, 67 MB a draw of 4 chains at
+# N = 10^6), drop none, default as mcmc() decides (up to
+# getOption("lockstep.max_raw_draws_mb"), 1024 MB): what keeping a draw costs
+# is the difference between keep and drop.
 #
 # Runs hmc() with a fixed number of leapfrog steps L and no warmup, for each of the two
 # iteration counts, and takes the difference (what the extra iterations cost, without
@@ -18,7 +24,9 @@ suppressPackageStartupMessages(library(lockstep))
 script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
 source(file.path(dirname(script), "hlogit_model.R"))
 opt <- bench_options(list(N = "1e6", chains = "4", threads = "2", precision = "double",
-                          iterations = "5,25", L = "10"))
+                          iterations = "5,25", L = "10", raw = "default"))
+if (!opt$raw %in% c("default", "keep", "drop")) stop("--raw must be default, keep or drop")
+if (opt$raw != "default") options(lockstep.max_raw_draws_mb = if (opt$raw == "keep") 1e7 else 0)
 N <- as.numeric(opt$N); chains <- as.integer(opt$chains); threads <- as.integer(opt$threads)
 L <- as.integer(opt$L); its <- as.integer(strsplit(opt$iterations, ",")[[1]])
 stopifnot(length(its) == 2, its[2] > its[1])
@@ -39,8 +47,8 @@ set.seed(1)
 free <- matrix(rnorm(chains * m$n_free, 0, 0.5), chains, m$n_free)
 engine <- lockstep:::ls_engine_time(lockstep:::model_engine(m), free, co, 10L) / chains
 
-cat(sprintf("N = %g, %d chains, %d threads, %s, hmc L = %d (%d free parameters)\n", N, chains,
-            threads, opt$precision, L, m$n_free))
+cat(sprintf("N = %g, %d chains, %d threads, %s, hmc L = %d (%d free parameters), raw draws %s\n",
+            N, chains, threads, opt$precision, L, m$n_free, opt$raw))
 cat(sprintf("  mcmc(): %.3f s and %.3f s for %d and %d iterations: %.1f ms per iteration\n",
             seconds[1], seconds[2], its[1], its[2], 1e3 * per_iteration))
 cat(sprintf("  per chain-gradient: sampler %.2f ms, engine alone %.2f ms (%.2fx)\n",

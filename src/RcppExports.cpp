@@ -33,6 +33,20 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_rows_by_chain
+List ls_rows_by_chain(List previous, List chunks, int chains, double thin);
+RcppExport SEXP _lockstep_ls_rows_by_chain(SEXP previousSEXP, SEXP chunksSEXP, SEXP chainsSEXP, SEXP thinSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< List >::type previous(previousSEXP);
+    Rcpp::traits::input_parameter< List >::type chunks(chunksSEXP);
+    Rcpp::traits::input_parameter< int >::type chains(chainsSEXP);
+    Rcpp::traits::input_parameter< double >::type thin(thinSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_rows_by_chain(previous, chunks, chains, thin));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_engine_new
 SEXP ls_engine_new(List ir);
 RcppExport SEXP _lockstep_ls_engine_new(SEXP irSEXP) {
@@ -225,6 +239,7 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_backend_info", (DL_FUNC) &_lockstep_ls_backend_info, 0},
     {"_lockstep_ls_cuda_elementwise", (DL_FUNC) &_lockstep_ls_cuda_elementwise, 3},
+    {"_lockstep_ls_rows_by_chain", (DL_FUNC) &_lockstep_ls_rows_by_chain, 4},
     {"_lockstep_ls_engine_new", (DL_FUNC) &_lockstep_ls_engine_new, 1},
     {"_lockstep_ls_pointer_is_null", (DL_FUNC) &_lockstep_ls_pointer_is_null, 1},
     {"_lockstep_ls_engine_log_density", (DL_FUNC) &_lockstep_ls_engine_log_density, 4},

@@ -502,12 +502,18 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
     h->whole->to_all(slice_x.data(), C, model_x.data());
   // free: every kept state, or the last one
   const long free_draws = keep_all_free ? n_kept : std::min(n_kept, 1L);
+  // (column by column: R's matrix is column-major, and a column is every
+  // kept draw's value of one coordinate, so the writes are contiguous; row by
+  // row they jumped a whole column's length each, which cost half a second a
+  // draw of 2.1 million coordinates)
   NumericMatrix free(static_cast<int>(free_draws * C), static_cast<int>(D));
-  for (long k = 0; k < free_draws; ++k) {
-    const std::vector<double>& xk = keep_all_free ? kept[k] : model_x;
-    for (long i = 0; i < D; ++i)
-      for (long c = 0; c < C; ++c) free(static_cast<int>(k * C + c), i) = xk[c * D + i];
-  }
+  std::vector<const double*> rows(free_draws * C);
+  for (long k = 0; k < free_draws; ++k)
+    for (long c = 0; c < C; ++c) rows[k * C + c] = (keep_all_free ? kept[k] : model_x).data() + c * D;
+  double* out = free.begin();
+  const long n_rows = free_draws * C;
+  for (long i = 0; i < D; ++i)
+    for (long r = 0; r < n_rows; ++r) out[i * n_rows + r] = rows[r][i];
   NumericMatrix traced_values(static_cast<int>(n_kept * C), static_cast<int>(width));
   for (long col = 0; col < width; ++col)
     for (long row = 0; row < n_kept * C; ++row)
