@@ -60,7 +60,8 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   check_model_parts(roots, names)
   nodes <- collect_dag(roots)
   check_model_nodes(nodes)
-  graph <- model_graph(nodes, roots, names)  # for plot(), as the user wrote it
+  # for plot(), as the user wrote it: its greta arrays under their names
+  graph <- model_graph(nodes, roots, names, visible_names(parent.frame()))
   # multivariate distributions become terms of ordinary ops (R/multivariate.R),
   # found by a second walk; the distributions themselves are not lowered, and
   # those of data are recorded for log_lik(), which computes them in R
@@ -99,6 +100,17 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
 
 # The greta arrays among the objects of `env` that are not data, named as
 # there (in ls()'s order): what model() traces when it is given none.
+# The names of the greta arrays (data too) in `env`, by node id: a named
+# character vector (the first name in ls()'s order where several name one).
+visible_names <- function(env) {
+  objects <- mget(ls(env), envir = env, inherits = FALSE)
+  objects <- Filter(is.greta_array, objects)
+  if (!length(objects)) return(character())
+  ids <- vapply(objects, function(x) as.character(get_node(x)$id), character(1))
+  keep <- !duplicated(ids)
+  stats::setNames(names(objects)[keep], ids[keep])
+}
+
 environment_greta_arrays <- function(env) {
   objects <- mget(ls(env), envir = env, inherits = FALSE)
   Filter(function(x) is.greta_array(x) && get_node(x)$type != "data", objects)

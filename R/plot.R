@@ -4,10 +4,13 @@
 #' variables, the operations computed from them and the distributions, with an
 #' arrow from each node to the nodes computed from it and a dashed arrow from
 #' each distribution to the greta array it is the distribution of. The greta
-#' arrays given to [model()] are labelled with their names, the others with
-#' what they are (`data`, `variable`, the operation or the distribution's
-#' family). Layers run from the top (data and constants) down, each node below
-#' every node it is computed from.
+#' arrays given to [model()], and those with a name where [model()] was
+#' called, are labelled with their names; the others with what they are
+#' (`data`, `variable`, the operation by greta's name for it, such as
+#' `multiply`, `matrix multiply` or `extract`, or the distribution). The
+#' arrows into a distribution are labelled with the parameters they are
+#' (`mean`, `sd`). Layers run from the top (data and constants) down, each
+#' node below every node it is computed from; labels sit beside their nodes.
 #'
 #' greta draws its graph with the DiagrammeR package (not in Debian); lockstep
 #' draws it with base graphics, in the current device, and returns the graph as
@@ -20,8 +23,9 @@
 #' @param y ignored
 #' @param ... ignored
 #' @return invisibly, a list of `nodes` (a data frame with `id`, `type`,
-#'   `label`, `layer`, `x` and `y`) and `edges` (`from`, `to` and `kind`:
-#'   `"input"` or `"distribution"`)
+#'   `label`, `layer`, `x` and `y`) and `edges` (`from`, `to`, `kind`:
+#'   `"input"` or `"distribution"`, and `label`: the parameter's name, or
+#'   `""`)
 #' @examples
 #' y <- c(0.3, -0.2, 1.1)
 #' mu <- normal(0, 1)
@@ -68,12 +72,35 @@ plot.greta_model <- function(x, y, ...) {
   s <- style[nodes$type, ]
   graphics::points(nodes$x, nodes$y, pch = s$pch, bg = s$fill, col = "grey20",
                    cex = ifelse(nodes$type == "operation", 2, 3))
-  graphics::text(nodes$x, nodes$y - 0.045 - 0.12 / n_layers, nodes$label, cex = 0.75)
+  # Node labels to the right of their nodes, where the node's own arrows (which
+  # leave downwards) do not run; a distribution's parameters label their
+  # edges halfway along. Both on white, drawn after the arrows, so that an
+  # arrow passing by never runs through one.
+  labelled <- which(nzchar(edges$label))
+  if (length(labelled)) {
+    f <- from[labelled]
+    t <- to[labelled]
+    boxed_text((nodes$x[t] + nodes$x[f]) / 2, (nodes$y[t] + nodes$y[f]) / 2,
+               edges$label[labelled], cex = 0.6, col = "grey30")
+  }
+  offset <- ifelse(nodes$type == "operation", 0.012, 0.018)
+  boxed_text(nodes$x + offset, nodes$y, nodes$label, cex = 0.75, adj = 0)
   present <- intersect(rownames(style), nodes$type)
   graphics::legend("bottom", legend = present, pch = style[present, "pch"],
                    pt.bg = style[present, "fill"], col = "grey20", horiz = TRUE, bty = "n",
                    cex = 0.8, pt.cex = 1.5)
   invisible(graph)
+}
+
+# Text on a white box its size, so that lines behind it do not cross it.
+# `adj`: 0.5 centred on x, 0 starting at x.
+boxed_text <- function(x, y, labels, cex, col = "black", adj = 0.5) {
+  w <- graphics::strwidth(labels, cex = cex)
+  h <- graphics::strheight("Mg", cex = cex)
+  left <- x - adj * w
+  graphics::rect(left - 0.003, y - h / 2 - 0.003, left + w + 0.003, y + h / 2 + 0.003,
+                 col = "white", border = NA)
+  graphics::text(left, y, labels, cex = cex, col = col, adj = c(0, 0.5))
 }
 
 # Each node type's symbol and colour in plot.greta_model (greta's purples).
@@ -93,9 +120,12 @@ plot_node_limit <- 1000L
 # distributions are expanded into operations), as plain data frames that a
 # saved model keeps: nodes with their type and label, and edges; plot() lays
 # them out. The Jacobian terms of constrained variables, which the user did
-# not write, are left out. `roots` are the traced nodes, named `names`. Past
+# not write, are left out. `roots` are the traced nodes, named `names`;
+# `visible` names other nodes by id (the greta arrays where model() was
+# called); the rest are labelled by what they are, operations by greta's
+# names for them. Edges into a distribution carry its parameters' names. Past
 # plot_node_limit nodes, only their number.
-model_graph <- function(nodes, roots, names) {
+model_graph <- function(nodes, roots, names, visible = character()) {
   if (length(nodes) > plot_node_limit) return(list(too_many = length(nodes)))
   nodes <- Filter(function(n) !(n$type == "distribution" && is_log_jacobian(n)), nodes)
   ids <- vapply(nodes, function(n) n$id, numeric(1))
@@ -114,30 +144,55 @@ model_graph <- function(nodes, roots, names) {
   # per node, its incoming edges (lists joined once: appending edge by edge
   # is quadratic in a model of 10^4 operations)
   per_node <- lapply(nodes, function(n) {
-    inputs <- keep(n$parents)
-    e <- list(from = inputs, to = rep(n$id, length(inputs)), kind = rep("input", length(inputs)))
+    parents <- vapply(n$parents, function(p) p$id, numeric(1))
+    showing <- shown(parents)
+    inputs <- parents[showing]
+    label <- if (n$type == "distribution" && length(n$param_names) == length(parents)) {
+      n$param_names[showing]
+    } else {
+      rep("", length(inputs))
+    }
+    e <- list(from = inputs, to = rep(n$id, length(inputs)), kind = rep("input", length(inputs)),
+              label = label)
     if (n$type == "distribution" && !is.null(n$target) && shown(n$target$id)) {
-      e <- list(from = c(e$from, n$id), to = c(e$to, n$target$id), kind = c(e$kind, "distribution"))
+      e <- list(from = c(e$from, n$id), to = c(e$to, n$target$id),
+                kind = c(e$kind, "distribution"), label = c(e$label, ""))
     }
     e
   })
   from <- as.numeric(unlist(lapply(per_node, `[[`, "from")))
   to <- as.numeric(unlist(lapply(per_node, `[[`, "to")))
   kind <- as.character(unlist(lapply(per_node, `[[`, "kind")))
-  edges <- data.frame(from = from, to = to, kind = kind, stringsAsFactors = FALSE)
+  label <- as.character(unlist(lapply(per_node, `[[`, "label")))
+  edges <- data.frame(from = from, to = to, kind = kind, label = label, stringsAsFactors = FALSE)
   labels <- vapply(nodes, function(n) {
     switch(n$type,
            data = if (length(n$value) == 1) format(signif(n$value, 3)) else
              paste0("data (", paste(n$dim, collapse = " x "), ")"),
            variable = "variable",
-           operation = as.character(n$op)[1], distribution = as.character(n$family)[1])
+           operation = greta_operation_name(as.character(n$op)[1]),
+           distribution = as.character(if (is.null(n$label)) n$family else n$label)[1])
   }, character(1))
+  seen_as <- visible[as.character(ids)]
+  labels[!is.na(seen_as)] <- seen_as[!is.na(seen_as)]
   root_ids <- vapply(roots, function(n) n$id, numeric(1))
   named <- match(ids, root_ids)
   labels[!is.na(named)] <- names[named[!is.na(named)]]
   list(nodes = data.frame(id = ids, type = vapply(nodes, function(n) n$type, character(1)),
-                          label = labels, stringsAsFactors = FALSE),
+                          label = unname(labels), stringsAsFactors = FALSE),
        edges = edges)
+}
+
+# greta's names for operations (its op() names: add, multiply, ...) where
+# the engine's differ; other operations by the function the user called.
+greta_operation_name <- function(op) {
+  names <- c(add = "add", sub = "subtract", neg = "minus", mul = "multiply", div = "divide",
+             pow = "power", mod = "modulo", idiv = "integer divide",
+             matmul = "matrix multiply", gather = "extract", gather_rows = "extract",
+             rowsum = "rowSums", colsum = "colSums", sum = "sum", concat = "c",
+             transpose = "transpose", greater = "compare", greater_equal = "compare",
+             equal = "compare")
+  if (op %in% names(names)) names[[op]] else op
 }
 
 # Each node's layer: one below the lowest of the nodes with an edge to it, in
