@@ -2,7 +2,7 @@
 #   make setup     install missing Debian packages (tools/setup.sh)
 #   make bench-setup  the same, plus rstan, the benchmarks' peer (bench/)
 #   make document  Rcpp::compileAttributes() + roxygen2 (NAMESPACE, man/, RcppExports)
-#   make install   R CMD INSTALL . (configure picks CUDA when nvcc is found)
+#   make install   R CMD INSTALL . (configure picks CUDA when nvcc is found), and the vignettes
 #   make demo      install, then run tools/demo.R
 #   make check     every test suite (tools/check.sh)
 #   make clean     remove build outputs
@@ -29,8 +29,10 @@ document:
 	  -e 'Rcpp::compileAttributes()' \
 	  -e 'roxygen2::roxygenise(load_code = "source")'
 
+# (then the vignettes, knitted with the installed package: tools/install_vignettes.R)
 install: setup
 	MAKEFLAGS=-j2 $(R) CMD INSTALL .
+	$(RSCRIPT) tools/install_vignettes.R
 
 demo: install
 	$(RSCRIPT) tools/demo.R
