@@ -25,13 +25,11 @@
 #' These are methods of those packages' generics, registered when the package
 #' is loaded; lockstep does not need them installed.
 #'
-#' @param x,object a `greta_mcmc_list` from [mcmc()]
-#' @param pars for `nuts_params()`: the diagnostics to keep (`NULL`: all of
-#'   `accept_stat__`, `stepsize__`, `treedepth__`, `n_leapfrog__`,
-#'   `divergent__` and `energy__`)
-#' @param inc_warmup for `nuts_params()`: whether to include warmup's
-#'   iterations, as [get_sampler_params()]
-#' @param ... ignored
+#' `nuts_params(draws, pars = NULL, inc_warmup = FALSE)` keeps the diagnostics
+#' named in `pars` (`NULL`: all of `accept_stat__`, `stepsize__`,
+#' `treedepth__`, `n_leapfrog__`, `divergent__` and `energy__`) and, with
+#' `inc_warmup = TRUE`, warmup's iterations too, as [get_sampler_params()].
+#'
 #' @return `as_draws*()`: the posterior draws object of that format;
 #'   `nuts_params()`: a data frame with columns `Chain`, `Iteration`,
 #'   `Parameter` and `Value`; `rhat()`, `ess_bulk()`: a named vector, one
@@ -60,32 +58,38 @@ draws_array <- function(x) {
 }
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method posterior::as_draws_array
 as_draws_array.greta_mcmc_list <- function(x, ...) posterior::as_draws_array(draws_array(x))
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method posterior::as_draws
 as_draws.greta_mcmc_list <- function(x, ...) as_draws_array.greta_mcmc_list(x)
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method posterior::as_draws_df
 as_draws_df.greta_mcmc_list <- function(x, ...) {
   posterior::as_draws_df(as_draws_array.greta_mcmc_list(x))
 }
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method posterior::as_draws_list
 as_draws_list.greta_mcmc_list <- function(x, ...) {
   posterior::as_draws_list(as_draws_array.greta_mcmc_list(x))
 }
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method posterior::as_draws_matrix
 as_draws_matrix.greta_mcmc_list <- function(x, ...) {
   posterior::as_draws_matrix(as_draws_array.greta_mcmc_list(x))
 }
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method posterior::as_draws_rvars
 as_draws_rvars.greta_mcmc_list <- function(x, ...) {
   posterior::as_draws_rvars(as_draws_array.greta_mcmc_list(x))
@@ -95,10 +99,12 @@ as_draws_rvars.greta_mcmc_list <- function(x, ...) {
 # lockstep's own, a value per variable.
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method posterior::rhat
 rhat.greta_mcmc_list <- function(x, ...) rhat(x)
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method posterior::ess_bulk
 ess_bulk.greta_mcmc_list <- function(x, ...) ess_bulk(x)
 
@@ -107,6 +113,7 @@ ess_bulk.greta_mcmc_list <- function(x, ...) ess_bulk(x)
 bayesplot_rhat_greta_mcmc_list <- function(object, ...) rhat(object)
 
 #' @rdname draws_formats
+#' @usage NULL
 #' @exportS3Method bayesplot::nuts_params
 nuts_params.greta_mcmc_list <- function(object, pars = NULL, inc_warmup = FALSE, ...) {
   bayesplot::nuts_params(get_sampler_params(object, inc_warmup = inc_warmup), pars = pars)
