@@ -13,7 +13,8 @@
 #' smallest of every element), and `range()` is `c(min(...), max(...))`.
 #' These are R's `Summary` group, which R dispatches on the first argument
 #' only: as in greta, a greta array must come first (`max(a, 3)`, not
-#' `max(3, a)`, which base R refuses). `cumsum()`, `cumprod()`, `cummax()` and
+#' `max(3, a)`, which base R refuses). `range()`'s `finite` must be `FALSE`
+#' with greta arrays (which hold no missing values). `cumsum()`, `cumprod()`, `cummax()` and
 #' `cummin()` are the cumulative sums, products, maxima and minima of a greta
 #' array's elements in R's (column-major) order, and return a column vector, as
 #' greta does.
@@ -147,8 +148,6 @@ Math.greta_array <- function(x, ...) {
 }
 
 #' @rdname functions
-#' @param finite for `range()`: as R's on numbers; it must be `FALSE` with
-#'   greta arrays (which take no missing values)
 #' @export
 Summary.greta_array <- function(..., na.rm = FALSE) {
   args <- list(...)
