@@ -424,11 +424,14 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   // last kept state, from which a run continues, is made whole on every rank
   // once per call. (The same on every rank: every call is collective.)
   const bool root = !slice || h->options.world->rank() == 0;
-  const bool whole_each =
-      slice && (keep_free || lockstep::depends_on_any(*h->program, asked, slice->locals));
-  std::vector<int> nodes;  // the values this rank traces
-  for (int id : asked)
-    if (root || !lockstep::depends_on_any(*h->program, {id}, slice->locals)) nodes.push_back(id);
+  bool reads_locals = false;  // whether any traced value reads a local parameter
+  std::vector<int> nodes;     // the values this rank traces
+  for (int id : asked) {
+    const bool local = slice && lockstep::depends_on_any(*h->program, {id}, slice->locals);
+    reads_locals = reads_locals || local;
+    if (root || !local) nodes.push_back(id);
+  }
+  const bool whole_each = slice && (keep_free || reads_locals);
   const long width = traced_width(*h->program, nodes);
   const bool keep_all_free = keep_free && root;
   std::vector<double> slice_x(slice ? C * h->bundle.executor->dim() : 0);
