@@ -91,18 +91,7 @@ hlogit_model <- function(n = 20000, groups = 200, k = 5, precision = "double", s
   eta <- 0.3 + stats::rnorm(groups, 0, 0.8)[g] + x %*% stats::rnorm(k, 0, 0.5) +
     rowSums(x * matrix(stats::rnorm(groups * k, 0, 0.3), groups, k)[g, ])
   y <- stats::rbinom(n, 1, stats::plogis(eta))
-  alpha <- normal(0, 2)
-  beta <- normal(0, 1, dim = k)
-  sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
-  sigma_gamma <- normal(0, 0.5, dim = k, truncation = c(0, Inf))
-  z_alpha <- normal(0, 1, dim = groups)
-  z_gamma <- normal(0, 1, dim = c(groups, k))
-  alpha_g <- sigma_alpha * z_alpha
-  gamma <- sweep(z_gamma, 2, sigma_gamma, "*")
-  xd <- as_data(x)
-  eta <- alpha + alpha_g[g] + xd %*% beta + rowSums(xd * gamma[g, ])
-  distribution(y) <- bernoulli(ilogit(eta))
-  model(alpha, beta, sigma_alpha, sigma_gamma, precision = precision)
+  hierarchical_logit_model(x, g, y, groups, alpha_sd = 2, precision = precision)
 }
 
 test_that("the device is there and gpu_only() describes it", {

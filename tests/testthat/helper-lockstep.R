@@ -425,6 +425,33 @@ eight_schools_data <- list(
   sigma = c(15, 10, 16, 11, 9, 11, 10, 18)
 )
 
+# The seed's hierarchical logistic regression (a random intercept and random
+# slopes per group, non-centred, as bench/hlogit_model.R writes it) on data
+# `x` (rows x k), each row's group `g` (1 to `groups`) and 0/1 outcomes `y`,
+# with the global intercept's prior sd `alpha_sd`; traces the global
+# parameters, and the group intercepts `alpha_g` too with `trace_alpha_g`.
+# (tests/gpu sources this file too.)
+hierarchical_logit_model <- function(x, g, y, groups, alpha_sd = 1.5, precision = "double",
+                                     trace_alpha_g = FALSE) {
+  k <- ncol(x)
+  alpha <- normal(0, alpha_sd)
+  beta <- normal(0, 1, dim = k)
+  sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
+  sigma_gamma <- normal(0, 0.5, dim = k, truncation = c(0, Inf))
+  z_alpha <- normal(0, 1, dim = groups)
+  z_gamma <- normal(0, 1, dim = c(groups, k))
+  alpha_g <- sigma_alpha * z_alpha
+  gamma <- sweep(z_gamma, 2, sigma_gamma, "*")
+  xd <- as_data(x)
+  eta <- alpha + alpha_g[g] + xd %*% beta + rowSums(xd * gamma[g, ])
+  distribution(y) <- bernoulli(ilogit(eta))
+  if (trace_alpha_g) {
+    model(alpha, beta, sigma_alpha, sigma_gamma, alpha_g, precision = precision)
+  } else {
+    model(alpha, beta, sigma_alpha, sigma_gamma, precision = precision)
+  }
+}
+
 # Eight schools, non-centred, as posteriordb writes it.
 eight_schools_model <- function() {
   mu <- normal(0, 5)

@@ -1049,17 +1049,7 @@ test_that("cpu_only(devices = 2) on a hierarchical model: each device owns its g
   X <- matrix(rnorm(N * K), N, K)
   eta_true <- 0.3 + rnorm(G, 0, 0.8)[g] + drop(X %*% c(0.5, -0.4, 0.2))
   y <- stats::rbinom(N, 1, stats::plogis(eta_true))
-  alpha <- normal(0, 1.5)
-  beta <- normal(0, 1, dim = K)
-  sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
-  sigma_gamma <- normal(0, 0.5, dim = K, truncation = c(0, Inf))
-  z_alpha <- normal(0, 1, dim = G)
-  z_gamma <- normal(0, 1, dim = c(G, K))
-  alpha_g <- sigma_alpha * z_alpha
-  Xd <- as_data(X)
-  gamma <- sweep(z_gamma, 2, sigma_gamma, "*")
-  distribution(y) <- bernoulli(ilogit(alpha + alpha_g[g] + Xd %*% beta + rowSums(Xd * gamma[g, ])))
-  m <- model(alpha, beta, sigma_alpha, sigma_gamma, alpha_g)
+  m <- hierarchical_logit_model(X, g, y, G, trace_alpha_g = TRUE)
   expect_equal(m$n_free, 1 + K + 1 + K + G + G * K)
   run <- function(co) {
     set.seed(36)
