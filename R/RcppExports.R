@@ -33,6 +33,10 @@ ls_sampler_new <- function(engine, init, kind, parameters, key0, key1, options) 
     .Call(`_lockstep_ls_sampler_new`, engine, init, kind, parameters, key0, key1, options)
 }
 
+ls_sampler_exchanged <- function(sampler) {
+    .Call(`_lockstep_ls_sampler_exchanged`, sampler)
+}
+
 ls_sampler_begin_warmup <- function(sampler, n) {
     invisible(.Call(`_lockstep_ls_sampler_begin_warmup`, sampler, n))
 }

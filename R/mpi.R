@@ -15,8 +15,9 @@
 #' the same totals (random numbers and initial values come from rank 0), so
 #' every rank returns the same draws; the script usually saves them on rank 0
 #' only. With `compute_options = gpu_only(mpi = TRUE)` each process runs on a
-#' GPU of its own (see [gpu_only()]), and the sums go through NCCL in GPU
-#' memory where every process has it.
+#' GPU of its own (see [gpu_only()]): processes that own their groups (below)
+#' exchange their few numbers through MPI on the host, and the others sum
+#' whole gradients through NCCL in GPU memory where every process has it.
 #'
 #' `mpi_available()` says whether this build of lockstep has MPI (configure
 #' found `mpicxx`; `LOCKSTEP_MPI=no` builds without it). `mpi_rank()` and
@@ -47,7 +48,8 @@
 #' prior that treats the groups independently given global parameters.
 #' When every rank's rows are whole groups, a contiguous range of them in rank
 #' order (what `mpi_rows(n, groups = g)` gives), [mcmc()] with [nuts()],
-#' [hmc()] or [chees()] and a diagonal metric shards those parameters: each
+#' [hmc()] or [chees()] and a diagonal metric shards those parameters, with
+#' [cpu_only()] and [gpu_only()] (where they stay in the rank's GPU memory): each
 #' rank holds the global parameters and only its own groups' local ones (their
 #' values, momenta, gradients and metric), and evaluates their priors. Per
 #' gradient the ranks then exchange the log density and the global

@@ -11,7 +11,7 @@
 //   bench/gpu_hlogit [--n 1e5,1e6,1e7] [--chains 1,4,16] [--threads T] [--reps R]
 //                    [--nuts-n 1e5] [--nuts W,S] [--nuts-vectors host,device]
 //                    [--nuts-precision double,single] [--gpus 1,2,4] [--nuts-gpus 1]
-//                    [--tile-kernel 0,1]
+//                    [--tile-kernel 0,1] [--shard-gpus 0,0]
 // For each N, chains and precision it prints the GPU's milliseconds per
 // gradient (median of R timed calls after warm-up, state, lp and gradient in
 // device memory, each call synchronised), per chain-gradient, the CPU
@@ -30,6 +30,13 @@
 // are; --nuts-gpus runs NUTS on that many. --tile-kernel times the gradient
 // op by op (0) and with the observation stage as one tile kernel (1,
 // ExecOptions::tile_kernel), each on its own line ("tiles" column).
+// --shard-gpus lists GPUs (a GPU may repeat: shards taking turns on it) on
+// which each N and chain count's double gradient is also timed two ways:
+// whole gradients (the multi-GPU executor: every GPU holds the whole state,
+// which it receives, and sends its whole gradient) and owned groups
+// (device_shards.hpp: each GPU holds its groups' part of the sampler's
+// vectors and sends its chains' log densities and the globals' gradient),
+// with the bytes each sends per gradient.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -44,6 +51,7 @@
 
 #include "lockstep/backends/cuda.hpp"
 #include "lockstep/backends/cuda_executor.hpp"
+#include "lockstep/device_shards.hpp"
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/planner.hpp"
@@ -176,6 +184,7 @@ int main(int argc, char** argv) {
   std::vector<double> gpu_counts = {1};
   int nuts_gpus = 1;
   std::vector<double> tile_kernels = {0, 1};
+  std::vector<double> shard_gpus;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") ns = parse_list(argv[i + 1]);
@@ -189,6 +198,7 @@ int main(int argc, char** argv) {
     else if (a == "--gpus") gpu_counts = parse_list(argv[i + 1]);
     else if (a == "--nuts-gpus") nuts_gpus = std::atoi(argv[i + 1]);
     else if (a == "--tile-kernel") tile_kernels = parse_list(argv[i + 1]);
+    else if (a == "--shard-gpus") shard_gpus = parse_list(argv[i + 1]);
   }
   // the options that run on the first k GPUs
   auto on_gpus = [](long k) {
@@ -285,6 +295,75 @@ int main(int argc, char** argv) {
           std::printf("%9ld %6ld %6s failed: %s\n", N, C, single ? "single" : "double", e.what());
           ++bad;
         }
+      }
+    }
+  }
+  if (shard_gpus.size() >= 2) {
+    ExecOptions so;
+    so.backend = Backend::cuda;
+    for (double g : shard_gpus) so.gpus.push_back(static_cast<int>(g));
+    so.gpu = so.gpus[0];
+    const long S = static_cast<long>(so.gpus.size());
+    std::printf("\nOn GPUs");
+    for (int g : so.gpus) std::printf(" %d", g);
+    std::printf(": ms per gradient of all chains (double) and bytes each GPU but the first sends\n");
+    std::printf("%9s %6s %16s %16s %16s %16s\n", "N", "chains", "whole grads ms", "whole bytes",
+                "owned groups ms", "owned bytes");
+    for (double nd : ns) {
+      const long N = static_cast<long>(nd), K = 20, G = std::max(1L, N / 10);
+      const Program p = hlogit(N, G, K, 20240601u);
+      const long D = p.n_free;
+      for (double cd : chain_list) {
+        const long C = static_cast<long>(cd);
+        try {
+          std::mt19937_64 rng(7);
+          std::normal_distribution<double> z(0, 0.3);
+          std::vector<double> state(C * D), lp(C);
+          for (double& v : state) v = z(rng);
+          auto timed = [&](auto&& call) {
+            for (int w = 0; w < 3; ++w) call();
+            std::vector<double> t;
+            for (int r = 0; r < reps; ++r) {
+              auto t0 = std::chrono::steady_clock::now();
+              call();
+              t.push_back(seconds_since(t0));
+            }
+            return 1e3 * median(t);
+          };
+          double whole_ms;
+          {
+            auto multi = cuda::make_executor(p, C, so, false);
+            double* d_state = cuda::device_alloc(C * D);
+            double* d_lp = cuda::device_alloc(C);
+            double* d_grad = cuda::device_alloc(C * D);
+            cuda::copy_to_device(d_state, state.data(), C * D);
+            whole_ms = timed([&] {
+              multi->log_density_device(d_state, d_lp, d_grad);
+              multi->synchronize();
+            });
+            cuda::device_free(d_state);
+            cuda::device_free(d_lp);
+            cuda::device_free(d_grad);
+          }
+          std::unique_ptr<DeviceShardsTarget> shards = make_device_shards(p, C, so, false);
+          if (!shards) throw std::runtime_error("no groups to own");
+          std::unique_ptr<ChainVectors> v = shards->vectors();
+          double* x = v->make();
+          double* g = v->make();
+          v->upload(x, state.data());
+          // (log_density waits for every GPU's log density)
+          const double owned_ms = timed([&] { v->log_density(x, lp.data(), g); });
+          const double owned_bytes =
+              8.0 * shards->doubles_sent() / std::max(1L, shards->gradients()) / (S - 1);
+          // the state to each other GPU, its whole gradient and log density back
+          const double whole_bytes = 8.0 * (2 * C * D + C);
+          std::printf("%9ld %6ld %16.3f %16.0f %16.3f %16.0f\n", N, C, whole_ms, whole_bytes,
+                      owned_ms, owned_bytes);
+        } catch (const std::exception& e) {
+          std::printf("%9ld %6ld shards failed: %s\n", N, C, e.what());
+          ++bad;
+        }
+        std::fflush(stdout);
       }
     }
   }

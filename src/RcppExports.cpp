@@ -114,6 +114,17 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_sampler_exchanged
+SEXP ls_sampler_exchanged(SEXP sampler);
+RcppExport SEXP _lockstep_ls_sampler_exchanged(SEXP samplerSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type sampler(samplerSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_sampler_exchanged(sampler));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_sampler_begin_warmup
 void ls_sampler_begin_warmup(SEXP sampler, int n);
 RcppExport SEXP _lockstep_ls_sampler_begin_warmup(SEXP samplerSEXP, SEXP nSEXP) {
@@ -245,6 +256,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_engine_log_density", (DL_FUNC) &_lockstep_ls_engine_log_density, 4},
     {"_lockstep_ls_engine_values", (DL_FUNC) &_lockstep_ls_engine_values, 4},
     {"_lockstep_ls_sampler_new", (DL_FUNC) &_lockstep_ls_sampler_new, 7},
+    {"_lockstep_ls_sampler_exchanged", (DL_FUNC) &_lockstep_ls_sampler_exchanged, 1},
     {"_lockstep_ls_sampler_begin_warmup", (DL_FUNC) &_lockstep_ls_sampler_begin_warmup, 2},
     {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 7},
     {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "lockstep/device_shards.hpp"
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/optimiser.hpp"
@@ -356,10 +357,32 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
     ptr.attr("owned_groups") = NumericVector::create(static_cast<double>(slice->first_group + 1),
                                                      static_cast<double>(slice->end_group));
   if (!ptr->bundle.unsharded.empty()) ptr.attr("unsharded") = ptr->bundle.unsharded;
+  // in one process, the devices that own their groups (device_shards.hpp):
+  // each one's groups (1-based, first and last), a row per device
+  if (auto* shards = dynamic_cast<lockstep::DeviceShardsTarget*>(ptr->bundle.executor.get())) {
+    NumericMatrix owned(shards->shards(), 2);
+    for (int s = 0; s < shards->shards(); ++s) {
+      owned(s, 0) = static_cast<double>(shards->slice(s).first_group + 1);
+      owned(s, 1) = static_cast<double>(shards->slice(s).end_group);
+    }
+    ptr.attr("device_groups") = owned;
+  }
   if (const lockstep::GroupSlice* slice = ptr->bundle.slice.get())  // (collective)
     ptr->whole = std::make_unique<lockstep::WholeState>(*slice, ptr->program->n_free,
                                                         *ptr->options.world);
   return ptr;
+}
+
+// What the devices of a sampler that own their groups (its handle's
+// "device_groups") have sent one another since it was made: gradients
+// evaluated and bytes sent, c(gradients, bytes); NULL for other samplers.
+// [[Rcpp::export]]
+SEXP ls_sampler_exchanged(SEXP sampler) {
+  SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
+  auto* shards = dynamic_cast<lockstep::DeviceShardsTarget*>(h->bundle.executor.get());
+  if (!shards) return R_NilValue;
+  return NumericVector::create(_["gradients"] = static_cast<double>(shards->gradients()),
+                               _["bytes"] = static_cast<double>(shards->doubles_sent()) * sizeof(double));
 }
 
 // [[Rcpp::export]]
@@ -501,8 +524,15 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
       if (stop_now()) break;
     }
   }
-  if (slice && n_kept > 0)  // (every rank kept the same iterations: collective)
-    h->whole->to_all(slice_x.data(), C, model_x.data());
+  // The last kept state whole on every rank (every rank kept the same
+  // iterations: collective): rank 0's, where each kept draw was already made
+  // whole there, else gathered now.
+  if (slice && n_kept > 0) {
+    if (whole_each)
+      h->options.world->broadcast_bytes(model_x.data(), C * D * static_cast<long>(sizeof(double)));
+    else
+      h->whole->to_all(slice_x.data(), C, model_x.data());
+  }
   // free: every kept state, or the last one
   const long free_draws = keep_all_free ? n_kept : std::min(n_kept, 1L);
   // (column by column: R's matrix is column-major, and a column is every

@@ -62,6 +62,14 @@ void HostChainVectors::download(double* host, const double* src) {
   if (host != src) std::memcpy(host, src, sizeof(double) * chains_ * dim_);
 }
 
+void HostChainVectors::read_columns(double* host, const double* src, long n) {
+  for (long c = 0; c < chains_; ++c) std::copy(src + c * dim_, src + c * dim_ + n, host + c * n);
+}
+
+void HostChainVectors::write_columns(double* dst, const double* host, long n) {
+  for (long c = 0; c < chains_; ++c) std::copy(host + c * n, host + (c + 1) * n, dst + c * dim_);
+}
+
 void HostChainVectors::copy(double* dst, const double* src, const ChainMask& on) {
   run([&](long c0, long c1) { return RowsCopy{{}, dst, src, 0.0, on, c0, c1, dim_}; });
 }

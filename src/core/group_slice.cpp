@@ -216,6 +216,22 @@ bool depends_on_any(const Program& p, const std::vector<int>& nodes, const std::
   return false;
 }
 
+const Grouping* largest_sliceable_grouping(const Program& p, const std::vector<Grouping>& found,
+                                           long* size) {
+  const Grouping* best = nullptr;
+  long best_size = 0;
+  for (const Grouping& g : found) {
+    long n = 0;
+    for (int id : g.locals) n += p.nodes[id].size;
+    if (n > best_size && why_not_sliceable(p, g).empty()) {
+      best = &g;
+      best_size = n;
+    }
+  }
+  if (size) *size = best_size;
+  return best;
+}
+
 std::vector<long> balanced_group_bounds(const std::vector<long>& group_of_row, long groups,
                                         int shards) {
   if (shards < 1) throw std::invalid_argument("balanced_group_bounds: shards must be at least 1");

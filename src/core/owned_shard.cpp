@@ -22,18 +22,35 @@ OwnedShardTarget::OwnedShardTarget(std::unique_ptr<Target> local, const GroupSli
 void OwnedShardTarget::log_density(const double* state, double* lp, double* grad) {
   local_->log_density(state, lp, grad);
   const long C = chains(), D = dim(), G = grad ? n_global_ : 0;
+  globals_.resize(C * G);
+  for (long c = 0; c < C; ++c)
+    std::copy(grad + c * D, grad + c * D + G, globals_.begin() + c * G);
+  sum_over_ranks(lp, grad ? globals_.data() : nullptr);
+  for (long c = 0; c < C; ++c)
+    std::copy(globals_.begin() + c * G, globals_.begin() + (c + 1) * G, grad + c * D);
+}
+
+void OwnedShardTarget::sum_over_ranks(double* lp, double* globals) {
+  const long C = chains(), G = globals ? n_global_ : 0;
   // one all-reduce per gradient: each chain's log density, then its global
   // coordinates' gradient
-  for (long c = 0; c < C; ++c) {
-    buf_[c] = lp[c];
-    for (long j = 0; j < G; ++j) buf_[C + c * G + j] = grad[c * D + j];
-  }
+  std::copy(lp, lp + C, buf_.begin());
+  std::copy(globals, globals + C * G, buf_.begin() + C);
   double* bufs[] = {buf_.data()};
   world_->all_reduce_sum(bufs, C * (1 + G));
-  for (long c = 0; c < C; ++c) {
-    lp[c] = buf_[c];
-    for (long j = 0; j < G; ++j) grad[c * D + j] = buf_[C + c * G + j];
-  }
+  std::copy(buf_.begin(), buf_.begin() + C, lp);
+  std::copy(buf_.begin() + C, buf_.begin() + C * (1 + G), globals);
+}
+
+void OwnedShardVectors::log_density(const double* x, double* lp, double* g) {
+  // the slice's own log density and gradient, wherever the vectors are (the
+  // GPU's), then the global coordinates' columns through the host
+  ForwardingChainVectors::log_density(x, lp, g);
+  const long G = g ? target_.n_global() : 0;
+  globals_.resize(chains_ * G);
+  if (G > 0) read_columns(globals_.data(), g, G);
+  target_.sum_over_ranks(lp, g ? globals_.data() : nullptr);
+  if (G > 0) write_columns(g, globals_.data(), G);
 }
 
 std::unique_ptr<ChainVectors> OwnedShardTarget::vectors() {
@@ -41,7 +58,7 @@ std::unique_ptr<ChainVectors> OwnedShardTarget::vectors() {
                                              full_dim_, world_);
 }
 
-OwnedShardVectors::OwnedShardVectors(std::unique_ptr<ChainVectors> inner, Target& target,
+OwnedShardVectors::OwnedShardVectors(std::unique_ptr<ChainVectors> inner, OwnedShardTarget& target,
                                      long n_global, std::vector<long> full_index, long full_dim,
                                      Communicator* world)
     : ForwardingChainVectors(std::move(inner)), target_(target), world_(world) {
@@ -55,16 +72,8 @@ std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& wo
   const int P = world.ranks(), me = world.rank();
   // this rank's candidate: the sliceable grouping with the most local coordinates
   const std::vector<Grouping> found = find_groupings(p);
-  const Grouping* best = nullptr;
   long best_size = 0;
-  for (const Grouping& g : found) {
-    long size = 0;
-    for (int id : g.locals) size += p.nodes[id].size;
-    if (size > best_size && why_not_sliceable(p, g).empty()) {
-      best = &g;
-      best_size = size;
-    }
-  }
+  const Grouping* best = largest_sliceable_grouping(p, found, &best_size);
   // every rank's view, side by side: [P, 6] = ok, groups, first and last
   // group of its rows (-1: none), its local coordinates, its free parameters
   constexpr int fields = 6;

@@ -2,8 +2,10 @@
 #include "lockstep/sampler/sampler_factory.hpp"
 
 #include <stdexcept>
+#include <string>
 #include <utility>
 
+#include "lockstep/device_shards.hpp"
 #include "lockstep/owned_shard.hpp"
 #include "lockstep/sampler/chain_groups.hpp"
 #include "lockstep/targets.hpp"
@@ -58,6 +60,26 @@ std::unique_ptr<Sampler> new_sampler(const SamplerSpec& spec, Target& target,
   throw std::invalid_argument("unknown sampler '" + spec.kind + "'");
 }
 
+// make() on this rank, where every rank makes its own (collective): when one
+// rank fails (its GPU cannot be set up), every rank throws, rather than the
+// others going on to wait in a collective call it never makes.
+template <class Make> auto on_every_rank(Communicator& world, const Make& make) -> decltype(make()) {
+  decltype(make()) made;
+  std::string failure;
+  try {
+    made = make();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  double ok = made ? 1 : 0;
+  double* oks[] = {&ok};
+  world.all_reduce_sum(oks, 1);
+  if (ok != world.ranks())
+    throw std::runtime_error(failure.empty() ? "lockstep: another MPI rank failed to set up its model"
+                                             : failure);
+  return made;
+}
+
 }  // namespace
 
 SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
@@ -71,13 +93,14 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   const bool dense = uses_dense_metric(spec, dim, o);
   // Ranks that own their groups (owned_shard.hpp): every rank decides alike.
   const bool shardable = spec.kind == "hmc" || spec.kind == "nuts" || spec.kind == "chees";
-  if (o.world && o.backend != Backend::cuda && !dense && shardable)
+  if (o.world && !dense && shardable)
     b.slice = plan_owned_shards(program, *o.world, &b.unsharded);
   if (b.slice) {
     ExecOptions local = o;
     local.world = nullptr;
-    b.executor = std::make_unique<OwnedShardTarget>(make_target(b.slice->program, chains, local, single),
-                                                    *b.slice, dim, o.world);
+    b.executor = std::make_unique<OwnedShardTarget>(
+        on_every_rank(*o.world, [&] { return make_target(b.slice->program, chains, local, single); }),
+        *b.slice, dim, o.world);
     // the model's coordinates, and any per-coordinate metric, as the slice's
     SamplerSpec mine = spec;
     const long sd_size = static_cast<long>(spec.diag_sd.size());
@@ -86,6 +109,16 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
     b.sampler = new_sampler(mine, *b.executor, b.slice->of_whole(init.data(), chains, dim), key0, key1);
     b.sampler->start_metric_from_gradient(spec.diag_sd_from_gradient);
     return b;
+  }
+  // Devices of one process that own their groups (device_shards.hpp): the
+  // sampler's state stays whole, its vectors are split among the devices.
+  if (!dense && shardable && runs_on_device_shards(o)) {
+    if (std::unique_ptr<DeviceShardsTarget> shards = make_device_shards(program, chains, o, single)) {
+      b.executor = std::move(shards);
+      b.sampler = new_sampler(spec, *b.executor, init, key0, key1);
+      b.sampler->start_metric_from_gradient(spec.diag_sd_from_gradient);
+      return b;
+    }
   }
   const bool groupable = spec.kind == "nuts" || spec.kind == "hmc";
   b.chain_groups = groupable ? chain_group_count(program, chains, o) : 1;

@@ -2,11 +2,15 @@
 // sampler/chain_vectors.hpp): the bodies of kernels/chain_vectors.hpp launched
 // on the executor's stream, so that they and its log density calls run in
 // order without the host waiting, except where it needs numbers back (the log
-// densities, the dot products, the draw).
+// densities, the dot products, the draw). Every operation makes its GPU the
+// current device first: the vectors of several GPUs are used in turn from one
+// thread (device_shards.hpp).
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "lockstep/backends/cuda_executor_impl.cuh"
@@ -40,55 +44,101 @@ class DeviceChainVectors final : public ChainVectors {
     return a;
   }
   void upload(double* dst, const double* host) override {
+    select_device(gpu_);
     // from pageable memory: returns once the host array is no longer needed
     check(cudaMemcpyAsync(dst, host, bytes(), cudaMemcpyHostToDevice, stream_),
           "copying a sampler vector to the device");
   }
   void download(double* host, const double* src) override {
+    select_device(gpu_);
     check(cudaMemcpyAsync(host, src, bytes(), cudaMemcpyDeviceToHost, stream_),
           "copying a sampler vector to the host");
     wait("copying a sampler vector to the host");
   }
+  void read_columns(double* host, const double* src, long n) override {
+    select_device(gpu_);
+    if (n <= 0) return;
+    check(cudaMemcpy2DAsync(host, sizeof(double) * n, src, sizeof(double) * dim_,
+                            sizeof(double) * n, chains_, cudaMemcpyDeviceToHost, stream_),
+          "copying a sampler vector's columns to the host");
+    wait("copying a sampler vector's columns to the host");
+  }
+  void write_columns(double* dst, const double* host, long n) override {
+    select_device(gpu_);
+    if (n <= 0) return;
+    // from pageable memory: returns once the host array is no longer needed
+    check(cudaMemcpy2DAsync(dst, sizeof(double) * dim_, host, sizeof(double) * n,
+                            sizeof(double) * n, chains_, cudaMemcpyHostToDevice, stream_),
+          "copying columns of a sampler vector to the device");
+  }
   void copy(double* dst, const double* src, const ChainMask& on) override {
+    select_device(gpu_);
     if (on.any()) launch(RowsCopy{{}, dst, src, 0.0, on, 0, chains_, dim_});
   }
   void fill(double* dst, double value, const ChainMask& on) override {
+    select_device(gpu_);
     if (on.any()) launch(RowsCopy{{}, dst, nullptr, value, on, 0, chains_, dim_});
   }
   void add(double* dst, const double* a, const double* b, double s, const ChainMask& on) override {
+    select_device(gpu_);
     if (on.any()) launch(RowsAdd{{}, dst, a, b, s, on, 0, chains_, dim_});
   }
   void leapfrog(double* x_out, const double* x_in, double* p, const double* g, const double* m,
                 double kick, double eps, bool drift, const ChainMask& on,
                 const ChainMask& back) override {
+    select_device(gpu_);
     if (on.any())
       launch(KickDrift{{}, x_out, p, x_in, g, m, kick, eps, drift, on, back, 0, chains_, dim_});
   }
   void momentum(double* p, const double* sd, std::vector<Stream>& streams,
                 uint32_t purpose) override {
+    select_device(gpu_);
     for (Stream& s : streams) s.purpose = purpose;
     check(cudaMemcpyAsync(streams_, streams.data(), sizeof(Stream) * chains_,
                           cudaMemcpyHostToDevice, stream_),
           "copying the random streams to the device");
+    if (full_index_) {  // each coordinate's numbers are those of its index in the whole state
+      launch(MomentumDrawMapped{{}, p, sd, streams_, full_index_, 0, chains_, dim_});
+      for (Stream& s : streams) s.position += static_cast<uint64_t>((full_dim_ + 1) / 2);
+      return;
+    }
     launch(MomentumDraw{{}, p, sd, streams_, 0, chains_, dim_});
     for (Stream& s : streams) s.position += static_cast<uint64_t>((dim_ + 1) / 2);
   }
+  void count_from(long first) override { counted_from_ = first; }
+  void map_coordinates(std::vector<long> full_index, long full_dim) override {
+    if (static_cast<long>(full_index.size()) != dim_)
+      throw std::invalid_argument("map_coordinates: one index per coordinate");
+    for (long f : full_index)
+      if (f < 0 || f >= full_dim)
+        throw std::invalid_argument("map_coordinates: an index out of range");
+    select_device(gpu_);
+    if (!full_index_) full_index_ = static_cast<long*>(allocate(sizeof(long) * std::max<long>(dim_, 1)));
+    check(cudaMemcpy(full_index_, full_index.data(), sizeof(long) * dim_, cudaMemcpyHostToDevice),
+          "copying the coordinates' indices to the device");
+    full_dim_ = full_dim;
+  }
   void mean_over_chains(double* dst, const double* src, const ChainMask& from) override {
+    select_device(gpu_);
     StreamLaunch{stream_, dim_, multiprocessors_}(
         ChainMean{{}, dst, src, from, from.count(), chains_, dim_});
   }
   void window_update(double* mean, double* m2, const double* x, double n0, bool pooled,
                      const ChainMask& from) override {
+    select_device(gpu_);
     StreamLaunch{stream_, pooled ? dim_ : chains_ * dim_, multiprocessors_}(
         WindowUpdate{{}, mean, m2, x, n0, pooled, from, chains_, dim_});
   }
   void metric_from_window(double* sd, double* sd2, const double* m2, double n,
                           bool pooled) override {
+    select_device(gpu_);
     launch(MetricFromWindow{{}, sd, sd2, m2, n, pooled, chains_, dim_});
   }
   void dots(const DotSpec* specs, int n, const double* m, const ChainMask& on,
             double* out) override {
-    const DotTerm term = DotTerm::make(specs, n, m, on, dim_);
+    select_device(gpu_);
+    DotTerm term = DotTerm::make(specs, n, m, on, dim_);
+    term.counted_from = counted_from_;
     sum_chains(n, on, out, [&](long c0, long c1) {
       DotTerm t = term;
       t.c0 = c0;
@@ -97,21 +147,33 @@ class DeviceChainVectors final : public ChainVectors {
   }
   void subtree_checks(const SubtreeVectors& sv, const double* m, const ChainMask& on,
                       double* out) override {
+    select_device(gpu_);
     sum_chains(6, on, out, [&](long c0, long c1) {
-      return ChainSum<SubtreeChecksTerm>(SubtreeChecksTerm{sv, m, on, c0, dim_, out_},
+      return ChainSum<SubtreeChecksTerm>(SubtreeChecksTerm{sv, m, on, c0, dim_, out_, counted_from_},
                                          out_ + c0 * 6, c1 - c0, dim_, 6);
     });
   }
   void leaf(const LeafVectors& v, const double* m, const ChainMask& on, const ChainMask& back,
             double* out) override {
+    select_device(gpu_);
     const int n = v.sums();
     sum_chains(n, on, out, [&](long c0, long c1) {
-      return ChainSum<LeafTerm>(LeafTerm{v, m, on, back, c0, dim_, out_}, out_ + c0 * n, c1 - c0,
+      return ChainSum<LeafTerm>(LeafTerm{v, m, on, back, c0, dim_, out_, counted_from_}, out_ + c0 * n, c1 - c0,
                                 dim_, n);
     });
   }
   void log_density(const double* x, double* lp, double* g) override {
+    select_device(gpu_);
+    start_log_density(x, lp, g);
+    finish_log_density(lp);
+  }
+  void start_log_density(const double* x, double* lp, double* g) override {
+    select_device(gpu_);
+    (void)lp;  // (a copy to pageable memory would wait for the kernels)
     target_.log_density_device(x, lp_, g);
+  }
+  void finish_log_density(double* lp) override {
+    select_device(gpu_);
     check(cudaMemcpyAsync(lp, lp_, sizeof(double) * chains_, cudaMemcpyDeviceToHost, stream_),
           "copying the log density to the host");
     wait("the model's kernels");
@@ -163,6 +225,12 @@ class DeviceChainVectors final : public ChainVectors {
                 "out_ holds the dot products' and the merge checks' sums per chain too");
   double *lp_ = nullptr, *out_ = nullptr;  // [chains], [chains, sums_per_chain]: sums
   Stream* streams_ = nullptr;              // [chains]
+  // a rank's part of the state (count_from, map_coordinates): its sums
+  // count coordinates [counted_from_, dim), and its momentum draws
+  // coordinate i as coordinate full_index_[i] of full_dim_
+  long counted_from_ = 0;
+  long* full_index_ = nullptr;  // [dim] on the GPU; null: the whole state's own
+  long full_dim_ = 0;
 };
 
 }  // namespace

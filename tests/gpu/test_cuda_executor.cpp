@@ -40,6 +40,7 @@
 #include "lockstep/backends/cuda.hpp"
 #include "lockstep/backends/cuda_executor.hpp"
 #include "lockstep/communicator.hpp"
+#include "lockstep/device_shards.hpp"
 #include "lockstep/executor.hpp"
 #include "lockstep/ir.hpp"
 #include "lockstep/planner.hpp"
@@ -47,7 +48,9 @@
 #include "lockstep/sampler/chees.hpp"
 #include "lockstep/sampler/hmc.hpp"
 #include "lockstep/sampler/nuts.hpp"
+#include "lockstep/owned_shard.hpp"
 #include "lockstep/shards.hpp"
+#include "models.hpp"
 
 using namespace lstest;
 using lockstep::ExecOptions;
@@ -1422,6 +1425,102 @@ TEST_CASE("cuda executor on several GPUs: device-resident NUTS follows it with h
     INFO("GPUs " << gpus.size());
     device_follows_host<lockstep::Nuts>(nuts, 0, gpus);
   }
+}
+
+// The largest relative difference between two equally long vectors.
+double worst_relative_gap(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t k = 0; k < a.size(); ++k)
+    worst = std::max(worst, std::fabs(a[k] - b[k]) / std::max(1.0, std::fabs(b[k])));
+  return worst;
+}
+
+TEST_CASE("cuda executor on several GPUs: GPUs that own their groups make one GPU's draws",
+          "[cuda][sampler][nuts][multi][device_shards]") {
+  // device_shards.hpp over CUDA executors, the sampler's vectors split among
+  // the GPUs: the gradient is one GPU's, a gradient sends C x (1 + globals)
+  // doubles a GPU, and NUTS (warmup included) follows one GPU's to rounding
+  // grown through warmup (the GPUs' atomics add in no fixed order)
+  require_gpu();
+  namespace cuda = lockstep::cuda;
+  using lockstep::Backend;
+  std::mt19937 rng(101);
+  const long N = 20000, G = 2000, K = 3, C = 3;
+  const std::vector<long> g = lstest::random_groups(rng, N, G, true);
+  lstest::Seed seed = lstest::seed_model(N, G, K, rng, g);
+  lockstep::plan(seed.p);
+  const Program& p = seed.p;
+  const long D = p.n_free;
+  ExecOptions one;
+  one.backend = Backend::cuda;
+  std::unique_ptr<cuda::DeviceExecutor> whole = cuda::make_executor(p, C, one, false);
+  std::vector<double> init(C * D);
+  for (double& v : init) v = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
+  for (const std::vector<int>& gpus : multi_gpu_sets()) {
+    INFO("GPUs " << gpus.size());
+    ExecOptions o = one;
+    o.gpus = gpus;
+    o.gpu = gpus[0];
+    std::unique_ptr<lockstep::DeviceShardsTarget> shards = lockstep::make_device_shards(p, C, o, false);
+    REQUIRE(shards != nullptr);
+    REQUIRE(shards->shards() == static_cast<int>(gpus.size()));
+    // the gradient through the vectors, in the GPUs' memory
+    std::unique_ptr<lockstep::ChainVectors> v = shards->vectors();
+    double* x = v->make();
+    double* gv = v->make();
+    v->upload(x, init.data());
+    shards->reset_counts();
+    std::vector<double> lp(C), grad(C * D), lp_whole(C), grad_whole(C * D);
+    v->log_density(x, lp.data(), gv);
+    v->download(grad.data(), gv);
+    whole->log_density(init.data(), lp_whole.data(), grad_whole.data());
+    for (long c = 0; c < C; ++c) CHECK(lp[c] == Approx(lp_whole[c]).epsilon(1e-11));
+    CHECK(worst_relative_gap(grad, grad_whole) < 1e-10);
+    CHECK(shards->doubles_sent() == (shards->shards() - 1) * C * (1 + 2 * K + 2));
+    lockstep::NutsSettings nuts;
+    nuts.epsilon = 0.05;
+    nuts.diag_sd = {1.0};
+    using sampler_tests::sampler_trace;
+    CHECK(worst_relative_gap(sampler_trace<lockstep::Nuts>(*shards, nuts, init, 10, 3u, 4u),
+                             sampler_trace<lockstep::Nuts>(*whole, nuts, init, 10, 3u, 4u)) < 1e-6);
+  }
+}
+
+TEST_CASE("cuda executor: a rank that owns its groups keeps its vectors on its GPU",
+          "[cuda][sampler][owned_shard]") {
+  // gpu_only(mpi = TRUE)'s ranks (owned_shard.hpp) over a CUDA executor of
+  // their slice: one rank here, so the sums over ranks are its own; its
+  // vectors draw by the whole state's index and read and write the globals'
+  // columns in GPU memory
+  require_gpu();
+  namespace cuda = lockstep::cuda;
+  using lockstep::Backend;
+  std::mt19937 rng(102);
+  const long N = 3000, G = 300, K = 2, C = 2;
+  lstest::Seed seed = lstest::seed_model(N, G, K, rng, lstest::random_groups(rng, N, G, true));
+  lockstep::plan(seed.p);
+  const lockstep::GroupSlice slice =
+      lockstep::slice_groups(seed.p, lockstep::find_groupings(seed.p).at(0), 0, G, true);
+  ExecOptions o;
+  o.backend = Backend::cuda;
+  lockstep::InProcessCommunicator world(1);
+  lockstep::OwnedShardTarget target(cuda::make_executor(slice.program, C, o, false), slice,
+                                    seed.p.n_free, &world);
+  lockstep::InProcessCommunicator cpu_world(1);
+  lockstep::OwnedShardTarget cpu(
+      std::make_unique<lockstep::Executor<double>>(slice.program, C, ExecOptions{}), slice,
+      seed.p.n_free, &cpu_world);
+  const long D = target.dim();
+  std::vector<double> init(C * D);
+  for (double& v : init) v = std::uniform_real_distribution<double>(-0.5, 0.5)(rng);
+  lockstep::NutsSettings nuts;
+  nuts.epsilon = 0.05;
+  nuts.diag_sd = {1.0};
+  using sampler_tests::sampler_trace;
+  CHECK(worst_relative_gap(sampler_trace<lockstep::Nuts>(target, nuts, init, 10, 5u, 6u),
+                           sampler_trace<lockstep::Nuts>(cpu, nuts, init, 10, 5u, 6u)) < 1e-6);
+  CHECK(world.stats().bytes > 0);
 }
 
 TEST_CASE("cuda executor: running out of GPU memory is a clear error, and recoverable",

@@ -137,6 +137,23 @@ test_that("several GPUs: shares of the rows summed equal the CPU, and mcmc() run
     several <- sample_quietly(m, n_samples = 200, warmup = 200, chains = 2,
                               compute_options = options)
     expect_means_agree(one, several, c("alpha", "sigma_alpha"))
+    # the GPUs own their groups (device_shards.hpp): each holds its groups'
+    # part of the sampler's vectors, and a gradient sends at most each chain's
+    # log density and the 12 global coordinates' gradient from each GPU but
+    # the first
+    handle <- attr(several, "model_info")$run$handle
+    expect_equal(dim(attr(handle, "device_groups")), c(length(devices), 2))
+    sent <- lockstep:::ls_sampler_exchanged(handle)
+    expect_lte(sent[["bytes"]] / sent[["gradients"]], (length(devices) - 1) * 2 * (1 + 12) * 8)
+    # the first iterations are one GPU's, up to the order of sums
+    first <- function(options) {
+      set.seed(6)
+      d <- sample_quietly(m, n_samples = 10, warmup = 10, chains = 2, compute_options = options)
+      do.call(rbind, lapply(attr(d, "model_info")$raw_draws, as.matrix))
+    }
+    a <- first(on_gpu())
+    b <- first(options)
+    expect_lt(max(abs(b - a) / pmax(1, abs(a))), 1e-6)
   }
 })
 

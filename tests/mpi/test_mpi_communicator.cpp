@@ -470,6 +470,8 @@ class RankDependentVectors final : public lockstep::ChainVectors {
   double* make() override { return nullptr; }
   void upload(double*, const double*) override {}
   void download(double*, const double*) override {}
+  void read_columns(double*, const double*, long) override {}
+  void write_columns(double*, const double*, long) override {}
   void copy(double*, const double*, const lockstep::ChainMask&) override {}
   void fill(double*, double, const lockstep::ChainMask&) override {}
   void add(double*, const double*, const double*, double, const lockstep::ChainMask&) override {}

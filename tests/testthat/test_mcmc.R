@@ -1068,6 +1068,56 @@ test_that("cpu_only(devices = 2) on a hierarchical model: each device owns its g
   expect_identical(tree(two), tree(one))
 })
 
+test_that("devices that own their groups as GPUs do (the emulated backend's): each holds its groups' part of the sampler's vectors, and the draws are one device's", {
+  # options(lockstep.backend = "emulated") stands in for GPUs: with two
+  # devices, each holds the global parameters and its own groups' local ones
+  # and runs the kernels on them (device_shards.hpp), the sampler adding the
+  # devices' per-chain sums. The emulated backend's sums follow its lanes,
+  # whose order changes with the rows a device holds, so the draws agree up
+  # to rounding grown through warmup.
+  set.seed(37)
+  G <- 40
+  K <- 2
+  g <- rep(seq_len(G), times = rep(c(3, 6, 9), length.out = G))
+  N <- length(g)
+  X <- matrix(rnorm(N * K), N, K)
+  y <- stats::rbinom(N, 1, stats::plogis(0.3 + rnorm(G, 0, 0.8)[g] + drop(X %*% c(0.5, -0.4))))
+  m <- hierarchical_logit_model(X, g, y, G, trace_alpha_g = TRUE)
+  old <- options(lockstep.backend = "emulated")
+  on.exit(options(old))
+  run <- function(devices) {
+    set.seed(38)
+    d <- mcmc(m, sampler = nuts(metric = "diagonal"), warmup = 10, n_samples = 10, chains = 2,
+              verbose = FALSE, compute_options = cpu_only(threads = 1, devices = devices))
+    handle <- attr(d, "model_info")$run$handle
+    list(traced = as.matrix(d),
+         raw = do.call(rbind, lapply(attr(d, "model_info")$raw_draws, as.matrix)),
+         params = attr(d, "sampler_params"), groups = attr(handle, "device_groups"),
+         exchanged = lockstep:::ls_sampler_exchanged(handle))
+  }
+  one <- run(1)
+  two <- run(2)
+  expect_null(one$groups)
+  expect_null(one$exchanged)
+  # two devices, whole groups each, every group once
+  expect_equal(dim(two$groups), c(2, 2))
+  expect_equal(two$groups[1, 1], 1)
+  expect_equal(two$groups[2, 1], two$groups[1, 2] + 1)
+  expect_equal(two$groups[2, 2], G)
+  # per gradient of 2 chains the second device sends at most each chain's log
+  # density and the 2 K + 2 global coordinates' gradient: 112 bytes, for any
+  # number of rows and groups
+  per_gradient <- unname(two$exchanged["bytes"] / two$exchanged["gradients"])
+  expect_gt(two$exchanged[["gradients"]], 20)
+  expect_lte(per_gradient, 2 * (1 + 2 * K + 2) * 8)
+  expect_gt(per_gradient, 2 * (1 + 2 * K + 2) * 8 * 0.9)
+  expect_gt(length(unique(one$raw[, 1])), 5)  # it moved
+  expect_lt(max(abs(two$raw - one$raw) / pmax(1, abs(one$raw))), 1e-6)
+  expect_lt(max(abs(two$traced - one$traced) / pmax(1, abs(one$traced))), 1e-6)
+  tree <- function(r) unlist(lapply(r$params, function(p) p[, "treedepth__"]))
+  expect_identical(tree(two), tree(one))
+})
+
 # A regression on an uncentred predictor, its data simulated with `seed`: the
 # intercept and slope are correlated at about -0.999, which a diagonal metric
 # cannot undo. Returns the model and the least-squares fit of its data.

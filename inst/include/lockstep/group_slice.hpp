@@ -62,6 +62,12 @@ bool depends_on_any(const Program& p, const std::vector<int>& nodes, const std::
 // cut): empty when it can.
 std::string why_not_sliceable(const Program& p, const Grouping& grouping);
 
+// Of `found` (find_groupings(p)), the sliceable grouping with the most local
+// coordinates (their count in *size, when given), or nullptr: the one that
+// shards of `p` own.
+const Grouping* largest_sliceable_grouping(const Program& p, const std::vector<Grouping>& found,
+                                           long* size = nullptr);
+
 // The slice of planned `p` (this rank's rows) owning groups [first, end) of
 // `grouping` (one of find_groupings(p)), with the terms of global parameters
 // alone when `global_terms`. Throws std::invalid_argument when a row of `p`

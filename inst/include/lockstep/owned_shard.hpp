@@ -47,23 +47,27 @@ class OwnedShardTarget final : public Target {
   // The local target's vectors, made whole across ranks (OwnedShardVectors).
   std::unique_ptr<ChainVectors> vectors() override;
   long n_global() const { return n_global_; }
+  // Each chain's log density lp[chains] and, unless null, the global
+  // coordinates' gradient globals[chains, n_global] (host memory), summed
+  // over the ranks in place: what crosses ranks per gradient.
+  void sum_over_ranks(double* lp, double* globals);
 
  private:
   std::unique_ptr<Target> local_;
   long n_global_, full_dim_;
   std::vector<long> full_index_;
   Communicator* world_;
-  std::vector<double> buf_;  // [chains, 1 + n_global]: what one gradient sends
+  std::vector<double> buf_;      // [chains, 1 + n_global]: what one gradient sends
+  std::vector<double> globals_;  // [chains, n_global]: the gradient's global columns
 };
 
 class OwnedShardVectors final : public ForwardingChainVectors {
  public:
-  // `inner`'s log_density is replaced by `target`'s (the rank-summed one).
-  OwnedShardVectors(std::unique_ptr<ChainVectors> inner, Target& target, long n_global,
+  // `inner`'s log density and gradient (in its memory: the host's or a
+  // GPU's), with `target`'s sums over the ranks.
+  OwnedShardVectors(std::unique_ptr<ChainVectors> inner, OwnedShardTarget& target, long n_global,
                     std::vector<long> full_index, long full_dim, Communicator* world);
-  void log_density(const double* x, double* lp, double* g) override {
-    target_.log_density(x, lp, g);
-  }
+  void log_density(const double* x, double* lp, double* g) override;
 
  private:
   // each rank's part of the sums, summed over the ranks
@@ -71,8 +75,9 @@ class OwnedShardVectors final : public ForwardingChainVectors {
     double* bufs[] = {out};
     world_->all_reduce_sum(bufs, n);
   }
-  Target& target_;
+  OwnedShardTarget& target_;
   Communicator* world_;
+  std::vector<double> globals_;  // [chains, n_global]
 };
 
 // Whether and how this rank owns groups in a run across `world` (collective:

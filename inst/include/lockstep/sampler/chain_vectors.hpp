@@ -34,6 +34,11 @@ class ChainVectors {
   // Whole arrays between host memory and the vectors' memory.
   virtual void upload(double* dst, const double* host) = 0;
   virtual void download(double* host, const double* src) = 0;
+  // The first n coordinates of every chain between host memory ([chains, n])
+  // and an array: what ranks that own their groups exchange after each
+  // gradient (the global coordinates', owned_shard.hpp).
+  virtual void read_columns(double* host, const double* src, long n) = 0;
+  virtual void write_columns(double* dst, const double* host, long n) = 0;
 
   // dst = src on the chains in `on`.
   virtual void copy(double* dst, const double* src, const ChainMask& on) = 0;
@@ -80,6 +85,12 @@ class ChainVectors {
   // The target's log density at x into lp[chains] (host memory) and its
   // gradient into g.
   virtual void log_density(const double* x, double* lp, double* g) = 0;
+  // log_density() in two halves, so that the vectors of several devices
+  // compute at once (device_shards.hpp): start_log_density() queues the work
+  // and finish_log_density() waits for it, lp (host memory, the same array)
+  // written by the time it returns. By default the first half does it all.
+  virtual void start_log_density(const double* x, double* lp, double* g) { log_density(x, lp, g); }
+  virtual void finish_log_density(double* lp) { (void)lp; }
 
   // For a rank that owns part of the state (sampler/owned_vectors.hpp): the
   // per-chain sums (dots, subtree_checks, leaf) count coordinates [first,
@@ -107,6 +118,8 @@ class HostChainVectors final : public ChainVectors {
   double* make() override;
   void upload(double* dst, const double* host) override;
   void download(double* host, const double* src) override;
+  void read_columns(double* host, const double* src, long n) override;
+  void write_columns(double* dst, const double* host, long n) override;
   void copy(double* dst, const double* src, const ChainMask& on) override;
   void fill(double* dst, double value, const ChainMask& on) override;
   void add(double* dst, const double* a, const double* b, double s, const ChainMask& on) override;
@@ -154,6 +167,12 @@ class ForwardingChainVectors : public ChainVectors {
   double* make() override { return inner_->make(); }
   void upload(double* dst, const double* host) override { inner_->upload(dst, host); }
   void download(double* host, const double* src) override { inner_->download(host, src); }
+  void read_columns(double* host, const double* src, long n) override {
+    inner_->read_columns(host, src, n);
+  }
+  void write_columns(double* dst, const double* host, long n) override {
+    inner_->write_columns(dst, host, n);
+  }
   void copy(double* dst, const double* src, const ChainMask& on) override {
     inner_->copy(dst, src, on);
   }
