@@ -7,24 +7,24 @@
 #include <utility>
 
 #include "lockstep/ownership.hpp"
+#include "lockstep/row_order.hpp"
 #include "lockstep/shards.hpp"
 #include "lockstep/targets.hpp"
 
 namespace lockstep {
 
-std::vector<GroupSlice> plan_device_shards(const Program& p, int shards) {
-  if (shards < 2) return {};
-  const std::vector<Grouping> found = find_groupings(p);
-  const Grouping* best = largest_sliceable_grouping(p, found);
-  if (!best) return {};
-  const std::vector<long>& group = best->group_of_row;
-  if (!std::is_sorted(group.begin(), group.end())) return {};  // (the planner sorts them)
-  const std::vector<long> bounds = balanced_group_bounds(group, best->groups, shards);
+namespace {
+
+// plan_device_shards() of `p` by `best`, one of its groupings, whose rows
+// are sorted by group.
+std::vector<GroupSlice> slices_of_sorted(const Program& p, const Grouping& best, int shards) {
+  const std::vector<long>& group = best.group_of_row;
+  const std::vector<long> bounds = balanced_group_bounds(group, best.groups, shards);
   std::vector<GroupSlice> slices;
   for (int s = 0; s < shards; ++s) {
     std::vector<std::pair<long, long>> rows;
     for (int e = 0; e < static_cast<int>(p.extents.size()); ++e) {
-      if (e == best->extent) {
+      if (e == best.extent) {
         rows.emplace_back(std::lower_bound(group.begin(), group.end(), bounds[s]) - group.begin(),
                           std::lower_bound(group.begin(), group.end(), bounds[s + 1]) - group.begin());
         if (rows.back().first == rows.back().second) return {};  // a shard without groups' rows
@@ -37,11 +37,34 @@ std::vector<GroupSlice> plan_device_shards(const Program& p, int shards) {
     // the same grouping in the shard's rows (its extent may be numbered anew)
     const std::vector<Grouping> here = find_groupings(mine);
     const auto same = std::find_if(here.begin(), here.end(),
-                                   [&](const Grouping& g) { return g.locals == best->locals; });
+                                   [&](const Grouping& g) { return g.locals == best.locals; });
     if (same == here.end()) return {};
     slices.push_back(slice_groups(mine, *same, bounds[s], bounds[s + 1], s == 0));
   }
   return slices;
+}
+
+}  // namespace
+
+std::vector<GroupSlice> plan_device_shards(const Program& p, int shards) {
+  if (shards < 2) return {};
+  const std::vector<Grouping> found = find_groupings(p);
+  const Grouping* best = largest_sliceable_grouping(p, found);
+  if (!best) return {};
+  const auto sorted = [](const Grouping& g) {
+    return std::is_sorted(g.group_of_row.begin(), g.group_of_row.end());
+  };
+  if (sorted(*best)) return slices_of_sorted(p, *best, shards);
+  // Rows in the data's order: in the order the executors run them, sorted by
+  // the index of the largest gather (row_order.hpp), the grouping's own when
+  // its locals are the largest values gathered (a shard's rows must be whole
+  // groups, a contiguous range of them).
+  const Program ordered = with_rows_ordered(p);
+  const std::vector<Grouping> again = find_groupings(ordered);
+  const auto same = std::find_if(again.begin(), again.end(),
+                                 [&](const Grouping& g) { return g.locals == best->locals; });
+  if (same == again.end() || !sorted(*same)) return {};
+  return slices_of_sorted(ordered, *same, shards);
 }
 
 bool runs_on_device_shards(const ExecOptions& o) {

@@ -2,7 +2,8 @@
 # Builds build/gpu/test_cuda_executor, the Catch2 test of the CUDA executor
 # against the CPU executor (tests/gpu/test_cuda_executor.cpp), through
 # tests/gpu/Makefile:
-#   src/core/*.cpp                     g++ -std=c++17 -O2 -Iinst/include
+#   src/core/*.cpp                     g++ -std=c++17 -O2 -Iinst/include (targets.cpp
+#                                      also with -DLOCKSTEP_HAS_CUDA, for the GPU binaries)
 #   src/cuda/*.cu                      nvcc with the package's flags (configure's),
 #                                      -gencode arch=compute_A,code=sm_A per arch
 #   the test and tests/cpp/catch_main  g++ -Itests/cpp

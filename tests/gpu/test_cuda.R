@@ -30,7 +30,7 @@ cuda_elementwise <- get("ls_cuda_elementwise", envir = asNamespace("lockstep"))
 ops_table <- function() {
   path <- system.file("include", "lockstep", "ops.def", package = "lockstep")
   lines <- grep("^LS_OP\\(", readLines(path), value = TRUE)
-  fields <- regmatches(lines, regexec("^LS_OP\\(([a-z0-9_]+), *(-?[0-9]+), *([a-z_]+)\\)", lines))
+  fields <- regmatches(lines, regexec("^LS_OP\\(([a-z0-9_]+), *(-?[0-9]+), *([a-z_]+)[,)]", lines))
   data.frame(
     name = vapply(fields, `[`, "", 2L),
     family = vapply(fields, `[`, "", 4L),

@@ -334,6 +334,10 @@ test_that("an interrupt ends a GPU run's iteration under way at its next leapfro
   )[["elapsed"]]
   expect_equal(unname(get_sampler_params(one)[[1]][, "n_leapfrog__"]), 2^depth - 1)
   delay <- min(0.5, iteration / 4)
+  # as at the console, where an interrupted sampling phase returns its draws
+  # (in Rscript it stops with an error, the draws in stashed_samples())
+  old <- options(lockstep.interactive = TRUE)
+  on.exit(options(old))
   system(sprintf("(sleep %.3f; kill -INT %d)", delay, Sys.getpid()), wait = FALSE)
   started <- proc.time()[["elapsed"]]
   out <- quiet(

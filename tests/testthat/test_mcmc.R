@@ -1078,7 +1078,9 @@ test_that("devices that own their groups as GPUs do (the emulated backend's): ea
   set.seed(37)
   G <- 40
   K <- 2
-  g <- rep(seq_len(G), times = rep(c(3, 6, 9), length.out = G))
+  # (rows in no order of their groups: the devices take them in the order the
+  # executors run them, sorted by group)
+  g <- sample(rep(seq_len(G), times = rep(c(3, 6, 9), length.out = G)))
   N <- length(g)
   X <- matrix(rnorm(N * K), N, K)
   y <- stats::rbinom(N, 1, stats::plogis(0.3 + rnorm(G, 0, 0.8)[g] + drop(X %*% c(0.5, -0.4))))

@@ -37,9 +37,10 @@ namespace lockstep {
 // that own their groups: by the sliceable grouping with the most local
 // coordinates, its groups in contiguous ranges balanced by row count
 // (balanced_group_bounds()), each other extent's rows in equal blocks
-// (shard_first_row()). Empty (the shards then hold every parameter) when
-// `shards` < 2, when `p` has no sliceable grouping, or when a shard would own
-// no group with rows.
+// (shard_first_row()). Rows not sorted by group are taken in the order the
+// executors run them (with_rows_ordered()). Empty (the shards then hold every
+// parameter) when `shards` < 2, when `p` has no sliceable grouping, when its
+// rows cannot be sorted by it, or when a shard would own no group with rows.
 std::vector<GroupSlice> plan_device_shards(const Program& p, int shards);
 
 class DeviceShardsTarget;
