@@ -47,9 +47,10 @@
 #' global parameters, as in a non-centred `alpha <- z * sd_alpha`), with a
 #' prior that treats the groups independently given global parameters.
 #' When every rank's rows are whole groups, a contiguous range of them in rank
-#' order (what `mpi_rows(n, groups = g)` gives), [mcmc()] with [nuts()],
-#' [hmc()] or [chees()] and a diagonal metric shards those parameters, with
-#' [cpu_only()] and [gpu_only()] (where they stay in the rank's GPU memory): each
+#' order (what `mpi_rows(n, groups = g)` gives), [mcmc()] with any sampler
+#' ([nuts()], [hmc()], [chees()], [rwmh()], [slice()]) and a diagonal metric
+#' shards those parameters, with [cpu_only()] and [gpu_only()] (where the
+#' leapfrog samplers keep them in the rank's GPU memory): each
 #' rank holds the global parameters and only its own groups' local ones (their
 #' values, momenta, gradients and metric), and evaluates their priors. Per
 #' gradient the ranks then exchange the log density and the global

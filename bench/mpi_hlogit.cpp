@@ -9,6 +9,7 @@
 //       -Iinst/include bench/mpi_hlogit.cpp src/core/*.cpp -o build/mpi_hlogit -lpthread
 //   mpirun -np 1 build/mpi_hlogit --n 1e6 --chains 4 --reps 5
 //   mpirun -np 2 build/mpi_hlogit --n 1e6 --chains 4 --reps 5
+//   mpirun -np 2 build/mpi_hlogit --n 1e6 --chains 4 --reps 5 --ways owned
 //   (as root add --allow-run-as-root; on 2 cores, --bind-to none is fine)
 //
 // Prints, from rank 0, per way: milliseconds per gradient of all chains (the
@@ -16,6 +17,12 @@
 // all-reduced per gradient, the rank's free coordinates, the resident memory
 // of rank 0 after the whole program built here to slice from is dropped, and
 // the first chain's log density (which must agree between the ways).
+// `--ways owned` runs the owned groups alone: the rank then drops the whole
+// state it drew its slice from and hands freed memory back to the system
+// (malloc_trim) before measuring, so that its resident memory is what a rank
+// owning its groups holds (a rank of an R run reads only its rows,
+// mpi_rows(n, groups = ), and never builds the whole program).
+#include <malloc.h>
 #include <mpi.h>
 
 #include <algorithm>
@@ -81,12 +88,14 @@ int main(int argc, char** argv) {
   double n = 1e6;
   long chains = 4;
   int reps = 5, threads = 1;
+  std::string ways = "whole,owned";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--n") n = std::atof(argv[i + 1]);
     else if (a == "--chains") chains = std::atol(argv[i + 1]);
     else if (a == "--reps") reps = std::atoi(argv[i + 1]);
     else if (a == "--threads") threads = std::atoi(argv[i + 1]);
+    else if (a == "--ways") ways = argv[i + 1];
   }
   const long N = static_cast<long>(n), G = std::max(1L, N / 10), K = 20;
   MpiCommunicator world(MPI_COMM_WORLD, MpiCommunicator::Order::rank);
@@ -127,7 +136,7 @@ int main(int argc, char** argv) {
                   1e3 * seconds, bytes, coords, resident_kb() / 1024.0, lp[0]);
     std::fflush(stdout);
   };
-  {
+  if (ways.find("whole") != std::string::npos) {
     // every rank the whole state, whole gradients summed
     ExecOptions across = o;
     across.world = &world;
@@ -137,13 +146,18 @@ int main(int argc, char** argv) {
     ex.log_density(state.data(), lp.data(), grad.data());
     report("whole state, whole gradients", s, world.stats().bytes, full_dim);
   }
-  {
+  if (ways.find("owned") != std::string::npos) {
     // owned groups: the globals and this rank's groups
     const long D = static_cast<long>(slice->full_index.size());
     std::vector<double> mine = slice->of_whole(state.data(), chains, full_dim), g(chains * D);
     OwnedShardTarget target(std::make_unique<Executor<double>>(slice->program, chains, o), *slice,
                             full_dim, &world);
     rows.reset();  // (the slice's program holds what the rank needs)
+    if (ways.find("whole") == std::string::npos) {
+      std::vector<double>().swap(state);  // (this bench's whole state and gradient)
+      std::vector<double>().swap(grad);
+      malloc_trim(0);
+    }
     const double s = best_seconds(reps, [&] { target.log_density(mine.data(), lp.data(), g.data()); });
     world.reset_stats();
     target.log_density(mine.data(), lp.data(), g.data());

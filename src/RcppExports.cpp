@@ -115,7 +115,7 @@ BEGIN_RCPP
 END_RCPP
 }
 // ls_sampler_exchanged
-SEXP ls_sampler_exchanged(SEXP sampler);
+NumericVector ls_sampler_exchanged(SEXP sampler);
 RcppExport SEXP _lockstep_ls_sampler_exchanged(SEXP samplerSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;

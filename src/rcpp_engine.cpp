@@ -373,16 +373,15 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   return ptr;
 }
 
-// What the devices of a sampler that own their groups (its handle's
-// "device_groups") have sent one another since it was made: gradients
-// evaluated and bytes sent, c(gradients, bytes); NULL for other samplers.
+// What the devices of a sampler's target have sent one another since it was
+// made (Target::exchanged()): c(calls, bytes), zeros on one device. For
+// tests and benchmarks (across MPI processes: mpi_stats()).
 // [[Rcpp::export]]
-SEXP ls_sampler_exchanged(SEXP sampler) {
+NumericVector ls_sampler_exchanged(SEXP sampler) {
   SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
-  auto* shards = dynamic_cast<lockstep::DeviceShardsTarget*>(h->bundle.executor.get());
-  if (!shards) return R_NilValue;
-  return NumericVector::create(_["gradients"] = static_cast<double>(shards->gradients()),
-                               _["bytes"] = static_cast<double>(shards->doubles_sent()) * sizeof(double));
+  const lockstep::CommunicatorStats s = h->bundle.executor->exchanged();
+  return NumericVector::create(_["calls"] = static_cast<double>(s.calls),
+                               _["bytes"] = static_cast<double>(s.bytes));
 }
 
 // [[Rcpp::export]]

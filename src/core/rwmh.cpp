@@ -13,12 +13,39 @@ Rwmh::Rwmh(Target& target, RwmhSettings settings, const std::vector<double>& ini
       settings_(settings) {}
 
 void Rwmh::transition() {
+  // A rank that holds part of the state (owned_shard.hpp) draws each of its
+  // coordinates' numbers where one process draws them, by the coordinate's
+  // index in the whole state: the stream's numbers in pairs, a pair each
+  // (normal2) or a number each (uniform).
+  const std::vector<long>* full = target_.full_index();
+  const long whole = target_.full_dim();
   for_chains([&](long c) {
     Stream& s = chain_streams_[c];
     s.purpose = purpose_momentum;
     const double* x = x_.data() + c * D_;
     double* xn = xn_.data() + c * D_;
     const double* sd = chain_sd(c);
+    if (full) {
+      const uint64_t start = s.position;
+      for (long i = 0; i < D_; ++i) {
+        const long f = (*full)[i];
+        Stream at = s;
+        double z;
+        if (settings_.uniform) {
+          at.position = start + static_cast<uint64_t>(f);
+          z = 2 * at.uniform() - 1;
+        } else {
+          at.position = start + static_cast<uint64_t>(f / 2);
+          double a, b;
+          at.normal2(&a, &b);
+          z = f % 2 == 0 ? a : b;
+        }
+        xn[i] = x[i] + epsilon_ * sd[i] * z;
+      }
+      const uint64_t pairs = static_cast<uint64_t>((whole + 1) / 2);
+      s.position = start + (settings_.uniform ? 2 * pairs : pairs);
+      return;
+    }
     for (long i = 0; i < D_; i += 2) {
       double a, b;
       if (settings_.uniform) {

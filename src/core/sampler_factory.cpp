@@ -92,8 +92,7 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   const long dim = program.n_free;
   const bool dense = uses_dense_metric(spec, dim, o);
   // Ranks that own their groups (owned_shard.hpp): every rank decides alike.
-  const bool shardable = spec.kind == "hmc" || spec.kind == "nuts" || spec.kind == "chees";
-  if (o.world && !dense && shardable)
+  if (o.world && !dense)
     b.slice = plan_owned_shards(program, *o.world, &b.unsharded);
   if (b.slice) {
     ExecOptions local = o;
@@ -112,7 +111,8 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   }
   // Devices of one process that own their groups (device_shards.hpp): the
   // sampler's state stays whole, its vectors are split among the devices.
-  if (!dense && shardable && runs_on_device_shards(o)) {
+  const bool leapfrog = spec.kind == "hmc" || spec.kind == "nuts" || spec.kind == "chees";
+  if (!dense && leapfrog && runs_on_device_shards(o)) {
     if (std::unique_ptr<DeviceShardsTarget> shards = make_device_shards(program, chains, o, single)) {
       b.executor = std::move(shards);
       b.sampler = new_sampler(spec, *b.executor, init, key0, key1);

@@ -38,23 +38,47 @@ void Slice::transition() {
     t[c] = at;
     for (long i = 0; i < D_; ++i) xn_[c * D_ + i] = x_[c * D_ + i] + at * dir_[c * D_ + i];
   };
+  // The direction: a normal draw per coordinate, normalised. A rank that
+  // holds part of the state (owned_shard.hpp) draws its coordinates' numbers
+  // by their index in the whole state, as one process draws them, and the
+  // norm is summed over the ranks (each counting its own coordinates).
+  const std::vector<long>* full = target_.full_index();
+  std::vector<double> norm(C_, 0.0);
   for_chains([&](long c) {
     Stream& s = chain_streams_[c];
     s.purpose = purpose_direction;
-    double norm = 0;
+    if (full) {
+      const uint64_t start = s.position;
+      const long first = target_.counted_from();
+      for (long i = 0; i < D_; ++i) {
+        const long f = (*full)[i];
+        Stream at = s;
+        at.position = start + static_cast<uint64_t>(f / 2);
+        double a, b;
+        at.normal2(&a, &b);
+        dir_[c * D_ + i] = f % 2 == 0 ? a : b;
+        if (i >= first) norm[c] += dir_[c * D_ + i] * dir_[c * D_ + i];
+      }
+      s.position = start + static_cast<uint64_t>((target_.full_dim() + 1) / 2);
+      return;
+    }
     for (long i = 0; i < D_; i += 2) {
       double a, b;
       s.normal2(&a, &b);
       dir_[c * D_ + i] = a;
-      norm += a * a;
+      norm[c] += a * a;
       if (i + 1 < D_) {
         dir_[c * D_ + i + 1] = b;
-        norm += b * b;
+        norm[c] += b * b;
       }
     }
-    norm = std::sqrt(norm);
+  });
+  if (full) target_.sum_over_parts(norm.data(), C_);
+  for_chains([&](long c) {
+    Stream& s = chain_streams_[c];
+    const double length = std::sqrt(norm[c]);
     const double* sd = chain_sd(c);
-    for (long i = 0; i < D_; ++i) dir_[c * D_ + i] *= sd[i] / norm;
+    for (long i = 0; i < D_; ++i) dir_[c * D_ + i] *= sd[i] / length;
     s.purpose = purpose_accept;
     log_y[c] = lp_[c] + std::log(s.uniform());  // log p(x) - Exp(1)
     L[c] = -w * s.uniform();

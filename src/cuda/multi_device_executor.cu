@@ -126,9 +126,15 @@ class MultiDeviceExecutor final : public DeviceExecutor {
     return out;
   }
 
+  // (calls: gradients; bytes: the state to each other shard, and its log
+  // densities and gradient back)
+  CommunicatorStats exchanged() const override { return exchanged_; }
+
   void log_density_device(const double* state, double* lp, double* grad) override {
     const int S = static_cast<int>(shards_.size());
     const long n = chains_ * dim_;
+    ++exchanged_.calls;
+    exchanged_.bytes += (S - 1) * (n + chains_ + (grad ? n : 0)) * static_cast<long>(sizeof(double));
     cudaStream_t first = stream_of(0);
     select_device(gpus_[0]);
     // 1. the state to every other shard
@@ -268,6 +274,7 @@ class MultiDeviceExecutor final : public DeviceExecutor {
 #endif
   std::vector<std::pair<int, void*>> owned_;  // (device, allocation)
   double own_bytes_ = 0;
+  CommunicatorStats exchanged_;
   double *received_lp_ = nullptr, *received_grad_ = nullptr;  // on gpus[0], without NCCL
   double *state_ = nullptr, *lp_ = nullptr, *grad_ = nullptr;  // for log_density, on gpus[0]
 };

@@ -84,14 +84,21 @@ class RankExecutor final : public DeviceExecutor {
     const NcclLibrary& nccl = NcclLibrary::get();
     const size_t C = static_cast<size_t>(chains()), n = C * static_cast<size_t>(dim());
     // one communicator, one stream: the four run in this order
+    // (counted as the MPI communicator's own calls: mpi_stats())
+    world_->count_call(static_cast<long>(C * sizeof(double)));
     nccl_check(nccl.reduce(lp, lp, C, ncclDouble, ncclSum, 0, comm_, stream_of()), "ncclReduce");
-    if (grad)
+    if (grad) {
+      world_->count_call(static_cast<long>(n * sizeof(double)));
       nccl_check(nccl.reduce(grad, grad, n, ncclDouble, ncclSum, 0, comm_, stream_of()),
                  "ncclReduce");
+    }
+    world_->count_call(static_cast<long>(C * sizeof(double)));
     nccl_check(nccl.broadcast(lp, lp, C, ncclDouble, 0, comm_, stream_of()), "ncclBroadcast");
-    if (grad)
+    if (grad) {
+      world_->count_call(static_cast<long>(n * sizeof(double)));
       nccl_check(nccl.broadcast(grad, grad, n, ncclDouble, 0, comm_, stream_of()),
                  "ncclBroadcast");
+    }
   }
 
   void synchronize() override { local_->synchronize(); }

@@ -59,6 +59,16 @@ inline std::vector<OpInfo> all_ops() {
 
 inline std::vector<long> column(long n) { return {n, 1}; }
 
+// The largest difference between two equally long vectors, relative to
+// max(1, |b|): for comparing draws, whose values may be near 0.
+inline double worst_relative_gap(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t k = 0; k < a.size(); ++k)
+    worst = std::max(worst, std::fabs(a[k] - b[k]) / std::max(1.0, std::fabs(b[k])));
+  return worst;
+}
+
 inline long product(const std::vector<long>& dim) {
   long s = 1;
   for (long d : dim) s *= d;

@@ -57,13 +57,6 @@ std::unique_ptr<DeviceShardsTarget> device_shards(const Program& p, int shards, 
   return std::make_unique<DeviceShardsTarget>(std::move(slices), std::move(targets), p.n_free);
 }
 
-double relative_gap(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (size_t k = 0; k < a.size(); ++k)
-    worst = std::max(worst, std::fabs(a[k] - b[k]) / std::max(1.0, std::fabs(b[k])));
-  return worst;
-}
 
 }  // namespace
 
@@ -125,7 +118,7 @@ TEST_CASE("device shards: the log density and gradient are the whole program's, 
           std::vector<double> lp(chains), grad(chains * D);
           target->log_density(state.data(), lp.data(), grad.data());
           for (long c = 0; c < chains; ++c) CHECK(lp[c] == Approx(whole.lp[c]).epsilon(1e-11));
-          CHECK(relative_gap(grad, whole.grad) < 1e-11);
+          CHECK(worst_relative_gap(grad, whole.grad) < 1e-11);
           // through the vectors: the same, shard by shard
           std::unique_ptr<lockstep::ChainVectors> v = target->vectors();
           double* x = v->make();
@@ -136,7 +129,7 @@ TEST_CASE("device shards: the log density and gradient are the whole program's, 
           v->log_density(x, lp_v.data(), g);
           v->download(grad_v.data(), g);
           for (long c = 0; c < chains; ++c) CHECK(lp_v[c] == Approx(whole.lp[c]).epsilon(1e-11));
-          CHECK(relative_gap(grad_v, whole.grad) < 1e-11);
+          CHECK(worst_relative_gap(grad_v, whole.grad) < 1e-11);
           // (shards - 1) x chains x (1 + globals) doubles, whatever N and G
           CHECK(target->gradients() == 1);
           CHECK(target->doubles_sent() == (shards - 1) * chains * (1 + 2 * K + 2));
@@ -167,19 +160,19 @@ TEST_CASE("device shards: NUTS, HMC and ChEES (warmup included) make one executo
       lockstep::NutsSettings nuts;
       nuts.epsilon = 0.1;
       nuts.diag_sd = {1.0};
-      CHECK(relative_gap(sampler_trace<lockstep::Nuts>(*sharded, nuts, init, 15, 3u, 4u),
+      CHECK(worst_relative_gap(sampler_trace<lockstep::Nuts>(*sharded, nuts, init, 15, 3u, 4u),
                          sampler_trace<lockstep::Nuts>(whole, nuts, init, 15, 3u, 4u)) < tolerance);
       lockstep::HmcSettings hmc;
       hmc.epsilon = 0.05;
       hmc.diag_sd = {1.0};
       hmc.Lmin = hmc.Lmax = 8;
-      CHECK(relative_gap(sampler_trace<lockstep::Hmc>(*sharded, hmc, init, 10, 5u, 6u),
+      CHECK(worst_relative_gap(sampler_trace<lockstep::Hmc>(*sharded, hmc, init, 10, 5u, 6u),
                          sampler_trace<lockstep::Hmc>(whole, hmc, init, 10, 5u, 6u)) < tolerance);
       if (chains > 1) {  // (ChEES adapts from the chains' spread)
         lockstep::CheesSettings chees;
         chees.epsilon = 0.05;
         chees.diag_sd = {1.0};
-        CHECK(relative_gap(sampler_trace<lockstep::Chees>(*sharded, chees, init, 10, 7u, 8u),
+        CHECK(worst_relative_gap(sampler_trace<lockstep::Chees>(*sharded, chees, init, 10, 7u, 8u),
                            sampler_trace<lockstep::Chees>(whole, chees, init, 10, 7u, 8u)) < tolerance);
       }
     }
@@ -212,7 +205,7 @@ TEST_CASE("owned shards: a rank's vectors sum the globals' gradient read from it
   CHECK(world.stats().bytes == C * (1 + 2 * K + 2) * static_cast<long>(sizeof(double)));
   const Result direct = run(one[0].program, C, state, ExecOptions{});
   for (long c = 0; c < C; ++c) CHECK(lp[c] == direct.lp[c]);
-  CHECK(relative_gap(grad, direct.grad) == 0);
+  CHECK(worst_relative_gap(grad, direct.grad) == 0);
   // read_columns and write_columns move the first n coordinates of each chain
   std::vector<double> cols(C * 2);
   v->read_columns(cols.data(), x, 2);

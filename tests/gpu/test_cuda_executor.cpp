@@ -1427,15 +1427,6 @@ TEST_CASE("cuda executor on several GPUs: device-resident NUTS follows it with h
   }
 }
 
-// The largest relative difference between two equally long vectors.
-double worst_relative_gap(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (size_t k = 0; k < a.size(); ++k)
-    worst = std::max(worst, std::fabs(a[k] - b[k]) / std::max(1.0, std::fabs(b[k])));
-  return worst;
-}
-
 TEST_CASE("cuda executor on several GPUs: GPUs that own their groups make one GPU's draws",
           "[cuda][sampler][nuts][multi][device_shards]") {
   // device_shards.hpp over CUDA executors, the sampler's vectors split among
@@ -1478,6 +1469,15 @@ TEST_CASE("cuda executor on several GPUs: GPUs that own their groups make one GP
     for (long c = 0; c < C; ++c) CHECK(lp[c] == Approx(lp_whole[c]).epsilon(1e-11));
     CHECK(worst_relative_gap(grad, grad_whole) < 1e-10);
     CHECK(shards->doubles_sent() == (shards->shards() - 1) * C * (1 + 2 * K + 2));
+    CHECK(shards->exchanged().bytes == shards->doubles_sent() * 8);
+    // against the multi-GPU executor's whole states and gradients
+    {
+      std::unique_ptr<cuda::DeviceExecutor> multi = cuda::make_executor(p, C, o, false);
+      std::vector<double> lp_m(C), grad_m(C * D);
+      multi->log_density(init.data(), lp_m.data(), grad_m.data());
+      CHECK(multi->exchanged().calls == 1);
+      CHECK(multi->exchanged().bytes == static_cast<long>(gpus.size() - 1) * (2 * C * D + C) * 8);
+    }
     lockstep::NutsSettings nuts;
     nuts.epsilon = 0.05;
     nuts.diag_sd = {1.0};

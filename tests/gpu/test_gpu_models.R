@@ -144,7 +144,7 @@ test_that("several GPUs: shares of the rows summed equal the CPU, and mcmc() run
     handle <- attr(several, "model_info")$run$handle
     expect_equal(dim(attr(handle, "device_groups")), c(length(devices), 2))
     sent <- lockstep:::ls_sampler_exchanged(handle)
-    expect_lte(sent[["bytes"]] / sent[["gradients"]], (length(devices) - 1) * 2 * (1 + 12) * 8)
+    expect_lte(sent[["bytes"]] / sent[["calls"]], (length(devices) - 1) * 2 * (1 + 12) * 8)
     # the first iterations are one GPU's, up to the order of sums
     first <- function(options) {
       set.seed(6)

@@ -205,6 +205,22 @@ if (!on_gpu) {
   check(identical(colnames(g_split), c("a", "b", "sd_g")) &&
           rel(g_split, a_whole[, colnames(g_split)]) < 1e-7,
         "owned groups, global values traced: draws equal one process's")
+  # rwmh() and slice(), which step on the host, shard too: each coordinate's
+  # random numbers are drawn by its index in the whole model
+  for (s in list(rwmh(), rwmh(proposal = "uniform"), slice())) {
+    set.seed(22)
+    h_split <- as.matrix(mcmc(split_h, sampler = s, warmup = 40, n_samples = 10, chains = 2,
+                              verbose = FALSE, compute_options = co))
+    set.seed(22)
+    h_whole <- as.matrix(mcmc(whole_h, sampler = s, warmup = 40, n_samples = 10, chains = 2,
+                              verbose = FALSE, compute_options = cpu_only(threads = 1)))
+    gap <- rel(h_split, h_whole[, colnames(h_split)])
+    moved <- nrow(unique(h_whole)) > 2  # (a random walk in 300 dimensions accepts rarely)
+    check(gap < 1e-7 && moved, sprintf(
+      "owned groups, %s%s: draws equal one process's (worst relative difference %.2g)",
+      s$name, if (is.null(s$parameters$proposal)) "" else paste0(", ", s$parameters$proposal),
+      gap))
+  }
   # what crosses: per gradient the globals' and a few sums per chain; with
   # nothing local traced, the whole state twice a call (the last draw, from
   # which a run continues, and the metric: each rank's own coordinates to

@@ -45,6 +45,8 @@
 #include "lockstep/ownership.hpp"
 #include "lockstep/planner.hpp"
 #include "lockstep/sampler/nuts.hpp"
+#include "lockstep/sampler/rwmh.hpp"
+#include "lockstep/sampler/slice.hpp"
 #include "lockstep/shards.hpp"
 #include "models.hpp"  // tests/cpp: the seed model
 
@@ -582,15 +584,95 @@ void test_world_sum_target(const Data& d, long chains, double share, const std::
 // one process's with the same seed to 1e-8, in warmup too; every rank
 // holds the same global coordinates; a gradient sends C x (1 + globals)
 // doubles.
-void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::string& label) {
+// The seed model (N = 2000, G = 200, K = 3, rows sorted by group) and this
+// rank's slice of it: the rows of a balanced range of whole groups.
+struct OwnedCase {
+  lstest::Seed s;
+  lockstep::GroupSlice slice;
+};
+
+OwnedCase owned_case(std::mt19937& rng) {
   const long N = 2000, G = 200, K = 3;
-  std::mt19937 rng(31);
   std::uniform_int_distribution<long> group(0, G - 1);
   std::vector<long> g(N);
   for (long& v : g) v = group(rng);
   std::sort(g.begin(), g.end());
-  lstest::Seed s = lstest::seed_model(N, G, K, rng, g);
-  lockstep::plan(s.p);
+  OwnedCase out{lstest::seed_model(N, G, K, rng, g), {}};
+  lockstep::plan(out.s.p);
+  const Program& p = out.s.p;
+  const lockstep::Grouping grouping = lockstep::find_groupings(p).at(0);
+  const std::vector<long> bounds =
+      lockstep::balanced_group_bounds(grouping.group_of_row, G, world_size);
+  const long first = std::lower_bound(g.begin(), g.end(), bounds[world_rank]) - g.begin();
+  const long last = std::lower_bound(g.begin(), g.end(), bounds[world_rank + 1]) - g.begin();
+  const Program rows = lockstep::rows_program(p, {{first, last}});
+  out.slice = lockstep::slice_groups(rows, lockstep::find_groupings(rows).at(0), bounds[world_rank],
+                                     bounds[world_rank + 1], world_rank == 0);
+  return out;
+}
+
+// The largest difference between a rank's draws ([iteration, chain, slice
+// dim]) and one process's ([iteration, chain, dim]) at its coordinates,
+// relative to max(1, |one process's|).
+double owned_draws_gap(const std::vector<double>& draws, const std::vector<double>& ref,
+                       const lockstep::GroupSlice& slice, long D) {
+  const long Dr = static_cast<long>(slice.full_index.size()), rows = static_cast<long>(draws.size()) / Dr;
+  double worst = 0;
+  for (long r = 0; r < rows; ++r)
+    for (long j = 0; j < Dr; ++j) {
+      const double a = draws[r * Dr + j], b = ref[r * D + slice.full_index[j]];
+      worst = std::max(worst, std::fabs(a - b) / std::max(1.0, std::fabs(b)));
+    }
+  return worst;
+}
+
+// rwmh() (normal and uniform proposals) and slice() on ranks that own their
+// groups: their draws are one process's, the random numbers of each
+// coordinate drawn by its index in the whole state and slice()'s direction
+// normalised over the whole state.
+template <class Sampler, class Settings>
+void test_owned_shard_host_sampler(const Settings& settings, long chains, const std::string& label) {
+  std::mt19937 rng(33);
+  const OwnedCase k = owned_case(rng);
+  const long D = k.s.p.n_free;
+  const std::vector<double> init = uniform_vector(rng, chains * D, -0.5, 0.5);
+  auto drive = [&](lockstep::Sampler& sampler) {
+    std::vector<double> draws;
+    sampler.begin_warmup(10);
+    for (long it = 0; it < 20; ++it) {
+      sampler.iterate(it < 10);
+      draws.insert(draws.end(), sampler.state().begin(), sampler.state().end());
+    }
+    return draws;
+  };
+  Executor<double> whole(k.s.p, chains, ExecOptions{});
+  Sampler reference(whole, settings, init, 7u, 11u);
+  const std::vector<double> ref = drive(reference);
+  MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
+  lockstep::OwnedShardTarget target(
+      std::make_unique<Executor<double>>(k.slice.program, chains, ExecOptions{}), k.slice, D, &comm);
+  Sampler mine(target, settings, k.slice.of_whole(init.data(), chains, D), 7u, 11u);
+  const std::vector<double> draws = drive(mine);
+  const double gap = owned_draws_gap(draws, ref, k.slice, D);
+  expect(gap <= 1e-8,
+         "owned shards, " + label + ": draws (10 of warmup, 10 of sampling) equal one process's to 1e-8",
+         "worst error " + std::to_string(gap));
+  std::vector<double> globals;  // (the first n_global coordinates of each chain's draws)
+  const long Dr = static_cast<long>(k.slice.full_index.size());
+  for (size_t r = 0; r < draws.size() / Dr; ++r)
+    globals.insert(globals.end(), draws.begin() + r * Dr, draws.begin() + r * Dr + k.slice.n_global);
+  expect(same_on_all_ranks(globals),
+         "owned shards, " + label + ": the global coordinates are bitwise the same on every rank");
+  bool moved = false;
+  for (size_t k2 = 0; k2 + chains * D < ref.size(); ++k2) moved = moved || ref[k2] != ref[k2 + chains * D];
+  expect(moved, "owned shards, " + label + ": the chains moved");
+}
+
+void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::string& label) {
+  std::mt19937 rng(31);
+  const OwnedCase k = owned_case(rng);
+  const long K = 3;
+  const lstest::Seed& s = k.s;
   const Program& p = s.p;
   const long D = p.n_free;
   const std::vector<double> init = uniform_vector(rng, chains * D, -0.5, 0.5);
@@ -609,15 +691,7 @@ void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::s
   std::vector<double> ref_draws;
   drive(reference, ref_draws);
 
-  const lockstep::Grouping grouping = lockstep::find_groupings(p).at(0);
-  const std::vector<long> bounds =
-      lockstep::balanced_group_bounds(grouping.group_of_row, G, world_size);
-  const long first = std::lower_bound(g.begin(), g.end(), bounds[world_rank]) - g.begin();
-  const long last = std::lower_bound(g.begin(), g.end(), bounds[world_rank + 1]) - g.begin();
-  const Program rows = lockstep::rows_program(p, {{first, last}});
-  const lockstep::GroupSlice slice = lockstep::slice_groups(
-      rows, lockstep::find_groupings(rows).at(0), bounds[world_rank], bounds[world_rank + 1],
-      world_rank == 0);
+  const lockstep::GroupSlice& slice = k.slice;
   MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
   lockstep::OwnedShardTarget target(
       std::make_unique<Executor<double>>(slice.program, chains, ExecOptions{}), slice, D, &comm);
@@ -635,15 +709,8 @@ void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::s
   lockstep::Nuts mine(target, settings, init_r, 7u, 11u);
   std::vector<double> draws;
   drive(mine, draws);
-  double worst_error = 0;
+  const double worst_error = owned_draws_gap(draws, ref_draws, slice, D);
   const long iterations = warmup + sampling;
-  for (long it = 0; it < iterations; ++it)
-    for (long c = 0; c < chains; ++c)
-      for (long j = 0; j < Dr; ++j) {
-        const double a = draws[(it * chains + c) * Dr + j];
-        const double b = ref_draws[(it * chains + c) * D + slice.full_index[j]];
-        worst_error = std::max(worst_error, std::fabs(a - b) / std::max(1.0, std::fabs(b)));
-      }
   expect(worst_error <= 1e-8,
          "owned shards, " + label + ": NUTS draws (warmup and sampling) equal one process's to 1e-8",
          "worst error " + std::to_string(worst_error));
@@ -727,6 +794,18 @@ int main(int argc, char** argv) {
     test_owned_shard_nuts(4, 0, 20, "4 chains, 20 iterations of sampling");
     test_owned_shard_nuts(4, 8, 4, "4 chains, 8 of warmup and 4 of sampling");
     test_owned_shard_nuts(1, 10, 10, "1 chain, 10 of warmup and 10 of sampling");
+    {
+      lockstep::RwmhSettings normal;
+      normal.epsilon = 0.3;
+      normal.diag_sd = {1.0};
+      test_owned_shard_host_sampler<lockstep::Rwmh>(normal, 3, "rwmh(), normal proposals");
+      lockstep::RwmhSettings uniform = normal;
+      uniform.uniform = true;
+      test_owned_shard_host_sampler<lockstep::Rwmh>(uniform, 2, "rwmh(), uniform proposals");
+      lockstep::SliceSettings slice;
+      slice.diag_sd = {1.0};
+      test_owned_shard_host_sampler<lockstep::Slice>(slice, 3, "slice()");
+    }
   } catch (const std::exception& e) {
     // A collective left half-done would hang the other ranks: abort them all.
     std::fprintf(stderr, "rank %d: exception: %s\n", world_rank, e.what());

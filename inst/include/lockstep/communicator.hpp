@@ -52,6 +52,10 @@ class Communicator {
     record(n * static_cast<long>(sizeof(double)));
     gather(mine, n, all, counts);
   }
+  // A collective call another transport made on these ranks' behalf (NCCL
+  // between the GPUs of MPI ranks), `bytes` this rank's payload: counted as
+  // this communicator's own.
+  void count_call(long bytes) { record(bytes); }
   const CommunicatorStats& stats() const { return stats_; }
   void reset_stats() { stats_ = CommunicatorStats(); }
 

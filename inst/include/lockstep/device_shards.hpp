@@ -82,6 +82,13 @@ class DeviceShardsTarget final : public Target {
   long gradients() const { return gradients_; }
   long doubles_sent() const { return doubles_sent_; }
   void reset_counts() { gradients_ = doubles_sent_ = 0; }
+  // (calls: gradients)
+  CommunicatorStats exchanged() const override {
+    CommunicatorStats s;
+    s.calls = gradients_;
+    s.bytes = doubles_sent_ * static_cast<long>(sizeof(double));
+    return s;
+  }
   // (DeviceShardsVectors counts its gradients here)
   void count_gradient(bool with_gradient);
 

@@ -115,6 +115,23 @@ class Target {
   // pool()'s threads; an emulated executor's run on the emulated backend, a
   // GPU executor's in its device memory. Defined in chain_vectors.cpp.
   virtual std::unique_ptr<ChainVectors> vectors();
+  // What this target's devices have sent one another since it was made
+  // (calls: one per gradient or per all-reduce, as the target counts them;
+  // bytes): nothing on one device. For tests and benchmarks of what crosses
+  // devices per gradient.
+  virtual CommunicatorStats exchanged() const { return CommunicatorStats(); }
+  // For a target that holds part of the whole state (owned_shard.hpp), what
+  // samplers that draw coordinates and sum over them on the host (rwmh(),
+  // slice()) need to make one process's draws: each coordinate's index in
+  // the whole state (nullptr: its own index), and per-chain sums over the
+  // whole state made from each part's, where the coordinates before
+  // counted_from() count on one part only (collective).
+  virtual const std::vector<long>* full_index() const { return nullptr; }
+  virtual long counted_from() const { return 0; }
+  virtual void sum_over_parts(double* values, long n) {
+    (void)values;
+    (void)n;
+  }
 };
 
 template <class T> class Executor : public Target {
@@ -152,6 +169,9 @@ template <class T> class Executor : public Target {
   // counted with one device too): for tests and benchmarks of what crosses
   // shards per gradient.
   const CommunicatorStats& shard_stats() const { return comm_->stats(); }
+  CommunicatorStats exchanged() const override {
+    return options_.devices > 1 ? comm_->stats() : CommunicatorStats();
+  }
   void reset_shard_stats() { comm_->reset_stats(); }
 
  private:

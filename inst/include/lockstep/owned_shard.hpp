@@ -47,6 +47,12 @@ class OwnedShardTarget final : public Target {
   // The local target's vectors, made whole across ranks (OwnedShardVectors).
   std::unique_ptr<ChainVectors> vectors() override;
   long n_global() const { return n_global_; }
+  const std::vector<long>* full_index() const override { return &full_index_; }
+  long counted_from() const override { return world_->rank() == 0 ? 0 : n_global_; }
+  void sum_over_parts(double* values, long n) override {
+    double* bufs[] = {values};
+    world_->all_reduce_sum(bufs, n);
+  }
   // Each chain's log density lp[chains] and, unless null, the global
   // coordinates' gradient globals[chains, n_global] (host memory), summed
   // over the ranks in place: what crosses ranks per gradient.

@@ -86,10 +86,13 @@ struct SamplerBundle {
 // streams keyed by (key0, key1). NUTS or HMC on a model whose gradient is too
 // small to share between threads steps its chains in groups, one per thread
 // (chain_group_count()); its own executor then runs on one thread. Throws
-// std::invalid_argument for an unknown kind. Across processes (o.world) on
-// the CPU, HMC, NUTS and ChEES with a diagonal metric shard by groups where
-// the ranks' rows allow (plan_owned_shards()): each rank then holds the
-// global coordinates and its groups' local ones.
+// std::invalid_argument for an unknown kind. Across processes (o.world),
+// every sampler with a diagonal metric shards by groups where the ranks' rows
+// allow (plan_owned_shards()): each rank then holds the global coordinates
+// and its groups' local ones. On the devices of one process
+// (runs_on_device_shards(): several GPUs, or emulated devices), HMC, NUTS and
+// ChEES with a diagonal metric keep their vectors split among the devices
+// where the model has groups to own (device_shards.hpp).
 SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
                            const std::vector<double>& init, long chains, ExecOptions o,
                            bool single, uint32_t key0, uint32_t key1);
