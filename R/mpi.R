@@ -74,7 +74,8 @@
 #' not local (the model has no groups, a group-level parameter is also used
 #' whole), every rank holds every parameter and the ranks sum whole gradients:
 #' the same results, more traffic. A run that could have sharded but whose
-#' rows share groups warns on rank 0.
+#' rows share groups warns on rank 0. [opt()] and samplers with a dense
+#' metric also hold every parameter on every rank, for now.
 #'
 #' @param n the number of rows to share out
 #' @param groups `NULL`, or the group of each of the `n` rows: positive whole
