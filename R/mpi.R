@@ -74,8 +74,11 @@
 #' not local (the model has no groups, a group-level parameter is also used
 #' whole), every rank holds every parameter and the ranks sum whole gradients:
 #' the same results, more traffic. A run that could have sharded but whose
-#' rows share groups warns on rank 0. [opt()] and samplers with a dense
-#' metric also hold every parameter on every rank, for now.
+#' rows share groups warns on rank 0. [opt()] shards the same way with the
+#' first-order optimisers ([adam()], [gradient_descent()] and the like, which
+#' update each parameter from its own gradient), and returns the whole
+#' optimum on every rank; [bfgs()] and [nelder_mead()], and samplers with a
+#' dense metric, hold every parameter on every rank, for now.
 #'
 #' @param n the number of rows to share out
 #' @param groups `NULL`, or the group of each of the `n` rows: positive whole

@@ -647,7 +647,24 @@ List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List param
   Engine* e = checked_pointer<Engine>(engine, "engine");
   const long C = init.nrow(), D = init.ncol();
   if (D != e->program->n_free) stop("the initial values do not match the model's free parameters");
-  auto& ex = e->executor(C, exec_options(options));
+  const lockstep::ExecOptions o = exec_options(options);
+  // Across processes whose rows are whole groups, the first-order methods
+  // (elementwise updates) run on each rank's slice of the state, as the
+  // samplers do (owned_shard.hpp); L-BFGS and Nelder-Mead, which take sums
+  // and simplices over the whole state, keep it whole on every rank.
+  const bool first_order = method != "bfgs" && method != "nelder_mead";
+  std::unique_ptr<lockstep::GroupSlice> slice;
+  std::unique_ptr<lockstep::Target> owned;
+  if (o.world && first_order) slice = lockstep::plan_owned_shards(*e->program, *o.world);  // (collective)
+  if (slice) {
+    lockstep::ExecOptions local = o;
+    local.world = nullptr;
+    owned = std::make_unique<lockstep::OwnedShardTarget>(
+        lockstep::on_every_rank(*o.world,
+                                [&] { return lockstep::make_target(slice->program, C, local, e->single); }),
+        *slice, D, o.world);
+  }
+  lockstep::Target& ex = owned ? *owned : e->executor(C, o);
   lockstep::OptimiserSettings s;
   s.method = method;
   const CharacterVector names = parameters.names();
@@ -656,7 +673,14 @@ List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List param
   s.max_iterations = static_cast<long>(max_iterations);
   s.tolerance = tolerance;
   was_interrupted = false;
-  const lockstep::OptimiserResult r = lockstep::optimise(ex, s, chain_major(init), note_interrupt);
+  const std::vector<double> start = chain_major(init);
+  lockstep::OptimiserResult r = lockstep::optimise(
+      ex, s, slice ? slice->of_whole(start.data(), C, D) : start, note_interrupt);
+  if (slice) {  // the ranks' parts made whole on every rank (collective)
+    std::vector<double> whole(C * D);
+    lockstep::WholeState(*slice, D, *o.world).to_all(r.par.data(), C, whole.data());
+    r.par.swap(whole);
+  }
   NumericMatrix par(static_cast<int>(C), static_cast<int>(D));
   for (long c = 0; c < C; ++c)
     for (long i = 0; i < D; ++i) par(c, i) = r.par[c * D + i];

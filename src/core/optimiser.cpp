@@ -38,6 +38,19 @@ bool finite_row(const std::vector<double>& v, long c, long D) {
   return true;
 }
 
+// Per chain, whether f and its gradient g are finite: on every part of the
+// state where the target holds part of it (owned_shard.hpp; collective), so
+// that every rank decides alike.
+std::vector<int> finite_everywhere(Target& target, const std::vector<double>& f,
+                                   const std::vector<double>& g, long C, long D) {
+  std::vector<double> bad(C);
+  for (long c = 0; c < C; ++c) bad[c] = std::isfinite(f[c]) && finite_row(g, c, D) ? 0 : 1;
+  if (target.full_index()) target.sum_over_parts(bad.data(), C);
+  std::vector<int> ok(C);
+  for (long c = 0; c < C; ++c) ok[c] = bad[c] == 0;
+  return ok;
+}
+
 // The first-order methods: one update of chain c's x from its gradient g at
 // iteration t (1-based), with per-method state vectors a, b, u (zeroed, or as
 // the method initialises them).
@@ -204,18 +217,20 @@ OptimiserResult first_order(Objective& obj, const OptimiserSettings& s, std::vec
   r.iterations.assign(C, 0);
   r.convergence.assign(C, 1);
   std::vector<int> active(C, 1);
+  const std::vector<int> finite_start = finite_everywhere(obj.target, f, g, C, D);
   for (long c = 0; c < C; ++c)
-    if (!std::isfinite(f[c]) || !finite_row(g, c, D)) active[c] = 0, r.convergence[c] = 2;
+    if (!finite_start[c]) active[c] = 0, r.convergence[c] = 2;
   for (long t = 1; t <= s.max_iterations; ++t) {
     if (std::none_of(active.begin(), active.end(), [](int v) { return v != 0; })) break;
     if (interrupted && interrupted()) break;
     for (long c = 0; c < C; ++c)
       if (active[c]) rule.step(x_new.data() + c * D, g.data() + c * D, c, D, t);
     obj(x_new, f_new, g_new);
+    const std::vector<int> finite = finite_everywhere(obj.target, f_new, g_new, C, D);
     for (long c = 0; c < C; ++c) {
       if (!active[c]) continue;
       ++r.iterations[c];
-      if (!std::isfinite(f_new[c]) || !finite_row(g_new, c, D)) {
+      if (!finite[c]) {
         // keep the last finite point
         std::copy(x.begin() + c * D, x.begin() + (c + 1) * D, x_new.begin() + c * D);
         active[c] = 0;

@@ -60,26 +60,6 @@ std::unique_ptr<Sampler> new_sampler(const SamplerSpec& spec, Target& target,
   throw std::invalid_argument("unknown sampler '" + spec.kind + "'");
 }
 
-// make() on this rank, where every rank makes its own (collective): when one
-// rank fails (its GPU cannot be set up), every rank throws, rather than the
-// others going on to wait in a collective call it never makes.
-template <class Make> auto on_every_rank(Communicator& world, const Make& make) -> decltype(make()) {
-  decltype(make()) made;
-  std::string failure;
-  try {
-    made = make();
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  double ok = made ? 1 : 0;
-  double* oks[] = {&ok};
-  world.all_reduce_sum(oks, 1);
-  if (ok != world.ranks())
-    throw std::runtime_error(failure.empty() ? "lockstep: another MPI rank failed to set up its model"
-                                             : failure);
-  return made;
-}
-
 }  // namespace
 
 SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,

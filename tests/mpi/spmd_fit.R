@@ -205,6 +205,16 @@ if (!on_gpu) {
   check(identical(colnames(g_split), c("a", "b", "sd_g")) &&
           rel(g_split, a_whole[, colnames(g_split)]) < 1e-7,
         "owned groups, global values traced: draws equal one process's")
+  # opt() with a first-order method shards too; its optimum is made whole on
+  # every rank
+  set.seed(23)
+  fit_split <- opt(split_h, optimiser = adam(), max_iterations = 50, compute_options = co)
+  set.seed(23)
+  fit_whole <- opt(whole_h, optimiser = adam(), max_iterations = 50,
+                   compute_options = cpu_only(threads = 1))
+  gap <- rel(unlist(fit_split$par), unlist(fit_whole$par))
+  check(gap < 1e-7 && lockstep:::ls_mpi_same(unlist(fit_split$par)), sprintf(
+    "owned groups, opt(adam()): the optimum is one process's on every rank (%.2g)", gap))
   # rwmh() and slice(), which step on the host, shard too: each coordinate's
   # random numbers are drawn by its index in the whole model
   for (s in list(rwmh(), rwmh(proposal = "uniform"), slice())) {

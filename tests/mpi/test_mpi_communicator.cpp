@@ -41,6 +41,7 @@
 #include "lockstep/executor.hpp"
 #include "lockstep/mpi_communicator.hpp"
 #include "lockstep/group_slice.hpp"
+#include "lockstep/optimiser.hpp"
 #include "lockstep/owned_shard.hpp"
 #include "lockstep/ownership.hpp"
 #include "lockstep/planner.hpp"
@@ -668,6 +669,35 @@ void test_owned_shard_host_sampler(const Settings& settings, long chains, const 
   expect(moved, "owned shards, " + label + ": the chains moved");
 }
 
+// opt()'s first-order methods on ranks that own their groups: the optimum
+// (adam's 30 steps from the same starts) is one process's, made whole.
+void test_owned_shard_optimise() {
+  std::mt19937 rng(35);
+  const OwnedCase k = owned_case(rng);
+  const long D = k.s.p.n_free, C = 2;
+  const std::vector<double> init = uniform_vector(rng, C * D, -0.5, 0.5);
+  lockstep::OptimiserSettings s;
+  s.method = "adam";
+  s.max_iterations = 30;
+  s.tolerance = 0;
+  Executor<double> whole(k.s.p, C, ExecOptions{});
+  const lockstep::OptimiserResult ref = lockstep::optimise(whole, s, init);
+  MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
+  lockstep::OwnedShardTarget target(
+      std::make_unique<Executor<double>>(k.slice.program, C, ExecOptions{}), k.slice, D, &comm);
+  const lockstep::OptimiserResult mine =
+      lockstep::optimise(target, s, k.slice.of_whole(init.data(), C, D));
+  const double gap = owned_draws_gap(mine.par, ref.par, k.slice, D);
+  bool same_value = true;
+  for (long c = 0; c < C; ++c)
+    same_value = same_value && std::fabs(mine.value[c] - ref.value[c]) <= 1e-9 * std::fabs(ref.value[c]) &&
+                 mine.iterations[c] == ref.iterations[c] && mine.convergence[c] == ref.convergence[c];
+  expect(gap <= 1e-8 && same_value,
+         "owned shards, adam: the optimum, its value and iterations are one process's",
+         "worst error " + std::to_string(gap));
+  expect(same_on_all_ranks(mine.value), "owned shards, adam: every rank has the same values");
+}
+
 void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::string& label) {
   std::mt19937 rng(31);
   const OwnedCase k = owned_case(rng);
@@ -806,6 +836,7 @@ int main(int argc, char** argv) {
       slice.diag_sd = {1.0};
       test_owned_shard_host_sampler<lockstep::Slice>(slice, 3, "slice()");
     }
+    test_owned_shard_optimise();
   } catch (const std::exception& e) {
     // A collective left half-done would hang the other ranks: abort them all.
     std::fprintf(stderr, "rank %d: exception: %s\n", world_rank, e.what());

@@ -23,7 +23,12 @@
 //                     uses), with their defaults set from R
 //
 // The objective is f = -log density; "converged" for the first-order methods
-// means |f_k - f_{k-1}| < tolerance (greta's rule).
+// means |f_k - f_{k-1}| < tolerance (greta's rule). The first-order methods
+// update each coordinate from its own gradient, so they run as well on a
+// target holding part of the state (owned_shard.hpp: an MPI rank's slice),
+// whose log density is the whole one's; whether f and g are finite is then
+// agreed across the parts (Target::sum_over_parts). bfgs and nelder_mead need
+// the whole state.
 #ifndef LOCKSTEP_OPTIMISER_HPP
 #define LOCKSTEP_OPTIMISER_HPP
 

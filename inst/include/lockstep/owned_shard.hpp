@@ -22,6 +22,7 @@
 #define LOCKSTEP_OWNED_SHARD_HPP
 
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,26 @@ class OwnedShardVectors final : public ForwardingChainVectors {
   Communicator* world_;
   std::vector<double> globals_;  // [chains, n_global]
 };
+
+// make() on this rank, where every rank makes its own (collective): when one
+// rank fails (its GPU cannot be set up), every rank throws, rather than the
+// others going on to wait in a collective call it never makes.
+template <class Make> auto on_every_rank(Communicator& world, const Make& make) -> decltype(make()) {
+  decltype(make()) made;
+  std::string failure;
+  try {
+    made = make();
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  double ok = made ? 1 : 0;
+  double* oks[] = {&ok};
+  world.all_reduce_sum(oks, 1);
+  if (ok != world.ranks())
+    throw std::runtime_error(failure.empty() ? "lockstep: another MPI rank failed to set up its model"
+                                             : failure);
+  return made;
+}
 
 // Whether and how this rank owns groups in a run across `world` (collective:
 // every rank calls it, and all get the same answer): the slice of planned
