@@ -353,8 +353,9 @@ int main(int argc, char** argv) {
           v->upload(x, state.data());
           // (log_density waits for every GPU's log density)
           const double owned_ms = timed([&] { v->log_density(x, lp.data(), g); });
+          const CommunicatorStats sent = shards->exchanged();
           const double owned_bytes =
-              8.0 * shards->doubles_sent() / std::max(1L, shards->gradients()) / (S - 1);
+              static_cast<double>(sent.bytes) / std::max(1L, sent.calls) / (S - 1);
           // the state to each other GPU, its whole gradient and log density back
           const double whole_bytes = 8.0 * (2 * C * D + C);
           std::printf("%9ld %6ld %16.3f %16.0f %16.3f %16.0f\n", N, C, whole_ms, whole_bytes,

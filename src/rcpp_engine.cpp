@@ -656,14 +656,7 @@ List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List param
   std::unique_ptr<lockstep::GroupSlice> slice;
   std::unique_ptr<lockstep::Target> owned;
   if (o.world && first_order) slice = lockstep::plan_owned_shards(*e->program, *o.world);  // (collective)
-  if (slice) {
-    lockstep::ExecOptions local = o;
-    local.world = nullptr;
-    owned = std::make_unique<lockstep::OwnedShardTarget>(
-        lockstep::on_every_rank(*o.world,
-                                [&] { return lockstep::make_target(slice->program, C, local, e->single); }),
-        *slice, D, o.world);
-  }
+  if (slice) owned = lockstep::make_owned_shard_target(*slice, C, o, e->single, D);
   lockstep::Target& ex = owned ? *owned : e->executor(C, o);
   lockstep::OptimiserSettings s;
   s.method = method;

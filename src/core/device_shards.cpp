@@ -111,9 +111,10 @@ DeviceShardsTarget::DeviceShardsTarget(std::vector<GroupSlice> slices,
 }
 
 void DeviceShardsTarget::count_gradient(bool with_gradient) {
-  ++gradients_;
+  ++exchanged_.calls;
   // every shard but the first sends its part; the sum comes back to each
-  doubles_sent_ += (shards() - 1) * chains_ * (1 + (with_gradient ? n_global() : 0));
+  exchanged_.bytes += (shards() - 1) * chains_ * (1 + (with_gradient ? n_global() : 0)) *
+                      static_cast<long>(sizeof(double));
 }
 
 void DeviceShardsTarget::log_density(const double* state, double* lp, double* grad) {

@@ -45,7 +45,7 @@ std::vector<int> finite_everywhere(Target& target, const std::vector<double>& f,
                                    const std::vector<double>& g, long C, long D) {
   std::vector<double> bad(C);
   for (long c = 0; c < C; ++c) bad[c] = std::isfinite(f[c]) && finite_row(g, c, D) ? 0 : 1;
-  if (target.full_index()) target.sum_over_parts(bad.data(), C);
+  target.sum_over_parts(bad.data(), C);
   std::vector<int> ok(C);
   for (long c = 0; c < C; ++c) ok[c] = bad[c] == 0;
   return ok;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lockstep/ownership.hpp"
+#include "lockstep/targets.hpp"
 
 namespace lockstep {
 
@@ -65,6 +66,16 @@ OwnedShardVectors::OwnedShardVectors(std::unique_ptr<ChainVectors> inner, OwnedS
   // the replicated global coordinates count on rank 0 alone
   count_from(world_->rank() == 0 ? 0 : n_global);
   map_coordinates(std::move(full_index), full_dim);
+}
+
+std::unique_ptr<OwnedShardTarget> make_owned_shard_target(const GroupSlice& slice, long chains,
+                                                          const ExecOptions& o, bool single,
+                                                          long full_dim) {
+  ExecOptions local = o;
+  local.world = nullptr;
+  return std::make_unique<OwnedShardTarget>(
+      on_every_rank(*o.world, [&] { return make_target(slice.program, chains, local, single); }),
+      slice, full_dim, o.world);
 }
 
 std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world,

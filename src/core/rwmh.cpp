@@ -26,24 +26,13 @@ void Rwmh::transition() {
     double* xn = xn_.data() + c * D_;
     const double* sd = chain_sd(c);
     if (full) {
-      const uint64_t start = s.position;
       for (long i = 0; i < D_; ++i) {
-        const long f = (*full)[i];
-        Stream at = s;
-        double z;
-        if (settings_.uniform) {
-          at.position = start + static_cast<uint64_t>(f);
-          z = 2 * at.uniform() - 1;
-        } else {
-          at.position = start + static_cast<uint64_t>(f / 2);
-          double a, b;
-          at.normal2(&a, &b);
-          z = f % 2 == 0 ? a : b;
-        }
+        const uint64_t f = static_cast<uint64_t>((*full)[i]);
+        const double z = settings_.uniform ? 2 * s.uniform_at(f) - 1 : s.normal_at(f);
         xn[i] = x[i] + epsilon_ * sd[i] * z;
       }
       const uint64_t pairs = static_cast<uint64_t>((whole + 1) / 2);
-      s.position = start + (settings_.uniform ? 2 * pairs : pairs);
+      s.position += settings_.uniform ? 2 * pairs : pairs;
       return;
     }
     for (long i = 0; i < D_; i += 2) {

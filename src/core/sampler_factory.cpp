@@ -75,11 +75,7 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   if (o.world && !dense)
     b.slice = plan_owned_shards(program, *o.world, &b.unsharded);
   if (b.slice) {
-    ExecOptions local = o;
-    local.world = nullptr;
-    b.executor = std::make_unique<OwnedShardTarget>(
-        on_every_rank(*o.world, [&] { return make_target(b.slice->program, chains, local, single); }),
-        *b.slice, dim, o.world);
+    b.executor = make_owned_shard_target(*b.slice, chains, o, single, dim);
     // the model's coordinates, and any per-coordinate metric, as the slice's
     SamplerSpec mine = spec;
     const long sd_size = static_cast<long>(spec.diag_sd.size());

@@ -48,18 +48,12 @@ void Slice::transition() {
     Stream& s = chain_streams_[c];
     s.purpose = purpose_direction;
     if (full) {
-      const uint64_t start = s.position;
       const long first = target_.counted_from();
       for (long i = 0; i < D_; ++i) {
-        const long f = (*full)[i];
-        Stream at = s;
-        at.position = start + static_cast<uint64_t>(f / 2);
-        double a, b;
-        at.normal2(&a, &b);
-        dir_[c * D_ + i] = f % 2 == 0 ? a : b;
+        dir_[c * D_ + i] = s.normal_at(static_cast<uint64_t>((*full)[i]));
         if (i >= first) norm[c] += dir_[c * D_ + i] * dir_[c * D_ + i];
       }
-      s.position = start + static_cast<uint64_t>((target_.full_dim() + 1) / 2);
+      s.position += static_cast<uint64_t>((target_.full_dim() + 1) / 2);
       return;
     }
     for (long i = 0; i < D_; i += 2) {
@@ -73,7 +67,7 @@ void Slice::transition() {
       }
     }
   });
-  if (full) target_.sum_over_parts(norm.data(), C_);
+  target_.sum_over_parts(norm.data(), C_);
   for_chains([&](long c) {
     Stream& s = chain_streams_[c];
     const double length = std::sqrt(norm[c]);

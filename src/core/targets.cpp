@@ -7,6 +7,7 @@
 
 #include "lockstep/backends/cuda.hpp"
 #include "lockstep/backends/cuda_executor.hpp"
+#include "lockstep/owned_shard.hpp"
 #include "lockstep/shards.hpp"
 
 namespace lockstep {
@@ -34,16 +35,8 @@ std::unique_ptr<Target> gpu_rank(const Program& p, long chains, const ExecOption
     world.all_reduce_sum(counts, 1);
     return count == ranks;
   };
-  std::unique_ptr<cuda::DeviceExecutor> executor;
-  std::string failure;
-  try {
-    executor = cuda::make_executor(mine, chains, local, single);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
-  if (!everyone(executor != nullptr))
-    throw std::runtime_error(failure.empty() ? "lockstep: another MPI rank failed to set up its GPU"
-                                             : failure);
+  std::unique_ptr<cuda::DeviceExecutor> executor =
+      on_every_rank(world, [&] { return cuda::make_executor(mine, chains, local, single); }, "its GPU");
   if (everyone(cuda::nccl_available())) {
     std::unique_ptr<cuda::DeviceExecutor> ranked;
     try {

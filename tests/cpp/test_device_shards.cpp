@@ -131,8 +131,8 @@ TEST_CASE("device shards: the log density and gradient are the whole program's, 
           for (long c = 0; c < chains; ++c) CHECK(lp_v[c] == Approx(whole.lp[c]).epsilon(1e-11));
           CHECK(worst_relative_gap(grad_v, whole.grad) < 1e-11);
           // (shards - 1) x chains x (1 + globals) doubles, whatever N and G
-          CHECK(target->gradients() == 1);
-          CHECK(target->doubles_sent() == (shards - 1) * chains * (1 + 2 * K + 2));
+          CHECK(target->exchanged().calls == 1);
+          CHECK(target->exchanged().bytes == (shards - 1) * chains * (1 + 2 * K + 2) * 8);
         }
   }
 }

@@ -76,19 +76,11 @@ class DeviceShardsTarget final : public Target {
   const GroupSlice& slice(int s) const { return slices_[s]; }
   Target& shard(int s) { return *targets_[s]; }
   long n_global() const { return slices_[0].n_global; }
-  // What crosses between shards per gradient, counted since construction or
-  // the last reset: gradients, and doubles sent by the shards (each sends
-  // its chains' log densities and global coordinates' gradient).
-  long gradients() const { return gradients_; }
-  long doubles_sent() const { return doubles_sent_; }
-  void reset_counts() { gradients_ = doubles_sent_ = 0; }
-  // (calls: gradients)
-  CommunicatorStats exchanged() const override {
-    CommunicatorStats s;
-    s.calls = gradients_;
-    s.bytes = doubles_sent_ * static_cast<long>(sizeof(double));
-    return s;
-  }
+  // What crosses between shards, counted since construction or the last
+  // reset: calls, one a gradient; bytes, what the shards but the first send
+  // (each its chains' log densities and global coordinates' gradient).
+  CommunicatorStats exchanged() const override { return exchanged_; }
+  void reset_counts() { exchanged_ = CommunicatorStats(); }
   // (DeviceShardsVectors counts its gradients here)
   void count_gradient(bool with_gradient);
 
@@ -96,7 +88,7 @@ class DeviceShardsTarget final : public Target {
   std::vector<GroupSlice> slices_;
   std::vector<std::unique_ptr<Target>> targets_;
   long full_dim_, chains_;
-  long gradients_ = 0, doubles_sent_ = 0;
+  CommunicatorStats exchanged_;
 };
 
 // The sampler vectors of DeviceShardsTarget: each array is a handle to one

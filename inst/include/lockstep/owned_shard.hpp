@@ -89,8 +89,12 @@ class OwnedShardVectors final : public ForwardingChainVectors {
 
 // make() on this rank, where every rank makes its own (collective): when one
 // rank fails (its GPU cannot be set up), every rank throws, rather than the
-// others going on to wait in a collective call it never makes.
-template <class Make> auto on_every_rank(Communicator& world, const Make& make) -> decltype(make()) {
+// others going on to wait in a collective call it never makes: the failure's
+// own message where it failed, elsewhere that another rank failed to set up
+// `what`.
+template <class Make>
+auto on_every_rank(Communicator& world, const Make& make, const char* what = "its model")
+    -> decltype(make()) {
   decltype(make()) made;
   std::string failure;
   try {
@@ -102,10 +106,19 @@ template <class Make> auto on_every_rank(Communicator& world, const Make& make) 
   double* oks[] = {&ok};
   world.all_reduce_sum(oks, 1);
   if (ok != world.ranks())
-    throw std::runtime_error(failure.empty() ? "lockstep: another MPI rank failed to set up its model"
-                                             : failure);
+    throw std::runtime_error(failure.empty()
+                                 ? std::string("lockstep: another MPI rank failed to set up ") + what
+                                 : failure);
   return made;
 }
+
+// This rank's target over `slice` of a model of `full_dim` free parameters:
+// an executor of the slice's program with `o` but on this process alone
+// (make_target(); `single`: float32), its sums over o.world's ranks
+// (collective: made on every rank, or an error on every rank).
+std::unique_ptr<OwnedShardTarget> make_owned_shard_target(const GroupSlice& slice, long chains,
+                                                          const ExecOptions& o, bool single,
+                                                          long full_dim);
 
 // Whether and how this rank owns groups in a run across `world` (collective:
 // every rank calls it, and all get the same answer): the slice of planned

@@ -61,6 +61,22 @@ struct Stream {
     *a = rad * cos(ang);
     *b = rad * sin(ang);
   }
+  // Without advancing: the normal that drawing pairs in order from here
+  // (normal2) gives the i-th value (a for even i, b for odd), and the i-th
+  // of uniform() in order. What a part of a state draws for the coordinate
+  // whose index in the whole state is i, as the whole state would.
+  LS_HD double normal_at(uint64_t i) const {
+    Stream s = *this;
+    s.position += i / 2;
+    double a, b;
+    s.normal2(&a, &b);
+    return i % 2 == 0 ? a : b;
+  }
+  LS_HD double uniform_at(uint64_t i) const {
+    Stream s = *this;
+    s.position += i;
+    return s.uniform();
+  }
 };
 
 }  // namespace lockstep

@@ -192,12 +192,8 @@ struct MomentumDrawMapped : SimpleBody {
   long c0, c1, dim;
   LS_HD void operator()(int, const Lane& lane) const {
     for_each_element(lane, c1 - c0, dim, [&](long, long cc, long i) {
-      const long c = c0 + cc, k = c * dim + i, f = full_index[i];
-      Stream s = streams[c];
-      s.position += static_cast<uint64_t>(f / 2);
-      double a, b;
-      s.normal2(&a, &b);
-      p[k] = (f % 2 == 0 ? a : b) / sd[k];
+      const long c = c0 + cc, k = c * dim + i;
+      p[k] = streams[c].normal_at(static_cast<uint64_t>(full_index[i])) / sd[k];
     });
   }
 };
