@@ -146,7 +146,8 @@ print.lockstep_backend_info <- function(x, ...) {
 #' GPUs. Random draws are keyed by each parameter's place in the whole model,
 #' so the draws are one GPU's up to the order of sums. Models without local
 #' parameters, and [opt()], [calculate()], [rwmh()], [slice()] and dense
-#' metrics, use the row blocks above, every GPU holding every parameter.
+#' metrics (which keep the state in host memory), use the row blocks above,
+#' every GPU holding every parameter.
 #'
 #' @param threads the number of worker threads; by default the option
 #'   `lockstep.threads`, else the number of cores. More than the machine's
@@ -174,7 +175,7 @@ print.lockstep_backend_info <- function(x, ...) {
 #'   alike. With `gpu_only()`, each process runs on one GPU, taking the
 #'   `devices` in turn by rank (rank r gets `devices[r %% length(devices) +
 #'   1]`), the sampler's vectors in its memory. Where the processes hold every
-#'   parameter (no local ones, rows that share groups), their partial log
+#'   parameter (no local ones), their partial log
 #'   densities and gradients are summed by NCCL in GPU memory where every
 #'   process has NCCL (`backend_info()$nccl`) and its own GPU (its
 #'   communicator set up through MPI); otherwise (no NCCL, or two processes

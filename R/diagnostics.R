@@ -163,7 +163,8 @@ summary.greta_mcmc_list <- function(object, ...) {
 }
 
 # What ran: the sampler's name, its tuned step size and the metric warmup
-# learnt ("dense" or "diagonal", and "per chain" when adapted per chain; with
+# learnt ("dense" (over the global parameters alone, on a model too large for
+# a whole one) or "diagonal", and "per chain" when adapted per chain; with
 # metric = "auto", the one it chose), as one line; NULL for a run that did not
 # record them.
 sampler_description <- function(run) {
@@ -176,6 +177,9 @@ sampler_description <- function(run) {
       length(f) > 1 && any(f[upper.tri(f)] != 0)  # each slice: a lower factor's transpose
     }, logical(1)))
   metric <- if (dense) "dense" else "diagonal"
+  if (dense && !is.null(attr(factor, "coordinates")))
+    metric <- sprintf("dense over the %d global parameters, diagonal over the rest",
+                      length(attr(factor, "coordinates")))
   if (identical(parameters$metric, "auto")) metric <- paste(metric, "(chosen by metric = \"auto\")")
   if (identical(parameters$adapt_metric, "per_chain")) metric <- paste(metric, "per chain")
   step <- if (is.null(run$epsilon)) "" else sprintf(", step size %s", signif(run$epsilon, 3))

@@ -118,7 +118,6 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
   handle <- ls_sampler_new(engine, init, sampler$name, sampler$parameters, seeds[1], seeds[2],
                            options)
-  warn_unsharded(attr(handle, "unsharded"), options)
 
   raw_mb <- raw_draws_mb(model, n_samples %/% thin, chains)
   run <- list(model = model, handle = handle, cursor = sampler_cursor(), sampler = sampler,

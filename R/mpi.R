@@ -70,15 +70,20 @@
 #' below: bitwise rank 0's), and no raw draws. Every rank keeps each chain's
 #' last state whole, so [extra_samples()] goes on on every rank.
 #'
-#' Where the rows of a group are on more than one rank, or the parameters are
-#' not local (the model has no groups, a group-level parameter is also used
-#' whole), every rank holds every parameter and the ranks sum whole gradients:
-#' the same results, more traffic. A run that could have sharded but whose
-#' rows share groups warns on rank 0. [opt()] shards the same way with the
-#' first-order optimisers ([adam()], [gradient_descent()] and the like, which
-#' update each parameter from its own gradient), and returns the whole
-#' optimum on every rank; [bfgs()] and [nelder_mead()], and samplers with a
-#' dense metric, hold every parameter on every rank, for now.
+#' Where the parameters are not local (the model has no groups, a group-level
+#' parameter is also used whole), every rank holds every parameter and the
+#' ranks sum whole gradients: the same results, more traffic. Where the rows
+#' of a group are on more than one rank (rows split without `groups`), the
+#' run stops with an error on every rank that names `mpi_rows(n, groups = )`.
+#' [opt()] shards the same way with [bfgs()] (its dot products and largest
+#' gradients summed and compared over the ranks) and the first-order
+#' optimisers ([adam()], [gradient_descent()] and the like, which update each
+#' parameter from its own gradient), and returns the whole optimum on every
+#' rank; [nelder_mead()], whose simplex has a corner per parameter, holds
+#' every parameter on every rank. A sampler with a dense metric (`nuts(metric =
+#' "dense")`) shards too: its dense part covers the global parameters alone,
+#' the same on every rank, and each rank's groups keep a diagonal metric
+#' (see the `metric` argument of [nuts()]).
 #'
 #' @param n the number of rows to share out
 #' @param groups `NULL`, or the group of each of the `n` rows: positive whole
@@ -219,14 +224,4 @@ check_ranks_agree <- function(model, options) {
          call. = FALSE)
   }
   invisible(NULL)
-}
-
-# The warning of a run across processes whose ranks could have owned their
-# groups' parameters but share groups (`why`, from the sampler): on rank 0
-# only, as every rank would say the same.
-warn_unsharded <- function(why, options) {
-  if (is.null(why) || !isTRUE(options$mpi) || mpi_rank() != 0) return(invisible(NULL))
-  warning("every MPI rank holds all of the model's group-level parameters, because ", why,
-          ": split the rows with mpi_rows(n, groups = ) so that each rank holds whole groups, ",
-          "and each will hold only its own groups' parameters", call. = FALSE)
 }

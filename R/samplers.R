@@ -47,7 +47,13 @@
 #'   strongly correlated (a regression on an uncentred predictor). It costs
 #'   two triangular products of the number of free parameters squared per
 #'   gradient, so it is meant for models with up to a few hundred free
-#'   parameters, and its vector work stays in host memory. `"auto"` learns
+#'   parameters, and its vector work stays in host memory. On a hierarchical
+#'   model with more than 2,000 free parameters, or whose groups are owned by
+#'   MPI ranks ([mpi]), the dense part covers the global parameters alone
+#'   (those that are not one per group; at most 2,000) and the group-level
+#'   ones keep a diagonal metric, learnt in the same windows: their
+#'   correlations with the globals are left to the sampler, as a diagonal
+#'   metric leaves every correlation. `"auto"` learns
 #'   the covariance in each window, and keeps it whole only where its
 #'   correlations would leave a diagonal metric badly conditioned and the
 #'   window's gradients show a posterior close enough to a Gaussian for one

@@ -314,7 +314,13 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   lockstep::SamplerSpec spec;
   spec.kind = kind;
   if (has("metric")) spec.metric = as<std::string>(parameters["metric"]);
-  if (has("metric_factor")) spec.metric_factor = as<std::vector<double>>(parameters["metric_factor"]);
+  if (has("metric_factor")) {
+    spec.metric_factor = as<std::vector<double>>(parameters["metric_factor"]);
+    // a factor over the global parameters alone names them (1-based)
+    const RObject covered = RObject(parameters["metric_factor"]).attr("coordinates");
+    if (!covered.isNULL())
+      for (double k : as<std::vector<double>>(covered)) spec.metric_coordinates.push_back(static_cast<long>(k) - 1);
+  }
   spec.epsilon = as<double>(parameters["epsilon"]);
   // diag_sd: one value, one per free parameter, or (restarting a run whose
   // warmup adapted a metric per chain) a chains x dim matrix, one row per chain
@@ -356,7 +362,6 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   if (const lockstep::GroupSlice* slice = ptr->bundle.slice.get())
     ptr.attr("owned_groups") = NumericVector::create(static_cast<double>(slice->first_group + 1),
                                                      static_cast<double>(slice->end_group));
-  if (!ptr->bundle.unsharded.empty()) ptr.attr("unsharded") = ptr->bundle.unsharded;
   // in one process, the devices that own their groups (device_shards.hpp):
   // each one's groups (1-based, first and last), a row per device
   if (auto* shards = dynamic_cast<lockstep::DeviceShardsTarget*>(ptr->bundle.executor.get())) {
@@ -556,20 +561,12 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   // is the same), a chains x dim matrix when adapted per chain. With a dense
   // metric (the sampler's own diag_sd is then 1), the metric's standard
   // deviations, sqrt(diag(L L')) of each chain's factor.
-  std::vector<double> sd = smp.diag_sd();
+  const lockstep::DenseMetric* dm = smp.dense_metric();
+  std::vector<double> sd = dm ? dm->model_sd() : smp.diag_sd();
   if (slice) {
     std::vector<double> whole(C * D);
     h->whole->to_all(sd.data(), C, whole.data());
     sd.swap(whole);
-  }
-  if (const lockstep::DenseMetric* dm = smp.dense_metric()) {
-    const std::vector<double>& L = dm->factor();
-    for (long c = 0; c < C; ++c)
-      for (long i = 0; i < D; ++i) {
-        double s = 0;
-        for (long j = 0; j <= i; ++j) s += L[(c * D + i) * D + j] * L[(c * D + i) * D + j];
-        sd[c * D + i] = std::sqrt(s);
-      }
   }
   RObject diag_sd;  // protected until the list holds it
   if (smp.per_chain_metric()) {
@@ -580,15 +577,26 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   } else {
     diag_sd = NumericVector(sd.begin(), sd.begin() + D);
   }
-  // A dense metric's factor, as an array [dim, dim, k] whose slice k is the
+  // A dense metric's factor, as an array [g, g, k] whose slice k is the
   // transpose of chain k's lower factor (one slice when pooled): read back
-  // in order, it is the row-major factor DenseMetric takes.
+  // in order, it is the row-major factor DenseMetric takes. Over the global
+  // parameters alone, its attribute "coordinates" names them (1-based, in
+  // the whole model's free state: a rank's slice keeps them first).
   RObject metric_factor;
-  if (const lockstep::DenseMetric* dm = smp.dense_metric()) {
+  if (dm) {
     const long k = smp.per_chain_metric() ? C : 1;
-    NumericVector f(dm->factor().begin(), dm->factor().begin() + k * D * D);
-    f.attr("dim") = IntegerVector::create(static_cast<int>(D), static_cast<int>(D),
+    const long g = static_cast<long>(dm->dense_coordinates().size());
+    NumericVector f(dm->factor().begin(), dm->factor().begin() + k * g * g);
+    f.attr("dim") = IntegerVector::create(static_cast<int>(g), static_cast<int>(g),
                                           static_cast<int>(k));
+    if (!dm->covers_all() || g != D) {
+      IntegerVector covered(g);
+      for (long j = 0; j < g; ++j) {
+        const long i = dm->dense_coordinates()[j];
+        covered[j] = static_cast<int>((slice ? slice->full_index[i] : i) + 1);
+      }
+      f.attr("coordinates") = covered;
+    }
     metric_factor = f;
   }
   const bool interrupted = made < n || stop_now();
@@ -649,13 +657,14 @@ List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List param
   if (D != e->program->n_free) stop("the initial values do not match the model's free parameters");
   const lockstep::ExecOptions o = exec_options(options);
   // Across processes whose rows are whole groups, the first-order methods
-  // (elementwise updates) run on each rank's slice of the state, as the
-  // samplers do (owned_shard.hpp); L-BFGS and Nelder-Mead, which take sums
-  // and simplices over the whole state, keep it whole on every rank.
-  const bool first_order = method != "bfgs" && method != "nelder_mead";
+  // (elementwise updates) and L-BFGS (its sums and sup norms made whole over
+  // the ranks) run on each rank's slice of the state, as the samplers do
+  // (owned_shard.hpp); Nelder-Mead, whose simplex has a vertex per
+  // coordinate of the whole state, keeps it whole on every rank.
+  const bool shardable = method != "nelder_mead";
   std::unique_ptr<lockstep::GroupSlice> slice;
   std::unique_ptr<lockstep::Target> owned;
-  if (o.world && first_order) slice = lockstep::plan_owned_shards(*e->program, *o.world);  // (collective)
+  if (o.world && shardable) slice = lockstep::plan_owned_shards(*e->program, *o.world);  // (collective)
   if (slice) owned = lockstep::make_owned_shard_target(*slice, C, o, e->single, D);
   lockstep::Target& ex = owned ? *owned : e->executor(C, o);
   lockstep::OptimiserSettings s;

@@ -8,6 +8,7 @@
 
 #include "lockstep/math/eigen.hpp"
 #include "lockstep/math/linalg.hpp"
+#include "lockstep/sampler/chain_vectors.hpp"
 
 namespace lockstep {
 
@@ -28,61 +29,139 @@ bool cholesky_lower(double* a, long n) {
   return true;
 }
 
-DenseMetric::DenseMetric(Target& model, const std::vector<double>& factor)
-    : model_(model), C_(model.chains()), D_(model.dim()) {
-  if (D_ > max_dense_dim)
+DenseMetric::DenseMetric(Target& model, const std::vector<double>& factor,
+                         std::vector<long> dense, const std::vector<double>& scale)
+    : model_(model), C_(model.chains()), D_(model.dim()), dense_(std::move(dense)) {
+  if (dense_.empty()) {
+    dense_.resize(D_);
+    for (long i = 0; i < D_; ++i) dense_[i] = i;
+  }
+  for (size_t k = 0; k < dense_.size(); ++k)
+    if (dense_[k] < 0 || dense_[k] >= D_ || (k > 0 && dense_[k] <= dense_[k - 1]))
+      throw std::invalid_argument(
+          "dense metric: its coordinates must be increasing and within the model's");
+  G_ = static_cast<long>(dense_.size());
+  for (long i = 0, k = 0; i < D_; ++i) {
+    if (k < G_ && dense_[k] == i) {
+      ++k;
+      continue;
+    }
+    rest_.push_back(i);
+  }
+  if (G_ > max_dense_dim)
     throw std::invalid_argument(
-        "a dense metric is for models with at most " + std::to_string(max_dense_dim) +
-        " free parameters (it keeps chains x " + std::to_string(D_) + "^2 values and costs as "
-        "many per gradient); this one has " + std::to_string(D_) + ": use the diagonal metric");
-  const long DD = D_ * D_;
-  L_.assign(C_ * DD, 0.0);
+        G_ == D_
+            ? "a dense metric is for models with at most " + std::to_string(max_dense_dim) +
+                  " free parameters (it keeps chains x " + std::to_string(D_) +
+                  "^2 values and costs as many per gradient); this one has " +
+                  std::to_string(D_) + ": use the diagonal metric"
+            : "a dense metric covers at most " + std::to_string(max_dense_dim) +
+                  " parameters (it keeps chains x their number squared); this model has " +
+                  std::to_string(G_) + " global ones: use the diagonal metric");
+  const long GG = G_ * G_;
+  L_.assign(C_ * GG, 0.0);
   if (factor.empty()) {
     for (long c = 0; c < C_; ++c)
-      for (long i = 0; i < D_; ++i) L_[c * DD + i * D_ + i] = 1;
-  } else if (static_cast<long>(factor.size()) == DD) {
-    for (long c = 0; c < C_; ++c) std::copy(factor.begin(), factor.end(), L_.begin() + c * DD);
-  } else if (static_cast<long>(factor.size()) == C_ * DD) {
+      for (long i = 0; i < G_; ++i) L_[c * GG + i * G_ + i] = 1;
+  } else if (static_cast<long>(factor.size()) == GG) {
+    for (long c = 0; c < C_; ++c) std::copy(factor.begin(), factor.end(), L_.begin() + c * GG);
+  } else if (static_cast<long>(factor.size()) == C_ * GG) {
     L_ = factor;
   } else {
     throw std::invalid_argument(
-        "dense metric: the factor must have dim x dim values, or chains x dim x dim");
+        "dense metric: the factor must have g x g values, or chains x g x g, for its g "
+        "coordinates (" + std::to_string(G_) + ")");
   }
   for (long c = 0; c < C_; ++c)
-    for (long i = 0; i < D_; ++i) {
-      const double* row = L_.data() + c * DD + i * D_;
+    for (long i = 0; i < G_; ++i) {
+      const double* row = L_.data() + c * GG + i * G_;
       if (!(row[i] > 0) || !std::isfinite(row[i]))
         throw std::invalid_argument("dense metric: the factor's diagonal must be positive");
-      for (long j = 0; j < D_; ++j)
+      for (long j = 0; j < G_; ++j)
         if (j > i ? row[j] != 0 : !std::isfinite(row[j]))
           throw std::invalid_argument(
               "dense metric: the factor must be lower triangular, with finite values");
     }
+  scale_.assign(C_ * D_, 1.0);
+  if (static_cast<long>(scale.size()) == D_) {
+    for (long c = 0; c < C_; ++c) std::copy(scale.begin(), scale.end(), scale_.begin() + c * D_);
+  } else if (static_cast<long>(scale.size()) == C_ * D_) {
+    scale_ = scale;
+  } else if (!scale.empty()) {
+    throw std::invalid_argument("dense metric: the scales must have dim values, or chains x dim");
+  }
+  for (long c = 0; c < C_; ++c)
+    for (long i : rest_)
+      if (!(scale_[c * D_ + i] > 0) || !std::isfinite(scale_[c * D_ + i]))
+        throw std::invalid_argument("dense metric: the scales must be positive and finite");
   x_.assign(C_ * D_, 0.0);
   gx_.assign(C_ * D_, 0.0);
   find_diagonal_factors();
 }
 
-DenseMetric::DenseMetric(std::unique_ptr<Target> model, const std::vector<double>& factor)
-    : DenseMetric(*model, factor) {
+DenseMetric::DenseMetric(std::unique_ptr<Target> model, const std::vector<double>& factor,
+                         std::vector<long> dense, const std::vector<double>& scale)
+    : DenseMetric(*model, factor, std::move(dense), scale) {
   owned_ = std::move(model);
 }
 
 void DenseMetric::find_diagonal_factors() {
-  const long DD = D_ * D_;
+  const long GG = G_ * G_;
   diagonal_.assign(C_, 1);
   for (long c = 0; c < C_; ++c)
-    for (long i = 0; i < D_ && diagonal_[c]; ++i)
+    for (long i = 0; i < G_ && diagonal_[c]; ++i)
       for (long j = 0; j < i; ++j)
-        if (L_[c * DD + i * D_ + j] != 0) {
+        if (L_[c * GG + i * G_ + j] != 0) {
           diagonal_[c] = 0;
           break;
         }
 }
 
-void DenseMetric::set_factor(const double* factor) {
-  std::copy(factor, factor + C_ * D_ * D_, L_.begin());
+void DenseMetric::take_chains(const DenseMetric& whole, long c0) {
+  if (whole.G_ != G_ || whole.D_ != D_ || c0 < 0 || c0 + C_ > whole.C_)
+    throw std::invalid_argument("dense metric: a chain group's metric must be over its sampler's");
+  const long GG = G_ * G_;
+  std::copy(whole.L_.begin() + c0 * GG, whole.L_.begin() + (c0 + C_) * GG, L_.begin());
+  std::copy(whole.scale_.begin() + c0 * D_, whole.scale_.begin() + (c0 + C_) * D_, scale_.begin());
   find_diagonal_factors();
+}
+
+std::vector<double> DenseMetric::model_sd() const {
+  std::vector<double> sd(scale_);
+  const long GG = G_ * G_;
+  for (long c = 0; c < C_; ++c)
+    for (long i = 0; i < G_; ++i) {
+      const double* row = L_.data() + c * GG + i * G_;
+      double s = 0;
+      for (long j = 0; j <= i; ++j) s += row[j] * row[j];
+      sd[c * D_ + dense_[i]] = std::sqrt(s);
+    }
+  return sd;
+}
+
+namespace {
+
+// Host vectors whose per-chain sums are made whole over a target's parts
+// (a rank's slice of the state, owned_shard.hpp).
+class SummedOverParts final : public ForwardingChainVectors {
+ public:
+  SummedOverParts(std::unique_ptr<ChainVectors> inner, Target& parts)
+      : ForwardingChainVectors(std::move(inner)), parts_(parts) {}
+
+ private:
+  void combine_sums(double* out, long n) override { parts_.sum_over_parts(out, n); }
+  Target& parts_;
+};
+
+}  // namespace
+
+std::unique_ptr<ChainVectors> DenseMetric::vectors() {
+  std::unique_ptr<ChainVectors> host = Target::vectors();
+  if (!model_.full_index()) return host;
+  auto v = std::make_unique<SummedOverParts>(std::move(host), model_);
+  v->count_from(model_.counted_from());
+  v->map_coordinates(*model_.full_index(), model_.full_dim());
+  return v;
 }
 
 namespace {
@@ -160,39 +239,50 @@ bool DenseMetric::dense_is_worth_it(const double* cov, long d, double n) {
   return correlation_condition(cov, d) > 4 * chance_condition(d, n);
 }
 
+// Every chain's dense block is gathered to contiguous scratch and scattered
+// back (a copy where it covers every coordinate), so that the triangular
+// products run over contiguous rows.
 void DenseMetric::to_model(const double* y, double* x, long rows) const {
-  const long DD = D_ * D_;
+  const long GG = G_ * G_;
+  std::vector<double> yg(G_);
   for (long r = 0; r < rows; ++r) {
-    const double* L = L_.data() + (r % C_) * DD;
+    const long c = r % C_;
+    const double* L = L_.data() + c * GG;
     const double* yr = y + r * D_;
     double* xr = x + r * D_;
-    if (diagonal_[r % C_]) {
-      for (long i = 0; i < D_; ++i) xr[i] = L[i * D_ + i] * yr[i];
+    for (long i : rest_) xr[i] = scale_[c * D_ + i] * yr[i];
+    for (long k = 0; k < G_; ++k) yg[k] = yr[dense_[k]];
+    if (diagonal_[c]) {
+      for (long i = 0; i < G_; ++i) xr[dense_[i]] = L[i * G_ + i] * yg[i];
       continue;
     }
-    for (long i = 0; i < D_; ++i) {
+    for (long i = 0; i < G_; ++i) {
       double s = 0;
-      for (long j = 0; j <= i; ++j) s += L[i * D_ + j] * yr[j];
-      xr[i] = s;
+      for (long j = 0; j <= i; ++j) s += L[i * G_ + j] * yg[j];
+      xr[dense_[i]] = s;
     }
   }
 }
 
 void DenseMetric::to_sampler(const double* x, double* y) const {
-  const long DD = D_ * D_;
+  const long GG = G_ * G_;
+  std::vector<double> xg(G_), yg(G_);
   for (long c = 0; c < C_; ++c) {
-    const double* L = L_.data() + c * DD;
+    const double* L = L_.data() + c * GG;
     const double* xc = x + c * D_;
     double* yc = y + c * D_;
+    for (long i : rest_) yc[i] = xc[i] / scale_[c * D_ + i];
+    for (long k = 0; k < G_; ++k) xg[k] = xc[dense_[k]];
     if (diagonal_[c]) {
-      for (long i = 0; i < D_; ++i) yc[i] = xc[i] / L[i * D_ + i];
-      continue;
+      for (long i = 0; i < G_; ++i) yg[i] = xg[i] / L[i * G_ + i];
+    } else {
+      for (long i = 0; i < G_; ++i) {  // forward substitution
+        double s = xg[i];
+        for (long j = 0; j < i; ++j) s -= L[i * G_ + j] * yg[j];
+        yg[i] = s / L[i * G_ + i];
+      }
     }
-    for (long i = 0; i < D_; ++i) {  // forward substitution
-      double s = xc[i];
-      for (long j = 0; j < i; ++j) s -= L[i * D_ + j] * yc[j];
-      yc[i] = s / L[i * D_ + i];
-    }
+    for (long k = 0; k < G_; ++k) yc[dense_[k]] = yg[k];
   }
 }
 
@@ -201,83 +291,98 @@ void DenseMetric::log_density(const double* y, double* lp, double* grad) {
   model_.log_density(x_.data(), lp, grad ? gx_.data() : nullptr);
   if (!grad) return;
   // dlp/dy = L' dlp/dx
-  const long DD = D_ * D_;
+  const long GG = G_ * G_;
+  std::vector<double> gg(G_);
   for (long c = 0; c < C_; ++c) {
-    const double* L = L_.data() + c * DD;
+    const double* L = L_.data() + c * GG;
     const double* g = gx_.data() + c * D_;
     double* out = grad + c * D_;
+    for (long i : rest_) out[i] = scale_[c * D_ + i] * g[i];
+    for (long k = 0; k < G_; ++k) gg[k] = g[dense_[k]];
     if (diagonal_[c]) {
-      for (long j = 0; j < D_; ++j) out[j] = L[j * D_ + j] * g[j];
+      for (long j = 0; j < G_; ++j) out[dense_[j]] = L[j * G_ + j] * gg[j];
       continue;
     }
-    for (long j = 0; j < D_; ++j) {
+    for (long j = 0; j < G_; ++j) {
       double s = 0;
-      for (long i = j; i < D_; ++i) s += L[i * D_ + j] * g[i];
-      out[j] = s;
+      for (long i = j; i < G_; ++i) s += L[i * G_ + j] * gg[i];
+      out[dense_[j]] = s;
     }
   }
 }
 
-void DenseMetric::adapt(const double* m2, double n, bool pooled, const double* g2, double* y) {
-  const long DD = D_ * D_;
+void DenseMetric::adapt(const double* m2, double n, bool pooled, const double* g2, double* y,
+                        const double* rest_m2) {
+  const long GG = G_ * G_;
+  if (!rest_.empty() && !rest_m2)
+    throw std::invalid_argument("dense metric: adapt() needs the other coordinates' sums");
   // the model's coordinates of the states, under the old factor
   std::vector<double> x(C_ * D_);
   to_model(y, x.data(), C_);
-  std::vector<double> cov(DD), tmp(DD);
+  std::vector<double> cov(GG), tmp(GG);
   for (long c = 0; c < C_; ++c) {
     if (pooled && c > 0) {
-      std::copy(L_.begin(), L_.begin() + DD, L_.begin() + c * DD);
+      std::copy(L_.begin(), L_.begin() + GG, L_.begin() + c * GG);
+      std::copy(scale_.begin(), scale_.begin() + D_, scale_.begin() + c * D_);
       continue;
     }
-    const double* w = m2 + (pooled ? 0 : c * DD);
-    const double* L = L_.data() + c * DD;
+    // the other coordinates' variances, regularised as the dense ones'
+    // diagonal is below (x_i = s_i y_i)
+    for (long i : rest_) {
+      double& s = scale_[c * D_ + i];
+      double v = s * s * rest_m2[(pooled ? 0 : c * D_) + i] / (n - 1) * (n / (n + 5));
+      v += (5 / (n + 5)) * (1e-3 * v * (n + 5) / n + 1e-10);
+      if (v > 0 && std::isfinite(v)) s = std::sqrt(v);
+    }
+    const double* w = m2 + (pooled ? 0 : c * GG);
+    const double* L = L_.data() + c * GG;
     // Sigma = L (m2 / (n - 1)) L', regularised towards 1e-3 I
-    for (long i = 0; i < D_; ++i)
-      for (long j = 0; j < D_; ++j) {
+    for (long i = 0; i < G_; ++i)
+      for (long j = 0; j < G_; ++j) {
         double s = 0;
-        for (long k = 0; k < D_; ++k) s += w[i * D_ + k] * L[j * D_ + k];  // (W L')[i, j]
-        tmp[i * D_ + j] = s / (n - 1);
+        for (long k = 0; k < G_; ++k) s += w[i * G_ + k] * L[j * G_ + k];  // (W L')[i, j]
+        tmp[i * G_ + j] = s / (n - 1);
       }
-    for (long i = 0; i < D_; ++i)
-      for (long j = 0; j < D_; ++j) {
+    for (long i = 0; i < G_; ++i)
+      for (long j = 0; j < G_; ++j) {
         double s = 0;
-        for (long k = 0; k <= i; ++k) s += L[i * D_ + k] * tmp[k * D_ + j];
-        cov[i * D_ + j] = s * (n / (n + 5));
+        for (long k = 0; k <= i; ++k) s += L[i * G_ + k] * tmp[k * G_ + j];
+        cov[i * G_ + j] = s * (n / (n + 5));
       }
     // Stan's regularisation, relative to each variance (Stan adds 1e-3 to
     // every variance whatever its scale, which swamps the covariance of a
     // parameter whose posterior sd is 0.003), with a floor that keeps the
     // factor positive definite when a coordinate did not move
-    for (long i = 0; i < D_; ++i)
-      cov[i * D_ + i] += (5 / (n + 5)) * (1e-3 * cov[i * D_ + i] * (n + 5) / n + 1e-10);
+    for (long i = 0; i < G_; ++i)
+      cov[i * G_ + i] += (5 / (n + 5)) * (1e-3 * cov[i * G_ + i] * (n + 5) / n + 1e-10);
     // symmetric to the last bit, then factored; a factor that fails (a
     // window too short for its dimension) keeps the previous one
-    for (long i = 0; i < D_; ++i)
-      for (long j = 0; j < i; ++j) cov[i * D_ + j] = cov[j * D_ + i] = 0.5 * (cov[i * D_ + j] + cov[j * D_ + i]);
+    for (long i = 0; i < G_; ++i)
+      for (long j = 0; j < i; ++j) cov[i * G_ + j] = cov[j * G_ + i] = 0.5 * (cov[i * G_ + j] + cov[j * G_ + i]);
     // chosen automatically, the diagonal metric unless the correlations are
     // worth a dense one that the gradients say suits the whole posterior
     if (choice_ == Choice::automatic) {
-      bool dense = dense_is_worth_it(cov.data(), D_, n);
+      bool dense = dense_is_worth_it(cov.data(), G_, n);
       if (dense && g2) {
         // the gradients' second moments in the model's coordinates: dlp/dx =
         // L^-T dlp/dy, so L^-T (g2 / n) L^-1, by two triangular solves
         // (L, row-major lower, is L' column-major, as tri_solve() reads it;
         // g2 and the result are symmetric, so either layout)
-        const double* gy = g2 + (pooled ? 0 : c * DD);
-        std::vector<double> a(gy, gy + DD), gx(DD);
+        const double* gy = g2 + (pooled ? 0 : c * GG);
+        std::vector<double> a(gy, gy + GG), gx(GG);
         for (double& v : a) v /= n;
-        for (long j = 0; j < D_; ++j) tri_solve(L, a.data() + j * D_, D_, false, false);
-        for (long i = 0; i < D_; ++i)  // L^-T (g2 / n), transposed: (g2 / n) L^-1
-          for (long j = 0; j < D_; ++j) gx[i + j * D_] = a[j + i * D_];
-        for (long j = 0; j < D_; ++j) tri_solve(L, gx.data() + j * D_, D_, false, false);
-        dense = dense_fits_gradients(cov.data(), gx.data(), D_, n);
+        for (long j = 0; j < G_; ++j) tri_solve(L, a.data() + j * G_, G_, false, false);
+        for (long i = 0; i < G_; ++i)  // L^-T (g2 / n), transposed: (g2 / n) L^-1
+          for (long j = 0; j < G_; ++j) gx[i + j * G_] = a[j + i * G_];
+        for (long j = 0; j < G_; ++j) tri_solve(L, gx.data() + j * G_, G_, false, false);
+        dense = dense_fits_gradients(cov.data(), gx.data(), G_, n);
       }
       if (!dense)
-        for (long i = 0; i < D_; ++i)
-          for (long j = 0; j < D_; ++j)
-            if (i != j) cov[i * D_ + j] = 0;
+        for (long i = 0; i < G_; ++i)
+          for (long j = 0; j < G_; ++j)
+            if (i != j) cov[i * G_ + j] = 0;
     }
-    if (cholesky_lower(cov.data(), D_)) std::copy(cov.begin(), cov.end(), L_.begin() + c * DD);
+    if (cholesky_lower(cov.data(), G_)) std::copy(cov.begin(), cov.end(), L_.begin() + c * GG);
   }
   find_diagonal_factors();
   to_sampler(x.data(), y);

@@ -232,6 +232,22 @@ const Grouping* largest_sliceable_grouping(const Program& p, const std::vector<G
   return best;
 }
 
+std::vector<long> global_coordinates(const Program& p) {
+  const std::vector<Grouping> found = find_groupings(p);
+  const Grouping* best = largest_sliceable_grouping(p, found);
+  std::vector<long> out;
+  if (!best) return out;
+  for (size_t id = 0; id < p.nodes.size(); ++id) {
+    const Node& node = p.nodes[id];
+    if (node.op != Op::param ||
+        std::find(best->locals.begin(), best->locals.end(), static_cast<int>(id)) != best->locals.end())
+      continue;
+    for (long i = 0; i < node.size; ++i) out.push_back(node.offset + i);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::vector<long> balanced_group_bounds(const std::vector<long>& group_of_row, long groups,
                                         int shards) {
   if (shards < 1) throw std::invalid_argument("balanced_group_bounds: shards must be at least 1");

@@ -15,11 +15,22 @@ void MetricAdaptation::begin(long warmup, ChainVectors& v) {
   v.fill(window_m2_v_, 0.0, all);
 }
 
-void MetricAdaptation::use_dense() {
-  const long rows = per_chain_ ? C_ : 1;
-  dense_mean_.assign(rows * D_, 0.0);
-  dense_m2_.assign(rows * D_ * D_, 0.0);
-  dense_g2_.assign(rows * D_ * D_, 0.0);
+void MetricAdaptation::use_dense(const DenseMetric& dense) {
+  dense_ = dense.dense_coordinates();
+  rest_.clear();
+  for (long i = 0, k = 0; i < D_; ++i) {
+    if (k < static_cast<long>(dense_.size()) && dense_[k] == i) {
+      ++k;
+      continue;
+    }
+    rest_.push_back(i);
+  }
+  const long rows = per_chain_ ? C_ : 1, G = static_cast<long>(dense_.size());
+  dense_mean_.assign(rows * G, 0.0);
+  dense_m2_.assign(rows * G * G, 0.0);
+  dense_g2_.assign(rows * G * G, 0.0);
+  rest_mean_.assign(rest_.empty() ? 0 : rows * D_, 0.0);
+  rest_m2_.assign(rest_.empty() ? 0 : rows * D_, 0.0);
 }
 
 void MetricAdaptation::add_diagonal(ChainVectors& v, const double* x_v, const ChainMask& from) {
@@ -31,27 +42,37 @@ void MetricAdaptation::add_diagonal(ChainVectors& v, const double* x_v, const Ch
 // Welford's update of the window's means and co-moments by the chains'
 // states, with window_n_ draws already in the window (per row).
 void MetricAdaptation::add_dense(const double* x, const double* grad, const ChainMask& from) {
-  const long D = D_;
-  std::vector<double> delta(D);
+  const long D = D_, G = static_cast<long>(dense_.size());
+  std::vector<double> delta(G), y(G);
   double pooled_n = static_cast<double>(window_n_);
   for (long c = 0; c < C_; ++c) {
     if (!per_chain_ && !from[c]) continue;
     const long row = per_chain_ ? c : 0;
-    double* mean = dense_mean_.data() + row * D;
-    double* m2 = dense_m2_.data() + row * D * D;
+    double* mean = dense_mean_.data() + row * G;
+    double* m2 = dense_m2_.data() + row * G * G;
     const double n = per_chain_ ? window_n_ + 1.0 : (pooled_n += 1);
-    const double* y = x + c * D;
-    for (long i = 0; i < D; ++i) {
+    const double* xc = x + c * D;
+    for (long i = 0; i < G; ++i) {
+      y[i] = xc[dense_[i]];
       delta[i] = y[i] - mean[i];
       mean[i] += delta[i] / n;
     }
-    for (long i = 0; i < D; ++i)
-      for (long j = 0; j < D; ++j) m2[i * D + j] += delta[i] * (y[j] - mean[j]);
+    for (long i = 0; i < G; ++i)
+      for (long j = 0; j < G; ++j) m2[i * G + j] += delta[i] * (y[j] - mean[j]);
+    if (!rest_.empty()) {
+      double* rmean = rest_mean_.data() + row * D;
+      double* rm2 = rest_m2_.data() + row * D;
+      for (long i : rest_) {
+        const double d = xc[i] - rmean[i];
+        rmean[i] += d / n;
+        rm2[i] += d * (xc[i] - rmean[i]);
+      }
+    }
     if (grad) {
       const double* g = grad + c * D;
-      double* g2 = dense_g2_.data() + row * D * D;
-      for (long i = 0; i < D; ++i)
-        for (long j = 0; j < D; ++j) g2[i * D + j] += g[i] * g[j];
+      double* g2 = dense_g2_.data() + row * G * G;
+      for (long i = 0; i < G; ++i)
+        for (long j = 0; j < G; ++j) g2[i * G + j] += g[dense_[i]] * g[dense_[j]];
     }
   }
   window_n_ += per_chain_ ? 1 : from.count();
@@ -67,7 +88,10 @@ void MetricAdaptation::end_diagonal(ChainVectors& v, double* sd_v, double* m_v) 
 }
 
 void MetricAdaptation::end_dense(DenseMetric& dense, double* x) {
-  dense.adapt(dense_m2_.data(), static_cast<double>(window_n_), !per_chain_, dense_g2_.data(), x);
+  dense.adapt(dense_m2_.data(), static_cast<double>(window_n_), !per_chain_, dense_g2_.data(), x,
+              rest_.empty() ? nullptr : rest_m2_.data());
+  std::fill(rest_mean_.begin(), rest_mean_.end(), 0.0);
+  std::fill(rest_m2_.begin(), rest_m2_.end(), 0.0);
   std::fill(dense_mean_.begin(), dense_mean_.end(), 0.0);
   std::fill(dense_m2_.begin(), dense_m2_.end(), 0.0);
   std::fill(dense_g2_.begin(), dense_g2_.end(), 0.0);

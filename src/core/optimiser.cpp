@@ -250,7 +250,12 @@ OptimiserResult first_order(Objective& obj, const OptimiserSettings& s, std::vec
 }
 
 // L-BFGS with a backtracking (Armijo) line search, every start in lockstep:
-// each round evaluates one trial point per start still running.
+// each round evaluates one trial point per start still running. On a target
+// that holds part of the state (a rank that owns its groups,
+// owned_shard.hpp), every dot product and sup norm is made whole over the
+// parts (collective, the replicated coordinates counted once), and so is
+// every finite check: every rank takes the same steps, which are one
+// process's up to the order of sums.
 OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<double> x,
                       bool (*interrupted)()) {
   const long C = obj.C, D = obj.D;
@@ -273,10 +278,20 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
   std::vector<double> dir(C * D), trial(x), step(C, 1.0), slope(C, 0.0);
   std::vector<long> ls_tries(C, 0);
 
+  Target& parts = obj.target;
+  const long from = parts.counted_from();
   auto sup_norm = [&](const std::vector<double>& v, long c) {
     double m = 0;
     for (long i = 0; i < D; ++i) m = std::max(m, std::fabs(v[c * D + i]));
+    parts.max_over_parts(&m, 1);
     return m;
+  };
+  // a . b over the whole state, for rows of D values
+  auto dot = [&](const double* a, const double* b) {
+    double sum = 0;
+    for (long i = from; i < D; ++i) sum += a[i] * b[i];
+    parts.sum_over_parts(&sum, 1);
+    return sum;
   };
   // Two-loop recursion: dir = -H g, then a first trial step.
   auto new_direction = [&](long c) {
@@ -284,41 +299,25 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
     const long k = static_cast<long>(S[c].size());
     std::vector<double> alpha(k), rhos(k);
     for (long j = k - 1; j >= 0; --j) {
-      double sy = 0, sq = 0;
-      for (long i = 0; i < D; ++i) sy += S[c][j][i] * Y[c][j][i], sq += S[c][j][i] * q[i];
-      rhos[j] = 1 / sy;
-      alpha[j] = rhos[j] * sq;
+      rhos[j] = 1 / dot(S[c][j].data(), Y[c][j].data());
+      alpha[j] = rhos[j] * dot(S[c][j].data(), q.data());
       for (long i = 0; i < D; ++i) q[i] -= alpha[j] * Y[c][j][i];
     }
     double gamma = 1;
-    if (k > 0) {
-      double sy = 0, yy = 0;
-      for (long i = 0; i < D; ++i) {
-        sy += S[c][k - 1][i] * Y[c][k - 1][i];
-        yy += Y[c][k - 1][i] * Y[c][k - 1][i];
-      }
-      gamma = sy / yy;
-    }
+    if (k > 0)
+      gamma = dot(S[c][k - 1].data(), Y[c][k - 1].data()) / dot(Y[c][k - 1].data(), Y[c][k - 1].data());
     for (long i = 0; i < D; ++i) q[i] *= gamma;
     for (long j = 0; j < k; ++j) {
-      double yq = 0;
-      for (long i = 0; i < D; ++i) yq += Y[c][j][i] * q[i];
-      const double beta = rhos[j] * yq;
+      const double beta = rhos[j] * dot(Y[c][j].data(), q.data());
       for (long i = 0; i < D; ++i) q[i] += S[c][j][i] * (alpha[j] - beta);
     }
-    double sl = 0;
-    for (long i = 0; i < D; ++i) {
-      dir[c * D + i] = -q[i];
-      sl += g[c * D + i] * dir[c * D + i];
-    }
+    for (long i = 0; i < D; ++i) dir[c * D + i] = -q[i];
+    double sl = dot(g.data() + c * D, dir.data() + c * D);
     if (!(sl < 0)) {  // not a descent direction: steepest descent, forget the pairs
       S[c].clear();
       Y[c].clear();
-      sl = 0;
-      for (long i = 0; i < D; ++i) {
-        dir[c * D + i] = -g[c * D + i];
-        sl -= g[c * D + i] * g[c * D + i];
-      }
+      for (long i = 0; i < D; ++i) dir[c * D + i] = -g[c * D + i];
+      sl = -dot(g.data() + c * D, g.data() + c * D);
     }
     slope[c] = sl;
     // the first step of a start without curvature pairs is scaled so that no
@@ -328,8 +327,9 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
     for (long i = 0; i < D; ++i) trial[c * D + i] = x[c * D + i] + step[c] * dir[c * D + i];
   };
 
+  const std::vector<int> finite_start = finite_everywhere(parts, f, g, C, D);
   for (long c = 0; c < C; ++c) {
-    if (!std::isfinite(f[c]) || !finite_row(g, c, D)) {
+    if (!finite_start[c]) {
       active[c] = 0;
       r.convergence[c] = 2;
     } else if (sup_norm(g, c) < gtol) {
@@ -344,10 +344,10 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
     if (std::none_of(active.begin(), active.end(), [](int v) { return v != 0; })) break;
     if (interrupted && interrupted()) break;
     obj(trial, ft, gt);
+    const std::vector<int> finite = finite_everywhere(parts, ft, gt, C, D);
     for (long c = 0; c < C; ++c) {
       if (!active[c]) continue;
-      const bool ok = std::isfinite(ft[c]) && finite_row(gt, c, D) &&
-                      ft[c] <= f[c] + 1e-4 * step[c] * slope[c];
+      const bool ok = finite[c] && ft[c] <= f[c] + 1e-4 * step[c] * slope[c];
       if (!ok) {
         if (++ls_tries[c] >= max_ls) {  // no acceptable step: as good as it gets here
           active[c] = 0;
@@ -359,13 +359,14 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
         continue;
       }
       std::vector<double> sv(D), yv(D);
-      double sy = 0, moved = 0;
+      double moved = 0;
       for (long i = 0; i < D; ++i) {
         sv[i] = trial[c * D + i] - x[c * D + i];
         yv[i] = gt[c * D + i] - g[c * D + i];
-        sy += sv[i] * yv[i];
         moved = std::max(moved, std::fabs(sv[i]));
       }
+      const double sy = dot(sv.data(), yv.data());
+      parts.max_over_parts(&moved, 1);
       if (sy > 1e-12) {
         S[c].push_back(std::move(sv));
         Y[c].push_back(std::move(yv));

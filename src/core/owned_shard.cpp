@@ -22,13 +22,26 @@ OwnedShardTarget::OwnedShardTarget(std::unique_ptr<Target> local, const GroupSli
 
 void OwnedShardTarget::log_density(const double* state, double* lp, double* grad) {
   local_->log_density(state, lp, grad);
+  // what sum_over_ranks() sends, packed straight from the gradient's rows
   const long C = chains(), D = dim(), G = grad ? n_global_ : 0;
-  globals_.resize(C * G);
+  std::copy(lp, lp + C, buf_.begin());
+  for (long c = 0; c < C; ++c) std::copy(grad + c * D, grad + c * D + G, buf_.begin() + C + c * G);
+  double* bufs[] = {buf_.data()};
+  world_->all_reduce_sum(bufs, C * (1 + G));
+  std::copy(buf_.begin(), buf_.begin() + C, lp);
   for (long c = 0; c < C; ++c)
-    std::copy(grad + c * D, grad + c * D + G, globals_.begin() + c * G);
-  sum_over_ranks(lp, grad ? globals_.data() : nullptr);
-  for (long c = 0; c < C; ++c)
-    std::copy(globals_.begin() + c * G, globals_.begin() + (c + 1) * G, grad + c * D);
+    std::copy(buf_.begin() + C + c * G, buf_.begin() + C + (c + 1) * G, grad + c * D);
+}
+
+void OwnedShardTarget::max_over_parts(double* values, long n) {
+  // each rank's values in its own slots, summed: every rank reads them all
+  const int P = world_->ranks();
+  std::vector<double> all(static_cast<size_t>(n) * P, 0.0);
+  std::copy(values, values + n, all.begin() + static_cast<long>(world_->rank()) * n);
+  double* bufs[] = {all.data()};
+  world_->all_reduce_sum(bufs, n * P);
+  for (long i = 0; i < n; ++i)
+    for (int r = 0; r < P; ++r) values[i] = std::max(values[i], all[static_cast<long>(r) * n + i]);
 }
 
 void OwnedShardTarget::sum_over_ranks(double* lp, double* globals) {
@@ -78,8 +91,7 @@ std::unique_ptr<OwnedShardTarget> make_owned_shard_target(const GroupSlice& slic
       slice, full_dim, o.world);
 }
 
-std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world,
-                                              std::string* why_not) {
+std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world) {
   const int P = world.ranks(), me = world.rank();
   // this rank's candidate: the sliceable grouping with the most local coordinates
   const std::vector<Grouping> found = find_groupings(p);
@@ -123,12 +135,12 @@ std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& wo
   }
   for (int r = 0; r < P; ++r) {
     if (at(r, 2) < 0) continue;
-    if (static_cast<long>(at(r, 2)) <= last_hi) {  // groups shared or out of order
-      if (why_not)
-        *why_not = "rank " + std::to_string(r) + "'s rows share groups with an earlier rank's "
-                   "(or come before them)";
-      return nullptr;
-    }
+    if (static_cast<long>(at(r, 2)) <= last_hi)  // groups shared or out of order
+      throw std::invalid_argument(
+          "lockstep: the MPI ranks' rows share groups of the model's group-level parameters "
+          "(rank " + std::to_string(r) + "'s rows hold groups of an earlier rank's, or come "
+          "before them): split the rows with mpi_rows(n, groups = ) so that each rank holds "
+          "whole groups, in rank order");
     last_hi = static_cast<long>(at(r, 3));
   }
   const long first = me == 0 ? 0 : end[me - 1];

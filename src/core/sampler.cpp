@@ -98,7 +98,7 @@ void Sampler::use_dense_metric(DenseMetric& metric) {
   // the sampler's own metric is the identity in the metric's coordinates
   std::fill(sd_.begin(), sd_.end(), 1.0);
   ++metric_version_;
-  metric_adaptation_.use_dense();
+  metric_adaptation_.use_dense(metric);
 }
 
 void Sampler::to_model(const double* y, double* x, long rows) const {
@@ -217,7 +217,7 @@ void Sampler::step_in_groups(std::unique_ptr<ChainGroups> groups) {
       if (!metric || metric->chains() != c1 - c0)
         throw std::invalid_argument(name_ + ": with a dense metric, each chain group's target "
                                             "must be a dense metric over its chains");
-      metric->set_factor(dense_->factor().data() + c0 * D_ * D_);
+      metric->take_chains(*dense_, c0);
     }
     samplers.push_back(make_group_sampler(*groups->targets[k], init, sd));
     if (metric) samplers.back()->use_dense_metric(*metric);
@@ -237,7 +237,7 @@ void Sampler::to_groups() {
       if (dense_) {
         // a new dense factor moved the chains to its coordinates: the group
         // takes both the factor and its chains' states there
-        g.dense_->set_factor(dense_->factor().data() + c0 * D_ * D_);
+        g.dense_->take_chains(*dense_, c0);
         std::copy(x_.begin() + c0 * D_, x_.begin() + c1 * D_, g.x_.begin());
         std::copy(grad_.begin() + c0 * D_, grad_.begin() + c1 * D_, g.grad_.begin());
         std::copy(lp_.begin() + c0, lp_.begin() + c1, g.lp_.begin());

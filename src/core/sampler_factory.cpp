@@ -19,7 +19,8 @@ bool uses_dense_metric(const SamplerSpec& spec, long dim, const ExecOptions& o) 
          (dim <= max_auto_dense_dim && o.backend == Backend::cpu && o.world == nullptr);
 }
 
-std::vector<double> initial_dense_factor(const SamplerSpec& spec, long chains, long dim) {
+std::vector<double> initial_dense_factor(const SamplerSpec& spec, long chains, long dim,
+                                         const std::vector<long>& dense) {
   if (!spec.metric_factor.empty()) return spec.metric_factor;
   const std::vector<double>& sd = spec.diag_sd;
   const long per = static_cast<long>(sd.size());
@@ -27,14 +28,31 @@ std::vector<double> initial_dense_factor(const SamplerSpec& spec, long chains, l
   const bool from_sd = spec.metric == "auto" && !(per == 1 && sd[0] == 1) &&
                        (per == 1 || per == dim || per == chains * dim);
   if (!from_sd) return {};
-  std::vector<double> factor(chains * dim * dim, 0.0);
+  const long g = dense.empty() ? dim : static_cast<long>(dense.size());
+  std::vector<double> factor(chains * g * g, 0.0);
   for (long c = 0; c < chains; ++c)
-    for (long i = 0; i < dim; ++i)
-      factor[(c * dim + i) * dim + i] = per == 1 ? sd[0] : per == dim ? sd[i] : sd[c * dim + i];
+    for (long k = 0; k < g; ++k) {
+      const long i = dense.empty() ? k : dense[k];
+      factor[(c * g + k) * g + k] = per == 1 ? sd[0] : per == dim ? sd[i] : sd[c * dim + i];
+    }
   return factor;
 }
 
+std::vector<long> dense_metric_coordinates(const Program& program, const SamplerSpec& spec) {
+  if (!spec.metric_coordinates.empty()) return spec.metric_coordinates;
+  if (program.n_free <= max_dense_dim) return {};
+  return global_coordinates(program);
+}
+
 namespace {
+
+// The scales of the coordinates a dense metric leaves out: diag_sd, where it
+// has one value per coordinate (a restarted run's standard deviations) or
+// per chain and coordinate; else 1.
+std::vector<double> dense_metric_scale(const std::vector<double>& sd, long chains, long dim) {
+  const long per = static_cast<long>(sd.size());
+  return per == dim || per == chains * dim ? sd : std::vector<double>();
+}
 
 // The kind's settings with the shared ones copied in.
 template <class Settings> Settings with_shared(Settings s, const SamplerSpec& spec) {
@@ -72,8 +90,7 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   const long dim = program.n_free;
   const bool dense = uses_dense_metric(spec, dim, o);
   // Ranks that own their groups (owned_shard.hpp): every rank decides alike.
-  if (o.world && !dense)
-    b.slice = plan_owned_shards(program, *o.world, &b.unsharded);
+  if (o.world) b.slice = plan_owned_shards(program, *o.world);
   if (b.slice) {
     b.executor = make_owned_shard_target(*b.slice, chains, o, single, dim);
     // the model's coordinates, and any per-coordinate metric, as the slice's
@@ -81,7 +98,23 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
     const long sd_size = static_cast<long>(spec.diag_sd.size());
     if (sd_size == dim || sd_size == chains * dim)
       mine.diag_sd = b.slice->of_whole(spec.diag_sd.data(), sd_size / dim, dim);
-    b.sampler = new_sampler(mine, *b.executor, b.slice->of_whole(init.data(), chains, dim), key0, key1);
+    std::vector<double> start = b.slice->of_whole(init.data(), chains, dim);
+    Target* target = b.executor.get();
+    if (dense) {
+      // over the replicated global coordinates, the slice's first
+      const long slice_dim = b.executor->dim();
+      std::vector<long> globals(b.slice->n_global);
+      for (long k = 0; k < b.slice->n_global; ++k) globals[k] = k;
+      if (globals.empty()) globals.push_back(0);  // (no globals: a diagonal "factor")
+      b.dense = std::make_unique<DenseMetric>(
+          *b.executor, initial_dense_factor(mine, chains, slice_dim, globals), globals,
+          dense_metric_scale(mine.diag_sd, chains, slice_dim));
+      if (spec.metric == "auto") b.dense->set_choice(DenseMetric::Choice::automatic);
+      target = b.dense.get();
+      b.dense->to_sampler(b.slice->of_whole(init.data(), chains, dim).data(), start.data());
+    }
+    b.sampler = new_sampler(mine, *target, start, key0, key1);
+    if (dense) b.sampler->use_dense_metric(*b.dense);
     b.sampler->start_metric_from_gradient(spec.diag_sd_from_gradient);
     return b;
   }
@@ -103,8 +136,11 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   b.executor = make_target(program, chains, o, single);
   Target* target = b.executor.get();
   std::vector<double> start = init;
+  const std::vector<long> covered = dense ? dense_metric_coordinates(program, spec) : std::vector<long>();
   if (dense) {
-    b.dense = std::make_unique<DenseMetric>(*b.executor, initial_dense_factor(spec, chains, dim));
+    b.dense = std::make_unique<DenseMetric>(*b.executor,
+                                            initial_dense_factor(spec, chains, dim, covered),
+                                            covered, dense_metric_scale(spec.diag_sd, chains, dim));
     if (spec.metric == "auto") b.dense->set_choice(DenseMetric::Choice::automatic);
     target = b.dense.get();
     b.dense->to_sampler(init.data(), start.data());
@@ -118,7 +154,8 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
           auto executor = make_target(program, n, o, single);
           if (!dense) return executor;
           // each group's own dense metric (its factors are the sampler's)
-          return std::make_unique<DenseMetric>(std::move(executor));
+          return std::make_unique<DenseMetric>(std::move(executor), std::vector<double>(),
+                                               covered);
         }));
   }
   return b;

@@ -57,6 +57,21 @@ std::vector<double> dense_draws(lockstep::Target& model, Settings s, long warmup
   return out;
 }
 
+// The metric's gradient g at y ([chains, dim]) against central differences
+// of step h, to within a relative 1e-6 or `margin`.
+void check_gradient(DenseMetric& metric, const std::vector<double>& y, const std::vector<double>& g,
+                    double h, double margin) {
+  const long C = metric.chains(), D = metric.dim();
+  for (long k = 0; k < C * D; ++k) {
+    std::vector<double> up = y, down = y, lu(C), ld(C);
+    up[k] += h;
+    down[k] -= h;
+    metric.log_density(up.data(), lu.data(), nullptr);
+    metric.log_density(down.data(), ld.data(), nullptr);
+    CHECK(g[k] == Approx((lu[k / D] - ld[k / D]) / (2 * h)).epsilon(1e-6).margin(margin));
+  }
+}
+
 // The draws' pooled mean of coordinate i and covariance of coordinates i, j.
 double mean_of(const std::vector<double>& d, long D, long i) {
   const long m = static_cast<long>(d.size()) / D;
@@ -101,15 +116,7 @@ TEST_CASE("dense metric: the target in the metric's coordinates", "[dense_metric
     metric.log_density(y.data(), lp.data(), g.data());
     model.log_density(x.data(), lpx.data(), gx.data());
     for (long c = 0; c < chains; ++c) CHECK(lp[c] == Approx(lpx[c]).epsilon(1e-13));
-    const double h = 1e-6;
-    for (long k = 0; k < chains * D; ++k) {
-      std::vector<double> up = y, down = y, lu(chains), ld(chains);
-      up[k] += h;
-      down[k] -= h;
-      metric.log_density(up.data(), lu.data(), nullptr);
-      metric.log_density(down.data(), ld.data(), nullptr);
-      CHECK(g[k] == Approx((lu[k / D] - ld[k / D]) / (2 * h)).epsilon(1e-6).margin(1e-8));
-    }
+    check_gradient(metric, y, g, 1e-6, 1e-8);
   }
   // one factor for every chain; bad factors refused
   CorrelatedGaussian model(0, 0, 1, 1, 0, 2);
@@ -391,4 +398,155 @@ TEST_CASE("dense metric: chosen automatically, NUTS learns a dense metric for a 
       CHECK(learnt / sd[i] < 1.6);
     }
   }
+}
+
+namespace {
+
+// A Gaussian whose coordinates 1 and 3 are strongly correlated (sds 10 and
+// 0.1, rho 0.999) and whose others are independent with sds from 0.01 to
+// 100: a hierarchical model's correlated global parameters among group-level
+// ones of many scales, the case of a dense metric over some coordinates.
+class BlockGaussian final : public lockstep::Target {
+ public:
+  BlockGaussian(long dim, long chains) : D_(dim), C_(chains), mean_(dim), sd_(dim) {
+    for (long i = 0; i < D_; ++i) {
+      mean_[i] = std::cos(1.3 * i);
+      sd_[i] = std::pow(10.0, -2 + 4.0 * i / (D_ - 1));
+    }
+    sd_[1] = 10;
+    sd_[3] = 0.1;
+  }
+  static constexpr double rho = 0.999;
+  long dim() const override { return D_; }
+  long chains() const override { return C_; }
+  void log_density(const double* x, double* lp, double* grad) override {
+    for (long c = 0; c < C_; ++c) {
+      const double* xc = x + c * D_;
+      double s = 0;
+      std::vector<double> z(D_);
+      for (long i = 0; i < D_; ++i) z[i] = (xc[i] - mean_[i]) / sd_[i];
+      std::vector<double> pz(z);  // the precision in z: 1, but 1 / (1 - rho^2) [1 -rho; -rho 1] on the block
+      pz[1] = (z[1] - rho * z[3]) / (1 - rho * rho);
+      pz[3] = (z[3] - rho * z[1]) / (1 - rho * rho);
+      for (long i = 0; i < D_; ++i) s += z[i] * pz[i];
+      lp[c] = -0.5 * s;
+      if (grad)
+        for (long i = 0; i < D_; ++i) grad[c * D_ + i] = -pz[i] / sd_[i];
+    }
+  }
+  std::vector<double> mean() const { return mean_; }
+  std::vector<double> sd() const { return sd_; }
+
+ private:
+  long D_, C_;
+  std::vector<double> mean_, sd_;
+};
+
+}  // namespace
+
+TEST_CASE("dense metric over some coordinates: the target, its maps and adapt()",
+          "[dense_metric]") {
+  std::mt19937 rng(17);
+  const long D = 6;
+  const std::vector<long> covered = {1, 3};
+  for (long chains : {1L, 3L}) {
+    INFO("chains " << chains);
+    BlockGaussian model(D, chains);
+    const std::vector<double> L = random_factor(rng, chains, 2);
+    std::vector<double> scale(chains * D);
+    std::uniform_real_distribution<double> u(0.2, 3);
+    for (double& v : scale) v = u(rng);
+    DenseMetric metric(model, L, covered, scale);
+    CHECK_FALSE(metric.covers_all());
+    std::normal_distribution<double> n(0, 1);
+    std::vector<double> y(chains * D), x(chains * D), back(chains * D);
+    for (double& v : y) v = n(rng);
+    metric.to_model(y.data(), x.data(), chains);
+    for (long c = 0; c < chains; ++c) {
+      const double* Lc = L.data() + c * 4;
+      CHECK(x[c * D + 1] == Approx(Lc[0] * y[c * D + 1]).epsilon(1e-14));
+      CHECK(x[c * D + 3] == Approx(Lc[2] * y[c * D + 1] + Lc[3] * y[c * D + 3]).epsilon(1e-14));
+      for (long i : {0L, 2L, 4L, 5L})
+        CHECK(x[c * D + i] == Approx(scale[c * D + i] * y[c * D + i]).epsilon(1e-14));
+      // the model's sds: sqrt(diag(L L')) and the scales
+      const std::vector<double> sd = metric.model_sd();
+      CHECK(sd[c * D + 3] == Approx(std::sqrt(Lc[2] * Lc[2] + Lc[3] * Lc[3])));
+      CHECK(sd[c * D + 0] == Approx(scale[c * D + 0]));
+    }
+    metric.to_sampler(x.data(), back.data());
+    for (long k = 0; k < chains * D; ++k) CHECK(back[k] == Approx(y[k]).epsilon(1e-12));
+    std::vector<double> lp(chains), g(chains * D);
+    metric.log_density(y.data(), lp.data(), g.data());
+    // (the log density is quadratic: central differences are exact but for
+    // rounding, which a wide step keeps small beside its large values)
+    check_gradient(metric, y, g, 1e-3, 1e-6);
+    // adapt(): the block's covariance as a whole metric's, the others'
+    // variances regularised alike, the states unmoved in the model's
+    // coordinates
+    const double wn = 50;
+    std::vector<double> m2 = {4 * (wn - 1), 1 * (wn - 1), 1 * (wn - 1), 2 * (wn - 1)};
+    std::vector<double> rest_m2(D);
+    for (long i = 0; i < D; ++i) rest_m2[i] = (0.5 + i) * (wn - 1);
+    const std::vector<double> old_L = metric.factor(), old_scale = metric.model_sd();
+    metric.adapt(m2.data(), wn, true, nullptr, y.data(), rest_m2.data());
+    std::vector<double> x_after(chains * D);
+    metric.to_model(y.data(), x_after.data(), chains);
+    for (long k = 0; k < chains * D; ++k) CHECK(x_after[k] == Approx(x[k]).epsilon(1e-12));
+    const std::vector<double> sd = metric.model_sd();
+    for (long c = 0; c < chains; ++c)
+      for (long i : {0L, 2L, 4L, 5L}) {
+        double want = old_scale[i] * old_scale[i] * (0.5 + i) * wn / (wn + 5);  // pooled: chain 0's
+        want += 5 / (wn + 5) * (1e-3 * want * (wn + 5) / wn + 1e-10);
+        CHECK(sd[c * D + i] == Approx(std::sqrt(want)).epsilon(1e-12));
+      }
+    const double* P = old_L.data();  // chain 0's, pooled
+    double want11 = P[0] * P[0] * 4 * wn / (wn + 5);
+    want11 += 5 / (wn + 5) * (1e-3 * want11 * (wn + 5) / wn + 1e-10);
+    CHECK(metric.factor()[0] == Approx(std::sqrt(want11)).epsilon(1e-12));
+    CHECK(metric.is_dense(0));
+  }
+  BlockGaussian model(D, 2);
+  CHECK_THROWS_AS(DenseMetric(model, {}, {3, 1}), std::invalid_argument);  // not increasing
+  CHECK_THROWS_AS(DenseMetric(model, {}, {1, 6}), std::invalid_argument);  // beyond dim
+  CHECK_THROWS_AS(DenseMetric(model, {1, 0, 0, 1}, {1, 3}, {1, 2}), std::invalid_argument);
+  std::vector<double> bad_scale(D, 1.0);
+  bad_scale[0] = 0;
+  CHECK_THROWS_AS(DenseMetric(model, {}, {1, 3}, bad_scale), std::invalid_argument);
+}
+
+TEST_CASE("dense metric over some coordinates: NUTS samples correlated ones among scales",
+          "[dense_metric][nuts]") {
+  // the factor over coordinates 1 and 3 learns their correlation; the
+  // others' scales, 0.01 to 100, are learnt as a diagonal metric's
+  const long C = sampler_tests::n_chains, D = 8, n = 1000;
+  BlockGaussian model(D, C);
+  DenseMetric metric(model, {}, {1, 3});
+  std::vector<double> x0(C * D), y0(C * D);
+  for (long k = 0; k < C * D; ++k) x0[k] = std::sin(1.7 * k + 0.3);
+  metric.to_sampler(x0.data(), y0.data());
+  lockstep::Nuts sampler(metric, lockstep::NutsSettings(), y0, 3, 4);
+  sampler.use_dense_metric(metric);
+  sampler.begin_warmup(1000);
+  for (long i = 0; i < 1000; ++i) sampler.iterate(true);
+  std::vector<double> d(n * C * D);
+  double steps = 0;
+  for (long i = 0; i < n; ++i) {
+    sampler.iterate(false);
+    sampler.to_model(sampler.state().data(), d.data() + i * C * D, C);
+    for (long c = 0; c < C; ++c) steps += sampler.last().n_leapfrog[c];
+  }
+  steps /= n * C;
+  INFO("leapfrog steps per iteration " << steps);
+  CHECK(steps < 12);
+  const double n_eff = static_cast<double>(n * C) / 10;
+  const std::vector<double> mean = model.mean(), sd = model.sd();
+  for (long i = 0; i < D; ++i) {
+    INFO("coordinate " << i);
+    CHECK(std::fabs(mean_of(d, D, i) - mean[i]) < 5 * sd[i] / std::sqrt(n_eff));
+    CHECK(std::fabs(cov_of(d, D, i, i) / (sd[i] * sd[i]) - 1) < 5 * std::sqrt(2 / n_eff));
+  }
+  const double r = cov_of(d, D, 1, 3) / std::sqrt(cov_of(d, D, 1, 1) * cov_of(d, D, 3, 3));
+  const double rho = BlockGaussian::rho;
+  CHECK(std::fabs(r - rho) < 5 * (1 - rho * rho) / std::sqrt(n_eff));
+  CHECK(metric.is_dense(0));
 }

@@ -4,6 +4,8 @@
 // (sampler/sampler_factory.hpp).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <stdexcept>
@@ -290,8 +292,43 @@ TEST_CASE("sampler factory: across processes, every sampler on a grouped model s
         CHECK(whole[k] == Approx(one.sampler->state()[k]).epsilon(1e-9).margin(1e-9));
     }
   }
-  // a dense metric stays whole
+  // A dense metric shards too, covering the global coordinates alone (the
+  // slice's first, in the whole state's order), the local ones diagonal:
+  // one process's metric over the same coordinates draws the same, through
+  // warmup's metric windows (the first ends at iteration 15 of 30).
+  const std::vector<long> globals = lockstep::global_coordinates(s.p);
   spec.kind = "nuts";
   spec.metric = "dense";
-  CHECK(lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6).slice == nullptr);
+  spec.diag_sd = {1.0};
+  lockstep::SamplerBundle ranked = lockstep::make_sampler(s.p, spec, init, C, across, false, 5, 6);
+  REQUIRE(ranked.slice != nullptr);
+  REQUIRE(ranked.dense != nullptr);
+  CHECK(std::vector<long>(ranked.slice->full_index.begin(),
+                          ranked.slice->full_index.begin() + ranked.slice->n_global) == globals);
+  CHECK(ranked.dense->dense_coordinates().size() == globals.size());
+  SamplerSpec over_globals = spec;
+  over_globals.metric_coordinates = globals;
+  lockstep::SamplerBundle one = lockstep::make_sampler(s.p, over_globals, init, C, alone, false, 5, 6);
+  REQUIRE(one.dense != nullptr);
+  CHECK_FALSE(one.dense->covers_all());
+  // without the coordinates, a model this small gets a whole dense metric
+  CHECK(lockstep::make_sampler(s.p, spec, init, C, alone, false, 5, 6).dense->covers_all());
+  const long warmup = 30;
+  one.sampler->begin_warmup(warmup);
+  ranked.sampler->begin_warmup(warmup);
+  lockstep::WholeState gather(*ranked.slice, D, world);
+  std::vector<double> x_one(C * D), x_ranked(C * D), whole(C * D);
+  double worst = 0;
+  for (int it = 0; it < 40; ++it) {
+    one.sampler->iterate(it < warmup);
+    ranked.sampler->iterate(it < warmup);
+    one.sampler->to_model(one.sampler->state().data(), x_one.data(), C);
+    ranked.sampler->to_model(ranked.sampler->state().data(), x_ranked.data(), C);
+    gather.to_all(x_ranked.data(), C, whole.data());
+    for (long k = 0; k < C * D; ++k)
+      worst = std::max(worst, std::fabs(whole[k] - x_one[k]) / (1e-9 + std::fabs(x_one[k])));
+  }
+  CHECK(worst < 1e-8);
+  CHECK(one.dense->is_dense(0));  // the windows learnt correlations
+  CHECK(ranked.dense->model_sd().size() == static_cast<size_t>(C * D));
 }

@@ -177,12 +177,12 @@ if (!on_gpu) {
   } else {
     identical(colnames(a_split), globals) && is.null(raw_split)
   }, "rank 0 returns every group's draws, the other ranks the global values'")
-  check(rel(a_split, a_whole[, colnames(a_split)]) < 1e-7, sprintf(
+  check(rel(a_split, a_whole[, colnames(a_split)]) < 1e-8, sprintf(
     "owned groups: draws equal one process's (worst relative difference %.2g)",
     rel(a_split, a_whole[, colnames(a_split)])))
   if (mpi_rank() == 0) {
     raw_whole <- attr(d_whole, "model_info")$raw_draws
-    check(rel(as.matrix(raw_split), as.matrix(raw_whole)) < 1e-7,
+    check(rel(as.matrix(raw_split), as.matrix(raw_whole)) < 1e-8,
           "owned groups: rank 0's raw draws equal one process's")
   } else {
     check(TRUE, "owned groups: rank 0's raw draws equal one process's")
@@ -194,6 +194,21 @@ if (!on_gpu) {
   check(coda::niter(more) == 14 && identical(colnames(as.matrix(more)), colnames(a_split)) &&
           lockstep:::ls_mpi_same(as.numeric(as.matrix(more)[, globals])),
         "owned groups: extra_samples() goes on with the same columns on each rank")
+  # a dense metric shards too: over the global parameters, the same factor on
+  # every rank, each rank's groups on a diagonal
+  set.seed(22)
+  d_dense <- mcmc(split_h, sampler = nuts(metric = "dense"), warmup = 40, n_samples = 10,
+                  chains = 2, verbose = FALSE, compute_options = co)
+  run_dense <- attr(d_dense, "model_info")$run
+  factor <- run_dense$metric_factor
+  check(!is.null(attr(run_dense$handle, "owned_groups")) &&
+          length(attr(factor, "coordinates")) == nrow(factor) &&
+          length(run_dense$diag_sd) == split_h$n_free &&
+          lockstep:::ls_mpi_same(as.numeric(factor)) &&
+          lockstep:::ls_mpi_same(as.numeric(as.matrix(d_dense)[, globals])),
+        "owned groups, metric = \"dense\": a factor over the globals, the same on every rank")
+  more_dense <- extra_samples(d_dense, n_samples = 3, verbose = FALSE, compute_options = co)
+  check(coda::niter(more_dense) == 13, "owned groups, metric = \"dense\": extra_samples() goes on")
   # tracing only global values, without the raw draws: no draw is made whole
   # but the last of each call, and the draws are the same
   old_mb <- options(lockstep.max_raw_draws_mb = 0)
@@ -215,6 +230,16 @@ if (!on_gpu) {
   gap <- rel(unlist(fit_split$par), unlist(fit_whole$par))
   check(gap < 1e-7 && lockstep:::ls_mpi_same(unlist(fit_split$par)), sprintf(
     "owned groups, opt(adam()): the optimum is one process's on every rank (%.2g)", gap))
+  # and so does the default, bfgs()
+  set.seed(24)
+  fit_split <- opt(split_h, max_iterations = 40, compute_options = co)
+  set.seed(24)
+  fit_whole <- opt(whole_h, max_iterations = 40, compute_options = cpu_only(threads = 1))
+  gap <- rel(unlist(fit_split$par), unlist(fit_whole$par))
+  check(gap < 1e-7 && lockstep:::ls_mpi_same(unlist(fit_split$par)) &&
+          identical(fit_split$iterations, fit_whole$iterations), sprintf(
+    "owned groups, opt(bfgs()): the optimum and iterations are one process's on every rank (%.2g)",
+    gap))
   # rwmh() and slice(), which step on the host, shard too: each coordinate's
   # random numbers are drawn by its index in the whole model
   for (s in list(rwmh(), rwmh(proposal = "uniform"), slice())) {
@@ -274,17 +299,18 @@ if (!on_gpu) {
   check(length(intersect(grp[plain_rows], grp[setdiff(seq_len(Nh), plain_rows)])) == 1,
         "a split that shares a group")
   shared <- build_h(plain_rows)
-  warned <- NULL
-  d <- withCallingHandlers(
+  said <- tryCatch({
     mcmc(shared, sampler = nuts(metric = "diagonal"), warmup = 5, n_samples = 5, chains = 2,
-         verbose = FALSE, compute_options = co),
-    warning = function(w) {
-      warned <<- c(warned, conditionMessage(w))
-      invokeRestart("muffleWarning")
-    })
-  said <- any(grepl("mpi_rows\\(n, groups = \\)", warned))
-  check(inherits(d, "mcmc.list") && (if (mpi_rank() == 0) said else !said),
-        "rows that share groups: a run as before, with a warning on rank 0 naming mpi_rows(groups = )")
+         verbose = FALSE, compute_options = co)
+    ""
+  }, error = function(e) conditionMessage(e))
+  check(grepl("share groups", said) && grepl("mpi_rows(n, groups = )", said, fixed = TRUE),
+        "rows that share groups: an error on every rank naming mpi_rows(n, groups = )")
+  said <- tryCatch({
+    opt(shared, optimiser = adam(), max_iterations = 5, compute_options = co)
+    ""
+  }, error = function(e) conditionMessage(e))
+  check(grepl("share groups", said), "opt() on rows that share groups: an error on every rank")
 }
 
 if (mpi_rank() == 0) cat(sprintf("spmd-counts: %d %d\n", passed, failed))

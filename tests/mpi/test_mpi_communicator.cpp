@@ -45,6 +45,7 @@
 #include "lockstep/owned_shard.hpp"
 #include "lockstep/ownership.hpp"
 #include "lockstep/planner.hpp"
+#include "lockstep/sampler/dense_metric.hpp"
 #include "lockstep/sampler/nuts.hpp"
 #include "lockstep/sampler/rwmh.hpp"
 #include "lockstep/sampler/slice.hpp"
@@ -669,15 +670,16 @@ void test_owned_shard_host_sampler(const Settings& settings, long chains, const 
   expect(moved, "owned shards, " + label + ": the chains moved");
 }
 
-// opt()'s first-order methods on ranks that own their groups: the optimum
-// (adam's 30 steps from the same starts) is one process's, made whole.
-void test_owned_shard_optimise() {
+// opt()'s first-order methods and L-BFGS on ranks that own their groups:
+// the optimum (30 iterations from the same starts) is one process's, made
+// whole.
+void test_owned_shard_optimise(const std::string& method) {
   std::mt19937 rng(35);
   const OwnedCase k = owned_case(rng);
   const long D = k.s.p.n_free, C = 2;
   const std::vector<double> init = uniform_vector(rng, C * D, -0.5, 0.5);
   lockstep::OptimiserSettings s;
-  s.method = "adam";
+  s.method = method;
   s.max_iterations = 30;
   s.tolerance = 0;
   Executor<double> whole(k.s.p, C, ExecOptions{});
@@ -692,10 +694,78 @@ void test_owned_shard_optimise() {
   for (long c = 0; c < C; ++c)
     same_value = same_value && std::fabs(mine.value[c] - ref.value[c]) <= 1e-9 * std::fabs(ref.value[c]) &&
                  mine.iterations[c] == ref.iterations[c] && mine.convergence[c] == ref.convergence[c];
-  expect(gap <= 1e-8 && same_value,
-         "owned shards, adam: the optimum, its value and iterations are one process's",
+  bool moved = false;
+  for (long k2 = 0; k2 < C * D; ++k2) moved = moved || std::fabs(ref.par[k2] - init[k2]) > 1e-3;
+  expect(gap <= 1e-8 && same_value && moved,
+         "owned shards, " + method + ": the optimum, its value and iterations are one process's",
          "worst error " + std::to_string(gap));
-  expect(same_on_all_ranks(mine.value), "owned shards, adam: every rank has the same values");
+  expect(same_on_all_ranks(mine.value) && same_on_all_ranks(mine.iterations),
+         "owned shards, " + method + ": every rank has the same values and iterations");
+}
+
+// NUTS with a dense metric over the global coordinates (the slice's first,
+// replicated) and a diagonal one over each rank's own groups: warmup's
+// windows learn the same factor on every rank and each rank its own scales,
+// so the draws are one process's with a metric over the same coordinates
+// (up to the order of sums).
+void test_owned_shard_dense_nuts(long chains, long warmup, long sampling) {
+  std::mt19937 rng(37);
+  const OwnedCase k = owned_case(rng);
+  const Program& p = k.s.p;
+  const long D = p.n_free;
+  const std::vector<long> globals = lockstep::global_coordinates(p);
+  expect(std::vector<long>(k.slice.full_index.begin(), k.slice.full_index.begin() + k.slice.n_global) ==
+             globals,
+         "owned shards, dense metric: the slice's global coordinates are the model's, in order");
+  const std::vector<double> init = uniform_vector(rng, chains * D, -0.5, 0.5);
+  lockstep::NutsSettings settings;
+  settings.epsilon = 0.1;
+  auto drive = [&](lockstep::Sampler& sampler, std::vector<double>& draws) {
+    sampler.begin_warmup(warmup);
+    std::vector<double> x(sampler.state().size());
+    for (long it = 0; it < warmup + sampling; ++it) {
+      sampler.iterate(it < warmup);
+      sampler.to_model(sampler.state().data(), x.data(), chains);
+      draws.insert(draws.end(), x.begin(), x.end());
+    }
+  };
+  Executor<double> whole(p, chains, ExecOptions{});
+  lockstep::DenseMetric whole_metric(whole, {}, globals);
+  std::vector<double> y(chains * D);
+  whole_metric.to_sampler(init.data(), y.data());
+  lockstep::Nuts reference(whole_metric, settings, y, 7u, 11u);
+  reference.use_dense_metric(whole_metric);
+  std::vector<double> ref_draws;
+  drive(reference, ref_draws);
+
+  MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
+  lockstep::OwnedShardTarget target(
+      std::make_unique<Executor<double>>(k.slice.program, chains, ExecOptions{}), k.slice, D, &comm);
+  std::vector<long> first(k.slice.n_global);
+  for (long j = 0; j < k.slice.n_global; ++j) first[j] = j;
+  lockstep::DenseMetric metric(target, {}, first);
+  const std::vector<double> init_r = k.slice.of_whole(init.data(), chains, D);
+  std::vector<double> y_r(init_r.size());
+  metric.to_sampler(init_r.data(), y_r.data());
+  lockstep::Nuts mine(metric, settings, y_r, 7u, 11u);
+  mine.use_dense_metric(metric);
+  std::vector<double> draws;
+  drive(mine, draws);
+  const double gap = owned_draws_gap(draws, ref_draws, k.slice, D);
+  // (warmup's step size and metric amplify the reassociated sums' last bits
+  // faster than sampling alone: 1e-15 grows to about 1e-6 by the end of the
+  // first window; a wrong sum or coordinate would differ by O(1))
+  double factor_gap = 0;
+  for (size_t j = 0; j < metric.factor().size(); ++j)
+    factor_gap = std::max(factor_gap, std::fabs(metric.factor()[j] - whole_metric.factor()[j]) /
+                                          std::max(1e-3, std::fabs(whole_metric.factor()[j])));
+  expect(gap <= 1e-4 && factor_gap <= 1e-4 && metric.is_dense(0),
+         "owned shards, dense metric over the globals: NUTS draws (" + std::to_string(warmup) +
+             " of warmup, " + std::to_string(sampling) + " of sampling) and the factor equal one "
+             "process's to 1e-4",
+         "worst error " + std::to_string(gap) + ", factor " + std::to_string(factor_gap));
+  expect(same_on_all_ranks(metric.factor()),
+         "owned shards, dense metric over the globals: every rank learns the same factor");
 }
 
 void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::string& label) {
@@ -836,7 +906,10 @@ int main(int argc, char** argv) {
       slice.diag_sd = {1.0};
       test_owned_shard_host_sampler<lockstep::Slice>(slice, 3, "slice()");
     }
-    test_owned_shard_optimise();
+    test_owned_shard_optimise("adam");
+    test_owned_shard_optimise("bfgs");
+    test_owned_shard_dense_nuts(3, 20, 2);
+    test_owned_shard_dense_nuts(4, 20, 2);
   } catch (const std::exception& e) {
     // A collective left half-done would hang the other ranks: abort them all.
     std::fprintf(stderr, "rank %d: exception: %s\n", world_rank, e.what());

@@ -1203,6 +1203,52 @@ test_that("metric = \"dense\" learns the posterior's covariance: short trajector
   expect_error(hmc(metric = "dense", diag_sd = 2), "`diag_sd` cannot be set with metric = \"dense\"")
 })
 
+test_that("metric = \"dense\" on a hierarchical model too large for a whole one covers its global parameters", {
+  # 2,408 free parameters: the 8 global ones (alpha, beta, sigma_alpha,
+  # sigma_gamma) get a dense factor, the 2,400 group-level ones a diagonal
+  set.seed(41)
+  G <- 600
+  K <- 3
+  g <- rep(seq_len(G), each = 6)
+  N <- length(g)
+  X <- matrix(rnorm(N * K), N, K)
+  X[, 2] <- X[, 2] + 3  # an uncentred predictor: beta[2] correlates with alpha
+  y <- stats::rbinom(N, 1, stats::plogis(0.3 + rnorm(G, 0, 0.5)[g] + drop(X %*% c(0.5, -0.4, 0.2))))
+  m <- hierarchical_logit_model(X, g, y, G)
+  expect_gt(m$n_free, 2000)
+  run <- function(metric) {
+    set.seed(42)
+    mcmc(m, sampler = nuts(metric = metric), warmup = 300, n_samples = 200, chains = 2,
+         verbose = FALSE, compute_options = cpu_only(threads = 1))
+  }
+  dense <- run("dense")
+  info <- attr(dense, "model_info")$run
+  expect_equal(dim(info$metric_factor), c(8L, 8L, 1L))
+  covered <- attr(info$metric_factor, "coordinates")
+  expect_length(covered, 8)
+  expect_true(all(covered >= 1 & covered <= m$n_free))
+  expect_length(info$diag_sd, m$n_free)
+  expect_true(all(info$diag_sd > 0))
+  expect_match(summary(dense)$sampler, "metric dense over the 8 global parameters, diagonal over the rest")
+  # the learnt factor holds the correlation of the intercept with the
+  # uncentred predictor's slope
+  f <- t(info$metric_factor[, , 1])  # the lower factor
+  s <- f %*% t(f)
+  r <- s / sqrt(outer(diag(s), diag(s)))
+  expect_lt(min(r[upper.tri(r)]), -0.5)
+  # the posterior of the global parameters is the diagonal metric's, within
+  # Monte Carlo error
+  diagonal <- run("diagonal")
+  a <- as.matrix(dense)
+  b <- as.matrix(diagonal)
+  se <- sqrt(apply(a, 2, stats::var) / 40 + apply(b, 2, stats::var) / 40)
+  expect_lt(max(abs(colMeans(a) - colMeans(b)) / se), 5)
+  # extra_samples() goes on with the same metric over the same coordinates
+  more <- extra_samples(dense, n_samples = 20, verbose = FALSE)
+  expect_equal(coda::niter(more), 220)
+  expect_identical(attr(attr(more, "model_info")$run$metric_factor, "coordinates"), covered)
+})
+
 test_that("metric = \"auto\" (the default) learns a dense metric where correlations call for it, else a diagonal one", {
   expect_identical(nuts()$parameters$metric, "auto")
   expect_identical(hmc()$parameters$metric, "auto")

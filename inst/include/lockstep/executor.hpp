@@ -132,6 +132,12 @@ class Target {
     (void)values;
     (void)n;
   }
+  // The largest of each of n values over the parts (collective): L-BFGS's
+  // sup norms over the whole state.
+  virtual void max_over_parts(double* values, long n) {
+    (void)values;
+    (void)n;
+  }
 };
 
 template <class T> class Executor : public Target {

@@ -68,6 +68,12 @@ std::string why_not_sliceable(const Program& p, const Grouping& grouping);
 const Grouping* largest_sliceable_grouping(const Program& p, const std::vector<Grouping>& found,
                                            long* size = nullptr);
 
+// The free coordinates of planned `p` that are not local to the grouping
+// shards of it own (largest_sliceable_grouping()), increasing: those a slice
+// of it keeps on every rank (GroupSlice::full_index's first n_global). Empty
+// when no grouping can be sliced.
+std::vector<long> global_coordinates(const Program& p);
+
 // The slice of planned `p` (this rank's rows) owning groups [first, end) of
 // `grouping` (one of find_groupings(p)), with the terms of global parameters
 // alone when `global_terms`. Throws std::invalid_argument when a row of `p`

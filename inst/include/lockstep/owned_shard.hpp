@@ -50,6 +50,7 @@ class OwnedShardTarget final : public Target {
   long n_global() const { return n_global_; }
   const std::vector<long>* full_index() const override { return &full_index_; }
   long counted_from() const override { return world_->rank() == 0 ? 0 : n_global_; }
+  void max_over_parts(double* values, long n) override;
   void sum_over_parts(double* values, long n) override {
     double* bufs[] = {values};
     world_->all_reduce_sum(bufs, n);
@@ -64,8 +65,7 @@ class OwnedShardTarget final : public Target {
   long n_global_, full_dim_;
   std::vector<long> full_index_;
   Communicator* world_;
-  std::vector<double> buf_;      // [chains, 1 + n_global]: what one gradient sends
-  std::vector<double> globals_;  // [chains, n_global]: the gradient's global columns
+  std::vector<double> buf_;  // [chains, 1 + n_global]: what one gradient sends
 };
 
 class OwnedShardVectors final : public ForwardingChainVectors {
@@ -129,11 +129,11 @@ std::unique_ptr<OwnedShardTarget> make_owned_shard_target(const GroupSlice& slic
 // rank's first. nullptr otherwise: the run keeps every parameter on every
 // rank and sums whole gradients, as before sharding (never a different
 // result). Throws std::invalid_argument on every rank when the ranks' models
-// have different numbers of free parameters. `why_not`, when given, is set
-// (on every rank alike) when the ranks could have owned their groups but
-// their rows share groups: the user's row split is then the reason.
-std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world,
-                                              std::string* why_not = nullptr);
+// have different numbers of free parameters, and when the ranks could own
+// their groups but their rows share groups (the user's own row split, not
+// mpi_rows(n, groups = )'s): a run that silently held every parameter on
+// every rank would cost each gradient the whole model's traffic.
+std::unique_ptr<GroupSlice> plan_owned_shards(const Program& p, Communicator& world);
 
 // The ranks' slice states ([chains, slice dim] each, slice.full_index their
 // coordinates) made into the whole [chains, full_dim] state, for what R reads

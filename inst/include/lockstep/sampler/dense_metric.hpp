@@ -25,6 +25,18 @@
 // serve all of it (dense_fits_gradients()); otherwise the factor is
 // diagonal, its standard deviations: the diagonal metric, with products of
 // O(dim) per gradient.
+//
+// The factor may cover some coordinates only (`dense`, issue 35): a
+// hierarchical model's global parameters, whose correlations a dense metric
+// is for, while its group-level parameters, far too many for a dense
+// factor and owned by shards, keep a diagonal one (their standard
+// deviations, `scale`). x = L y on the dense coordinates and x_i = s_i y_i
+// on the others: the same change of variables with a block-diagonal
+// factor. On a rank that owns its groups (owned_shard.hpp) the dense
+// coordinates are the replicated global ones, so every rank learns the
+// same factor from the same draws and each its own groups' scales, with
+// nothing exchanged; the sampler's sums over the ranks pass through
+// (vectors()).
 #ifndef LOCKSTEP_SAMPLER_DENSE_METRIC_HPP
 #define LOCKSTEP_SAMPLER_DENSE_METRIC_HPP
 
@@ -46,11 +58,16 @@ constexpr long max_auto_dense_dim = 100;
 
 class DenseMetric final : public Target {
  public:
-  // model: the model's target; factor: empty (the identity), one dim x dim
-  // lower triangle (row-major) for every chain, or one per chain.
-  DenseMetric(Target& model, const std::vector<double>& factor = {});
+  // model: the model's target; dense: the coordinates the factor covers,
+  // increasing (empty: every one); factor: empty (the identity), one g x g
+  // lower triangle (row-major, g the dense coordinates) for every chain, or
+  // one per chain; scale: the other coordinates' standard deviations, empty
+  // (1), dim values or chains x dim (those of the dense coordinates unread).
+  DenseMetric(Target& model, const std::vector<double>& factor = {},
+              std::vector<long> dense = {}, const std::vector<double>& scale = {});
   // The same over a model it owns (a chain group's executor).
-  DenseMetric(std::unique_ptr<Target> model, const std::vector<double>& factor = {});
+  DenseMetric(std::unique_ptr<Target> model, const std::vector<double>& factor = {},
+              std::vector<long> dense = {}, const std::vector<double>& scale = {});
 
   // What adapt() makes of a window: always a dense factor, or one chosen
   // between dense and diagonal by dense_is_worth_it().
@@ -62,6 +79,20 @@ class DenseMetric final : public Target {
   long chains() const override { return C_; }
   void log_density(const double* y, double* lp, double* grad) override;
   ThreadPool* pool() override { return model_.pool(); }
+  // Over a model that holds part of the whole state (owned_shard.hpp), the
+  // sampler's sums still go over every part: host vectors of this target
+  // whose sums are the model's sum_over_parts(), and the model's indices.
+  std::unique_ptr<ChainVectors> vectors() override;
+  long full_dim() const override { return model_.full_dim(); }
+  const std::vector<long>* full_index() const override { return model_.full_index(); }
+  long counted_from() const override { return model_.counted_from(); }
+  void sum_over_parts(double* values, long n) override { model_.sum_over_parts(values, n); }
+  void max_over_parts(double* values, long n) override { model_.max_over_parts(values, n); }
+  CommunicatorStats exchanged() const override { return model_.exchanged(); }
+
+  // The coordinates the factor covers, increasing, and whether that is all.
+  const std::vector<long>& dense_coordinates() const { return dense_; }
+  bool covers_all() const { return G_ == D_; }
 
   // x = L y for `rows` rows of y ([rows, dim]; row r is chain r % chains).
   void to_model(const double* y, double* x, long rows) const;
@@ -75,17 +106,24 @@ class DenseMetric final : public Target {
   // same for every scale, would swamp the covariance of a parameter whose
   // posterior sd is 0.003: the correlations a dense metric is for would be
   // lost); the chains' states y ([chains, dim]) move to the new coordinates.
+  // With a factor over some coordinates only, m2 is theirs ([g, g] or
+  // [chains, g, g]), and rest_m2 ([dim] or [chains, dim]) holds the others'
+  // sums of squared deviations, whose variances are regularised alike.
   //
-  // Chosen automatically, g2 ([dim, dim] or [chains, dim, dim], like m2) holds
+  // Chosen automatically, g2 ([g, g] or [chains, g, g], like m2) holds
   // the sums of the products of the window's gradients in the sampler's
   // coordinates (dlp/dy), for dense_fits_gradients(); nullptr leaves the
   // choice to the correlations alone.
-  void adapt(const double* m2, double n, bool pooled, const double* g2, double* y);
-  // [chains, dim, dim]: each chain's factor.
+  void adapt(const double* m2, double n, bool pooled, const double* g2, double* y,
+             const double* rest_m2 = nullptr);
+  // [chains, g, g]: each chain's factor over the dense coordinates.
   const std::vector<double>& factor() const { return L_; }
-  // Replaces every chain's factor ([chains, dim, dim], as factor() has it;
-  // a chain group's from the whole sampler's).
-  void set_factor(const double* factor);
+  // [chains, dim]: each chain's standard deviation of every coordinate in
+  // the model's coordinates, sqrt(diag(L L')) and the others' scales.
+  std::vector<double> model_sd() const;
+  // Takes chains [c0, c0 + chains()) of `whole`'s factor and scales (a chain
+  // group's metric from the whole sampler's).
+  void take_chains(const DenseMetric& whole, long c0);
   // Whether chain c's factor has any value off its diagonal.
   bool is_dense(long c) const { return !diagonal_[c]; }
 
@@ -128,11 +166,14 @@ class DenseMetric final : public Target {
   void find_diagonal_factors();
   std::unique_ptr<Target> owned_;  // the model, when this metric owns it
   Target& model_;
-  long C_, D_;
+  long C_, D_, G_;               // G_: the dense coordinates
+  std::vector<long> dense_;      // [G_], increasing
+  std::vector<long> rest_;       // the other coordinates, increasing
   Choice choice_ = Choice::dense;
-  std::vector<double> L_;       // [chains, dim, dim], lower triangles, row-major
-  std::vector<char> diagonal_;  // per chain: its factor is diagonal
-  std::vector<double> x_, gx_;  // scratch, [chains, dim]
+  std::vector<double> L_;        // [chains, G_, G_], lower triangles, row-major
+  std::vector<double> scale_;    // [chains, dim]: the rest's sds (1 at dense ones)
+  std::vector<char> diagonal_;   // per chain: its factor is diagonal
+  std::vector<double> x_, gx_;   // scratch, [chains, dim]
 };
 
 // The lower Cholesky factor of the symmetric positive definite [n, n]

@@ -33,9 +33,10 @@ class MetricAdaptation {
   // Starts over for a warmup of `warmup` iterations; a diagonal metric's sums
   // are made in `v` on first use, and zeroed.
   void begin(long warmup, ChainVectors& v);
-  // From now on the metric is a dense one: its sums on the host, zeroed
-  // (and, for a metric chosen automatically, the gradients' products too).
-  void use_dense();
+  // From now on the metric is `dense`: its sums on the host, zeroed (and,
+  // for a metric chosen automatically, the gradients' products too): co-
+  // moments of its dense coordinates, and sums of squares of the others.
+  void use_dense(const DenseMetric& dense);
 
   // Whether warmup iteration `done` (1-based, just made) is still in the
   // initial buffer, before the first window.
@@ -71,10 +72,13 @@ class MetricAdaptation {
   long window_n_ = 0;
   // Welford sums of a diagonal metric's window, [chains, dim] in vectors()
   double *window_mean_v_ = nullptr, *window_m2_v_ = nullptr;
-  // A dense metric's: [1 or chains, dim] means, [1 or chains, dim, dim]
-  // co-moments, and for a metric chosen automatically the gradients' sums of
-  // squares and products, [1 or chains, dim, dim].
-  std::vector<double> dense_mean_, dense_m2_, dense_g2_;
+  // A dense metric's, over its g dense coordinates `dense_` (of dim): [1 or
+  // chains, g] means, [1 or chains, g, g] co-moments, and for a metric
+  // chosen automatically the gradients' sums of squares and products, [1 or
+  // chains, g, g]; the other coordinates' means and sums of squares, [1 or
+  // chains, dim] (read at those coordinates alone).
+  std::vector<long> dense_, rest_;
+  std::vector<double> dense_mean_, dense_m2_, dense_g2_, rest_mean_, rest_m2_;
 };
 
 }  // namespace lockstep

@@ -31,9 +31,12 @@ struct SamplerSpec {
   // dense metric may be chosen (uses_dense_metric()), warmup then picking a
   // dense or a diagonal factor at each window's end.
   std::string metric = "diagonal";
-  // A dense factor that warmup tuned ([k, dim, dim], k = 1 or chains, row-major
-  // lower factors), restarting a run: kept whatever the options.
+  // A dense factor that warmup tuned ([k, g, g], k = 1 or chains, row-major
+  // lower factors over g coordinates), restarting a run: kept whatever the
+  // options; and the coordinates it covers (0-based, increasing), empty for
+  // every one.
   std::vector<double> metric_factor;
+  std::vector<long> metric_coordinates;
   double epsilon = 0.1;
   // one value, one per free parameter, or [chains, dim] (restarting a run
   // whose warmup adapted a metric per chain)
@@ -55,10 +58,18 @@ struct SamplerSpec {
 // executor: a GPU's, or every rank's), or a tuned factor given.
 bool uses_dense_metric(const SamplerSpec& spec, long dim, const ExecOptions& o);
 
-// The dense metric's first factor ([chains, dim, dim], row-major lower
-// factors): the tuned one; with "auto" and a diag_sd other than the default
-// 1, diag_sd on the diagonal; else empty (the identity).
-std::vector<double> initial_dense_factor(const SamplerSpec& spec, long chains, long dim);
+// The dense metric's first factor ([chains, g, g], row-major lower factors
+// over the g coordinates `dense`, empty for every one): the tuned one; with
+// "auto" and a diag_sd other than the default 1, diag_sd on the diagonal;
+// else empty (the identity).
+std::vector<double> initial_dense_factor(const SamplerSpec& spec, long chains, long dim,
+                                         const std::vector<long>& dense = {});
+
+// The coordinates of planned `program` that a dense metric covers (empty:
+// every one): those spec names (a restarted run's), every one for a model of
+// at most max_dense_dim free parameters, else the global ones
+// (global_coordinates()), the group-level ones keeping a diagonal metric.
+std::vector<long> dense_metric_coordinates(const Program& program, const SamplerSpec& spec);
 
 // A sampler and what it steps. The executor (and the dense metric over it)
 // must outlive the sampler: members are destroyed in reverse order.
@@ -67,9 +78,6 @@ struct SamplerBundle {
   // this rank's slice of the program, which its executor runs; the sampler's
   // state is then the slice's ([chains, slice dim]), not the model's.
   std::unique_ptr<GroupSlice> slice;
-  // Why the ranks could have owned their groups but do not (their rows
-  // share groups), or empty.
-  std::string unsharded;
   std::unique_ptr<Target> executor;
   // a dense metric's change of variables over the executor (the sampler's
   // target), or nullptr
@@ -87,9 +95,9 @@ struct SamplerBundle {
 // small to share between threads steps its chains in groups, one per thread
 // (chain_group_count()); its own executor then runs on one thread. Throws
 // std::invalid_argument for an unknown kind. Across processes (o.world),
-// every sampler with a diagonal metric shards by groups where the ranks' rows
-// allow (plan_owned_shards()): each rank then holds the global coordinates
-// and its groups' local ones. On the devices of one process
+// every sampler shards by groups where the ranks' rows allow
+// (plan_owned_shards()): each rank then holds the global coordinates and its
+// groups' local ones, and a dense metric covers the global ones alone. On the devices of one process
 // (runs_on_device_shards(): several GPUs, or emulated devices), HMC, NUTS and
 // ChEES with a diagonal metric keep their vectors split among the devices
 // where the model has groups to own (device_shards.hpp).
