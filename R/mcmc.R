@@ -609,8 +609,10 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
   status
 }
 
-# Free-state starting points, one row per chain.
+# Free-state starting points, one row per chain: from initials(), or draws
+# of an svi() fit's guide.
 initial_free_state <- function(model, initial_values, chains, options, env, unit = "chain") {
+  if (inherits(initial_values, "lockstep_svi")) return(guide_starts(model, initial_values, chains, options))
   if (inherits(initial_values, "initials")) {
     if (length(initial_values) > 0 && chains > 1) {
       message("only one set of initial values was provided, and was used for all ", unit, "s")
@@ -618,8 +620,8 @@ initial_free_state <- function(model, initial_values, chains, options, env, unit
     initial_values <- rep(list(initial_values), chains)
   } else if (!is.list(initial_values) ||
              !all(vapply(initial_values, inherits, logical(1), "initials"))) {
-    stop("`initial_values` must be an initials object created with initials(), or a list of ",
-         "them, one per chain", call. = FALSE)
+    stop("`initial_values` must be an initials object created with initials(), a list of ",
+         "them, one per chain, or an svi() fit", call. = FALSE)
   }
   if (length(initial_values) != chains) {
     stop("`initial_values` has ", length(initial_values), " sets of initial values, but there ",

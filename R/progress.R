@@ -6,7 +6,7 @@
 
 progress_bar <- function(phase, total, width_total, chains, verbose) {
   bar <- new.env(parent = emptyenv())
-  bar$name <- if (phase == "warmup") "  warmup" else "sampling"
+  bar$name <- switch(phase, warmup = "  warmup", svi = "     svi", "sampling")
   bar$total <- total
   bar$digits <- nchar(width_total)
   bar$chains <- chains
@@ -16,7 +16,7 @@ progress_bar <- function(phase, total, width_total, chains, verbose) {
   bar
 }
 
-progress_update <- function(bar, done, bad = 0, final = FALSE) {
+progress_update <- function(bar, done, bad = 0, final = FALSE, note = "") {
   if (!bar$verbose) return(invisible())
   elapsed <- as.numeric(difftime(Sys.time(), bar$start, units = "secs"))
   eta <- if (done > 0) elapsed / done * (bar$total - done) else NA
@@ -34,14 +34,14 @@ progress_update <- function(bar, done, bad = 0, final = FALSE) {
   # narrow for a bar get the rest of the line, cut to fit.
   console <- getOption("width", 80)
   text <- nchar(sprintf("  %s  %s | eta: %s", bar$name, counter, eta_text))
-  width <- console - 1 - text - 11
+  width <- console - 1 - text - max(11, nchar(note))
   bar_text <- if (width >= 5) {
     filled <- round(width * done / max(bar$total, 1))
     paste0(strrep("=", filled), strrep(" ", width - filled), " ")
   } else {
     ""
   }
-  line <- sprintf("  %s %s%s | eta: %s%s", bar$name, bar_text, counter, eta_text, bad_text)
+  line <- sprintf("  %s %s%s | eta: %s%s%s", bar$name, bar_text, counter, eta_text, bad_text, note)
   line <- substr(line, 1, max(1, console - 1))
   # pad over whatever the previous, possibly longer, line left behind
   padding <- strrep(" ", max(0, bar$last_width - nchar(line)))

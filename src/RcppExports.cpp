@@ -246,6 +246,52 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_svi_new
+SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guide, double alpha, std::string method, List parameters, double decay_rate, double decay_steps, double init_scale, double key0, double key1, List options);
+RcppExport SEXP _lockstep_ls_svi_new(SEXP engineSEXP, SEXP initSEXP, SEXP particlesSEXP, SEXP guideSEXP, SEXP alphaSEXP, SEXP methodSEXP, SEXP parametersSEXP, SEXP decay_rateSEXP, SEXP decay_stepsSEXP, SEXP init_scaleSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP optionsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type engine(engineSEXP);
+    Rcpp::traits::input_parameter< NumericVector >::type init(initSEXP);
+    Rcpp::traits::input_parameter< int >::type particles(particlesSEXP);
+    Rcpp::traits::input_parameter< std::string >::type guide(guideSEXP);
+    Rcpp::traits::input_parameter< double >::type alpha(alphaSEXP);
+    Rcpp::traits::input_parameter< std::string >::type method(methodSEXP);
+    Rcpp::traits::input_parameter< List >::type parameters(parametersSEXP);
+    Rcpp::traits::input_parameter< double >::type decay_rate(decay_rateSEXP);
+    Rcpp::traits::input_parameter< double >::type decay_steps(decay_stepsSEXP);
+    Rcpp::traits::input_parameter< double >::type init_scale(init_scaleSEXP);
+    Rcpp::traits::input_parameter< double >::type key0(key0SEXP);
+    Rcpp::traits::input_parameter< double >::type key1(key1SEXP);
+    Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_svi_new(engine, init, particles, guide, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, options));
+    return rcpp_result_gen;
+END_RCPP
+}
+// ls_svi_step
+NumericVector ls_svi_step(SEXP handle, int n);
+RcppExport SEXP _lockstep_ls_svi_step(SEXP handleSEXP, SEXP nSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type handle(handleSEXP);
+    Rcpp::traits::input_parameter< int >::type n(nSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_svi_step(handle, n));
+    return rcpp_result_gen;
+END_RCPP
+}
+// ls_svi_guide
+List ls_svi_guide(SEXP handle);
+RcppExport SEXP _lockstep_ls_svi_guide(SEXP handleSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type handle(handleSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_svi_guide(handle));
+    return rcpp_result_gen;
+END_RCPP
+}
 
 static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_backend_info", (DL_FUNC) &_lockstep_ls_backend_info, 0},
@@ -267,6 +313,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_mpi_stats", (DL_FUNC) &_lockstep_ls_mpi_stats, 1},
     {"_lockstep_ls_mpi_broadcast", (DL_FUNC) &_lockstep_ls_mpi_broadcast, 1},
     {"_lockstep_ls_mpi_same", (DL_FUNC) &_lockstep_ls_mpi_same, 1},
+    {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 13},
+    {"_lockstep_ls_svi_step", (DL_FUNC) &_lockstep_ls_svi_step, 2},
+    {"_lockstep_ls_svi_guide", (DL_FUNC) &_lockstep_ls_svi_guide, 1},
     {NULL, NULL, 0}
 };
 

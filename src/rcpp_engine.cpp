@@ -24,6 +24,7 @@
 #include "lockstep/shards.hpp"
 #include "lockstep/targets.hpp"
 #include "mpi_world.h"
+#include "rcpp_engine.h"
 
 using namespace Rcpp;
 
@@ -245,6 +246,14 @@ std::vector<double> chain_major(const NumericMatrix& m) {
 }
 
 }  // namespace
+
+lockstep::ExecOptions engine_exec_options(const List& options) { return exec_options(options); }
+
+std::shared_ptr<lockstep::Program> engine_program(SEXP engine, bool* single) {
+  Engine* e = checked_pointer<Engine>(engine, "engine");
+  *single = e->single;
+  return e->program;
+}
 
 // [[Rcpp::export]]
 SEXP ls_engine_new(List ir) {

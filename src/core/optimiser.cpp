@@ -7,14 +7,11 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "lockstep/first_order.hpp"
+
 namespace lockstep {
 
 namespace {
-
-double param(const OptimiserSettings& s, const std::string& name, double fallback) {
-  auto it = s.params.find(name);
-  return it == s.params.end() ? fallback : it->second;
-}
 
 // -log density and its gradient at x for every chain.
 struct Objective {
@@ -50,162 +47,6 @@ std::vector<int> finite_everywhere(Target& target, const std::vector<double>& f,
   for (long c = 0; c < C; ++c) ok[c] = bad[c] == 0;
   return ok;
 }
-
-// The first-order methods: one update of chain c's x from its gradient g at
-// iteration t (1-based), with per-method state vectors a, b, u (zeroed, or as
-// the method initialises them).
-struct FirstOrder {
-  std::string method;
-  double lr, beta1, beta2, eps, momentum, rho, init_acc;
-  double lr_power, l1, l2, l2_shrinkage, ftrl_beta, global_step;  // ftrl, the proximal ones
-  bool nesterov, amsgrad, centered;
-  std::vector<double> a, b, u;  // [C, D]: moments / accumulators
-  std::vector<double> m_schedule;  // [C]: nadam's momentum schedule product
-
-  FirstOrder(const OptimiserSettings& s, long C, long D) : method(s.method) {
-    lr = param(s, "learning_rate",
-               method == "gradient_descent" || method == "proximal_gradient_descent" ? 0.01
-               : method == "adam" || method == "rms_prop"                            ? 0.1
-               : method == "adagrad" || method == "adagrad_da"                       ? 0.8
-               : method == "ftrl" || method == "proximal_adagrad"                    ? 1.0
-                                                                                     : 0.001);
-    beta1 = param(s, "beta_1", 0.9);
-    beta2 = param(s, "beta_2", 0.999);
-    eps = param(s, "epsilon", method == "adam" || method == "adagrad" || method == "adadelta" ? 1e-8
-                              : method == "rms_prop"                                         ? 1e-10
-                                                                                             : 1e-7);
-    momentum = param(s, "momentum", 0);
-    rho = param(s, "rho", method == "adadelta" ? 1 : 0.9);
-    init_acc = param(s, "initial_accumulator_value", 0.1);
-    nesterov = param(s, "nesterov", 0) != 0;
-    amsgrad = param(s, "amsgrad", 0) != 0;
-    centered = param(s, "centered", 0) != 0;
-    lr_power = param(s, "learning_rate_power", -0.5);
-    l1 = param(s, "l1_regularization_strength", 0);
-    l2 = param(s, "l2_regularization_strength", 0);
-    l2_shrinkage = param(s, "l2_shrinkage_regularization_strength", 0);
-    ftrl_beta = param(s, "beta", 0);
-    global_step = param(s, "global_step", 1);
-    // a: the squared-gradient accumulator of adagrad, ftrl and proximal_adagrad
-    // (adagrad_da's: its gradient sum, and b its squared-gradient accumulator)
-    const bool accumulates = method == "adagrad" || method == "ftrl" || method == "proximal_adagrad";
-    a.assign(C * D, accumulates ? init_acc : 0.0);
-    b.assign(C * D, method == "adagrad_da"
-                        ? param(s, "initial_gradient_squared_accumulator_value", 0.1)
-                        : 0.0);
-    u.assign(C * D, 0.0);
-    m_schedule.assign(C, 1.0);
-  }
-
-  void step(double* x, const double* g, long c, long D, long t) {
-    double* A = a.data() + c * D;
-    double* B = b.data() + c * D;
-    double* U = u.data() + c * D;
-    const double tt = static_cast<double>(t);
-    if (method == "gradient_descent") {
-      for (long i = 0; i < D; ++i) {
-        A[i] = momentum * A[i] - lr * g[i];  // velocity
-        x[i] += nesterov ? momentum * A[i] - lr * g[i] : A[i];
-      }
-    } else if (method == "adam") {
-      const double lr_t = lr * std::sqrt(1 - std::pow(beta2, tt)) / (1 - std::pow(beta1, tt));
-      for (long i = 0; i < D; ++i) {
-        A[i] = beta1 * A[i] + (1 - beta1) * g[i];
-        B[i] = beta2 * B[i] + (1 - beta2) * g[i] * g[i];
-        double v = B[i];
-        if (amsgrad) v = U[i] = std::max(U[i], B[i]);
-        x[i] -= lr_t * A[i] / (std::sqrt(v) + eps);
-      }
-    } else if (method == "adamax") {
-      const double lr_t = lr / (1 - std::pow(beta1, tt));
-      for (long i = 0; i < D; ++i) {
-        A[i] = beta1 * A[i] + (1 - beta1) * g[i];
-        B[i] = std::max(beta2 * B[i], std::fabs(g[i]));
-        x[i] -= lr_t * A[i] / (B[i] + eps);
-      }
-    } else if (method == "nadam") {
-      // Keras's schedule: mu_t = beta1 (1 - 0.5 * 0.96^(0.004 t))
-      const double mu_t = beta1 * (1 - 0.5 * std::pow(0.96, 0.004 * tt));
-      const double mu_next = beta1 * (1 - 0.5 * std::pow(0.96, 0.004 * (tt + 1)));
-      const double sched_new = m_schedule[c] * mu_t, sched_next = sched_new * mu_next;
-      m_schedule[c] = sched_new;
-      for (long i = 0; i < D; ++i) {
-        const double gp = g[i] / (1 - sched_new);
-        A[i] = beta1 * A[i] + (1 - beta1) * g[i];
-        B[i] = beta2 * B[i] + (1 - beta2) * g[i] * g[i];
-        const double mp = A[i] / (1 - sched_next), vp = B[i] / (1 - std::pow(beta2, tt));
-        const double m_bar = (1 - mu_t) * gp + mu_next * mp;
-        x[i] -= lr * m_bar / (std::sqrt(vp) + eps);
-      }
-    } else if (method == "adagrad") {
-      for (long i = 0; i < D; ++i) {
-        A[i] += g[i] * g[i];
-        x[i] -= lr * g[i] / (std::sqrt(A[i]) + eps);
-      }
-    } else if (method == "adadelta") {
-      for (long i = 0; i < D; ++i) {
-        A[i] = rho * A[i] + (1 - rho) * g[i] * g[i];
-        const double update = g[i] * std::sqrt(B[i] + eps) / std::sqrt(A[i] + eps);
-        B[i] = rho * B[i] + (1 - rho) * update * update;
-        x[i] -= lr * update;
-      }
-    } else if (method == "rms_prop") {
-      for (long i = 0; i < D; ++i) {
-        A[i] = rho * A[i] + (1 - rho) * g[i] * g[i];
-        double denom = A[i];
-        if (centered) {
-          B[i] = rho * B[i] + (1 - rho) * g[i];
-          denom -= B[i] * B[i];
-        }
-        const double step = lr * g[i] / (std::sqrt(std::max(denom, 0.0)) + eps);
-        if (momentum > 0) {
-          U[i] = momentum * U[i] + step;
-          x[i] -= U[i];
-        } else {
-          x[i] -= step;
-        }
-      }
-    } else if (method == "ftrl") {
-      // Follow the regularised leader (McMahan et al. 2013), as Keras's Ftrl:
-      // a accumulates g^2, b is the linear term, and x is solved from them
-      // at every step (0 where the L1 penalty outweighs b).
-      for (long i = 0; i < D; ++i) {
-        const double gs = g[i] + 2 * l2_shrinkage * x[i];
-        const double a_new = A[i] + g[i] * g[i];
-        const double p_new = std::pow(a_new, -lr_power), p_old = std::pow(A[i], -lr_power);
-        B[i] += gs - (p_new - p_old) / lr * x[i];
-        const double quadratic = (p_new + ftrl_beta) / lr + 2 * l2;
-        x[i] = std::fabs(B[i]) > l1 ? (std::clamp(B[i], -l1, l1) - B[i]) / quadratic : 0.0;
-        A[i] = a_new;
-      }
-    } else if (method == "proximal_gradient_descent" || method == "proximal_adagrad") {
-      // A gradient step (adagrad's, scaled by the accumulated g^2, for
-      // proximal_adagrad), then the proximal map of the L1 and L2 penalties:
-      // shrunk towards 0 by lr l1, then scaled by 1 / (1 + lr l2).
-      const bool adaptive = method == "proximal_adagrad";
-      for (long i = 0; i < D; ++i) {
-        if (adaptive) A[i] += g[i] * g[i];
-        const double rate = adaptive ? lr / std::sqrt(A[i]) : lr;
-        const double v = x[i] - rate * g[i];
-        const double shrunk = std::max(std::fabs(v) - rate * l1, 0.0);
-        x[i] = (v > 0 ? shrunk : -shrunk) / (1 + rate * l2);
-      }
-    } else if (method == "adagrad_da") {
-      // Adagrad's dual averaging (TensorFlow's AdagradDA): a sums the
-      // gradients, b their squares, and x is solved from them; the penalties
-      // scale with global_step, fixed as greta passes it.
-      for (long i = 0; i < D; ++i) {
-        A[i] += g[i];
-        B[i] += g[i] * g[i];
-        const double denom = l2 * global_step * lr + std::sqrt(B[i]);
-        const double shrunk = std::max(std::fabs(A[i]) - l1 * global_step, 0.0);
-        x[i] = l1 > 0 ? (A[i] > 0 ? -1.0 : 1.0) * lr * shrunk / denom : -lr * A[i] / denom;
-      }
-    } else {
-      throw std::invalid_argument("opt: unknown optimiser '" + method + "'");
-    }
-  }
-};
 
 OptimiserResult first_order(Objective& obj, const OptimiserSettings& s, std::vector<double> x,
                             bool (*interrupted)()) {
@@ -260,14 +101,14 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
                       bool (*interrupted)()) {
   const long C = obj.C, D = obj.D;
   const long memory = 10;
-  const double gtol = param(s, "tolerance", 1e-8);
-  const long max_ls = static_cast<long>(param(s, "max_line_search_iterations", 50));
+  const double gtol = optimiser_param(s, "tolerance", 1e-8);
+  const long max_ls = static_cast<long>(optimiser_param(s, "max_line_search_iterations", 50));
   // TensorFlow Probability's (greta's) further stopping rules, off at 0: the
   // largest change of a coordinate, and the change of the objective relative
   // to it and absolute, at most these
-  const double xtol = param(s, "x_tolerance", 0);
-  const double ftol_rel = param(s, "f_relative_tolerance", 0);
-  const double ftol_abs = param(s, "f_absolute_tolerance", 0);
+  const double xtol = optimiser_param(s, "x_tolerance", 0);
+  const double ftol_rel = optimiser_param(s, "f_relative_tolerance", 0);
+  const double ftol_abs = optimiser_param(s, "f_absolute_tolerance", 0);
   std::vector<double> f, g, ft, gt;
   obj(x, f, g);
   OptimiserResult r;
@@ -409,10 +250,10 @@ OptimiserResult lbfgs(Objective& obj, const OptimiserSettings& s, std::vector<do
 OptimiserResult nelder_mead(Target& target, const OptimiserSettings& s, std::vector<double> x,
                             bool (*interrupted)()) {
   const long C = target.chains(), D = target.dim(), V = D + 1;
-  const double step = param(s, "step_sizes", 1), ftol = param(s, "func_tolerance", 1e-8);
-  const double xtol = param(s, "position_tolerance", 1e-8);
-  const double reflection = param(s, "reflection", 1), expansion = param(s, "expansion", 2);
-  const double contraction = param(s, "contraction", 0.5), shrinkage = param(s, "shrinkage", 0.5);
+  const double step = optimiser_param(s, "step_sizes", 1), ftol = optimiser_param(s, "func_tolerance", 1e-8);
+  const double xtol = optimiser_param(s, "position_tolerance", 1e-8);
+  const double reflection = optimiser_param(s, "reflection", 1), expansion = optimiser_param(s, "expansion", 2);
+  const double contraction = optimiser_param(s, "contraction", 0.5), shrinkage = optimiser_param(s, "shrinkage", 0.5);
   enum Phase { start, reflect, expand, contract_outside, contract_inside, shrink, done };
   std::vector<double> verts(C * V * D), vals(C * V, HUGE_VAL), trial(x), lp(C);
   std::vector<double> centroid(C * D), reflected(C * D), f_reflected(C, 0);

@@ -1,0 +1,280 @@
+#' Variational inference
+#'
+#' Fits an approximation to a model's posterior by stochastic variational
+#' inference: a *guide*, a distribution over the model's free (unconstrained)
+#' parameters, is moved by a first-order optimiser to maximise a lower bound
+#' on the log evidence, estimated at each iteration from `particles` draws of
+#' the guide. The particles are the engine's chains: every iteration
+#' evaluates all of them in one call, as one step of [mcmc()]'s chains does.
+#' Constrained variables go through the model's own transforms (with their
+#' Jacobians), so the approximation's draws respect every support. Where
+#' [mcmc()] is too slow for a model, `svi()` gives an approximate answer in a
+#' fraction of the time, and says how far to trust it (the Pareto k
+#' diagnostic, below); its fit can start [mcmc()].
+#'
+#' @param model a `greta_model` created by [model()]
+#' @param guide the approximation: `"mean_field"` (the default; independent
+#'   normals over the free parameters, NumPyro's `AutoNormal`, Stan's ADVI
+#'   `meanfield`) or `"delta"` (a point mass: the posterior mode of the free
+#'   parameters, Jacobians included, NumPyro's `AutoDelta`)
+#' @param particles the number of draws of the guide per iteration (at least
+#'   1; a point mass takes 1)
+#' @param alpha the objective: `1` (the default) the evidence lower bound
+#'   (ELBO); otherwise Renyi's alpha-divergence bound, which `alpha = 0`
+#'   makes the importance-weighted bound (NumPyro's `RenyiELBO(alpha = 0)`):
+#'   tighter than the ELBO, and more so with more particles, so that the
+#'   guide covers more of the posterior
+#' @param optimiser a first-order optimiser, such as [adam()] (the default,
+#'   with a learning rate of 0.01) or [rms_prop()]: see [opt()]
+#' @param n_iterations the most iterations
+#' @param decay_rate,decay_steps the learning rate decays exponentially, as
+#'   seed 003's `optax.exponential_decay`: at iteration t it is the
+#'   optimiser's times `decay_rate^(t / decay_steps)`; `decay_rate = 1` (the
+#'   default) keeps it constant
+#' @param tolerance stop when the ELBO's relative change between windows of
+#'   100 iterations, averaged over (or the median of) the last few windows,
+#'   falls below it (Stan ADVI's `tol_rel_obj`, whose default this is); `0`
+#'   runs all `n_iterations`
+#' @param n_draws the number of draws of the fitted guide returned, as 4
+#'   chains of `n_draws / 4`
+#' @param initial_values an [initials()] object: the guide's first mean (the
+#'   rest drawn as [mcmc()] draws them); its first standard deviations are
+#'   0.1 (NumPyro's)
+#' @param verbose whether to show a progress bar with the running average of
+#'   the loss (minus the bound)
+#' @param pb_update how many iterations between updates of the progress bar
+#'   (and checks for convergence and interrupts)
+#' @param compute_options where the model runs: [cpu_only()] or [gpu_only()]
+#' @details Each iteration draws `particles` points z = mu + sd * eps of the
+#'   mean-field guide (eps standard normal, from lockstep's counter-based
+#'   generator seeded by R's: [set.seed()] repeats a run), evaluates the
+#'   model's log density and gradient at all of them in one engine call, and
+#'   moves mu and log(sd) along the bound's reparameterised gradient.
+#'
+#'   An interrupt (Esc, Ctrl-C) stops the fit and returns it as it is. An
+#'   iteration whose bound is not finite leaves the guide where it was; 20 of
+#'   them in a row stop the fit (the optimiser has diverged), which returns
+#'   the last finite guide with a warning.
+#'
+#'   The Pareto k diagnostic (Yao et al. 2018, "Yes, but did it work?") fits
+#'   a generalised Pareto distribution to the largest importance ratios
+#'   p(z) / q(z) of the returned draws (with the \pkg{loo} package, where it
+#'   is installed): below 0.5 the approximation is good; above 0.7 it is poor
+#'   (a funnel under a mean-field guide, say), and `svi()` warns.
+#' @return a `lockstep_svi` object: a list of `draws` (a `greta_mcmc_list`
+#'   of draws of the model's targets under the guide, which [summary()],
+#'   [calculate()], [log_lik()], coda, posterior and bayesplot take), `par`
+#'   (the targets at the guide's mean, as [opt()] gives them), `guide` (its
+#'   `type`, and `mean` and `sd` over the free parameters), `loss` (each
+#'   iteration's), `elbo` (the bound averaged over the last 100
+#'   iterations), `k_hat`, `iterations`, `converged` and `interrupted`.
+#'   Given to [mcmc()] as `initial_values`, each chain starts from a draw of
+#'   the guide.
+#' @examples
+#' y <- as_data(c(-0.4, 1.2, 0.9, 2.1, 0.3))
+#' mu <- normal(0, 10)
+#' distribution(y) <- normal(mu, 1)
+#' m <- model(mu)
+#' set.seed(1)
+#' fit <- svi(m, n_iterations = 3000, verbose = FALSE)
+#' fit
+#' summary(fit$draws)
+#' # the exact posterior: normal(mean 0.82, sd 0.447)
+#' draws <- mcmc(m, initial_values = fit, warmup = 200, n_samples = 200, verbose = FALSE)
+#' @export
+svi <- function(model, guide = c("mean_field", "delta"), particles = 4, alpha = 1,
+                optimiser = adam(learning_rate = 0.01), n_iterations = 10000,
+                decay_rate = 1, decay_steps = 1000, tolerance = 0.01, n_draws = 1000,
+                initial_values = initials(), verbose = TRUE, pb_update = 100,
+                compute_options = cpu_only()) {
+  particles_given <- !missing(particles)
+  if (!inherits(model, "greta_model")) {
+    stop("`model` must be a greta_model created by model()", call. = FALSE)
+  }
+  guide <- check_choice(guide, c("mean_field", "delta"), "guide")
+  particles <- check_count(particles, "particles", minimum = 1)
+  if (guide == "delta" && particles != 1) {
+    if (particles_given) stop("a point mass guide takes `particles = 1`", call. = FALSE)
+    particles <- 1L
+  }
+  check_number(alpha, "alpha")
+  if (guide == "delta" && alpha != 1) {
+    stop("a point mass guide has no bound but the ELBO: leave `alpha` at 1", call. = FALSE)
+  }
+  if (!inherits(optimiser, "optimiser") || optimiser$name %in% c("bfgs", "nelder_mead")) {
+    stop("`optimiser` must be a first-order optimiser such as adam() or rms_prop()",
+         call. = FALSE)
+  }
+  n_iterations <- check_count(n_iterations, "n_iterations", minimum = 1)
+  check_number(decay_rate, "decay_rate", positive = TRUE)
+  check_number(decay_steps, "decay_steps", positive = TRUE)
+  check_number(tolerance, "tolerance", minimum = 0)
+  n_draws <- check_count(n_draws, "n_draws", minimum = 4)
+  pb_update <- check_count(pb_update, "pb_update", minimum = 1)
+  if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
+    stop("`verbose` must be TRUE or FALSE", call. = FALSE)
+  }
+  options <- check_compute_options(compute_options)
+  check_ranks_agree(model, options)
+  engine <- model_engine(model)
+  init <- initial_free_state(model, initial_values, 1, options, parent.frame(), "guide")
+  seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
+  handle <- ls_svi_new(engine, init[1, ], particles, guide, alpha, optimiser$name,
+                       optimiser$parameters, decay_rate, decay_steps, 0.1, seeds[1], seeds[2],
+                       options)
+  run <- svi_iterations(handle, n_iterations, pb_update, tolerance, verbose && mpi_rank() == 0)
+  fitted <- ls_svi_guide(handle)
+  fit <- list(guide = list(type = guide, mean = fitted$mean, sd = fitted$sd),
+              loss = run$loss, iterations = length(run$loss), converged = run$converged,
+              interrupted = run$interrupted, particles = particles, alpha = alpha,
+              model = model, handle = handle)
+  finite <- run$loss[is.finite(run$loss)]
+  fit$elbo <- -mean(utils::tail(finite, 100))
+  fit$par <- opt_par(model, fit$guide$mean, options)
+  approx <- guide_draws(model, fit$guide, n_draws, options)
+  fit$draws <- approx$draws
+  fit$k_hat <- pareto_k_hat(approx$log_ratios)
+  class(fit) <- "lockstep_svi"
+  if (run$diverged) {
+    warning("svi() stopped at iteration ", length(run$loss), ": the bound was not finite for 20 ",
+            "iterations in a row (the optimiser diverged?); returning the last finite guide. ",
+            "Try a smaller learning rate", call. = FALSE)
+  }
+  if (is.finite(fit$k_hat) && fit$k_hat > 0.7) {
+    warning(sprintf(paste0("the Pareto k diagnostic is %.2f (above 0.7): the approximation is ",
+                           "poor where the posterior has most of its mass; use mcmc()"),
+                    fit$k_hat), call. = FALSE)
+  }
+  fit
+}
+
+# Steps a fit in chunks of pb_update iterations: its progress bar (with the
+# loss's running average, as NumPyro shows it), convergence (Stan ADVI's
+# rule on the ELBO's relative changes between windows of 100 iterations),
+# 20 non-finite iterations in a row (divergence) and interrupts.
+svi_iterations <- function(handle, n_iterations, pb_update, tolerance, verbose) {
+  bar <- progress_bar("svi", n_iterations, n_iterations, 1, verbose)
+  loss <- numeric(0)
+  window <- 100
+  changes <- numeric(0)
+  keep_changes <- max(2, floor(0.1 * n_iterations / window))
+  previous <- NA
+  windows <- 0
+  converged <- diverged <- interrupted <- FALSE
+  note <- function() {
+    recent <- utils::tail(loss[is.finite(loss)], window)
+    if (length(recent)) sprintf(" | avg. loss %s", format(mean(recent), digits = 5)) else ""
+  }
+  tryCatch({
+    while (length(loss) < n_iterations && !converged && !diverged) {
+      loss <- c(loss, ls_svi_step(handle, min(pb_update, n_iterations - length(loss))))
+      done <- length(loss)
+      bad <- rle(is.na(loss))
+      diverged <- utils::tail(bad$values, 1) && utils::tail(bad$lengths, 1) >= 20
+      # every window of 100 iterations: the relative change of its mean bound
+      while ((windows + 1) * window <= done) {
+        windows <- windows + 1
+        elbo <- -mean(loss[(windows - 1) * window + seq_len(window)], na.rm = TRUE)
+        if (!is.na(previous) && is.finite(elbo)) {
+          changes <- utils::tail(c(changes, abs((elbo - previous) / elbo)), keep_changes)
+          converged <- tolerance > 0 && length(changes) >= 2 &&
+            (mean(changes) < tolerance || stats::median(changes) < tolerance)
+        }
+        previous <- elbo
+      }
+      progress_update(bar, done, note = note(), final = converged || diverged ||
+                        done == n_iterations)
+    }
+  }, interrupt = function(e) {
+    interrupted <<- TRUE
+    if (verbose) cat("\n", file = stderr())
+    message("svi() was interrupted: returning the fit after ", length(loss), " iterations")
+  })
+  list(loss = loss, converged = converged, diverged = diverged, interrupted = interrupted)
+}
+
+# n draws of the guide ([n, free]) as 4 chains' greta_mcmc_list of the
+# model's targets, and their log importance ratios log p(z) - log q(z) (NA
+# for a point mass), the model's log density evaluated in batches.
+guide_draws <- function(model, guide, n, options) {
+  D <- model$n_free
+  chains <- 4L
+  per_chain <- n %/% chains
+  n <- per_chain * chains
+  z <- matrix(stats::rnorm(n * D), n, D) * rep(guide$sd, each = n) + rep(guide$mean, each = n)
+  z <- same_on_every_rank(z, options)
+  engine <- model_engine(model)
+  ids <- vapply(model$traced, function(t) as.integer(t$ir), integer(1))
+  values <- ls_engine_values(engine, z, ids, options)
+  log_ratios <- rep(NA_real_, n)
+  if (guide$type == "mean_field") {
+    log_p <- unlist(lapply(split(seq_len(n), ceiling(seq_len(n) / 100)), function(rows) {
+      ls_engine_log_density(engine, z[rows, , drop = FALSE], FALSE, options)$log_density
+    }))
+    log_q <- colSums(stats::dnorm(t(z), guide$mean, guide$sd, log = TRUE))
+    log_ratios <- log_p - log_q
+  }
+  keep_raw <- raw_draws_mb(model, per_chain, chains) <= getOption("lockstep.max_raw_draws_mb", 500)
+  chain_of_row <- rep_len(seq_len(chains), n)
+  free <- if (keep_raw) lapply(seq_len(chains), function(k) z[chain_of_row == k, , drop = FALSE])
+  list(draws = build_mcmc_list(model, values, free, chains, 1, "complete"),
+       log_ratios = log_ratios)
+}
+
+# The Pareto k diagnostic of log importance ratios (loo's PSIS), NA where it
+# cannot be had (a point mass, loo not installed, ratios not finite).
+pareto_k_hat <- function(log_ratios) {
+  if (anyNA(log_ratios) || !all(is.finite(log_ratios)) ||
+      !requireNamespace("loo", quietly = TRUE)) {
+    return(NA_real_)
+  }
+  psis <- suppressWarnings(loo::psis(log_ratios, r_eff = 1))
+  as.numeric(loo::pareto_k_values(psis))
+}
+
+#' @export
+print.lockstep_svi <- function(x, ...) {
+  type <- if (x$guide$type == "mean_field") "mean-field guide" else "point mass guide"
+  objective <- if (x$alpha == 1) "ELBO" else sprintf("Renyi bound (alpha = %s)", x$alpha)
+  status <- if (x$converged) "converged" else if (x$interrupted) "interrupted" else
+    "did not converge"
+  cat(sprintf("svi(): %s, %d particle%s, %s\n", type, x$particles,
+              if (x$particles == 1) "" else "s", objective))
+  cat(sprintf("%d iterations (%s); %s %s (mean of the last 100)\n", x$iterations, status,
+              objective, format(x$elbo, digits = 6)))
+  if (!is.na(x$k_hat)) {
+    cat(sprintf("Pareto k diagnostic: %.2f (%s)\n", x$k_hat,
+                if (x$k_hat < 0.5) "good" else if (x$k_hat <= 0.7) "fair" else "poor: use mcmc()"))
+  }
+  cat("posterior means (of the draws):\n")
+  print(colMeans(as.matrix(x$draws)), ...)
+  invisible(x)
+}
+
+#' @export
+summary.lockstep_svi <- function(object, ...) summary(object$draws, ...)
+
+# A single finite number, at least `minimum` (above 0 where `positive`).
+check_number <- function(x, arg, minimum = -Inf, positive = FALSE) {
+  if (!is.numeric(x) || length(x) != 1 || !is.finite(x) || x < minimum || (positive && x <= 0)) {
+    stop("`", arg, "` must be a single ", if (positive) "positive " else if (minimum == 0)
+      "non-negative " else "finite ", "number", call. = FALSE)
+  }
+  x
+}
+
+# Each chain's start drawn from an svi() fit's guide (its mean where a draw's
+# log density is not finite).
+guide_starts <- function(model, fit, chains, options) {
+  g <- fit$guide
+  if (length(g$mean) != model$n_free) {
+    stop("`initial_values` is an svi() fit of a model with ", length(g$mean),
+         " free parameters; this one has ", model$n_free, call. = FALSE)
+  }
+  init <- matrix(stats::rnorm(chains * model$n_free), chains) * rep(g$sd, each = chains) +
+    rep(g$mean, each = chains)
+  init <- same_on_every_rank(init, options)
+  lp <- ls_engine_log_density(model_engine(model), init, FALSE, options)$log_density
+  init[!is.finite(lp), ] <- rep(g$mean, each = sum(!is.finite(lp)))
+  init
+}

@@ -1,0 +1,144 @@
+# svi(): variational fits against exact posteriors, the bounds, the result's
+# interfaces (draws, print, mcmc() starts), the Pareto k diagnostic, and bad
+# input.
+
+# A conjugate normal model: y_i ~ normal(mu, 1), mu ~ normal(0, 10), so the
+# posterior of mu is normal(sum(y) / (n + 1/100), 1 / sqrt(n + 1/100)).
+conjugate_normal <- function() {
+  y <- c(-0.4, 1.2, 0.9, 2.1, 0.3, 1.7, 0.8)
+  mu <- normal(0, 10)
+  distribution(y) <- normal(mu, 1)
+  precision <- length(y) + 1 / 100
+  list(model = model(mu), mean = sum(y) / precision, sd = 1 / sqrt(precision))
+}
+
+test_that("svi() with a mean-field guide recovers a conjugate normal posterior", {
+  cn <- conjugate_normal()
+  set.seed(61)
+  fit <- svi(cn$model, particles = 8, n_iterations = 4000, tolerance = 0, decay_rate = 0.01,
+             decay_steps = 4000, optimiser = adam(learning_rate = 0.05), verbose = FALSE)
+  expect_s3_class(fit, "lockstep_svi")
+  expect_equal(fit$iterations, 4000)
+  expect_false(fit$converged)
+  # the guide over the free parameter (mu is unconstrained: the same scale)
+  expect_lt(abs(fit$guide$mean - cn$mean), 0.05 * cn$sd)
+  expect_lt(abs(fit$guide$sd / cn$sd - 1), 0.05)
+  expect_lt(abs(fit$par$mu - cn$mean), 0.05 * cn$sd)
+  # its draws: a greta_mcmc_list of 4 chains, within Monte Carlo error
+  expect_s3_class(fit$draws, "greta_mcmc_list")
+  expect_equal(coda::nchain(fit$draws), 4)
+  d <- as.matrix(fit$draws)
+  expect_equal(nrow(d), 1000)
+  expect_lt(abs(mean(d[, "mu"]) - cn$mean), 4 * cn$sd / sqrt(1000) + 0.05 * cn$sd)
+  expect_lt(abs(stats::sd(d[, "mu"]) / cn$sd - 1), 0.1)
+  # the exact posterior is in the guide's family: k-hat is small
+  expect_lt(fit$k_hat, 0.5)
+  # the ELBO of the exact posterior is the log evidence
+  y <- c(-0.4, 1.2, 0.9, 2.1, 0.3, 1.7, 0.8)
+  log_evidence <- mvtnorm::dmvnorm(y, rep(0, 7), diag(7) + 100, log = TRUE)
+  expect_lt(abs(fit$elbo - log_evidence), 0.05)
+  # the loss trace, printing, summary, calculate()
+  expect_length(fit$loss, 4000)
+  expect_output(print(fit), "mean-field guide, 8 particles, ELBO")
+  expect_output(print(fit), "Pareto k diagnostic")
+  expect_s3_class(summary(fit), "summary.mcmc")
+  expect_true(all(is.finite(fit$loss)))
+  # set.seed() repeats a run
+  set.seed(61)
+  again <- svi(cn$model, particles = 8, n_iterations = 200, tolerance = 0, verbose = FALSE)
+  set.seed(61)
+  same <- svi(cn$model, particles = 8, n_iterations = 200, tolerance = 0, verbose = FALSE)
+  expect_identical(again$loss, same$loss)
+  expect_identical(as.matrix(again$draws), as.matrix(same$draws))
+})
+
+test_that("svi() stops on a converged ELBO and respects supports", {
+  # a positive parameter through its log transform: the draws stay positive
+  y <- c(0.8, 1.9, 0.4, 2.7, 1.1, 0.6)
+  rate <- gamma(2, 1)
+  distribution(y) <- exponential(rate)
+  m <- model(rate)
+  set.seed(62)
+  fit <- svi(m, n_iterations = 20000, verbose = FALSE, optimiser = adam(learning_rate = 0.02))
+  expect_true(fit$converged)
+  expect_lt(fit$iterations, 20000)
+  d <- as.matrix(fit$draws)
+  expect_true(all(d[, "rate"] > 0))
+  # the posterior is gamma(2 + 6, 1 + sum(y)): mean-field on log(rate) is close
+  expect_lt(abs(mean(d[, "rate"]) - 8 / (1 + sum(y))), 0.1 * sqrt(8) / (1 + sum(y)))
+})
+
+test_that("svi()'s importance-weighted bound is at least the ELBO, and a point mass finds the mode", {
+  # a correlated posterior, which a mean-field guide cannot match: the
+  # importance-weighted bound (alpha = 0) sits above the ELBO
+  z <- normal(0, 1, dim = 2)
+  w <- as_data(c(0.3, -0.2))
+  distribution(w) <- normal(z[1] + c(1, 1.1) * z[2], 0.2)
+  m <- model(z)
+  # (the mean-field guide's Pareto k is near 0.7 here: a warning, no matter)
+  set.seed(63)
+  elbo <- suppressWarnings(svi(m, particles = 8, n_iterations = 3000, tolerance = 0,
+                               verbose = FALSE, optimiser = adam(learning_rate = 0.02)))
+  set.seed(63)
+  iw <- suppressWarnings(svi(m, particles = 8, alpha = 0, n_iterations = 3000, tolerance = 0,
+                             verbose = FALSE, optimiser = adam(learning_rate = 0.02)))
+  expect_gt(iw$elbo, elbo$elbo)
+  expect_output(print(iw), "Renyi bound \\(alpha = 0\\)")
+  # the importance-weighted guide is wider (it covers more of the posterior)
+  expect_gt(sum(log(iw$guide$sd)), sum(log(elbo$guide$sd)))
+  # a point mass: the mode of the free state (z is unconstrained: the MAP)
+  set.seed(64)
+  delta <- svi(m, guide = "delta", n_iterations = 3000, tolerance = 0, verbose = FALSE,
+               optimiser = adam(learning_rate = 0.02))
+  A <- cbind(1, c(1, 1.1))
+  P <- diag(2) + crossprod(A) / 0.04
+  mode <- drop(solve(P, crossprod(A, c(0.3, -0.2)) / 0.04))
+  expect_equal(delta$guide$mean, mode, tolerance = 1e-3)
+  expect_equal(delta$guide$sd, c(0, 0))
+  expect_true(is.na(delta$k_hat))
+})
+
+test_that("svi()'s Pareto k flags a funnel, and a fit starts mcmc()", {
+  # Neal's funnel: a mean-field guide cannot follow it
+  v <- normal(0, 3)
+  x <- normal(0, exp(v / 2), dim = 8)
+  m <- model(v, x)
+  set.seed(65)
+  expect_warning(fit <- svi(m, n_iterations = 3000, verbose = FALSE), "Pareto k diagnostic is")
+  expect_gt(fit$k_hat, 0.7)
+  # mcmc() from the guide
+  cn <- conjugate_normal()
+  set.seed(66)
+  g <- svi(cn$model, n_iterations = 1000, verbose = FALSE)
+  d <- mcmc(cn$model, initial_values = g, warmup = 100, n_samples = 100, chains = 2,
+            verbose = FALSE)
+  expect_equal(coda::nchain(d), 2)
+  expect_error(mcmc(m, initial_values = g, warmup = 1, n_samples = 1, verbose = FALSE),
+               "svi\\(\\) fit of a model with 1 free parameters")
+})
+
+test_that("svi() refuses bad input with clear errors", {
+  cn <- conjugate_normal()
+  m <- cn$model
+  expect_error(svi("m"), "`model` must be a greta_model")
+  expect_error(svi(m, particles = 0), "`particles`")
+  expect_error(svi(m, guide = "full"), "`guide`")
+  expect_error(svi(m, guide = "delta", particles = 4), "particles = 1")
+  expect_error(svi(m, guide = "delta", alpha = 0), "leave `alpha` at 1")
+  expect_error(svi(m, optimiser = bfgs()), "first-order optimiser")
+  expect_error(svi(m, alpha = NA), "`alpha`")
+  expect_error(svi(m, decay_rate = 0), "`decay_rate`")
+  expect_error(svi(m, tolerance = -1), "`tolerance`")
+  expect_error(svi(m, n_draws = 2), "`n_draws`")
+  # a diverging optimiser stops with the last finite guide and says so:
+  # plain gradient descent with a step far beyond 2 / curvature overflows
+  mu <- normal(0, 1)
+  y <- c(0.3, -0.2, 0.1)
+  distribution(y) <- normal(mu, 0.01)
+  set.seed(67)
+  expect_warning(fit <- svi(model(mu), optimiser = gradient_descent(learning_rate = 1),
+                            n_iterations = 2000, tolerance = 0, verbose = FALSE),
+                 "the optimiser diverged")
+  expect_lt(fit$iterations, 2000)
+  expect_true(is.finite(fit$guide$mean))
+})
