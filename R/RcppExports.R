@@ -85,7 +85,7 @@ ls_svi_step <- function(handle, n) {
     .Call(`_lockstep_ls_svi_step`, handle, n)
 }
 
-ls_svi_guide <- function(handle) {
-    .Call(`_lockstep_ls_svi_guide`, handle)
+ls_svi_guide <- function(handle, full_rank) {
+    .Call(`_lockstep_ls_svi_guide`, handle, full_rank)
 }
 

@@ -15,8 +15,11 @@
 #' @param model a `greta_model` created by [model()]
 #' @param guide the approximation: `"mean_field"` (the default; independent
 #'   normals over the free parameters, NumPyro's `AutoNormal`, Stan's ADVI
-#'   `meanfield`) or `"delta"` (a point mass: the posterior mode of the free
-#'   parameters, Jacobians included, NumPyro's `AutoDelta`)
+#'   `meanfield`), `"full_rank"` (a multivariate normal, which learns the
+#'   posterior's correlations: NumPyro's `AutoMultivariateNormal`, ADVI's
+#'   `fullrank`; for models of up to 1,000 free parameters, as its cost
+#'   grows with their square) or `"delta"` (a point mass: the posterior mode
+#'   of the free parameters, Jacobians included, NumPyro's `AutoDelta`)
 #' @param particles the number of draws of the guide per iteration (at least
 #'   1; a point mass takes 1)
 #' @param alpha the objective: `1` (the default) the evidence lower bound
@@ -44,7 +47,10 @@
 #'   the loss (minus the bound)
 #' @param pb_update how many iterations between updates of the progress bar
 #'   (and checks for convergence and interrupts)
-#' @param compute_options where the model runs: [cpu_only()] or [gpu_only()]
+#' @param compute_options where the model runs: [cpu_only()] or [gpu_only()];
+#'   across MPI processes whose rows are whole groups ([mpi]), each process
+#'   holds and fits its own groups' guide parameters (mean-field and point
+#'   mass guides), and the fit is one process's up to the order of sums
 #' @details Each iteration draws `particles` points z = mu + sd * eps of the
 #'   mean-field guide (eps standard normal, from lockstep's counter-based
 #'   generator seeded by R's: [set.seed()] repeats a run), evaluates the
@@ -65,7 +71,9 @@
 #'   of draws of the model's targets under the guide, which [summary()],
 #'   [calculate()], [log_lik()], coda, posterior and bayesplot take), `par`
 #'   (the targets at the guide's mean, as [opt()] gives them), `guide` (its
-#'   `type`, and `mean` and `sd` over the free parameters), `loss` (each
+#'   `type`, and its `mean` and `sd` over the free parameters and, for a
+#'   full-rank guide, its `scale`: the guide is normal(`mean`, `scale %*%
+#'   t(scale)`)), `loss` (each
 #'   iteration's), `elbo` (the bound averaged over the last 100
 #'   iterations), `k_hat`, `iterations`, `converged` and `interrupted`.
 #'   Given to [mcmc()] as `initial_values`, each chain starts from a draw of
@@ -82,7 +90,7 @@
 #' # the exact posterior: normal(mean 0.82, sd 0.447)
 #' draws <- mcmc(m, initial_values = fit, warmup = 200, n_samples = 200, verbose = FALSE)
 #' @export
-svi <- function(model, guide = c("mean_field", "delta"), particles = 4, alpha = 1,
+svi <- function(model, guide = c("mean_field", "full_rank", "delta"), particles = 4, alpha = 1,
                 optimiser = adam(learning_rate = 0.01), n_iterations = 10000,
                 decay_rate = 1, decay_steps = 1000, tolerance = 0.01, n_draws = 1000,
                 initial_values = initials(), verbose = TRUE, pb_update = 100,
@@ -91,7 +99,7 @@ svi <- function(model, guide = c("mean_field", "delta"), particles = 4, alpha = 
   if (!inherits(model, "greta_model")) {
     stop("`model` must be a greta_model created by model()", call. = FALSE)
   }
-  guide <- check_choice(guide, c("mean_field", "delta"), "guide")
+  guide <- check_choice(guide, c("mean_field", "full_rank", "delta"), "guide")
   particles <- check_count(particles, "particles", minimum = 1)
   if (guide == "delta" && particles != 1) {
     if (particles_given) stop("a point mass guide takes `particles = 1`", call. = FALSE)
@@ -123,8 +131,9 @@ svi <- function(model, guide = c("mean_field", "delta"), particles = 4, alpha = 
                        optimiser$parameters, decay_rate, decay_steps, 0.1, seeds[1], seeds[2],
                        options)
   run <- svi_iterations(handle, n_iterations, pb_update, tolerance, verbose && mpi_rank() == 0)
-  fitted <- ls_svi_guide(handle)
-  fit <- list(guide = list(type = guide, mean = fitted$mean, sd = fitted$sd),
+  fitted <- ls_svi_guide(handle, guide == "full_rank")
+  fit <- list(guide = list(type = guide, mean = fitted$mean, sd = fitted$sd,
+                           scale = fitted$scale),
               loss = run$loss, iterations = length(run$loss), converged = run$converged,
               interrupted = run$interrupted, particles = particles, alpha = alpha,
               model = model, handle = handle)
@@ -201,17 +210,21 @@ guide_draws <- function(model, guide, n, options) {
   chains <- 4L
   per_chain <- n %/% chains
   n <- per_chain * chains
-  z <- matrix(stats::rnorm(n * D), n, D) * rep(guide$sd, each = n) + rep(guide$mean, each = n)
+  z <- guide_sample(guide, n, D)
   z <- same_on_every_rank(z, options)
   engine <- model_engine(model)
   ids <- vapply(model$traced, function(t) as.integer(t$ir), integer(1))
   values <- ls_engine_values(engine, z, ids, options)
   log_ratios <- rep(NA_real_, n)
-  if (guide$type == "mean_field") {
+  if (guide$type != "delta") {
     log_p <- unlist(lapply(split(seq_len(n), ceiling(seq_len(n) / 100)), function(rows) {
       ls_engine_log_density(engine, z[rows, , drop = FALSE], FALSE, options)$log_density
     }))
-    log_q <- colSums(stats::dnorm(t(z), guide$mean, guide$sd, log = TRUE))
+    # log q(z): the normals e that give z = mean + scale e
+    full <- guide$type == "full_rank"
+    e <- if (full) forwardsolve(guide$scale, t(z) - guide$mean) else (t(z) - guide$mean) / guide$sd
+    diagonal <- if (full) diag(guide$scale) else guide$sd
+    log_q <- -sum(log(diagonal)) - colSums(e^2) / 2 - D * log(2 * pi) / 2
     log_ratios <- log_p - log_q
   }
   keep_raw <- raw_draws_mb(model, per_chain, chains) <= getOption("lockstep.max_raw_draws_mb", 500)
@@ -234,7 +247,8 @@ pareto_k_hat <- function(log_ratios) {
 
 #' @export
 print.lockstep_svi <- function(x, ...) {
-  type <- if (x$guide$type == "mean_field") "mean-field guide" else "point mass guide"
+  type <- switch(x$guide$type, mean_field = "mean-field guide", full_rank = "full-rank guide",
+                 "point mass guide")
   objective <- if (x$alpha == 1) "ELBO" else sprintf("Renyi bound (alpha = %s)", x$alpha)
   status <- if (x$converged) "converged" else if (x$interrupted) "interrupted" else
     "did not converge"
@@ -271,10 +285,15 @@ guide_starts <- function(model, fit, chains, options) {
     stop("`initial_values` is an svi() fit of a model with ", length(g$mean),
          " free parameters; this one has ", model$n_free, call. = FALSE)
   }
-  init <- matrix(stats::rnorm(chains * model$n_free), chains) * rep(g$sd, each = chains) +
-    rep(g$mean, each = chains)
-  init <- same_on_every_rank(init, options)
+  init <- same_on_every_rank(guide_sample(g, chains, model$n_free), options)
   lp <- ls_engine_log_density(model_engine(model), init, FALSE, options)$log_density
   init[!is.finite(lp), ] <- rep(g$mean, each = sum(!is.finite(lp)))
   init
+}
+
+# n draws of a guide, [n, D]: mean + scale e, e standard normal.
+guide_sample <- function(guide, n, D) {
+  e <- matrix(stats::rnorm(n * D), n, D)
+  if (guide$type == "full_rank") return(e %*% t(guide$scale) + rep(guide$mean, each = n))
+  e * rep(guide$sd, each = n) + rep(guide$mean, each = n)
 }

@@ -282,13 +282,14 @@ BEGIN_RCPP
 END_RCPP
 }
 // ls_svi_guide
-List ls_svi_guide(SEXP handle);
-RcppExport SEXP _lockstep_ls_svi_guide(SEXP handleSEXP) {
+List ls_svi_guide(SEXP handle, bool full_rank);
+RcppExport SEXP _lockstep_ls_svi_guide(SEXP handleSEXP, SEXP full_rankSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type handle(handleSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_svi_guide(handle));
+    Rcpp::traits::input_parameter< bool >::type full_rank(full_rankSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_svi_guide(handle, full_rank));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -315,7 +316,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_mpi_same", (DL_FUNC) &_lockstep_ls_mpi_same, 1},
     {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 13},
     {"_lockstep_ls_svi_step", (DL_FUNC) &_lockstep_ls_svi_step, 2},
-    {"_lockstep_ls_svi_guide", (DL_FUNC) &_lockstep_ls_svi_guide, 1},
+    {"_lockstep_ls_svi_guide", (DL_FUNC) &_lockstep_ls_svi_guide, 2},
     {NULL, NULL, 0}
 };
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "lockstep/group_slice.hpp"
+#include "lockstep/owned_shard.hpp"
 #include "lockstep/svi.hpp"
 #include "lockstep/targets.hpp"
 #include "rcpp_engine.h"
@@ -21,6 +23,10 @@ namespace {
 // engine's pointer).
 struct SviHandle {
   std::shared_ptr<lockstep::Program> program;
+  // across MPI ranks that own their groups: this rank's slice, and its part
+  // of the guide made whole
+  std::unique_ptr<lockstep::GroupSlice> slice;
+  std::unique_ptr<lockstep::WholeState> whole;
   std::unique_ptr<lockstep::Target> target;
   std::unique_ptr<lockstep::Svi> svi;
 };
@@ -38,7 +44,7 @@ SviHandle* checked_svi(SEXP x) {
 
 }  // namespace
 
-// A fit of `guide` ("mean_field" or "delta") over the engine's program with
+// A fit of `guide` ("mean_field", "full_rank" or "delta") over the engine's program with
 // `particles` particles, the guide's mean from `init` (one value per free
 // parameter), Renyi's `alpha`, the first-order optimiser `method` with its
 // `parameters`, the learning rate's exponential decay, and the particles'
@@ -62,12 +68,27 @@ SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guid
   s.decay_rate = decay_rate;
   s.decay_steps = decay_steps;
   s.init_scale = init_scale;
-  h->target = lockstep::make_target(*h->program, particles, engine_exec_options(options), single);
-  h->svi = std::make_unique<lockstep::Svi>(*h->target, s, as<std::vector<double>>(init),
-                                           static_cast<uint32_t>(key0), static_cast<uint32_t>(key1));
+  const lockstep::ExecOptions o = engine_exec_options(options);
+  const long D = h->program->n_free;
+  std::vector<double> start = as<std::vector<double>>(init);
+  // Across MPI ranks whose rows are whole groups, each rank fits its own
+  // groups' guide parameters (svi.hpp; collective, every rank alike)
+  if (o.world && guide != "full_rank") h->slice = lockstep::plan_owned_shards(*h->program, *o.world);
+  if (h->slice) {
+    h->target = lockstep::make_owned_shard_target(*h->slice, particles, o, single, D);
+    start = h->slice->of_whole(start.data(), 1, D);
+    h->whole = std::make_unique<lockstep::WholeState>(*h->slice, D, *o.world);
+  } else {
+    h->target = lockstep::make_target(*h->program, particles, o, single);
+  }
+  h->svi = std::make_unique<lockstep::Svi>(*h->target, s, start, static_cast<uint32_t>(key0),
+                                           static_cast<uint32_t>(key1));
   XPtr<SviHandle> ptr(h.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize_svi, TRUE);
   ptr.attr("class") = "lockstep_svi_handle";
+  if (const lockstep::GroupSlice* slice = ptr->slice.get())
+    ptr.attr("owned_groups") = NumericVector::create(static_cast<double>(slice->first_group + 1),
+                                                     static_cast<double>(slice->end_group));
   return ptr;
 }
 
@@ -81,13 +102,31 @@ NumericVector ls_svi_step(SEXP handle, int n) {
   return loss;
 }
 
-// The guide's mean and standard deviations over the free state, and the
-// iterations made.
+// The guide's mean, standard deviations and, for a full-rank guide, its
+// scale (a lower triangular matrix L: the guide's covariance is L L'; NULL
+// for the others, whose scale is diag(sd), as a matrix too large for a
+// large model) over the free state, and the iterations made.
 // [[Rcpp::export]]
-List ls_svi_guide(SEXP handle) {
+List ls_svi_guide(SEXP handle, bool full_rank) {
   SviHandle* h = checked_svi(handle);
-  const std::vector<double> sd = h->svi->sd();
-  return List::create(_["mean"] = NumericVector(h->svi->mean().begin(), h->svi->mean().end()),
-                      _["sd"] = NumericVector(sd.begin(), sd.end()),
+  std::vector<double> mean = h->svi->mean(), sd = h->svi->sd();
+  if (h->whole) {  // (collective)
+    std::vector<double> whole_mean(h->program->n_free), whole_sd(h->program->n_free);
+    h->whole->to_all(mean.data(), 1, whole_mean.data());
+    h->whole->to_all(sd.data(), 1, whole_sd.data());
+    mean.swap(whole_mean);
+    sd.swap(whole_sd);
+  }
+  RObject scale;
+  if (full_rank) {
+    const long D = h->svi->dim();
+    const std::vector<double> L = h->svi->scale();
+    NumericMatrix m(static_cast<int>(D), static_cast<int>(D));
+    for (long i = 0; i < D; ++i)
+      for (long j = 0; j <= i; ++j) m(static_cast<int>(i), static_cast<int>(j)) = L[i * D + j];
+    scale = m;
+  }
+  return List::create(_["mean"] = NumericVector(mean.begin(), mean.end()),
+                      _["sd"] = NumericVector(sd.begin(), sd.end()), _["scale"] = scale,
                       _["iterations"] = static_cast<double>(h->svi->iterations()));
 }

@@ -119,21 +119,15 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
     return b;
   }
   // Devices of one process that own their groups (device_shards.hpp): the
-  // sampler's state stays whole, its vectors are split among the devices.
-  const bool leapfrog = spec.kind == "hmc" || spec.kind == "nuts" || spec.kind == "chees";
-  if (!dense && leapfrog && runs_on_device_shards(o)) {
-    if (std::unique_ptr<DeviceShardsTarget> shards = make_device_shards(program, chains, o, single)) {
-      b.executor = std::move(shards);
-      b.sampler = new_sampler(spec, *b.executor, init, key0, key1);
-      b.sampler->start_metric_from_gradient(spec.diag_sd_from_gradient);
-      return b;
-    }
-  }
-  const bool groupable = spec.kind == "nuts" || spec.kind == "hmc";
+  // sampler's state stays whole, its vectors are split among the devices
+  // (a dense metric's, and rwmh()'s and slice()'s, stay on the host, the
+  // devices evaluating their slices of it).
+  if (runs_on_device_shards(o)) b.executor = make_device_shards(program, chains, o, single);
+  const bool groupable = !b.executor && (spec.kind == "nuts" || spec.kind == "hmc");
   b.chain_groups = groupable ? chain_group_count(program, chains, o) : 1;
   const int group_threads = o.threads;
   if (b.chain_groups > 1) o.threads = 1;
-  b.executor = make_target(program, chains, o, single);
+  if (!b.executor) b.executor = make_target(program, chains, o, single);
   Target* target = b.executor.get();
   std::vector<double> start = init;
   const std::vector<long> covered = dense ? dense_metric_coordinates(program, spec) : std::vector<long>();

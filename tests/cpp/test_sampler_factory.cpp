@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "helpers.hpp"
+#include "lockstep/device_shards.hpp"
 #include "lockstep/owned_shard.hpp"
 #include "lockstep/sampler/chain_groups.hpp"
 #include "lockstep/sampler/sampler_factory.hpp"
@@ -331,4 +332,31 @@ TEST_CASE("sampler factory: across processes, every sampler on a grouped model s
   CHECK(worst < 1e-8);
   CHECK(one.dense->is_dense(0));  // the windows learnt correlations
   CHECK(ranked.dense->model_sd().size() == static_cast<size_t>(C * D));
+}
+
+TEST_CASE("sampler factory: on devices of one process, every sampler runs over devices that own "
+          "their groups",
+          "[sampler_factory][device_shards]") {
+  std::mt19937 rng(97);
+  Seed s = seed_model(300, 20, 2, rng, random_groups(rng, 300, 20));
+  lockstep::plan(s.p);
+  const long D = s.p.n_free, C = 2;
+  const std::vector<double> init = random_state(rng, C, D);
+  ExecOptions o;
+  o.backend = Backend::emulated;
+  o.devices = 2;
+  for (const std::string kind : {"nuts", "hmc", "chees", "rwmh", "slice"})
+    for (const std::string metric : {"diagonal", "dense"}) {
+      INFO(kind << ", " << metric);
+      SamplerSpec spec;
+      spec.kind = kind;
+      spec.metric = metric;
+      lockstep::SamplerBundle b = lockstep::make_sampler(s.p, spec, init, C, o, false, 5, 6);
+      CHECK(dynamic_cast<lockstep::DeviceShardsTarget*>(b.executor.get()) != nullptr);
+      CHECK((b.dense != nullptr) == (metric == "dense"));
+      CHECK(b.chain_groups == 1);
+      b.sampler->begin_warmup(3);
+      for (int it = 0; it < 5; ++it) b.sampler->iterate(it < 3);
+      for (double lp : b.sampler->log_density()) CHECK(std::isfinite(lp));
+    }
 }

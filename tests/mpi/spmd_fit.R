@@ -240,6 +240,18 @@ if (!on_gpu) {
           identical(fit_split$iterations, fit_whole$iterations), sprintf(
     "owned groups, opt(bfgs()): the optimum and iterations are one process's on every rank (%.2g)",
     gap))
+  # svi() shards too: each rank fits its own groups' guide parameters
+  set.seed(25)
+  v_split <- svi(split_h, n_iterations = 200, tolerance = 0, n_draws = 40, verbose = FALSE,
+                 compute_options = co)
+  set.seed(25)
+  v_whole <- svi(whole_h, n_iterations = 200, tolerance = 0, n_draws = 40, verbose = FALSE,
+                 compute_options = cpu_only(threads = 1))
+  gap <- max(rel(v_split$loss, v_whole$loss), rel(v_split$guide$mean, v_whole$guide$mean),
+             rel(v_split$guide$sd, v_whole$guide$sd))
+  check(!is.null(attr(v_split$handle, "owned_groups")) && gap < 1e-8 &&
+          lockstep:::ls_mpi_same(v_split$guide$mean), sprintf(
+    "owned groups, svi(): the losses and guide are one process's on every rank (%.2g)", gap))
   # rwmh() and slice(), which step on the host, shard too: each coordinate's
   # random numbers are drawn by its index in the whole model
   for (s in list(rwmh(), rwmh(proposal = "uniform"), slice())) {

@@ -50,6 +50,7 @@
 #include "lockstep/sampler/rwmh.hpp"
 #include "lockstep/sampler/slice.hpp"
 #include "lockstep/shards.hpp"
+#include "lockstep/svi.hpp"
 #include "models.hpp"  // tests/cpp: the seed model
 
 using namespace lstest;
@@ -768,6 +769,41 @@ void test_owned_shard_dense_nuts(long chains, long warmup, long sampling) {
          "owned shards, dense metric over the globals: every rank learns the same factor");
 }
 
+// svi() on ranks that own their groups: each rank fits its own groups'
+// guide parameters and the replicated global ones; the losses and the guide
+// (made whole) are one process's.
+void test_owned_shard_svi(double alpha) {
+  std::mt19937 rng(39);
+  const OwnedCase k = owned_case(rng);
+  const long D = k.s.p.n_free, C = 3;
+  const std::vector<double> init = uniform_vector(rng, D, -0.5, 0.5);
+  lockstep::SviSettings s;
+  s.optimiser.method = "adam";
+  s.optimiser.params["learning_rate"] = 0.05;
+  s.alpha = alpha;
+  Executor<double> whole(k.s.p, C, ExecOptions{});
+  lockstep::Svi reference(whole, s, init, 5u, 6u);
+  MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
+  lockstep::OwnedShardTarget target(
+      std::make_unique<Executor<double>>(k.slice.program, C, ExecOptions{}), k.slice, D, &comm);
+  lockstep::Svi mine(target, s, k.slice.of_whole(init.data(), 1, D), 5u, 6u);
+  double loss_gap = 0;
+  std::vector<double> losses;
+  for (int t = 0; t < 30; ++t) {
+    const double a = mine.step(), b = reference.step();
+    losses.push_back(a);
+    loss_gap = std::max(loss_gap, std::fabs(a - b) / std::max(1.0, std::fabs(b)));
+  }
+  const double mean_gap = owned_draws_gap(mine.mean(), reference.mean(), k.slice, D);
+  const double sd_gap = owned_draws_gap(mine.sd(), reference.sd(), k.slice, D);
+  const std::string label = "owned shards, svi (alpha " + std::to_string(alpha).substr(0, 3) + ")";
+  expect(loss_gap <= 1e-9 && mean_gap <= 1e-8 && sd_gap <= 1e-8 && std::isfinite(losses.back()),
+         label + ": 30 iterations' losses and the guide equal one process's",
+         "losses " + std::to_string(loss_gap) + ", mean " + std::to_string(mean_gap) + ", sd " +
+             std::to_string(sd_gap));
+  expect(same_on_all_ranks(losses), label + ": every rank has the same losses");
+}
+
 void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::string& label) {
   std::mt19937 rng(31);
   const OwnedCase k = owned_case(rng);
@@ -908,6 +944,8 @@ int main(int argc, char** argv) {
     }
     test_owned_shard_optimise("adam");
     test_owned_shard_optimise("bfgs");
+    test_owned_shard_svi(1);
+    test_owned_shard_svi(0);
     test_owned_shard_dense_nuts(3, 20, 2);
     test_owned_shard_dense_nuts(4, 20, 2);
   } catch (const std::exception& e) {

@@ -142,3 +142,35 @@ test_that("svi() refuses bad input with clear errors", {
   expect_lt(fit$iterations, 2000)
   expect_true(is.finite(fit$guide$mean))
 })
+
+test_that("svi() with a full-rank guide recovers a correlated posterior's covariance", {
+  # z ~ multivariate normal: the posterior is the prior, in the guide's family
+  # (correlations 0.7, -0.4 and -0.2; sds 2, 1 and 0.5)
+  Sigma <- matrix(c(4, 1.4, -0.4,
+                    1.4, 1, -0.1,
+                    -0.4, -0.1, 0.25), 3, 3)
+  mu <- c(1, -2, 0.5)
+  z <- multivariate_normal(t(mu), Sigma)
+  m <- model(z)
+  set.seed(68)
+  fit <- svi(m, guide = "full_rank", particles = 8, n_iterations = 6000, tolerance = 0,
+             optimiser = adam(learning_rate = 0.05), decay_rate = 0.01, decay_steps = 6000,
+             n_draws = 4000, verbose = FALSE)
+  expect_equal(dim(fit$guide$scale), c(3L, 3L))
+  expect_equal(fit$guide$scale[upper.tri(fit$guide$scale)], c(0, 0, 0))
+  cov <- fit$guide$scale %*% t(fit$guide$scale)
+  expect_lt(max(abs(cov - Sigma) / sqrt(outer(diag(Sigma), diag(Sigma)))), 0.08)
+  expect_lt(max(abs(fit$guide$mean - mu) / sqrt(diag(Sigma))), 0.05)
+  expect_lt(abs(fit$elbo), 0.05)  # the log evidence of a normalised density
+  expect_lt(fit$k_hat, 0.5)
+  d <- as.matrix(fit$draws)
+  expect_lt(max(abs(stats::cov(d) - Sigma) / sqrt(outer(diag(Sigma), diag(Sigma)))), 0.12)
+  expect_output(print(fit), "full-rank guide")
+  # a mean-field guide has no scale matrix, and is narrower here
+  set.seed(68)
+  mf <- suppressWarnings(svi(m, particles = 8, n_iterations = 6000, tolerance = 0,
+                             optimiser = adam(learning_rate = 0.05), decay_rate = 0.01,
+                             decay_steps = 6000, verbose = FALSE))
+  expect_null(mf$guide$scale)
+  expect_lt(mf$guide$sd[1], 0.8 * sqrt(Sigma[1, 1]))
+})

@@ -8,6 +8,11 @@
 // first_order.hpp):
 //   mean_field  independent normals (NumPyro's AutoNormal): phi = (mu,
 //               omega), z = mu + exp(omega) eps, eps ~ N(0, I)
+//   full_rank   a multivariate normal (AutoMultivariateNormal): phi = (mu,
+//               theta), z = mu + L eps, L lower triangular with theta its
+//               entries below the diagonal and the logs of those on it; for
+//               models of up to max_full_rank_dim free parameters (C D^2 work
+//               an iteration)
 //   delta       a point mass at mu (AutoDelta): the MAP of the free state
 //               (with the log |Jacobian|), every particle at mu
 //
@@ -20,10 +25,22 @@
 // whose gradient in phi is sum_c v_c d w_c / d phi, v the softmax of (1 -
 // alpha) w (1 / C each for the ELBO); with z_c = mu + sigma eps_c, d w_c /
 // d mu = g_c and d w_c / d omega = g_c sigma eps_c + 1 (g_c = dlog p /
-// dz at z_c: log q's own dependence on phi at fixed eps is -omega's sum).
+// dz at z_c: log q's own dependence on phi at fixed eps is -omega's sum);
+// full rank, d w_c / d L_ij = g_ci eps_cj below the diagonal and g_ci eps_ci
+// L_ii + 1 for the log of L_ii.
 //
 // Each particle's normals are drawn by the counter-based generator keyed by
-// (iteration, particle, coordinate), so set.seed() repeats a run. The
+// (iteration, particle, coordinate), so set.seed() repeats a run.
+//
+// Over a target that holds part of the state (an MPI rank that owns its
+// groups, owned_shard.hpp), each rank holds the guide's parameters of its
+// own coordinates (a local variable's guide lives with its shard) and the
+// replicated global ones: the normals are keyed by each coordinate's index
+// in the whole state, log q's sums are made whole over the ranks (the global
+// coordinates counted once), and the log density and the globals' gradient
+// already are, so every rank's global parameters move alike and the fit is
+// one process's up to the order of sums. A full-rank guide needs the whole
+// state. The
 // learning rate decays exponentially (seed 003's optax schedule): lr_t = lr
 // decay_rate^(t / decay_steps), constant by default.
 #ifndef LOCKSTEP_SVI_HPP
@@ -39,8 +56,12 @@
 
 namespace lockstep {
 
+// The most free parameters a full-rank guide takes (its factor has D (D +
+// 1) / 2 parameters, and each particle costs D^2 an iteration).
+constexpr long max_full_rank_dim = 1000;
+
 struct SviSettings {
-  std::string guide = "mean_field";  // or "delta"
+  std::string guide = "mean_field";  // "full_rank" or "delta"
   double alpha = 1;                  // Renyi's alpha: 1 the ELBO, 0 the importance-weighted bound
   OptimiserSettings optimiser;       // a first-order method ("adam" ...) and its parameters
   double decay_rate = 1, decay_steps = 1;
@@ -68,13 +89,16 @@ class Svi {
 
   long iterations() const { return t_; }
   long dim() const { return D_; }
-  const std::vector<double>& mean() const { return mu_; }
+  std::vector<double> mean() const { return std::vector<double>(phi_.begin(), phi_.begin() + D_); }
   // The guide's standard deviations (0 for a point mass).
   std::vector<double> sd() const;
-  // Replaces the guide's parameters: its mean, and (mean field) its sds.
-  void set_guide(const std::vector<double>& mean, const std::vector<double>& sd);
-  // log q(z) for `rows` rows of z ([rows, dim]) (0 for a point mass).
-  std::vector<double> log_q(const double* z, long rows) const;
+  // The guide's scale: [dim, dim] row-major lower triangular L, its
+  // covariance L L' (diagonal for mean field, 0 for a point mass).
+  std::vector<double> scale() const;
+  // Replaces the guide's parameters: its mean, and its scale ([dim, dim]
+  // lower triangular, positive diagonal; off-diagonal values must be 0 but
+  // for a full-rank guide; ignored for a point mass).
+  void set_guide(const std::vector<double>& mean, const std::vector<double>& scale);
 
  private:
   // The particles at iteration t (1-based) for the current guide, into z_,
@@ -82,15 +106,24 @@ class Svi {
   // weights (the softmax) into v. Returns the bound, or NaN.
   double evaluate(long t, bool gradient, std::vector<double>& w, std::vector<double>& v);
 
+  enum class Kind { mean_field, full_rank, delta };
+  static Kind kind_of(const std::string& guide);
+  // the guide's parameters after mu: omega's D, or theta's D (D + 1) / 2
+  // (row i's entries j <= i at i (i + 1) / 2 + j), or none
+  static long scale_parameters(Kind kind, long D);
+  // L's entry (i, j), j <= i, from phi
+  double l_at(long i, long j) const;
+
   Target& target_;
   SviSettings s_;
+  Kind kind_;
   long C_, D_;
-  bool point_;
+  const std::vector<long>* full_index_;  // each coordinate's in the whole state, or nullptr
+  long full_dim_, counted_from_;         // the whole state's size; this part's first counted
   uint32_t key0_, key1_;
   long t_ = 0;
   double lr0_;
-  std::vector<double> mu_, omega_;  // [D]
-  std::vector<double> phi_, grad_;  // the optimiser's row: mu then omega
+  std::vector<double> phi_, grad_;  // the optimiser's row: mu, then the scale's parameters
   std::vector<double> z_, eps_, lp_, g_;
   FirstOrder rule_;
 };

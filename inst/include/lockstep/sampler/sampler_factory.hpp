@@ -98,9 +98,11 @@ struct SamplerBundle {
 // every sampler shards by groups where the ranks' rows allow
 // (plan_owned_shards()): each rank then holds the global coordinates and its
 // groups' local ones, and a dense metric covers the global ones alone. On the devices of one process
-// (runs_on_device_shards(): several GPUs, or emulated devices), HMC, NUTS and
-// ChEES with a diagonal metric keep their vectors split among the devices
-// where the model has groups to own (device_shards.hpp).
+// (runs_on_device_shards(): several GPUs, or emulated devices), every
+// sampler runs over devices that own their groups where the model has groups
+// to own (device_shards.hpp): HMC, NUTS and ChEES with a diagonal metric keep
+// their vectors split among the devices; a dense metric, rwmh() and slice()
+// keep the state on the host.
 SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
                            const std::vector<double>& init, long chains, ExecOptions o,
                            bool single, uint32_t key0, uint32_t key1);
