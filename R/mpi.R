@@ -81,8 +81,8 @@
 #' parameter from its own gradient), and returns the whole optimum on every
 #' rank; [nelder_mead()], whose simplex has a corner per parameter, holds
 #' every parameter on every rank. [svi()] shards too: each rank fits its own
-#' groups' guide parameters and the global ones (mean-field and point-mass
-#' guides; a full-rank guide holds every parameter on every rank), and every
+#' groups' guide parameters and the global ones (mean-field, low-rank and
+#' point-mass guides; a full-rank guide holds every parameter on every rank), and every
 #' rank returns the whole fit. A sampler with a dense metric (`nuts(metric =
 #' "dense")`) shards too: its dense part covers the global parameters alone,
 #' the same on every rank, and each rank's groups keep a diagonal metric

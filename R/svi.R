@@ -19,7 +19,13 @@
 #'   posterior's correlations: NumPyro's `AutoMultivariateNormal`, ADVI's
 #'   `fullrank`; for models of up to 1,000 free parameters, as its cost
 #'   grows with their square) or `"delta"` (a point mass: the posterior mode
-#'   of the free parameters, Jacobians included, NumPyro's `AutoDelta`)
+#'   of the free parameters, Jacobians included, NumPyro's `AutoDelta`), or
+#'   `"low_rank"` (a normal whose covariance is a rank-`rank` matrix plus a
+#'   diagonal, NumPyro's `AutoLowRankMultivariateNormal`: the posterior's
+#'   main correlations at a cost that grows with the free parameters times
+#'   the rank, for models of any size)
+#' @param rank a low-rank guide's rank: by default the square root of the
+#'   number of free parameters, rounded (NumPyro's)
 #' @param particles the number of draws of the guide per iteration (at least
 #'   1; a point mass takes 1)
 #' @param alpha the objective: `1` (the default) the evidence lower bound
@@ -49,8 +55,9 @@
 #'   (and checks for convergence and interrupts)
 #' @param compute_options where the model runs: [cpu_only()] or [gpu_only()];
 #'   across MPI processes whose rows are whole groups ([mpi]), each process
-#'   holds and fits its own groups' guide parameters (mean-field and point
-#'   mass guides), and the fit is one process's up to the order of sums
+#'   holds and fits its own groups' guide parameters (mean-field, low-rank
+#'   and point mass guides), and the fit is one process's up to the order of
+#'   sums
 #' @details Each iteration draws `particles` points z = mu + sd * eps of the
 #'   mean-field guide (eps standard normal, from lockstep's counter-based
 #'   generator seeded by R's: [set.seed()] repeats a run), evaluates the
@@ -73,7 +80,8 @@
 #'   (the targets at the guide's mean, as [opt()] gives them), `guide` (its
 #'   `type`, and its `mean` and `sd` over the free parameters and, for a
 #'   full-rank guide, its `scale`: the guide is normal(`mean`, `scale %*%
-#'   t(scale)`)), `loss` (each
+#'   t(scale)`); for a low-rank one, its `factor` and `diagonal`: normal(`mean`,
+#'   `factor %*% t(factor) + diag(diagonal^2)`)), `loss` (each
 #'   iteration's), `elbo` (the bound averaged over the last 100
 #'   iterations), `k_hat`, `iterations`, `converged` and `interrupted`.
 #'   Given to [mcmc()] as `initial_values`, each chain starts from a draw of
@@ -90,7 +98,8 @@
 #' # the exact posterior: normal(mean 0.82, sd 0.447)
 #' draws <- mcmc(m, initial_values = fit, warmup = 200, n_samples = 200, verbose = FALSE)
 #' @export
-svi <- function(model, guide = c("mean_field", "full_rank", "delta"), particles = 4, alpha = 1,
+svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta"), rank = NULL,
+                particles = 4, alpha = 1,
                 optimiser = adam(learning_rate = 0.01), n_iterations = 10000,
                 decay_rate = 1, decay_steps = 1000, tolerance = 0.01, n_draws = 1000,
                 initial_values = initials(), verbose = TRUE, pb_update = 100,
@@ -99,7 +108,12 @@ svi <- function(model, guide = c("mean_field", "full_rank", "delta"), particles 
   if (!inherits(model, "greta_model")) {
     stop("`model` must be a greta_model created by model()", call. = FALSE)
   }
-  guide <- check_choice(guide, c("mean_field", "full_rank", "delta"), "guide")
+  guide <- check_choice(guide, c("mean_field", "full_rank", "low_rank", "delta"), "guide")
+  rank <- if (is.null(rank)) max(1L, as.integer(round(sqrt(model$n_free)))) else
+    check_count(rank, "rank", minimum = 1)
+  if (guide == "low_rank" && rank > model$n_free) {
+    stop("`rank` must be at most the model's ", model$n_free, " free parameters", call. = FALSE)
+  }
   particles <- check_count(particles, "particles", minimum = 1)
   if (guide == "delta" && particles != 1) {
     if (particles_given) stop("a point mass guide takes `particles = 1`", call. = FALSE)
@@ -127,13 +141,14 @@ svi <- function(model, guide = c("mean_field", "full_rank", "delta"), particles 
   engine <- model_engine(model)
   init <- initial_free_state(model, initial_values, 1, options, parent.frame(), "guide")
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
-  handle <- ls_svi_new(engine, init[1, ], particles, guide, alpha, optimiser$name,
+  handle <- ls_svi_new(engine, init[1, ], particles, guide, rank, alpha, optimiser$name,
                        optimiser$parameters, decay_rate, decay_steps, 0.1, seeds[1], seeds[2],
                        options)
   run <- svi_iterations(handle, n_iterations, pb_update, tolerance, verbose && mpi_rank() == 0)
   fitted <- ls_svi_guide(handle, guide == "full_rank")
   fit <- list(guide = list(type = guide, mean = fitted$mean, sd = fitted$sd,
-                           scale = fitted$scale),
+                           scale = fitted$scale, factor = fitted$factor,
+                           diagonal = fitted$diagonal),
               loss = run$loss, iterations = length(run$loss), converged = run$converged,
               interrupted = run$interrupted, particles = particles, alpha = alpha,
               model = model, handle = handle)
@@ -221,10 +236,7 @@ guide_draws <- function(model, guide, n, options) {
       ls_engine_log_density(engine, z[rows, , drop = FALSE], FALSE, options)$log_density
     }))
     # log q(z): the normals e that give z = mean + scale e
-    full <- guide$type == "full_rank"
-    e <- if (full) forwardsolve(guide$scale, t(z) - guide$mean) else (t(z) - guide$mean) / guide$sd
-    diagonal <- if (full) diag(guide$scale) else guide$sd
-    log_q <- -sum(log(diagonal)) - colSums(e^2) / 2 - D * log(2 * pi) / 2
+    log_q <- guide_log_density(guide, z)
     log_ratios <- log_p - log_q
   }
   keep_raw <- raw_draws_mb(model, per_chain, chains) <= getOption("lockstep.max_raw_draws_mb", 500)
@@ -248,7 +260,7 @@ pareto_k_hat <- function(log_ratios) {
 #' @export
 print.lockstep_svi <- function(x, ...) {
   type <- switch(x$guide$type, mean_field = "mean-field guide", full_rank = "full-rank guide",
-                 "point mass guide")
+                 low_rank = sprintf("rank-%d guide", ncol(x$guide$factor)), "point mass guide")
   objective <- if (x$alpha == 1) "ELBO" else sprintf("Renyi bound (alpha = %s)", x$alpha)
   status <- if (x$converged) "converged" else if (x$interrupted) "interrupted" else
     "did not converge"
@@ -291,9 +303,38 @@ guide_starts <- function(model, fit, chains, options) {
   init
 }
 
-# n draws of a guide, [n, D]: mean + scale e, e standard normal.
+# n draws of a guide, [n, D]: mean + scale e, e standard normal (low rank:
+# mean + factor e1 + diagonal e2).
 guide_sample <- function(guide, n, D) {
+  mean <- rep(guide$mean, each = n)
+  if (guide$type == "low_rank") {
+    k <- ncol(guide$factor)
+    e1 <- matrix(stats::rnorm(n * k), n, k)
+    e2 <- matrix(stats::rnorm(n * D), n, D)
+    return(e1 %*% t(guide$factor) + e2 * rep(guide$diagonal, each = n) + mean)
+  }
   e <- matrix(stats::rnorm(n * D), n, D)
-  if (guide$type == "full_rank") return(e %*% t(guide$scale) + rep(guide$mean, each = n))
-  e * rep(guide$sd, each = n) + rep(guide$mean, each = n)
+  if (guide$type == "full_rank") return(e %*% t(guide$scale) + mean)
+  e * rep(guide$sd, each = n) + mean
+}
+
+# log q(z) of a (normal) guide at the rows of z: by its triangular scale, or
+# (low rank) by Woodbury's identity and the matrix determinant lemma, with
+# no dim x dim matrix.
+guide_log_density <- function(guide, z) {
+  D <- ncol(z)
+  r <- t(z) - guide$mean  # [D, n]
+  if (guide$type == "low_rank") {
+    W <- guide$factor
+    inv_d2 <- 1 / guide$diagonal^2
+    K <- diag(ncol(W)) + crossprod(W, W * inv_d2)
+    p <- crossprod(W, r * inv_d2)  # [k, n]
+    quad <- colSums(r^2 * inv_d2) - colSums(p * solve(K, p))
+    log_det <- as.numeric(determinant(K)$modulus) + 2 * sum(log(guide$diagonal))
+    return(-quad / 2 - log_det / 2 - D * log(2 * pi) / 2)
+  }
+  full <- guide$type == "full_rank"
+  e <- if (full) forwardsolve(guide$scale, r) else r / guide$sd
+  diagonal <- if (full) diag(guide$scale) else guide$sd
+  -sum(log(diagonal)) - colSums(e^2) / 2 - D * log(2 * pi) / 2
 }

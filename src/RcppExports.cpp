@@ -247,8 +247,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // ls_svi_new
-SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guide, double alpha, std::string method, List parameters, double decay_rate, double decay_steps, double init_scale, double key0, double key1, List options);
-RcppExport SEXP _lockstep_ls_svi_new(SEXP engineSEXP, SEXP initSEXP, SEXP particlesSEXP, SEXP guideSEXP, SEXP alphaSEXP, SEXP methodSEXP, SEXP parametersSEXP, SEXP decay_rateSEXP, SEXP decay_stepsSEXP, SEXP init_scaleSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP optionsSEXP) {
+SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guide, int rank, double alpha, std::string method, List parameters, double decay_rate, double decay_steps, double init_scale, double key0, double key1, List options);
+RcppExport SEXP _lockstep_ls_svi_new(SEXP engineSEXP, SEXP initSEXP, SEXP particlesSEXP, SEXP guideSEXP, SEXP rankSEXP, SEXP alphaSEXP, SEXP methodSEXP, SEXP parametersSEXP, SEXP decay_rateSEXP, SEXP decay_stepsSEXP, SEXP init_scaleSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP optionsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -256,6 +256,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< NumericVector >::type init(initSEXP);
     Rcpp::traits::input_parameter< int >::type particles(particlesSEXP);
     Rcpp::traits::input_parameter< std::string >::type guide(guideSEXP);
+    Rcpp::traits::input_parameter< int >::type rank(rankSEXP);
     Rcpp::traits::input_parameter< double >::type alpha(alphaSEXP);
     Rcpp::traits::input_parameter< std::string >::type method(methodSEXP);
     Rcpp::traits::input_parameter< List >::type parameters(parametersSEXP);
@@ -265,7 +266,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< double >::type key0(key0SEXP);
     Rcpp::traits::input_parameter< double >::type key1(key1SEXP);
     Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_svi_new(engine, init, particles, guide, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, options));
+    rcpp_result_gen = Rcpp::wrap(ls_svi_new(engine, init, particles, guide, rank, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, options));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -314,7 +315,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_mpi_stats", (DL_FUNC) &_lockstep_ls_mpi_stats, 1},
     {"_lockstep_ls_mpi_broadcast", (DL_FUNC) &_lockstep_ls_mpi_broadcast, 1},
     {"_lockstep_ls_mpi_same", (DL_FUNC) &_lockstep_ls_mpi_same, 1},
-    {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 13},
+    {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 14},
     {"_lockstep_ls_svi_step", (DL_FUNC) &_lockstep_ls_svi_step, 2},
     {"_lockstep_ls_svi_guide", (DL_FUNC) &_lockstep_ls_svi_guide, 2},
     {NULL, NULL, 0}

@@ -44,13 +44,15 @@ SviHandle* checked_svi(SEXP x) {
 
 }  // namespace
 
-// A fit of `guide` ("mean_field", "full_rank" or "delta") over the engine's program with
+// A fit of `guide` ("mean_field", "full_rank", "low_rank" of rank `rank`, or
+// "delta") over the engine's program with
 // `particles` particles, the guide's mean from `init` (one value per free
 // parameter), Renyi's `alpha`, the first-order optimiser `method` with its
 // `parameters`, the learning rate's exponential decay, and the particles'
 // random streams keyed by (key0, key1).
 // [[Rcpp::export]]
-SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guide, double alpha,
+SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guide, int rank,
+                double alpha,
                 std::string method, List parameters, double decay_rate, double decay_steps,
                 double init_scale, double key0, double key1, List options) {
   auto h = std::make_unique<SviHandle>();
@@ -60,6 +62,7 @@ SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guid
     stop("the initial values do not match the model's free parameters");
   lockstep::SviSettings s;
   s.guide = guide;
+  s.rank = rank;
   s.alpha = alpha;
   s.optimiser.method = method;
   const CharacterVector names = parameters.names();
@@ -105,17 +108,44 @@ NumericVector ls_svi_step(SEXP handle, int n) {
 // The guide's mean, standard deviations and, for a full-rank guide, its
 // scale (a lower triangular matrix L: the guide's covariance is L L'; NULL
 // for the others, whose scale is diag(sd), as a matrix too large for a
-// large model) over the free state, and the iterations made.
+// large model), for a low-rank guide its factor W ([dim, rank]) and
+// diagonal d (covariance W W' + diag(d^2)), over the free state (made whole
+// across ranks that own their groups: collective), and the iterations made.
 // [[Rcpp::export]]
 List ls_svi_guide(SEXP handle, bool full_rank) {
   SviHandle* h = checked_svi(handle);
   std::vector<double> mean = h->svi->mean(), sd = h->svi->sd();
+  std::vector<double> W = h->svi->factor(), d = h->svi->diagonal();
+  const long k = h->svi->dim() > 0 ? static_cast<long>(W.size()) / h->svi->dim() : 0;
+  const long D = h->program->n_free;
   if (h->whole) {  // (collective)
-    std::vector<double> whole_mean(h->program->n_free), whole_sd(h->program->n_free);
-    h->whole->to_all(mean.data(), 1, whole_mean.data());
-    h->whole->to_all(sd.data(), 1, whole_sd.data());
-    mean.swap(whole_mean);
-    sd.swap(whole_sd);
+    // each as rows of the slice's coordinates: W's columns as k rows
+    auto made_whole = [&](const std::vector<double>& part, long rows) {
+      std::vector<double> whole(rows * D);
+      h->whole->to_all(part.data(), rows, whole.data());
+      return whole;
+    };
+    mean = made_whole(mean, 1);
+    sd = made_whole(sd, 1);
+    if (k > 0) {  // (every rank alike)
+      const long Dp = h->svi->dim();
+      std::vector<double> columns(k * Dp);
+      for (long a = 0; a < Dp; ++a)
+        for (long b = 0; b < k; ++b) columns[b * Dp + a] = W[a * k + b];
+      d = made_whole(d, 1);
+      const std::vector<double> whole_columns = made_whole(columns, k);
+      W.assign(D * k, 0.0);
+      for (long a = 0; a < D; ++a)
+        for (long b = 0; b < k; ++b) W[a * k + b] = whole_columns[b * D + a];
+    }
+  }
+  RObject factor, diagonal;
+  if (k > 0) {
+    NumericMatrix m(static_cast<int>(D), static_cast<int>(k));
+    for (long a = 0; a < D; ++a)
+      for (long b = 0; b < k; ++b) m(static_cast<int>(a), static_cast<int>(b)) = W[a * k + b];
+    factor = m;
+    diagonal = NumericVector(d.begin(), d.end());
   }
   RObject scale;
   if (full_rank) {
@@ -128,5 +158,6 @@ List ls_svi_guide(SEXP handle, bool full_rank) {
   }
   return List::create(_["mean"] = NumericVector(mean.begin(), mean.end()),
                       _["sd"] = NumericVector(sd.begin(), sd.end()), _["scale"] = scale,
+                      _["factor"] = factor, _["diagonal"] = diagonal,
                       _["iterations"] = static_cast<double>(h->svi->iterations()));
 }

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "lockstep/rng.hpp"
+#include "lockstep/sampler/dense_metric.hpp"  // cholesky_lower()
 
 namespace lockstep {
 
@@ -22,20 +23,31 @@ constexpr double log_two_pi = 1.8378770664093454836;
 Svi::Kind Svi::kind_of(const std::string& guide) {
   if (guide == "mean_field") return Kind::mean_field;
   if (guide == "full_rank") return Kind::full_rank;
+  if (guide == "low_rank") return Kind::low_rank;
   if (guide == "delta") return Kind::delta;
   throw std::invalid_argument("svi: unknown guide '" + guide + "'");
 }
 
-long Svi::scale_parameters(Kind kind, long D) {
-  return kind == Kind::mean_field ? D : kind == Kind::full_rank ? D * (D + 1) / 2 : 0;
+long Svi::scale_parameters(Kind kind, long D, long k) {
+  switch (kind) {
+    case Kind::mean_field: return D;
+    case Kind::full_rank: return D * (D + 1) / 2;
+    case Kind::low_rank: return D * k + D;
+    case Kind::delta: break;
+  }
+  return 0;
 }
 
 Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>& init_mean,
          uint32_t key0, uint32_t key1)
     : target_(target), s_(settings), kind_(kind_of(settings.guide)), C_(target.chains()),
-      D_(target.dim()), full_index_(target.full_index()), full_dim_(target.full_dim()),
+      D_(target.dim()), K_(kind_ == Kind::low_rank ? settings.rank : 0),
+      full_index_(target.full_index()), full_dim_(target.full_dim()),
       counted_from_(target.counted_from()), key0_(key0), key1_(key1),
-      rule_(settings.optimiser, 1, target.dim() + scale_parameters(kind_, target.dim())) {
+      rule_(settings.optimiser, 1,
+            target.dim() + scale_parameters(kind_, target.dim(), settings.rank)) {
+  if (kind_ == Kind::low_rank && (K_ < 1 || K_ > full_dim_))
+    throw std::invalid_argument("svi: a low-rank guide's rank must be from 1 to the free parameters");
   if (s_.optimiser.method == "bfgs" || s_.optimiser.method == "nelder_mead")
     throw std::invalid_argument("svi: the optimiser must be a first-order one, such as adam()");
   if (kind_ == Kind::delta && C_ != 1)
@@ -52,12 +64,21 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
   if (!(s_.init_scale > 0) || !(s_.decay_rate > 0) || !(s_.decay_steps > 0))
     throw std::invalid_argument("svi: init_scale, decay_rate and decay_steps must be positive");
   lr0_ = rule_.lr;
-  phi_.assign(D_ + scale_parameters(kind_, D_), 0.0);
+  phi_.assign(D_ + scale_parameters(kind_, D_, K_), 0.0);
   std::copy(init_mean.begin(), init_mean.end(), phi_.begin());
-  // the first scale: init_scale on the diagonal (its log), 0 off it
+  // the first scale: init_scale on the diagonal (its log), 0 off it (a
+  // low-rank guide's W)
   const double log_scale = std::log(s_.init_scale);
   for (long i = 0; i < D_ && kind_ != Kind::delta; ++i)
-    phi_[D_ + (kind_ == Kind::mean_field ? i : i * (i + 1) / 2 + i)] = log_scale;
+    phi_[D_ + (kind_ == Kind::mean_field  ? i
+               : kind_ == Kind::full_rank ? i * (i + 1) / 2 + i
+                                          : D_ * K_ + i)] = log_scale;
+  if (kind_ == Kind::low_rank) {
+    e1_.resize(C_ * K_);
+    u_.resize(C_ * D_);
+    sw_.resize(D_ * K_);
+    sdiag_.resize(D_);
+  }
   grad_.resize(phi_.size());
   z_.resize(C_ * D_);
   eps_.resize(C_ * D_);
@@ -73,10 +94,22 @@ double Svi::l_at(long i, long j) const {
       const double v = phi_[D_ + i * (i + 1) / 2 + j];
       return i == j ? std::exp(v) : v;
     }
+    case Kind::low_rank:
     case Kind::delta:
       break;
   }
   return 0.0;
+}
+
+std::vector<double> Svi::factor() const {
+  if (kind_ != Kind::low_rank) return {};
+  return std::vector<double>(phi_.begin() + D_, phi_.begin() + D_ + D_ * K_);
+}
+
+std::vector<double> Svi::diagonal() const {
+  std::vector<double> d(D_, 0.0);
+  for (long i = 0; i < D_ && kind_ == Kind::low_rank; ++i) d[i] = std::exp(phi_[D_ + D_ * K_ + i]);
+  return d;
 }
 
 std::vector<double> Svi::scale() const {
@@ -88,6 +121,15 @@ std::vector<double> Svi::scale() const {
 
 std::vector<double> Svi::sd() const {
   std::vector<double> out(D_, 0.0);
+  if (kind_ == Kind::low_rank) {
+    const std::vector<double> d = diagonal();
+    for (long i = 0; i < D_; ++i) {
+      double s = d[i] * d[i];
+      for (long b = 0; b < K_; ++b) s += phi_[D_ + i * K_ + b] * phi_[D_ + i * K_ + b];
+      out[i] = std::sqrt(s);
+    }
+    return out;
+  }
   for (long i = 0; i < D_; ++i) {
     double s = 0;
     for (long j = 0; j <= i && kind_ != Kind::mean_field; ++j) s += l_at(i, j) * l_at(i, j);
@@ -97,6 +139,7 @@ std::vector<double> Svi::sd() const {
 }
 
 void Svi::set_guide(const std::vector<double>& mean, const std::vector<double>& scale) {
+  if (kind_ == Kind::low_rank) throw std::invalid_argument("svi: set_guide() takes no low-rank guide");
   if (static_cast<long>(mean.size()) != D_ ||
       (kind_ != Kind::delta && static_cast<long>(scale.size()) != D_ * D_))
     throw std::invalid_argument("svi: the guide's mean must have dim values and its scale dim x dim");
@@ -125,7 +168,8 @@ double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<
   for (long i = counted_from_; i < D_ && !point; ++i) log_det += std::log(l_at(i, i));
   const std::vector<double> L = kind_ == Kind::full_rank ? scale() : std::vector<double>();
   w.assign(C_, 0.0);
-  for (long c = 0; c < C_; ++c) {
+  if (kind_ == Kind::low_rank) low_rank_particles(t, w);
+  for (long c = 0; c < C_ && kind_ != Kind::low_rank; ++c) {
     const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
                         static_cast<uint64_t>(t - 1) * per_iteration};
     double* e = eps_.data() + c * D_;
@@ -145,7 +189,7 @@ double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<
     }
     w[c] = point ? 0.0 : log_det + 0.5 * sq;  // -log q, but for its constant
   }
-  target_.sum_over_parts(w.data(), C_);
+  if (kind_ != Kind::low_rank) target_.sum_over_parts(w.data(), C_);
   target_.log_density(z_.data(), lp_.data(), gradient ? g_.data() : nullptr);
   for (long c = 0; c < C_; ++c) {
     if (!point) w[c] += 0.5 * full_dim_ * log_two_pi;
@@ -166,6 +210,119 @@ double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<
   for (long c = 0; c < C_; ++c) total += (v[c] = std::exp(a * w[c] - top));
   for (double& x : v) x /= total;
   return (top + std::log(total / C_)) / a;
+}
+
+void Svi::low_rank_particles(long t, std::vector<double>& w) {
+  const long D = D_, k = K_, from = counted_from_;
+  const double* mu = phi_.data();
+  const double* W = phi_.data() + D;
+  std::vector<double> d = diagonal(), delta(D);
+  for (long a = 0; a < D; ++a) delta[a] = 1 / (d[a] * d[a]);
+  // K = I + W' diag(d^-2) W and sum log d, this part's then the whole's
+  std::vector<double> sums(k * k + 1, 0.0);
+  for (long a = from; a < D; ++a) {
+    for (long b = 0; b < k; ++b)
+      for (long c = 0; c < k; ++c) sums[b * k + c] += W[a * k + b] * W[a * k + c] * delta[a];
+    sums[k * k] += std::log(d[a]);
+  }
+  target_.sum_over_parts(sums.data(), k * k + 1);
+  std::vector<double> chol(sums.begin(), sums.begin() + k * k);
+  for (long b = 0; b < k; ++b) chol[b * k + b] += 1;
+  cholesky_lower(chol.data(), k);  // K is positive definite: I plus a Gram matrix
+  double log_det_sigma = 2 * sums[k * k];
+  for (long b = 0; b < k; ++b) log_det_sigma += 2 * std::log(chol[b * k + b]);
+  // K^-1 by solves against the identity's columns
+  std::vector<double> kinv(k * k, 0.0);
+  for (long col = 0; col < k; ++col) {
+    std::vector<double> x(k, 0.0);
+    x[col] = 1;
+    for (long i = 0; i < k; ++i) {  // L y = e
+      for (long j = 0; j < i; ++j) x[i] -= chol[i * k + j] * x[j];
+      x[i] /= chol[i * k + i];
+    }
+    for (long i = k - 1; i >= 0; --i) {  // L' x = y
+      for (long j = i + 1; j < k; ++j) x[i] -= chol[j * k + i] * x[j];
+      x[i] /= chol[i * k + i];
+    }
+    for (long i = 0; i < k; ++i) kinv[i * k + col] = x[i];
+  }
+  // Sigma^-1 W = diag(d^-2) W K^-1 and diag(Sigma^-1), per coordinate
+  for (long a = 0; a < D; ++a) {
+    double diag_correction = 0;
+    for (long b = 0; b < k; ++b) {
+      double s = 0;
+      for (long c = 0; c < k; ++c) s += W[a * k + c] * kinv[c * k + b];
+      sw_[a * k + b] = delta[a] * s;
+      diag_correction += delta[a] * s * W[a * k + b] * delta[a];
+    }
+    sdiag_[a] = delta[a] - diag_correction;
+  }
+  // the particles: k + D normals each, the first k shared by the whole state
+  const uint64_t per_iteration = static_cast<uint64_t>((k + full_dim_ + 1) / 2);
+  std::vector<double> p(C_ * (k + 1), 0.0);  // per particle: W' diag(d^-2) r, r' diag(d^-2) r
+  for (long c = 0; c < C_; ++c) {
+    const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
+                        static_cast<uint64_t>(t - 1) * per_iteration};
+    double* e1 = e1_.data() + c * k;
+    double* e2 = eps_.data() + c * D;
+    double* z = z_.data() + c * D;
+    double* pc = p.data() + c * (k + 1);
+    for (long b = 0; b < k; ++b) e1[b] = stream.normal_at(static_cast<uint64_t>(b));
+    for (long a = 0; a < D; ++a) {
+      const long at = full_index_ ? (*full_index_)[a] : a;
+      e2[a] = stream.normal_at(static_cast<uint64_t>(k + at));
+      double r = d[a] * e2[a];
+      for (long b = 0; b < k; ++b) r += W[a * k + b] * e1[b];
+      z[a] = mu[a] + r;
+      if (a < from) continue;
+      for (long b = 0; b < k; ++b) pc[b] += W[a * k + b] * delta[a] * r;
+      pc[k] += delta[a] * r * r;
+    }
+  }
+  target_.sum_over_parts(p.data(), C_ * (k + 1));
+  for (long c = 0; c < C_; ++c) {
+    const double* pc = p.data() + c * (k + 1);
+    std::vector<double> kp(k, 0.0);  // K^-1 p
+    double quad = pc[k];
+    for (long b = 0; b < k; ++b) {
+      for (long e = 0; e < k; ++e) kp[b] += kinv[b * k + e] * pc[e];
+      quad -= pc[b] * kp[b];
+    }
+    // u = diag(d^-2) r - diag(d^-2) W K^-1 p
+    const double* z = z_.data() + c * D;
+    for (long a = 0; a < D; ++a) {
+      double s = 0;
+      for (long b = 0; b < k; ++b) s += W[a * k + b] * kp[b];
+      u_[c * D + a] = delta[a] * (z[a] - mu[a]) - delta[a] * s;
+    }
+    w[c] = 0.5 * quad + 0.5 * log_det_sigma;  // -log q, but for its constant
+  }
+}
+
+void Svi::low_rank_gradient(const std::vector<double>& v) {
+  const long D = D_, k = K_, from = counted_from_;
+  const double* W = phi_.data() + D;
+  const std::vector<double> d = diagonal();
+  // u' W per particle, made whole
+  std::vector<double> uw(C_ * k, 0.0);
+  for (long c = 0; c < C_; ++c)
+    for (long a = from; a < D; ++a)
+      for (long b = 0; b < k; ++b) uw[c * k + b] += u_[c * D + a] * W[a * k + b];
+  target_.sum_over_parts(uw.data(), C_ * k);
+  double* gw = grad_.data() + D;
+  double* grho = grad_.data() + D + D * k;
+  for (long c = 0; c < C_; ++c) {
+    const double* g = g_.data() + c * D;
+    const double* u = u_.data() + c * D;
+    const double* e1 = e1_.data() + c * k;
+    const double* e2 = eps_.data() + c * D;
+    for (long a = 0; a < D; ++a) {
+      const double gu = g[a] + u[a];
+      for (long b = 0; b < k; ++b)
+        gw[a * k + b] -= v[c] * (gu * e1[b] - u[a] * uw[c * k + b] + sw_[a * k + b]);
+      grho[a] -= v[c] * (gu * d[a] * e2[a] - d[a] * d[a] * (u[a] * u[a] - sdiag_[a]));
+    }
+  }
 }
 
 double Svi::bound() {
@@ -197,6 +354,7 @@ double Svi::step() {
   }
   // (agreed over the parts, so that every rank takes the step or none does)
   double bad = 0;
+  if (kind_ == Kind::low_rank) low_rank_gradient(v);
   for (double x : grad_)
     if (!std::isfinite(x)) bad = 1;
   target_.sum_over_parts(&bad, 1);

@@ -252,6 +252,16 @@ if (!on_gpu) {
   check(!is.null(attr(v_split$handle, "owned_groups")) && gap < 1e-8 &&
           lockstep:::ls_mpi_same(v_split$guide$mean), sprintf(
     "owned groups, svi(): the losses and guide are one process's on every rank (%.2g)", gap))
+  set.seed(26)
+  v_split <- svi(split_h, guide = "low_rank", rank = 3, n_iterations = 100, tolerance = 0,
+                 n_draws = 40, verbose = FALSE, compute_options = co)
+  set.seed(26)
+  v_whole <- svi(whole_h, guide = "low_rank", rank = 3, n_iterations = 100, tolerance = 0,
+                 n_draws = 40, verbose = FALSE, compute_options = cpu_only(threads = 1))
+  gap <- max(rel(v_split$loss, v_whole$loss), rel(v_split$guide$factor, v_whole$guide$factor),
+             rel(v_split$guide$diagonal, v_whole$guide$diagonal))
+  check(gap < 1e-8 && all(dim(v_split$guide$factor) == c(split_h$n_free, 3)), sprintf(
+    "owned groups, svi(guide = \"low_rank\"): the losses and guide are one process's (%.2g)", gap))
   # rwmh() and slice(), which step on the host, shard too: each coordinate's
   # random numbers are drawn by its index in the whole model
   for (s in list(rwmh(), rwmh(proposal = "uniform"), slice())) {

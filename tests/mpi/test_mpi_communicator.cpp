@@ -772,7 +772,7 @@ void test_owned_shard_dense_nuts(long chains, long warmup, long sampling) {
 // svi() on ranks that own their groups: each rank fits its own groups'
 // guide parameters and the replicated global ones; the losses and the guide
 // (made whole) are one process's.
-void test_owned_shard_svi(double alpha) {
+void test_owned_shard_svi(double alpha, const std::string& guide = "mean_field") {
   std::mt19937 rng(39);
   const OwnedCase k = owned_case(rng);
   const long D = k.s.p.n_free, C = 3;
@@ -781,6 +781,8 @@ void test_owned_shard_svi(double alpha) {
   s.optimiser.method = "adam";
   s.optimiser.params["learning_rate"] = 0.05;
   s.alpha = alpha;
+  s.guide = guide;
+  s.rank = 2;
   Executor<double> whole(k.s.p, C, ExecOptions{});
   lockstep::Svi reference(whole, s, init, 5u, 6u);
   MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
@@ -796,7 +798,8 @@ void test_owned_shard_svi(double alpha) {
   }
   const double mean_gap = owned_draws_gap(mine.mean(), reference.mean(), k.slice, D);
   const double sd_gap = owned_draws_gap(mine.sd(), reference.sd(), k.slice, D);
-  const std::string label = "owned shards, svi (alpha " + std::to_string(alpha).substr(0, 3) + ")";
+  const std::string label =
+      "owned shards, svi (" + guide + ", alpha " + std::to_string(alpha).substr(0, 3) + ")";
   expect(loss_gap <= 1e-9 && mean_gap <= 1e-8 && sd_gap <= 1e-8 && std::isfinite(losses.back()),
          label + ": 30 iterations' losses and the guide equal one process's",
          "losses " + std::to_string(loss_gap) + ", mean " + std::to_string(mean_gap) + ", sd " +
@@ -946,6 +949,8 @@ int main(int argc, char** argv) {
     test_owned_shard_optimise("bfgs");
     test_owned_shard_svi(1);
     test_owned_shard_svi(0);
+    test_owned_shard_svi(1, "low_rank");
+    test_owned_shard_svi(0, "low_rank");
     test_owned_shard_dense_nuts(3, 20, 2);
     test_owned_shard_dense_nuts(4, 20, 2);
   } catch (const std::exception& e) {

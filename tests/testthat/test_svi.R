@@ -166,6 +166,24 @@ test_that("svi() with a full-rank guide recovers a correlated posterior's covari
   d <- as.matrix(fit$draws)
   expect_lt(max(abs(stats::cov(d) - Sigma) / sqrt(outer(diag(Sigma), diag(Sigma)))), 0.12)
   expect_output(print(fit), "full-rank guide")
+  # a rank-2 guide (a covariance W W' + diag(d^2)) covers this one too: its
+  # log q by Woodbury's identity gives a small Pareto k
+  set.seed(69)
+  low <- svi(m, guide = "low_rank", rank = 2, particles = 8, n_iterations = 6000, tolerance = 0,
+             optimiser = adam(learning_rate = 0.05), decay_rate = 0.01, decay_steps = 6000,
+             n_draws = 4000, verbose = FALSE)
+  expect_equal(dim(low$guide$factor), c(3L, 2L))
+  low_cov <- low$guide$factor %*% t(low$guide$factor) + diag(low$guide$diagonal^2)
+  expect_lt(max(abs(low_cov - Sigma) / sqrt(outer(diag(Sigma), diag(Sigma)))), 0.1)
+  expect_equal(low$guide$sd, sqrt(diag(low_cov)))
+  expect_lt(abs(low$elbo), 0.05)
+  expect_lt(low$k_hat, 0.5)
+  expect_output(print(low), "rank-2 guide")
+  expect_error(svi(m, guide = "low_rank", rank = 4), "`rank` must be at most")
+  # its log q against the normal density with the whole covariance
+  zz <- matrix(rnorm(12), 4, 3)
+  expect_equal(lockstep:::guide_log_density(low$guide, zz),
+               mvtnorm::dmvnorm(zz, low$guide$mean, low_cov, log = TRUE), tolerance = 1e-10)
   # a mean-field guide has no scale matrix, and is narrower here
   set.seed(68)
   mf <- suppressWarnings(svi(m, particles = 8, n_iterations = 6000, tolerance = 0,

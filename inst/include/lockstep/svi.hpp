@@ -13,6 +13,11 @@
 //               entries below the diagonal and the logs of those on it; for
 //               models of up to max_full_rank_dim free parameters (C D^2 work
 //               an iteration)
+//   low_rank    a normal whose covariance is W W' + diag(d^2), W [dim,
+//               rank] (AutoLowRankMultivariateNormal): phi = (mu, W, rho),
+//               d = exp(rho), z = mu + W e1 + d e2 for rank + dim normals;
+//               its correlations at O(dim rank) an iteration, for models of
+//               any size
 //   delta       a point mass at mu (AutoDelta): the MAP of the free state
 //               (with the log |Jacobian|), every particle at mu
 //
@@ -27,7 +32,12 @@
 // d mu = g_c and d w_c / d omega = g_c sigma eps_c + 1 (g_c = dlog p /
 // dz at z_c: log q's own dependence on phi at fixed eps is -omega's sum);
 // full rank, d w_c / d L_ij = g_ci eps_cj below the diagonal and g_ci eps_ci
-// L_ii + 1 for the log of L_ii.
+// L_ii + 1 for the log of L_ii. Low rank, z does not determine the normals,
+// so log q(z) is the normal density by Woodbury's identity (K = I + W'
+// diag(d^-2) W, u = Sigma^-1 (z - mu)) and its own dependence on phi enters:
+// d w / d W_ab = (g_a + u_a) e1_b - u_a (u' W)_b + (Sigma^-1 W)_ab, and
+// d w / d rho_a = (g_a + u_a) d_a e2_a - d_a^2 (u_a^2 - (Sigma^-1)_aa),
+// with Sigma^-1 W = diag(d^-2) W K^-1.
 //
 // Each particle's normals are drawn by the counter-based generator keyed by
 // (iteration, particle, coordinate), so set.seed() repeats a run.
@@ -61,7 +71,8 @@ namespace lockstep {
 constexpr long max_full_rank_dim = 1000;
 
 struct SviSettings {
-  std::string guide = "mean_field";  // "full_rank" or "delta"
+  std::string guide = "mean_field";  // "full_rank", "low_rank" or "delta"
+  long rank = 1;                     // a low-rank guide's
   double alpha = 1;                  // Renyi's alpha: 1 the ELBO, 0 the importance-weighted bound
   OptimiserSettings optimiser;       // a first-order method ("adam" ...) and its parameters
   double decay_rate = 1, decay_steps = 1;
@@ -93,8 +104,12 @@ class Svi {
   // The guide's standard deviations (0 for a point mass).
   std::vector<double> sd() const;
   // The guide's scale: [dim, dim] row-major lower triangular L, its
-  // covariance L L' (diagonal for mean field, 0 for a point mass).
+  // covariance L L' (diagonal for mean field, 0 for a point mass; not for
+  // a low-rank guide).
   std::vector<double> scale() const;
+  // A low-rank guide's W ([dim, rank], row-major) and d ([dim]).
+  std::vector<double> factor() const;
+  std::vector<double> diagonal() const;
   // Replaces the guide's parameters: its mean, and its scale ([dim, dim]
   // lower triangular, positive diagonal; off-diagonal values must be 0 but
   // for a full-rank guide; ignored for a point mass).
@@ -106,18 +121,24 @@ class Svi {
   // weights (the softmax) into v. Returns the bound, or NaN.
   double evaluate(long t, bool gradient, std::vector<double>& w, std::vector<double>& v);
 
-  enum class Kind { mean_field, full_rank, delta };
+  enum class Kind { mean_field, full_rank, low_rank, delta };
   static Kind kind_of(const std::string& guide);
   // the guide's parameters after mu: omega's D, or theta's D (D + 1) / 2
-  // (row i's entries j <= i at i (i + 1) / 2 + j), or none
-  static long scale_parameters(Kind kind, long D);
+  // (row i's entries j <= i at i (i + 1) / 2 + j), or W's D k then rho's
+  // D, or none
+  static long scale_parameters(Kind kind, long D, long k);
+  // A low-rank guide's particles' normals (k + D each, from the particle's
+  // stream) and its bound's pieces: -log q at each particle into w, and
+  // what the gradient needs (u_ [C, D], Sigma^-1 W, diag(Sigma^-1)).
+  void low_rank_particles(long t, std::vector<double>& w);
+  void low_rank_gradient(const std::vector<double>& v);
   // L's entry (i, j), j <= i, from phi
   double l_at(long i, long j) const;
 
   Target& target_;
   SviSettings s_;
   Kind kind_;
-  long C_, D_;
+  long C_, D_, K_;  // K_: a low-rank guide's rank (0 otherwise)
   const std::vector<long>* full_index_;  // each coordinate's in the whole state, or nullptr
   long full_dim_, counted_from_;         // the whole state's size; this part's first counted
   uint32_t key0_, key1_;
@@ -125,6 +146,9 @@ class Svi {
   double lr0_;
   std::vector<double> phi_, grad_;  // the optimiser's row: mu, then the scale's parameters
   std::vector<double> z_, eps_, lp_, g_;
+  // low rank: each particle's first k normals [C, k], u = Sigma^-1 (z - mu)
+  // [C, D], Sigma^-1 W [D, k] and diag(Sigma^-1) [D]
+  std::vector<double> e1_, u_, sw_, sdiag_;
   FirstOrder rule_;
 };
 
