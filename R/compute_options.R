@@ -145,10 +145,9 @@ print.lockstep_backend_info <- function(x, ...) {
 #' host, decides from their totals, and each kept draw is gathered from the
 #' GPUs. Random draws are keyed by each parameter's place in the whole model,
 #' so the draws are one GPU's up to the order of sums. Models without local
-#' parameters, and [opt()] and [calculate()], use the row blocks above, every
-#' GPU holding every parameter. [rwmh()], [slice()] and dense metrics keep
-#' the state in host memory, and each GPU evaluates its own groups' part of
-#' it.
+#' parameters, and [calculate()], use the row blocks above, every GPU holding
+#' every parameter. [rwmh()], [slice()], dense metrics and [opt()] keep the
+#' state in host memory, and each GPU evaluates its own groups' part of it.
 #'
 #' @param threads the number of worker threads; by default the option
 #'   `lockstep.threads`, else the number of cores. More than the machine's

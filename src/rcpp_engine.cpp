@@ -657,7 +657,8 @@ bool note_interrupt() { return was_interrupted = was_interrupted || user_interru
 }  // namespace
 
 // Maximises the log density from each row of `init` (one start per row, all
-// in lockstep) with the optimiser `method` and its `parameters`.
+// in lockstep) with the optimiser `method` and its `parameters`; what the
+// target's devices exchanged comes back too (for tests).
 // [[Rcpp::export]]
 List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List parameters,
                  double max_iterations, double tolerance, List options) {
@@ -675,6 +676,10 @@ List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List param
   std::unique_ptr<lockstep::Target> owned;
   if (o.world && shardable) slice = lockstep::plan_owned_shards(*e->program, *o.world);  // (collective)
   if (slice) owned = lockstep::make_owned_shard_target(*slice, C, o, e->single, D);
+  // on the devices of one process, devices that own their groups evaluate
+  // their slices of the (host) state, as the samplers' do (device_shards.hpp)
+  if (!owned && lockstep::runs_on_device_shards(o))
+    owned = lockstep::make_device_shards(*e->program, C, o, e->single);
   lockstep::Target& ex = owned ? *owned : e->executor(C, o);
   lockstep::OptimiserSettings s;
   s.method = method;
@@ -698,5 +703,9 @@ List ls_optimise(SEXP engine, NumericMatrix init, std::string method, List param
   return List::create(_["par"] = par, _["value"] = NumericVector(r.value.begin(), r.value.end()),
                       _["iterations"] = NumericVector(r.iterations.begin(), r.iterations.end()),
                       _["convergence"] = IntegerVector(r.convergence.begin(), r.convergence.end()),
-                      _["interrupted"] = was_interrupted);
+                      _["interrupted"] = was_interrupted,
+                      // what the target's devices sent one another (calls, bytes)
+                      _["exchanged"] = NumericVector::create(
+                          static_cast<double>(ex.exchanged().calls),
+                          static_cast<double>(ex.exchanged().bytes)));
 }

@@ -229,3 +229,34 @@ test_that("nelder_mead() runs every start in C++, with its own tolerances and mo
                adjust = FALSE, max_iterations = 2000)
   expect_equal(c(other$par$mu, other$par$sd), mle, tolerance = 1e-4)
 })
+
+test_that("opt() on devices that own their groups (emulated) finds one device's optimum", {
+  # a hierarchical model: with two devices each evaluates its own groups'
+  # part of the state, and only the globals' gradient and the log density
+  # cross between them
+  set.seed(51)
+  G <- 30
+  K <- 2
+  g <- rep(seq_len(G), each = 6)
+  X <- matrix(rnorm(length(g) * K), length(g), K)
+  y <- stats::rbinom(length(g), 1, 0.5)
+  m <- hierarchical_logit_model(X, g, y, G)
+  old <- options(lockstep.backend = "emulated")
+  on.exit(options(old))
+  engine <- lockstep:::model_engine(m)
+  init <- matrix(stats::runif(2 * m$n_free, -0.5, 0.5), 2)
+  for (o in list(bfgs(), adam())) {
+    run <- function(devices) {
+      options <- lockstep:::check_compute_options(cpu_only(threads = 1, devices = devices))
+      lockstep:::ls_optimise(engine, init, o$name, o$parameters, 40, 0, options)
+    }
+    one <- run(1)
+    two <- run(2)
+    expect_equal(two$par, one$par, tolerance = 1e-6, label = o$name)
+    expect_equal(two$iterations, one$iterations)
+    expect_equal(unname(one$exchanged), c(0, 0))
+    # per gradient: each start's log density and the 2 K + 2 globals' gradient
+    expect_lte(two$exchanged[2] / two$exchanged[1], 2 * (1 + 2 * K + 2) * 8)
+    expect_gt(two$exchanged[1], 10)
+  }
+})
