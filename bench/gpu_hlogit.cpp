@@ -75,6 +75,18 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The median milliseconds of `reps` calls of `call` after `warm` untimed ones.
+template <class Call> double median_ms(int warm, int reps, Call&& call) {
+  for (int w = 0; w < warm; ++w) call();
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    call();
+    t.push_back(seconds_since(t0));
+  }
+  return 1e3 * median(t);
+}
+
 // The standard normal quantile (Acklam's rational approximation, relative
 // error under 1.2e-9: plenty for rank-normalised draws).
 double qnorm(double p) {
@@ -238,14 +250,9 @@ int main(int argc, char** argv) {
             std::unique_ptr<Target> cpu;
             if (single) cpu = std::make_unique<Executor<float>>(p, C, o);
             else cpu = std::make_unique<Executor<double>>(p, C, o);
-            cpu->log_density(state.data(), lp_cpu.data(), grad_cpu.data());
-            std::vector<double> t;
-            for (int r = 0; r < std::max(3, reps / 4); ++r) {
-              auto t0 = std::chrono::steady_clock::now();
+            cpu_ms = median_ms(1, std::max(3, reps / 4), [&] {
               cpu->log_density(state.data(), lp_cpu.data(), grad_cpu.data());
-              t.push_back(seconds_since(t0));
-            }
-            cpu_ms = 1e3 * median(t);
+            });
           }
           for (double kd : gpu_counts)
           for (double tk : tile_kernels) {
@@ -258,16 +265,10 @@ int main(int argc, char** argv) {
             double* d_lp = cuda::device_alloc(C);
             double* d_grad = cuda::device_alloc(C * D);
             cuda::copy_to_device(d_state, state.data(), C * D);
-            for (int w = 0; w < 3; ++w) gpu->log_density_device(d_state, d_lp, d_grad);
-            gpu->synchronize();
-            std::vector<double> t;
-            for (int r = 0; r < reps; ++r) {
-              auto t0 = std::chrono::steady_clock::now();
+            const double gpu_ms = median_ms(3, reps, [&] {
               gpu->log_density_device(d_state, d_lp, d_grad);
               gpu->synchronize();
-              t.push_back(seconds_since(t0));
-            }
-            const double gpu_ms = 1e3 * median(t);
+            });
             std::vector<double> lp(C), grad(C * D);
             cuda::copy_to_host(lp.data(), d_lp, C);
             cuda::copy_to_host(grad.data(), d_grad, C * D);
@@ -320,16 +321,7 @@ int main(int argc, char** argv) {
           std::normal_distribution<double> z(0, 0.3);
           std::vector<double> state(C * D), lp(C);
           for (double& v : state) v = z(rng);
-          auto timed = [&](auto&& call) {
-            for (int w = 0; w < 3; ++w) call();
-            std::vector<double> t;
-            for (int r = 0; r < reps; ++r) {
-              auto t0 = std::chrono::steady_clock::now();
-              call();
-              t.push_back(seconds_since(t0));
-            }
-            return 1e3 * median(t);
-          };
+          auto timed = [&](auto&& call) { return median_ms(3, reps, call); };
           double whole_ms;
           {
             auto multi = cuda::make_executor(p, C, so, false);
