@@ -57,7 +57,8 @@
 #'   across MPI processes whose rows are whole groups ([mpi]), each process
 #'   holds and fits its own groups' guide parameters (mean-field, low-rank
 #'   and point mass guides), and the fit is one process's up to the order of
-#'   sums
+#'   sums; on the GPUs of one process, each GPU evaluates its own groups'
+#'   slice of the particles
 #' @details Each iteration draws `particles` points z = mu + sd * eps of the
 #'   mean-field guide (eps standard normal, from lockstep's counter-based
 #'   generator seeded by R's: [set.seed()] repeats a run), evaluates the

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "lockstep/device_shards.hpp"
 #include "lockstep/group_slice.hpp"
 #include "lockstep/owned_shard.hpp"
 #include "lockstep/svi.hpp"
@@ -81,14 +82,18 @@ SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guid
     h->target = lockstep::make_owned_shard_target(*h->slice, particles, o, single, D);
     start = h->slice->of_whole(start.data(), 1, D);
     h->whole = std::make_unique<lockstep::WholeState>(*h->slice, D, *o.world);
-  } else {
-    h->target = lockstep::make_target(*h->program, particles, o, single);
+  } else if (lockstep::runs_on_device_shards(o)) {
+    // the GPUs of one process (or emulated devices): each evaluates its own
+    // groups' slice of the particles (device_shards.hpp)
+    h->target = lockstep::make_device_shards(*h->program, particles, o, single);
   }
+  if (!h->target) h->target = lockstep::make_target(*h->program, particles, o, single);
   h->svi = std::make_unique<lockstep::Svi>(*h->target, s, start, static_cast<uint32_t>(key0),
                                            static_cast<uint32_t>(key1));
   XPtr<SviHandle> ptr(h.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize_svi, TRUE);
   ptr.attr("class") = "lockstep_svi_handle";
+  ptr.attr("device_shards") = dynamic_cast<lockstep::DeviceShardsTarget*>(ptr->target.get()) != nullptr;
   if (const lockstep::GroupSlice* slice = ptr->slice.get())
     ptr.attr("owned_groups") = NumericVector::create(static_cast<double>(slice->first_group + 1),
                                                      static_cast<double>(slice->end_group));

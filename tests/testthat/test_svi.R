@@ -192,3 +192,26 @@ test_that("svi() with a full-rank guide recovers a correlated posterior's covari
   expect_null(mf$guide$scale)
   expect_lt(mf$guide$sd[1], 0.8 * sqrt(Sigma[1, 1]))
 })
+
+test_that("svi() on devices that own their groups (emulated) makes one device's fit", {
+  set.seed(70)
+  G <- 30
+  K <- 2
+  g <- rep(seq_len(G), each = 6)
+  X <- matrix(rnorm(length(g) * K), length(g), K)
+  y <- stats::rbinom(length(g), 1, 0.5)
+  m <- hierarchical_logit_model(X, g, y, G)
+  old <- options(lockstep.backend = "emulated")
+  on.exit(options(old))
+  run <- function(devices) {
+    set.seed(71)
+    suppressWarnings(svi(m, n_iterations = 100, tolerance = 0, n_draws = 40, verbose = FALSE,
+                         compute_options = cpu_only(threads = 1, devices = devices)))
+  }
+  one <- run(1)
+  two <- run(2)
+  expect_false(attr(one$handle, "device_shards"))
+  expect_true(attr(two$handle, "device_shards"))
+  expect_equal(two$loss, one$loss, tolerance = 1e-8)
+  expect_equal(two$guide$mean, one$guide$mean, tolerance = 1e-8)
+})
