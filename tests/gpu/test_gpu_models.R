@@ -351,3 +351,21 @@ test_that("an interrupt ends a GPU run's iteration under way at its next leapfro
   expect_equal(coda::niter(out), 1)
   expect_lt(get_sampler_params(out)[[1]][, "n_leapfrog__"], 2^depth - 1)
 })
+
+test_that("svi() on the GPU gives the CPU's fit", {
+  skip_without_device()
+  y <- c(-0.4, 1.2, 0.9, 2.1, 0.3, 1.7, 0.8)
+  mu <- normal(0, 10)
+  distribution(y) <- normal(mu, 1)
+  m <- model(mu)
+  fit <- function(co) {
+    set.seed(81)
+    svi(m, particles = 8, n_iterations = 500, tolerance = 0, n_draws = 40, verbose = FALSE,
+        compute_options = co)
+  }
+  gpu <- fit(on_gpu())
+  cpu <- fit(cpu_only(threads = 1))
+  # (the GPU's sums are ordered otherwise: the losses agree to rounding)
+  expect_equal(gpu$loss, cpu$loss, tolerance = 1e-6)
+  expect_equal(gpu$guide$mean, cpu$guide$mean, tolerance = 1e-6)
+})

@@ -215,3 +215,22 @@ test_that("svi() on devices that own their groups (emulated) makes one device's 
   expect_equal(two$loss, one$loss, tolerance = 1e-8)
   expect_equal(two$guide$mean, one$guide$mean, tolerance = 1e-8)
 })
+
+test_that("svi()'s draws work with calculate(), log_lik() and posterior", {
+  cn <- conjugate_normal()
+  y <- c(-0.4, 1.2, 0.9, 2.1, 0.3, 1.7, 0.8)
+  mu <- normal(0, 10)
+  distribution(y) <- normal(mu, 1)
+  m <- model(mu)
+  set.seed(72)
+  fit <- svi(m, n_iterations = 2000, verbose = FALSE)
+  doubled <- calculate(2 * mu, values = fit$draws)
+  expect_equal(as.matrix(doubled)[, 1], 2 * as.matrix(fit$draws)[, "mu"], ignore_attr = TRUE)
+  ll <- log_lik(fit$draws)
+  expect_equal(dim(ll), c(1000L, 7L))
+  expect_equal(ll[1, ], stats::dnorm(y, as.matrix(fit$draws)[1, "mu"], 1, log = TRUE),
+               tolerance = 1e-10)
+  d <- posterior::as_draws_df(fit$draws)
+  expect_equal(posterior::ndraws(d), 1000)
+  expect_lt(abs(mean(d$mu) - cn$mean), 0.1)
+})
