@@ -218,33 +218,39 @@ svi_iterations <- function(handle, n_iterations, pb_update, tolerance, verbose) 
   list(loss = loss, converged = converged, diverged = diverged, interrupted = interrupted)
 }
 
-# n draws of the guide ([n, free]) as 4 chains' greta_mcmc_list of the
-# model's targets, and their log importance ratios log p(z) - log q(z) (NA
-# for a point mass), the model's log density evaluated in batches.
+# n draws of the guide as 4 chains' greta_mcmc_list of the model's targets,
+# and their log importance ratios log p(z) - log q(z) (NA for a point mass).
+# The draws are made and evaluated 100 at a time, so that a model of
+# millions of free parameters holds 100 draws of its free state at once, and
+# all of them only where the raw draws are kept (as mcmc() keeps them:
+# within getOption("lockstep.max_raw_draws_mb")).
 guide_draws <- function(model, guide, n, options) {
   D <- model$n_free
   chains <- 4L
   per_chain <- n %/% chains
   n <- per_chain * chains
-  z <- guide_sample(guide, n, D)
-  z <- same_on_every_rank(z, options)
   engine <- model_engine(model)
   ids <- vapply(model$traced, function(t) as.integer(t$ir), integer(1))
-  values <- ls_engine_values(engine, z, ids, options)
-  log_ratios <- rep(NA_real_, n)
-  if (guide$type != "delta") {
-    log_p <- unlist(lapply(split(seq_len(n), ceiling(seq_len(n) / 100)), function(rows) {
-      ls_engine_log_density(engine, z[rows, , drop = FALSE], FALSE, options)$log_density
-    }))
-    # log q(z): the normals e that give z = mean + scale e
-    log_q <- guide_log_density(guide, z)
-    log_ratios <- log_p - log_q
-  }
   keep_raw <- raw_draws_mb(model, per_chain, chains) <= getOption("lockstep.max_raw_draws_mb", 500)
+  batches <- lapply(split(seq_len(n), ceiling(seq_len(n) / 100)), function(rows) {
+    z <- same_on_every_rank(guide_sample(guide, length(rows), D), options)
+    log_ratio <- rep(NA_real_, length(rows))
+    if (guide$type != "delta") {
+      log_p <- ls_engine_log_density(engine, z, FALSE, options)$log_density
+      log_ratio <- log_p - guide_log_density(guide, z)
+    }
+    list(values = ls_engine_values(engine, z, ids, options), log_ratio = log_ratio,
+         z = if (keep_raw) z)
+  })
+  values <- do.call(rbind, lapply(batches, `[[`, "values"))
   chain_of_row <- rep_len(seq_len(chains), n)
-  free <- if (keep_raw) lapply(seq_len(chains), function(k) z[chain_of_row == k, , drop = FALSE])
+  free <- NULL
+  if (keep_raw) {
+    z <- do.call(rbind, lapply(batches, `[[`, "z"))
+    free <- lapply(seq_len(chains), function(k) z[chain_of_row == k, , drop = FALSE])
+  }
   list(draws = build_mcmc_list(model, values, free, chains, 1, "complete"),
-       log_ratios = log_ratios)
+       log_ratios = unlist(lapply(batches, `[[`, "log_ratio"), use.names = FALSE))
 }
 
 # The Pareto k diagnostic of log importance ratios (loo's PSIS), NA where it

@@ -234,3 +234,14 @@ test_that("svi()'s draws work with calculate(), log_lik() and posterior", {
   expect_equal(posterior::ndraws(d), 1000)
   expect_lt(abs(mean(d$mu) - cn$mean), 0.1)
 })
+
+test_that("svi() keeps no raw draws of a model too large for them, and its draws still work", {
+  cn <- conjugate_normal()
+  old <- options(lockstep.max_raw_draws_mb = 0)
+  on.exit(options(old))
+  set.seed(73)
+  fit <- svi(cn$model, n_iterations = 500, n_draws = 400, verbose = FALSE)
+  expect_null(attr(fit$draws, "model_info")$raw_draws)
+  expect_equal(nrow(as.matrix(fit$draws)), 400)
+  expect_true(is.finite(fit$k_hat))
+})
