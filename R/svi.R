@@ -25,7 +25,9 @@
 #'   main correlations at a cost that grows with the free parameters times
 #'   the rank, for models of any size)
 #' @param rank a low-rank guide's rank: by default the square root of the
-#'   number of free parameters, rounded (NumPyro's)
+#'   number of free parameters, rounded (NumPyro's), but at most 10, so that
+#'   a model of millions of parameters keeps a guide of 12 values per
+#'   parameter
 #' @param particles the number of draws of the guide per iteration (at least
 #'   1; a point mass takes 1)
 #' @param alpha the objective: `1` (the default) the evidence lower bound
@@ -110,7 +112,7 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
     stop("`model` must be a greta_model created by model()", call. = FALSE)
   }
   guide <- check_choice(guide, c("mean_field", "full_rank", "low_rank", "delta"), "guide")
-  rank <- if (is.null(rank)) max(1L, as.integer(round(sqrt(model$n_free)))) else
+  rank <- if (is.null(rank)) max(1L, min(10L, as.integer(round(sqrt(model$n_free))))) else
     check_count(rank, "rank", minimum = 1)
   if (guide == "low_rank" && rank > model$n_free) {
     stop("`rank` must be at most the model's ", model$n_free, " free parameters", call. = FALSE)
@@ -165,7 +167,7 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
             "iterations in a row (the optimiser diverged?); returning the last finite guide. ",
             "Try a smaller learning rate", call. = FALSE)
   }
-  if (is.finite(fit$k_hat) && fit$k_hat > 0.7) {
+  if (!is.na(fit$k_hat) && fit$k_hat > 0.7) {
     warning(sprintf(paste0("the Pareto k diagnostic is %.2f (above 0.7): the approximation is ",
                            "poor where the posterior has most of its mass; use mcmc()"),
                     fit$k_hat), call. = FALSE)

@@ -245,3 +245,17 @@ test_that("svi() keeps no raw draws of a model too large for them, and its draws
   expect_equal(nrow(as.matrix(fit$draws)), 400)
   expect_true(is.finite(fit$k_hat))
 })
+
+test_that("svi()'s low-rank guide defaults to a rank of sqrt(free parameters), at most 10", {
+  z <- normal(0, 1, dim = 9)
+  set.seed(74)
+  fit <- suppressWarnings(svi(model(z), guide = "low_rank", n_iterations = 200, verbose = FALSE))
+  expect_equal(ncol(fit$guide$factor), 3)
+  big <- normal(0, 1, dim = 400)
+  set.seed(75)
+  fit <- suppressWarnings(  # (of a Pareto k after 20 iterations)
+    svi(model(big), guide = "low_rank", n_iterations = 20, tolerance = 0, n_draws = 8,
+        verbose = FALSE)
+  )
+  expect_equal(dim(fit$guide$factor), c(400L, 10L))
+})
