@@ -8,7 +8,7 @@
 #include <string>
 
 #include "lockstep/rng.hpp"
-#include "lockstep/sampler/dense_metric.hpp"  // cholesky_lower()
+#include "lockstep/math/linalg.hpp"
 
 namespace lockstep {
 
@@ -156,8 +156,7 @@ void Svi::set_guide(const std::vector<double>& mean, const std::vector<double>& 
     }
 }
 
-double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<double>& v) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
+void Svi::normal_particles(long t, std::vector<double>& w) {
   const bool point = kind_ == Kind::delta;
   // each particle's own stream, positioned at the iteration's block of the
   // whole state's normals
@@ -167,9 +166,7 @@ double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<
   double log_det = 0;
   for (long i = counted_from_; i < D_ && !point; ++i) log_det += std::log(l_at(i, i));
   const std::vector<double> L = kind_ == Kind::full_rank ? scale() : std::vector<double>();
-  w.assign(C_, 0.0);
-  if (kind_ == Kind::low_rank) low_rank_particles(t, w);
-  for (long c = 0; c < C_ && kind_ != Kind::low_rank; ++c) {
+  for (long c = 0; c < C_; ++c) {
     const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
                         static_cast<uint64_t>(t - 1) * per_iteration};
     double* e = eps_.data() + c * D_;
@@ -187,9 +184,19 @@ double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<
         for (long j = 0; j <= i; ++j) s += L[i * D_ + j] * e[j];
       z[i] = s;
     }
-    w[c] = point ? 0.0 : log_det + 0.5 * sq;  // -log q, but for its constant
+    w[c] = point ? 0.0 : log_det + 0.5 * sq;
   }
-  if (kind_ != Kind::low_rank) target_.sum_over_parts(w.data(), C_);
+  target_.sum_over_parts(w.data(), C_);
+}
+
+double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<double>& v) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const bool point = kind_ == Kind::delta;
+  w.assign(C_, 0.0);
+  if (kind_ == Kind::low_rank)
+    low_rank_particles(t, w);
+  else
+    normal_particles(t, w);
   target_.log_density(z_.data(), lp_.data(), gradient ? g_.data() : nullptr);
   for (long c = 0; c < C_; ++c) {
     if (!point) w[c] += 0.5 * full_dim_ * log_two_pi;
@@ -226,26 +233,14 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
     sums[k * k] += std::log(d[a]);
   }
   target_.sum_over_parts(sums.data(), k * k + 1);
-  std::vector<double> chol(sums.begin(), sums.begin() + k * k);
-  for (long b = 0; b < k; ++b) chol[b * k + b] += 1;
-  cholesky_lower(chol.data(), k);  // K is positive definite: I plus a Gram matrix
+  // K = R' R (K is positive definite: I plus a Gram matrix; symmetric, so
+  // either layout), its log determinant and K^-1 (math/linalg.hpp)
+  std::vector<double> kmat(sums.begin(), sums.begin() + k * k), r(k * k), kinv(k * k), work(k);
+  for (long b = 0; b < k; ++b) kmat[b * k + b] += 1;
+  chol_upper(kmat.data(), r.data(), k);
+  chol2inv_forward(r.data(), kinv.data(), work.data(), k);
   double log_det_sigma = 2 * sums[k * k];
-  for (long b = 0; b < k; ++b) log_det_sigma += 2 * std::log(chol[b * k + b]);
-  // K^-1 by solves against the identity's columns
-  std::vector<double> kinv(k * k, 0.0);
-  for (long col = 0; col < k; ++col) {
-    std::vector<double> x(k, 0.0);
-    x[col] = 1;
-    for (long i = 0; i < k; ++i) {  // L y = e
-      for (long j = 0; j < i; ++j) x[i] -= chol[i * k + j] * x[j];
-      x[i] /= chol[i * k + i];
-    }
-    for (long i = k - 1; i >= 0; --i) {  // L' x = y
-      for (long j = i + 1; j < k; ++j) x[i] -= chol[j * k + i] * x[j];
-      x[i] /= chol[i * k + i];
-    }
-    for (long i = 0; i < k; ++i) kinv[i * k + col] = x[i];
-  }
+  for (long b = 0; b < k; ++b) log_det_sigma += 2 * std::log(r[b * k + b]);
   // Sigma^-1 W = diag(d^-2) W K^-1 and diag(Sigma^-1), per coordinate
   for (long a = 0; a < D; ++a) {
     double diag_correction = 0;

@@ -127,9 +127,12 @@ class Svi {
   // (row i's entries j <= i at i (i + 1) / 2 + j), or W's D k then rho's
   // D, or none
   static long scale_parameters(Kind kind, long D, long k);
-  // A low-rank guide's particles' normals (k + D each, from the particle's
-  // stream) and its bound's pieces: -log q at each particle into w, and
-  // what the gradient needs (u_ [C, D], Sigma^-1 W, diag(Sigma^-1)).
+  // The particles at iteration t into z_ and, but for log q's constant
+  // (its sums made whole over the parts), -log q at each into w: from D
+  // normals each (eps_) for a mean-field, full-rank or point mass guide;
+  // from k + D for a low-rank one, which also keeps what the gradient needs
+  // (e1_, u_ [C, D], Sigma^-1 W, diag(Sigma^-1)).
+  void normal_particles(long t, std::vector<double>& w);
   void low_rank_particles(long t, std::vector<double>& w);
   void low_rank_gradient(const std::vector<double>& v);
   // L's entry (i, j), j <= i, from phi
