@@ -17,14 +17,7 @@ void MetricAdaptation::begin(long warmup, ChainVectors& v) {
 
 void MetricAdaptation::use_dense(const DenseMetric& dense) {
   dense_ = dense.dense_coordinates();
-  rest_.clear();
-  for (long i = 0, k = 0; i < D_; ++i) {
-    if (k < static_cast<long>(dense_.size()) && dense_[k] == i) {
-      ++k;
-      continue;
-    }
-    rest_.push_back(i);
-  }
+  rest_ = dense.other_coordinates();
   const long rows = per_chain_ ? C_ : 1, G = static_cast<long>(dense_.size());
   dense_mean_.assign(rows * G, 0.0);
   dense_m2_.assign(rows * G * G, 0.0);

@@ -54,6 +54,22 @@ std::vector<double> dense_metric_scale(const std::vector<double>& sd, long chain
   return per == dim || per == chains * dim ? sd : std::vector<double>();
 }
 
+// A dense metric over `model` covering `covered` (empty: every coordinate),
+// its first factor and the other coordinates' scales from `spec`, chosen
+// automatically under metric = "auto"; the chains' states `start` ([chains,
+// model dim], the model's coordinates) move to the metric's.
+std::unique_ptr<DenseMetric> dense_metric_over(Target& model, const SamplerSpec& spec, long chains,
+                                               const std::vector<long>& covered,
+                                               std::vector<double>& start) {
+  const long dim = model.dim();
+  auto metric = std::make_unique<DenseMetric>(model, initial_dense_factor(spec, chains, dim, covered),
+                                              covered, dense_metric_scale(spec.diag_sd, chains, dim));
+  if (spec.metric == "auto") metric->set_choice(DenseMetric::Choice::automatic);
+  const std::vector<double> x = start;
+  metric->to_sampler(x.data(), start.data());
+  return metric;
+}
+
 // The kind's settings with the shared ones copied in.
 template <class Settings> Settings with_shared(Settings s, const SamplerSpec& spec) {
   s.epsilon = spec.epsilon;
@@ -102,16 +118,11 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
     Target* target = b.executor.get();
     if (dense) {
       // over the replicated global coordinates, the slice's first
-      const long slice_dim = b.executor->dim();
       std::vector<long> globals(b.slice->n_global);
       for (long k = 0; k < b.slice->n_global; ++k) globals[k] = k;
       if (globals.empty()) globals.push_back(0);  // (no globals: a diagonal "factor")
-      b.dense = std::make_unique<DenseMetric>(
-          *b.executor, initial_dense_factor(mine, chains, slice_dim, globals), globals,
-          dense_metric_scale(mine.diag_sd, chains, slice_dim));
-      if (spec.metric == "auto") b.dense->set_choice(DenseMetric::Choice::automatic);
+      b.dense = dense_metric_over(*b.executor, mine, chains, globals, start);
       target = b.dense.get();
-      b.dense->to_sampler(b.slice->of_whole(init.data(), chains, dim).data(), start.data());
     }
     b.sampler = new_sampler(mine, *target, start, key0, key1);
     if (dense) b.sampler->use_dense_metric(*b.dense);
@@ -132,12 +143,8 @@ SamplerBundle make_sampler(const Program& program, const SamplerSpec& spec,
   std::vector<double> start = init;
   const std::vector<long> covered = dense ? dense_metric_coordinates(program, spec) : std::vector<long>();
   if (dense) {
-    b.dense = std::make_unique<DenseMetric>(*b.executor,
-                                            initial_dense_factor(spec, chains, dim, covered),
-                                            covered, dense_metric_scale(spec.diag_sd, chains, dim));
-    if (spec.metric == "auto") b.dense->set_choice(DenseMetric::Choice::automatic);
+    b.dense = dense_metric_over(*b.executor, spec, chains, covered, start);
     target = b.dense.get();
-    b.dense->to_sampler(init.data(), start.data());
   }
   b.sampler = new_sampler(spec, *target, start, key0, key1);
   if (dense) b.sampler->use_dense_metric(*b.dense);

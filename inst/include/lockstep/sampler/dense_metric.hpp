@@ -90,8 +90,10 @@ class DenseMetric final : public Target {
   void max_over_parts(double* values, long n) override { model_.max_over_parts(values, n); }
   CommunicatorStats exchanged() const override { return model_.exchanged(); }
 
-  // The coordinates the factor covers, increasing, and whether that is all.
+  // The coordinates the factor covers, increasing, the others (increasing),
+  // and whether the factor covers all.
   const std::vector<long>& dense_coordinates() const { return dense_; }
+  const std::vector<long>& other_coordinates() const { return rest_; }
   bool covers_all() const { return G_ == D_; }
 
   // x = L y for `rows` rows of y ([rows, dim]; row r is chain r % chains).
