@@ -61,6 +61,10 @@ std::unique_ptr<DeviceShardsTarget> device_shards(const Program& p, int shards, 
   return std::make_unique<DeviceShardsTarget>(std::move(slices), std::move(targets), p.n_free);
 }
 
+// A type passed as a value (to a generic lambda).
+template <class T> struct tag {
+  using type = T;
+};
 
 }  // namespace
 
@@ -161,35 +165,36 @@ TEST_CASE("device shards: NUTS, HMC and ChEES (warmup included) make one executo
       o.backend = backend;
       lockstep::Executor<double> whole(s.p, chains, o);
       auto sharded = device_shards(s.p, 2, chains, backend);
+      // a sampler's trace over the devices against one executor's
+      auto same = [&](auto settings, auto sampler_tag, int warmup, uint32_t k0, uint32_t k1) {
+        using Sampler = typename decltype(sampler_tag)::type;
+        return worst_relative_gap(sampler_trace<Sampler>(*sharded, settings, init, warmup, k0, k1),
+                                  sampler_trace<Sampler>(whole, settings, init, warmup, k0, k1));
+      };
       lockstep::NutsSettings nuts;
       nuts.epsilon = 0.1;
       nuts.diag_sd = {1.0};
-      CHECK(worst_relative_gap(sampler_trace<lockstep::Nuts>(*sharded, nuts, init, 15, 3u, 4u),
-                         sampler_trace<lockstep::Nuts>(whole, nuts, init, 15, 3u, 4u)) < tolerance);
+      CHECK(same(nuts, tag<lockstep::Nuts>(), 15, 3u, 4u) < tolerance);
       lockstep::HmcSettings hmc;
       hmc.epsilon = 0.05;
       hmc.diag_sd = {1.0};
       hmc.Lmin = hmc.Lmax = 8;
-      CHECK(worst_relative_gap(sampler_trace<lockstep::Hmc>(*sharded, hmc, init, 10, 5u, 6u),
-                         sampler_trace<lockstep::Hmc>(whole, hmc, init, 10, 5u, 6u)) < tolerance);
+      CHECK(same(hmc, tag<lockstep::Hmc>(), 10, 5u, 6u) < tolerance);
       if (chains > 1) {  // (ChEES adapts from the chains' spread)
         lockstep::CheesSettings chees;
         chees.epsilon = 0.05;
         chees.diag_sd = {1.0};
-        CHECK(worst_relative_gap(sampler_trace<lockstep::Chees>(*sharded, chees, init, 10, 7u, 8u),
-                           sampler_trace<lockstep::Chees>(whole, chees, init, 10, 7u, 8u)) < tolerance);
+        CHECK(same(chees, tag<lockstep::Chees>(), 10, 7u, 8u) < tolerance);
       }
       // rwmh() and slice() step the whole state on the host, the devices
       // evaluating their slices of it
       lockstep::RwmhSettings rwmh;
       rwmh.epsilon = 0.2;
       rwmh.diag_sd = {1.0};
-      CHECK(worst_relative_gap(sampler_trace<lockstep::Rwmh>(*sharded, rwmh, init, 20, 9u, 10u),
-                         sampler_trace<lockstep::Rwmh>(whole, rwmh, init, 20, 9u, 10u)) < tolerance);
+      CHECK(same(rwmh, tag<lockstep::Rwmh>(), 20, 9u, 10u) < tolerance);
       lockstep::SliceSettings slice;
       slice.diag_sd = {1.0};
-      CHECK(worst_relative_gap(sampler_trace<lockstep::Slice>(*sharded, slice, init, 20, 11u, 12u),
-                         sampler_trace<lockstep::Slice>(whole, slice, init, 20, 11u, 12u)) < tolerance);
+      CHECK(same(slice, tag<lockstep::Slice>(), 20, 11u, 12u) < tolerance);
       // a dense metric over the global coordinates, its state on the host
       const std::vector<long> globals = lockstep::global_coordinates(s.p);
       auto dense_trace = [&](lockstep::Target& model) {

@@ -452,6 +452,19 @@ hierarchical_logit_model <- function(x, g, y, groups, alpha_sd = 1.5, precision 
   }
 }
 
+# hierarchical_logit_model() on 30 groups of 6 rows, 2 covariates and coin
+# flips, simulated after set.seed(seed): small enough for the emulated
+# backend's devices, each of which owns groups.
+small_grouped_logit <- function(seed) {
+  set.seed(seed)
+  G <- 30
+  K <- 2
+  g <- rep(seq_len(G), each = 6)
+  X <- matrix(rnorm(length(g) * K), length(g), K)
+  y <- stats::rbinom(length(g), 1, 0.5)
+  hierarchical_logit_model(X, g, y, G)
+}
+
 # Eight schools, non-centred, as posteriordb writes it.
 eight_schools_model <- function() {
   mu <- normal(0, 5)

@@ -234,13 +234,8 @@ test_that("opt() on devices that own their groups (emulated) finds one device's 
   # a hierarchical model: with two devices each evaluates its own groups'
   # part of the state, and only the globals' gradient and the log density
   # cross between them
-  set.seed(51)
-  G <- 30
+  m <- small_grouped_logit(51)
   K <- 2
-  g <- rep(seq_len(G), each = 6)
-  X <- matrix(rnorm(length(g) * K), length(g), K)
-  y <- stats::rbinom(length(g), 1, 0.5)
-  m <- hierarchical_logit_model(X, g, y, G)
   old <- options(lockstep.backend = "emulated")
   on.exit(options(old))
   engine <- lockstep:::model_engine(m)

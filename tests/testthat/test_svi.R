@@ -194,13 +194,7 @@ test_that("svi() with a full-rank guide recovers a correlated posterior's covari
 })
 
 test_that("svi() on devices that own their groups (emulated) makes one device's fit", {
-  set.seed(70)
-  G <- 30
-  K <- 2
-  g <- rep(seq_len(G), each = 6)
-  X <- matrix(rnorm(length(g) * K), length(g), K)
-  y <- stats::rbinom(length(g), 1, 0.5)
-  m <- hierarchical_logit_model(X, g, y, G)
+  m <- small_grouped_logit(70)
   old <- options(lockstep.backend = "emulated")
   on.exit(options(old))
   run <- function(devices) {
