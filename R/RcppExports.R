@@ -77,8 +77,12 @@ ls_mpi_same <- function(x) {
     .Call(`_lockstep_ls_mpi_same`, x)
 }
 
-ls_svi_new <- function(engine, init, particles, guide, rank, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, options) {
-    .Call(`_lockstep_ls_svi_new`, engine, init, particles, guide, rank, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, options)
+ls_svi_rows <- function(engine, options) {
+    .Call(`_lockstep_ls_svi_rows`, engine, options)
+}
+
+ls_svi_new <- function(engine, init, particles, guide, rank, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, batch_fraction, options) {
+    .Call(`_lockstep_ls_svi_new`, engine, init, particles, guide, rank, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, batch_fraction, options)
 }
 
 ls_svi_step <- function(handle, n) {

@@ -639,14 +639,34 @@ initial_free_state <- function(model, initial_values, chains, options, env, unit
       lp <- ls_engine_log_density(engine, matrix(x, nrow = 1), FALSE, options)$log_density
       if (is.finite(lp)) break
       if (length(given$index) == D || attempt == 50) {
+        culprit <- nonfinite_initials(engine, x, given, options)
         stop("could not find initial values with a finite log density for ", unit, " ", chain,
-             if (length(given$index)) "; check the values given in `initial_values`",
+             if (!is.null(culprit)) paste0(": the log density is not finite at the initial ",
+                                           "values given for `", culprit, "`")
+             else if (length(given$index)) "; check the values given in `initial_values`",
              call. = FALSE)
       }
     }
     init[chain, ] <- x
   }
   init
+}
+
+# The first variable named in initial values whose values alone make the log
+# density at x not finite: with its values drawn at random instead (a few
+# tries), the log density is finite. NULL when there is none such.
+nonfinite_initials <- function(engine, x, given, options) {
+  for (name in names(given$by_name)) {
+    index <- given$by_name[[name]]
+    for (attempt in 1:10) {
+      y <- x
+      y[index] <- stats::runif(length(index), -2, 2)
+      y <- same_on_every_rank(y, options)
+      lp <- ls_engine_log_density(engine, matrix(y, nrow = 1), FALSE, options)$log_density
+      if (is.finite(lp)) return(name)
+    }
+  }
+  NULL
 }
 
 # Positions and free-scale values of the variables named in an initials object;
@@ -657,6 +677,7 @@ initial_free_state <- function(model, initial_values, chains, options, env, unit
 initials_to_free <- function(model, values, env) {
   index <- integer()
   value <- numeric()
+  by_name <- list()  # each name's positions
   for (name in names(values)) {
     ga <- get0(name, envir = env)
     if (!is.greta_array(ga)) {
@@ -680,10 +701,11 @@ initials_to_free <- function(model, values, env) {
       }
       check_initial_support(v, info$lower, info$upper, name)
       index <- c(index, info$offset + seq_len(info$size))
+      by_name[[name]] <- c(by_name[[name]], info$offset + seq_len(info$size))
       value <- c(value, to_free(as.numeric(v), info$lower, info$upper))
     }
   }
-  list(index = index, value = value)
+  list(index = index, value = value, by_name = by_name)
 }
 
 # A variable's initial values must lie strictly inside its bounds, as greta

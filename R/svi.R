@@ -37,6 +37,20 @@
 #'   guide covers more of the posterior
 #' @param optimiser a first-order optimiser, such as [adam()] (the default,
 #'   with a learning rate of 0.01) or [rms_prop()]: see [opt()]
+#' @param batch_size minibatches: the rows of the likelihood evaluated at
+#'   each iteration (`NULL`, the default: all of them). The rows are drawn as
+#'   random blocks of neighbouring rows (the engine's tiles, made small
+#'   enough that a batch holds about 32 of them), afresh at each iteration,
+#'   and their log density is scaled by the rows over the rows drawn, so
+#'   that the bound and its gradient are unbiased estimates of the whole
+#'   data's; the priors are evaluated in full. Each iteration then costs
+#'   about `batch_size` rows' work instead of all of them; the estimates are
+#'   noisier, so a fit needs more iterations and a smaller learning rate.
+#'   For a model with several likelihoods, `batch_size` counts the rows of
+#'   the largest, and the others are subsampled in the same proportion.
+#'   Across MPI processes each draws from its own rows, and `batch_size`
+#'   counts the rows of all of them. With `alpha != 1` the estimate of
+#'   Renyi's bound is biased (a log of a mean). On the CPU only.
 #' @param n_iterations the most iterations
 #' @param decay_rate,decay_steps the learning rate decays exponentially, as
 #'   seed 003's `optax.exponential_decay`: at iteration t it is the
@@ -103,7 +117,7 @@
 #' @export
 svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta"), rank = NULL,
                 particles = 4, alpha = 1,
-                optimiser = adam(learning_rate = 0.01), n_iterations = 10000,
+                optimiser = adam(learning_rate = 0.01), batch_size = NULL, n_iterations = 10000,
                 decay_rate = 1, decay_steps = 1000, tolerance = 0.01, n_draws = 1000,
                 initial_values = initials(), verbose = TRUE, pb_update = 100,
                 compute_options = cpu_only()) {
@@ -142,11 +156,12 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
   options <- check_compute_options(compute_options)
   check_ranks_agree(model, options)
   engine <- model_engine(model)
+  fraction <- batch_fraction(batch_size, engine, options)
   init <- initial_free_state(model, initial_values, 1, options, parent.frame(), "guide")
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
   handle <- ls_svi_new(engine, init[1, ], particles, guide, rank, alpha, optimiser$name,
                        optimiser$parameters, decay_rate, decay_steps, 0.1, seeds[1], seeds[2],
-                       options)
+                       fraction, options)
   run <- svi_iterations(handle, n_iterations, pb_update, tolerance, verbose && mpi_rank() == 0)
   fitted <- ls_svi_guide(handle, guide == "full_rank")
   fit <- list(guide = list(type = guide, mean = fitted$mean, sd = fitted$sd,
@@ -154,6 +169,7 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
                            diagonal = fitted$diagonal),
               loss = run$loss, iterations = length(run$loss), converged = run$converged,
               interrupted = run$interrupted, particles = particles, alpha = alpha,
+              batch_size = if (fraction < 1) batch_size,
               model = model, handle = handle)
   finite <- run$loss[is.finite(run$loss)]
   fit$elbo <- -mean(utils::tail(finite, 100))
@@ -173,6 +189,28 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
                     fit$k_hat), call. = FALSE)
   }
   fit
+}
+
+# The fraction of the likelihood's rows a minibatch of batch_size rows is
+# (1: all of them, no minibatches), checked against the model's rows (all
+# processes' across MPI ranks).
+batch_fraction <- function(batch_size, engine, options) {
+  if (is.null(batch_size)) return(1)
+  batch_size <- check_count(batch_size, "batch_size", minimum = 1)
+  if (identical(options$backend, "cuda")) {
+    stop("`batch_size` runs on the CPU only: use compute_options = cpu_only()", call. = FALSE)
+  }
+  rows <- ls_svi_rows(engine, options)
+  if (length(rows) == 0) {
+    stop("`batch_size` needs a likelihood over rows of data (distribution(y) <- ... with one ",
+         "row of y per observation, its parameters row by row or shared); this model has ",
+         "none: leave `batch_size` NULL", call. = FALSE)
+  }
+  if (batch_size > max(rows)) {
+    stop("`batch_size` must be at most the likelihood's ", max(rows), " rows, not ",
+         batch_size, call. = FALSE)
+  }
+  batch_size / max(rows)
 }
 
 # Steps a fit in chunks of pb_update iterations: its progress bar (with the
@@ -273,8 +311,10 @@ print.lockstep_svi <- function(x, ...) {
   objective <- if (x$alpha == 1) "ELBO" else sprintf("Renyi bound (alpha = %s)", x$alpha)
   status <- if (x$converged) "converged" else if (x$interrupted) "interrupted" else
     "did not converge"
-  cat(sprintf("svi(): %s, %d particle%s, %s\n", type, x$particles,
-              if (x$particles == 1) "" else "s", objective))
+  cat(sprintf("svi(): %s, %d particle%s, %s%s\n", type, x$particles,
+              if (x$particles == 1) "" else "s", objective,
+              if (is.null(x$batch_size)) "" else
+                sprintf(", minibatches of %s rows", format(x$batch_size, big.mark = ","))))
   cat(sprintf("%d iterations (%s); %s %s (mean of the last 100)\n", x$iterations, status,
               objective, format(x$elbo, digits = 6)))
   if (!is.na(x$k_hat)) {

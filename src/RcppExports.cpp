@@ -246,9 +246,21 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_svi_rows
+NumericVector ls_svi_rows(SEXP engine, List options);
+RcppExport SEXP _lockstep_ls_svi_rows(SEXP engineSEXP, SEXP optionsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type engine(engineSEXP);
+    Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_svi_rows(engine, options));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_svi_new
-SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guide, int rank, double alpha, std::string method, List parameters, double decay_rate, double decay_steps, double init_scale, double key0, double key1, List options);
-RcppExport SEXP _lockstep_ls_svi_new(SEXP engineSEXP, SEXP initSEXP, SEXP particlesSEXP, SEXP guideSEXP, SEXP rankSEXP, SEXP alphaSEXP, SEXP methodSEXP, SEXP parametersSEXP, SEXP decay_rateSEXP, SEXP decay_stepsSEXP, SEXP init_scaleSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP optionsSEXP) {
+SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guide, int rank, double alpha, std::string method, List parameters, double decay_rate, double decay_steps, double init_scale, double key0, double key1, double batch_fraction, List options);
+RcppExport SEXP _lockstep_ls_svi_new(SEXP engineSEXP, SEXP initSEXP, SEXP particlesSEXP, SEXP guideSEXP, SEXP rankSEXP, SEXP alphaSEXP, SEXP methodSEXP, SEXP parametersSEXP, SEXP decay_rateSEXP, SEXP decay_stepsSEXP, SEXP init_scaleSEXP, SEXP key0SEXP, SEXP key1SEXP, SEXP batch_fractionSEXP, SEXP optionsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -265,8 +277,9 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< double >::type init_scale(init_scaleSEXP);
     Rcpp::traits::input_parameter< double >::type key0(key0SEXP);
     Rcpp::traits::input_parameter< double >::type key1(key1SEXP);
+    Rcpp::traits::input_parameter< double >::type batch_fraction(batch_fractionSEXP);
     Rcpp::traits::input_parameter< List >::type options(optionsSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_svi_new(engine, init, particles, guide, rank, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, options));
+    rcpp_result_gen = Rcpp::wrap(ls_svi_new(engine, init, particles, guide, rank, alpha, method, parameters, decay_rate, decay_steps, init_scale, key0, key1, batch_fraction, options));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -315,7 +328,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_mpi_stats", (DL_FUNC) &_lockstep_ls_mpi_stats, 1},
     {"_lockstep_ls_mpi_broadcast", (DL_FUNC) &_lockstep_ls_mpi_broadcast, 1},
     {"_lockstep_ls_mpi_same", (DL_FUNC) &_lockstep_ls_mpi_same, 1},
-    {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 14},
+    {"_lockstep_ls_svi_rows", (DL_FUNC) &_lockstep_ls_svi_rows, 2},
+    {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 15},
     {"_lockstep_ls_svi_step", (DL_FUNC) &_lockstep_ls_svi_step, 2},
     {"_lockstep_ls_svi_guide", (DL_FUNC) &_lockstep_ls_svi_guide, 2},
     {NULL, NULL, 0}

@@ -4,6 +4,7 @@
 // and convergence.
 #include <Rcpp.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,17 +46,36 @@ SviHandle* checked_svi(SEXP x) {
 
 }  // namespace
 
+// The rows of each of the program's row-aligned likelihoods (its
+// observation stages' extents), summed over the MPI ranks (collective) when
+// the options run across them: what svi()'s batch_size is a part of.
+// [[Rcpp::export]]
+NumericVector ls_svi_rows(SEXP engine, List options) {
+  bool single = false;
+  const std::shared_ptr<lockstep::Program> program = engine_program(engine, &single);
+  const lockstep::ExecOptions o = engine_exec_options(options);
+  std::vector<double> rows(program->extents.begin(), program->extents.end());
+  if (o.world && !rows.empty()) {
+    double* bufs[] = {rows.data()};
+    o.world->all_reduce_sum(bufs, static_cast<long>(rows.size()));
+  }
+  return NumericVector(rows.begin(), rows.end());
+}
+
 // A fit of `guide` ("mean_field", "full_rank", "low_rank" of rank `rank`, or
 // "delta") over the engine's program with
 // `particles` particles, the guide's mean from `init` (one value per free
 // parameter), Renyi's `alpha`, the first-order optimiser `method` with its
 // `parameters`, the learning rate's exponential decay, and the particles'
-// random streams keyed by (key0, key1).
+// random streams keyed by (key0, key1); with batch_fraction below 1,
+// minibatches of that fraction of each likelihood's tiles (the executor's
+// tiles then small enough that a batch holds 32 of them).
 // [[Rcpp::export]]
 SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guide, int rank,
                 double alpha,
                 std::string method, List parameters, double decay_rate, double decay_steps,
-                double init_scale, double key0, double key1, List options) {
+                double init_scale, double key0, double key1, double batch_fraction,
+                List options) {
   auto h = std::make_unique<SviHandle>();
   bool single = false;
   h->program = engine_program(engine, &single);
@@ -72,7 +92,17 @@ SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guid
   s.decay_rate = decay_rate;
   s.decay_steps = decay_steps;
   s.init_scale = init_scale;
-  const lockstep::ExecOptions o = engine_exec_options(options);
+  s.batch_fraction = batch_fraction;
+  lockstep::ExecOptions o = engine_exec_options(options);
+  if (batch_fraction < 1) {
+    // a stage's adjoints are scaled as they are added, which aliased
+    // parameters (added to in place) do not allow
+    o.alias_parameters = false;
+    long most = 0;
+    for (long rows : h->program->extents) most = std::max(most, rows);
+    if (o.tile_rows <= 0)
+      o.max_tile_rows = std::max(16L, static_cast<long>(batch_fraction * most / 32));
+  }
   const long D = h->program->n_free;
   std::vector<double> start = as<std::vector<double>>(init);
   // Across MPI ranks whose rows are whole groups, each rank fits its own

@@ -107,6 +107,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   if (tiled_) {
     StageOptions so;
     so.tile_rows = options.tile_rows;
+    so.max_tile_rows = options.max_tile_rows;
     so.workers = options_.threads;
     so.shards = options.devices;
     so.reorder_rows = options.reorder_rows;
@@ -345,7 +346,7 @@ template <class T> void Executor<T>::forward(const double* state) {
   });
   for (auto& stage : stages_)
     stage->run(global_buffers(state, nullptr), state, lp.data(), false, *pool_, *comm_, launch_,
-               options_.world);
+               options_.world, batch());
 }
 
 template <class T>
@@ -412,13 +413,31 @@ void Executor<T>::log_density(const double* state, double* lp, double* grad) {
   }
   for (auto& stage : stages_)
     stage->run(global_buffers(state, grad), state, lp, grad != nullptr, *pool_, *comm_, launch_,
-               options_.world);
+               options_.world, batch());
   if (!grad) return;
   if (recording) {
     recording->backward.replay(launch_);
     return;
   }
   for_chain_groups([&](long c0, long nc) { backward_pass(state, grad, c0, nc, launch_); });
+}
+
+template <class T> void Executor<T>::set_minibatch(const Minibatch& batch) {
+  if (batch.active()) {
+    if (!tiled_ || stages_.empty())
+      throw std::invalid_argument(
+          "lockstep: minibatches need a likelihood whose rows are independent observations "
+          "(an observation stage); this model has none");
+    if (options_.tile_kernel)
+      throw std::invalid_argument(
+          "lockstep: minibatches (batch_size) do not run on the tile kernel: use cpu_only()");
+    for (long stride : alias_stride_)
+      if (stride)
+        throw std::invalid_argument(
+            "lockstep: minibatches need an executor without aliased parameters");
+  }
+  minibatch_ = batch;
+  if (options_.world) minibatch_.part = static_cast<uint32_t>(options_.world->rank());
 }
 
 template class Executor<double>;

@@ -1,9 +1,11 @@
 // The observation stage of one extent (observation_stage.hpp).
 #include "lockstep/observation_stage.hpp"
 
+#include "lockstep/rng.hpp"
 #include "lockstep/row_order.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <set>
 
@@ -14,6 +16,10 @@ namespace {
 // About the L2 cache of one core: a tile's values and adjoints for all chains
 // should stay there between its forward and backward.
 constexpr long tile_bytes = 1L << 20;
+
+// The minibatches' stream purpose (one per extent from here; the samplers'
+// and svi's are below it: sampler.hpp, svi.cpp).
+constexpr uint32_t purpose_minibatch = 256;
 
 long cols_of(const Node& n) { return n.size / n.dim[0]; }
 
@@ -87,6 +93,8 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   tile_rows_ = options.tile_rows > 0 ? options.tile_rows
                                      : std::max(16L, tile_bytes / std::max(1L, bytes_per_row));
   if (options.tile_rows <= 0) tile_rows_ = std::min(tile_rows_, (rows_ + contexts - 1) / contexts);
+  if (options.tile_rows <= 0 && options.max_tile_rows > 0)
+    tile_rows_ = std::min(tile_rows_, options.max_tile_rows);
   tile_rows_ = std::max(1L, std::min(tile_rows_, rows_));
 
   // Workers' rows: bound[k] is worker k's first row. Nominally whole tiles of
@@ -339,9 +347,9 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
 }
 
 template <class T>
-void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
+void ObservationStage<T>::run_worker(Worker& w, const long* order, long first, long end,
                                      GlobalBuffers<T> global, const double* state, bool gradient,
-                                     const Launcher& launch, bool across) {
+                                     const Launcher& launch, bool direct_ok, bool whole) {
   std::fill(w.lp.begin(), w.lp.end(), 0.0);
   for (int id : nodes_)
     if (program_.nodes[id].op == Op::density) std::fill(w.terms[id].begin(), w.terms[id].end(), T(0));
@@ -353,19 +361,20 @@ void ObservationStage<T>::run_worker(Worker& w, long first_tile, long end_tile,
   // node is.
   if (gradient)
     for (int id : boundary_) {
-      if (!across && direct_[id]) {
+      if (direct_ok && direct_[id]) {
         w.sink[id] = global.adjoint(id);
         continue;
       }
       std::vector<T>& buf = w.boundary[id];
-      if (!across && options_.shards == 1)
+      if (!whole && !buf.empty())
         over_rows(id, w.touched[id], [&](long i) { buf[i] = T(0); });
       else
         buf.assign(chains_ * program_.nodes[id].size, T(0));  // allocates a direct node's
       w.sink[id] = buf.data();
     }
   NodeCall<T> call;  // each node's in turn (tile_call())
-  for (long t = first_tile; t < end_tile; ++t) {
+  for (long k = first; k < end; ++k) {
+    const long t = order ? order[k] : k;
     if (gradient)
       for (int id : nodes_) {
         // only the tile's rows of the buffer are used: [chains, length * cols]
@@ -496,13 +505,47 @@ template <class T> TileLayout<T> ObservationStage<T>::tile_layout(const TilePlac
   return layout;
 }
 
+template <class T> std::vector<long> ObservationStage<T>::draw_tiles(const Minibatch& batch) const {
+  const long T_all = tiles();
+  const long b = std::max(1L, std::min(T_all, std::lround(batch.fraction * static_cast<double>(T_all))));
+  // b steps of a Fisher-Yates shuffle: a uniform draw of b tiles without
+  // replacement, from the draw's own positions of the part's stream (one
+  // purpose per extent)
+  std::vector<long> order(T_all);
+  std::iota(order.begin(), order.end(), 0L);
+  Stream stream{batch.key0, batch.key1, batch.part, purpose_minibatch + static_cast<uint32_t>(extent_),
+                batch.draw * static_cast<uint64_t>(T_all)};
+  for (long j = 0; j < b; ++j) {
+    const long r = j + std::min(T_all - j - 1, static_cast<long>(stream.uniform() * (T_all - j)));
+    std::swap(order[j], order[r]);
+  }
+  order.resize(b);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
+template <class T>
+void ObservationStage<T>::add_partials(GlobalBuffers<T> global, int id, const T* buf,
+                                       std::pair<long, long> rows, double weight) const {
+  T* adj = global.adjoint(id);
+  if (weight == 1) {
+    over_rows(id, rows, [&](long i) { adj[i] += buf[i]; });
+  } else {
+    const T w = static_cast<T>(weight);
+    over_rows(id, rows, [&](long i) { adj[i] += w * buf[i]; });
+  }
+}
+
 template <class T>
 void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, double* lp,
                               bool gradient, ThreadPool& pool, Communicator& comm,
-                              const Launcher& launch, Communicator* world) {
+                              const Launcher& launch, Communicator* world, const Minibatch* batch) {
+  const bool sampled = batch && batch->active();
   if (options_.tile_kernel) {
     if (world)
       throw std::invalid_argument("lockstep: the tile kernel does not run across processes");
+    if (sampled)
+      throw std::invalid_argument("lockstep: minibatches do not run on the tile kernel");
     // (a layout scans every gather's index: once, not per call)
     TilePlacement<T> at = host_placement(global);
     if (!placed_ || !(*placed_ == at)) {
@@ -522,12 +565,29 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
   }
   const long S = options_.shards, W = options_.workers;
   const bool across = world != nullptr;
+  // With a minibatch, the drawn tiles' partials are scaled by weight as
+  // they are added to the global buffers: none go there directly.
+  double weight = 1;
+  if (sampled) {
+    drawn_ = draw_tiles(*batch);
+    weight = static_cast<double>(tiles()) / static_cast<double>(drawn_.size());
+  }
+  const bool direct_ok = !across && !sampled;
   // Whether node id's adjoint partials are summed whole across shards (and
   // processes), rather than added in place (direct) or by touched rows.
-  auto whole = [&](int id) { return across || (S > 1 && !direct_[id]); };
+  auto whole = [&](int id) { return across || (S > 1 && !(direct_ok && direct_[id])); };
   pool.parallel_for(S * W, [&](long k) {
     const auto tiles = tile_range(k);
-    run_worker(workers_[k], tiles.first, tiles.second, global, state, gradient, launch, across);
+    if (!sampled) {
+      run_worker(workers_[k], nullptr, tiles.first, tiles.second, global, state, gradient, launch,
+                 direct_ok, across || S > 1);
+      return;
+    }
+    // the drawn tiles among the worker's own
+    const long first = std::lower_bound(drawn_.begin(), drawn_.end(), tiles.first) - drawn_.begin();
+    const long end = std::lower_bound(drawn_.begin(), drawn_.end(), tiles.second) - drawn_.begin();
+    run_worker(workers_[k], drawn_.data(), first, end, global, state, gradient, launch, direct_ok,
+               across || S > 1);
   });
   // Within a shard: its workers' partials into its first worker's buffers.
   std::vector<double*>& lps = lps_;
@@ -550,26 +610,24 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
   // processes.
   comm.all_reduce_sum(lps.data(), chains_);
   if (world) world->all_reduce_sum(lps.data(), chains_);
-  for (long c = 0; c < chains_; ++c) lp[c] += lps[0][c];
+  for (long c = 0; c < chains_; ++c) lp[c] += weight * lps[0][c];
   std::vector<T*>& bufs = bufs_;
   for (int id : nodes_) {
     if (program_.nodes[id].op != Op::density) continue;
     for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].terms[id].data();
     comm.all_reduce_sum(bufs.data(), chains_);
     if (world) world->all_reduce_sum(bufs.data(), chains_);
-    for (long c = 0; c < chains_; ++c) (*global.values)[id][c] += bufs[0][c];
+    for (long c = 0; c < chains_; ++c)
+      (*global.values)[id][c] += static_cast<T>(weight * static_cast<double>(bufs[0][c]));
   }
   if (!gradient) return;
   if (!across && S == 1) {
     // One shard: every worker adds the rows it touched to the global adjoints
     // (the direct nodes' partials are there already).
     for (int id : boundary_) {
-      if (direct_[id]) continue;
-      T* adj = (*global.adjoints)[id].data();
-      for (long k = 0; k < W; ++k) {
-        const T* buf = workers_[k].boundary[id].data();
-        over_rows(id, workers_[k].touched[id], [&](long i) { adj[i] += buf[i]; });
-      }
+      if (direct_ok && direct_[id]) continue;
+      for (long k = 0; k < W; ++k)
+        add_partials(global, id, workers_[k].boundary[id].data(), workers_[k].touched[id], weight);
     }
     return;
   }
@@ -578,8 +636,7 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     for (long s = 0; s < S; ++s) bufs[s] = workers_[s * W].boundary[id].data();
     comm.all_reduce_sum(bufs.data(), static_cast<long>(workers_[0].boundary[id].size()));
     if (world) world->all_reduce_sum(bufs.data(), static_cast<long>(workers_[0].boundary[id].size()));
-    std::vector<T>& adj = (*global.adjoints)[id];
-    for (size_t i = 0; i < adj.size(); ++i) adj[i] += bufs[0][i];
+    add_partials(global, id, bufs[0], {0, program_.nodes[id].dim[0]}, weight);
   }
 }
 

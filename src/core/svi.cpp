@@ -63,6 +63,9 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
     throw std::invalid_argument("svi: the initial mean must have one value per free parameter");
   if (!(s_.init_scale > 0) || !(s_.decay_rate > 0) || !(s_.decay_steps > 0))
     throw std::invalid_argument("svi: init_scale, decay_rate and decay_steps must be positive");
+  if (!(s_.batch_fraction > 0 && s_.batch_fraction <= 1))
+    throw std::invalid_argument("svi: the minibatches' fraction of the data must be in (0, 1]");
+  target_.set_minibatch(minibatch(0));  // (throws here, not at the first step)
   lr0_ = rule_.lr;
   phi_.assign(D_ + scale_parameters(kind_, D_, K_), 0.0);
   std::copy(init_mean.begin(), init_mean.end(), phi_.begin());
@@ -197,6 +200,7 @@ double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<
     low_rank_particles(t, w);
   else
     normal_particles(t, w);
+  if (s_.batch_fraction < 1) target_.set_minibatch(minibatch(t));
   target_.log_density(z_.data(), lp_.data(), gradient ? g_.data() : nullptr);
   for (long c = 0; c < C_; ++c) {
     if (!point) w[c] += 0.5 * full_dim_ * log_two_pi;
@@ -318,6 +322,15 @@ void Svi::low_rank_gradient(const std::vector<double>& v) {
       grho[a] -= v[c] * (gu * d[a] * e2[a] - d[a] * d[a] * (u[a] * u[a] - sdiag_[a]));
     }
   }
+}
+
+Minibatch Svi::minibatch(long t) const {
+  Minibatch batch;
+  batch.fraction = s_.batch_fraction;
+  batch.key0 = key0_;
+  batch.key1 = key1_;
+  batch.draw = static_cast<uint64_t>(t);
+  return batch;
 }
 
 double Svi::bound() {

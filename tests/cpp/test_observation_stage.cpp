@@ -844,3 +844,131 @@ TEST_CASE("observation stage: across virtual devices only the global values' adj
   }
   for (long b : sent) CHECK(b == sent[0]);
 }
+
+// Minibatches (svi()'s batch_size, Minibatch): each draw evaluates a random
+// quarter of the stage's tiles, scaled by tiles over tiles drawn, so the mean
+// over many draws of the log density, the gradient and the density terms'
+// values is the whole data's, within Monte Carlo error (4.5 standard errors
+// per coordinate; exact where a coordinate does not vary). Over one worker,
+// several workers (the group-local adjoints, direct in a whole-data run, go
+// through private copies) and virtual devices.
+TEST_CASE("observation stage: minibatches of tiles are unbiased estimates of the whole data's "
+          "log density, gradient and terms",
+          "[stages][executor][minibatch]") {
+  std::mt19937 rng(91);
+  Seed s = seed_model(240, 12, 3, rng, random_groups(rng, 240, 12, true));
+  lockstep::plan(s.p);
+  const long chains = 2, D = s.p.n_free;
+  const std::vector<double> state = random_state(rng, chains, D);
+  ExecOptions plain;
+  plain.observation_stage = false;
+  const Result whole = run(s.p, chains, state, plain);
+  for (auto [threads, devices] : {std::pair{1, 1}, std::pair{2, 1}, std::pair{3, 2}}) {
+    INFO("threads " << threads << " devices " << devices);
+    ExecOptions o;
+    o.threads = threads;
+    o.devices = devices;
+    o.tile_rows = 10;
+    Executor<double> ex(s.p, chains, o);
+    REQUIRE(ex.stage(0).tiles() >= 24);
+    lockstep::Minibatch batch;
+    batch.fraction = 0.25;
+    batch.key0 = 7;
+    batch.key1 = 9;
+    // each draw's values: lp, then the gradient, then the terms
+    const long n = 3000;
+    std::vector<double> sum, sum2;
+    Result one;
+    one.lp.assign(chains, 0);
+    one.grad.assign(chains * D, 0);
+    for (long d = 1; d <= n; ++d) {
+      batch.draw = d;
+      ex.set_minibatch(batch);
+      ex.log_density(state.data(), one.lp.data(), one.grad.data());
+      std::vector<double> v = one.lp;
+      v.insert(v.end(), one.grad.begin(), one.grad.end());
+      for (int t : s.p.terms) v.insert(v.end(), ex.value(t).begin(), ex.value(t).end());
+      if (sum.empty()) sum.assign(v.size(), 0.0), sum2.assign(v.size(), 0.0);
+      for (size_t k = 0; k < v.size(); ++k) sum[k] += v[k], sum2[k] += v[k] * v[k];
+    }
+    std::vector<double> expected = whole.lp;
+    expected.insert(expected.end(), whole.grad.begin(), whole.grad.end());
+    for (const auto& t : whole.terms) expected.insert(expected.end(), t.begin(), t.end());
+    REQUIRE(expected.size() == sum.size());
+    long varying = 0;
+    for (size_t k = 0; k < sum.size(); ++k) {
+      INFO("value " << k << " (lp, then the gradient, then the terms)");
+      const double mean = sum[k] / n;
+      const double se = std::sqrt(std::max(0.0, sum2[k] / n - mean * mean) / n);
+      if (se > 1e-9 * (1 + std::fabs(mean))) ++varying;
+      CHECK(std::fabs(mean - expected[k]) <= 4.5 * se + 1e-9 * (1 + std::fabs(expected[k])));
+    }
+    CHECK(varying > chains);  // the draws do differ: lp and likelihood gradients at least
+    // a draw repeats; another draw differs; fraction 1 is the whole data again
+    Result a, b, c;
+    for (Result* r : {&a, &b, &c}) r->lp.assign(chains, 0), r->grad.assign(chains * D, 0);
+    batch.draw = 5;
+    ex.set_minibatch(batch);
+    ex.log_density(state.data(), a.lp.data(), a.grad.data());
+    ex.log_density(state.data(), b.lp.data(), b.grad.data());
+    CHECK(a.lp == b.lp);
+    CHECK(a.grad == b.grad);
+    batch.draw = 6;
+    ex.set_minibatch(batch);
+    ex.log_density(state.data(), c.lp.data(), c.grad.data());
+    CHECK(c.lp != a.lp);
+    ex.set_minibatch(lockstep::Minibatch());
+    ex.log_density(state.data(), c.lp.data(), c.grad.data());
+    for (int t : s.p.terms) c.terms.push_back(ex.value(t));
+    check_same(c, whole);
+  }
+}
+
+TEST_CASE("observation stage: a minibatch draws fraction x tiles distinct tiles, each as often",
+          "[stages][minibatch]") {
+  std::mt19937 rng(92);
+  Regression r = regression(200, 2, 3, rng);
+  lockstep::plan(r.p);
+  ExecOptions o;
+  o.tile_rows = 10;
+  Executor<double> ex(r.p, 1, o);
+  const lockstep::ObservationStage<double>& stage = ex.stage(0);
+  REQUIRE(stage.tiles() == 20);
+  lockstep::Minibatch batch;
+  batch.fraction = 0.1;
+  std::vector<long> count(20, 0);
+  const long n = 4000;
+  for (long d = 0; d < n; ++d) {
+    batch.draw = d;
+    const std::vector<long> drawn = stage.draw_tiles(batch);
+    REQUIRE(drawn.size() == 2);
+    CHECK(drawn[0] < drawn[1]);  // distinct, in order
+    for (long t : drawn) ++count[t];
+  }
+  // each tile drawn with probability 0.1: 400 of 4000, sd 19
+  for (long t = 0; t < 20; ++t) CHECK(std::abs(count[t] - 400) < 5 * 19);
+  batch.fraction = 0.001;  // at least one tile
+  CHECK(stage.draw_tiles(batch).size() == 1);
+  // max_tile_rows caps the automatic tile size
+  ExecOptions capped;
+  capped.max_tile_rows = 7;
+  CHECK(Executor<double>(r.p, 1, capped).stage(0).tile_rows() <= 7);
+}
+
+TEST_CASE("minibatches are refused where they cannot run", "[stages][minibatch][errors]") {
+  std::mt19937 rng(93);
+  Regression r = regression(50, 2, 3, rng);
+  lockstep::plan(r.p);
+  lockstep::Minibatch batch;
+  batch.fraction = 0.5;
+  ExecOptions plain;
+  plain.observation_stage = false;
+  Executor<double> untiled(r.p, 1, plain);
+  CHECK_THROWS_WITH(untiled.set_minibatch(batch), Catch::Contains("observation stage"));
+  ExecOptions tk;
+  tk.backend = Backend::emulated;
+  tk.tile_kernel = true;
+  Executor<double> tiles(r.p, 1, tk);
+  CHECK_THROWS_WITH(tiles.set_minibatch(batch), Catch::Contains("tile kernel"));
+  untiled.set_minibatch(lockstep::Minibatch());  // inactive: fine anywhere
+}

@@ -253,3 +253,76 @@ test_that("svi()'s low-rank guide defaults to a rank of sqrt(free parameters), a
   )
   expect_equal(dim(fit$guide$factor), c(400L, 10L))
 })
+
+# y_i ~ normal(mu, 1) on n rows, mu ~ normal(0, 10): the exact posterior of mu
+# is normal(sum(y) / (n + 1/100), 1 / sqrt(n + 1/100)).
+many_rows_normal <- function(n) {
+  set.seed(5)
+  y <- stats::rnorm(n, 1.3, 1)
+  mu <- normal(0, 10)
+  distribution(y) <- normal(mu, 1)
+  precision <- n + 1 / 100
+  list(model = model(mu), mu = mu, mean = sum(y) / precision, sd = 1 / sqrt(precision))
+}
+
+test_that("svi()'s minibatches are unbiased: with the guide held still, their losses average to the whole data's", {
+  mr <- many_rows_normal(2000)
+  mu <- mr$mu  # (initials() names it)
+  # a learning rate of 0 holds the guide at its start, and the same seed
+  # draws the same particles at each iteration: the losses then differ by
+  # the minibatch's estimate of the likelihood alone
+  run <- function(batch_size) {
+    set.seed(9)
+    suppressWarnings(svi(mr$model, batch_size = batch_size, optimiser = adam(learning_rate = 0),
+                         n_iterations = 2000, tolerance = 0, initial_values = initials(mu = 1),
+                         n_draws = 4, verbose = FALSE))
+  }
+  whole <- run(NULL)
+  batched <- run(200)
+  expect_null(whole$batch_size)
+  expect_equal(batched$batch_size, 200)
+  difference <- batched$loss - whole$loss
+  expect_gt(stats::sd(difference), 1)  # the minibatches do differ
+  expect_lt(abs(mean(difference)), 4.5 * stats::sd(difference) / sqrt(length(difference)))
+  # batch_size = all the rows is the whole data
+  all_rows <- run(2000)
+  expect_identical(all_rows$loss, whole$loss)
+})
+
+test_that("svi() with minibatches of a tenth of the rows recovers a conjugate normal posterior", {
+  mr <- many_rows_normal(2000)
+  set.seed(1)
+  fit <- svi(mr$model, batch_size = 200, particles = 8, n_iterations = 6000, tolerance = 0,
+             decay_rate = 0.01, decay_steps = 6000, optimiser = adam(learning_rate = 0.05),
+             verbose = FALSE)
+  expect_lt(abs(fit$guide$mean - mr$mean), 0.5 * mr$sd)
+  expect_lt(abs(fit$guide$sd / mr$sd - 1), 0.1)
+  expect_output(print(fit), "minibatches of 200 rows")
+})
+
+test_that("svi() refuses minibatches and initial values it cannot use, naming them", {
+  mr <- many_rows_normal(50)
+  expect_error(svi(mr$model, batch_size = 0), "`batch_size` must be a whole number")
+  expect_error(svi(mr$model, batch_size = 2.5), "`batch_size` must be a whole number")
+  expect_error(svi(mr$model, batch_size = 51), "at most the likelihood's 50 rows, not 51")
+  # no likelihood over rows: a prior alone, and a multivariate normal
+  # likelihood (evaluated whole)
+  x <- normal(0, 1)
+  expect_error(svi(model(x), batch_size = 5), "`batch_size` needs a likelihood over rows")
+  Y <- matrix(stats::rnorm(20), 10, 2)
+  m2 <- normal(0, 1, dim = 2)
+  distribution(Y) <- multivariate_normal(t(m2), diag(2), n_realisations = 10)
+  expect_error(svi(model(m2), batch_size = 5), "this model has none")
+  # discrete variables never reach svi(): model() refuses them
+  expect_error(model(poisson(3)), "discrete variable")
+  # initial values whose log density is not finite: the variable is named
+  a <- normal(0, 1)
+  b <- normal(0, 1)
+  counts <- c(1, 0, 3)
+  distribution(counts) <- poisson(exp(a + b))
+  expect_error(svi(model(a, b), initial_values = initials(a = 800), verbose = FALSE),
+               "not finite at the initial values given for `a`")
+  expect_error(mcmc(model(a, b), initial_values = initials(b = 0.5, a = 800), chains = 1,
+                    verbose = FALSE),
+               "not finite at the initial values given for `a`")
+})

@@ -71,6 +71,15 @@ class DeviceShardsTarget final : public Target {
   // turn (the sampler's vectors run them at once).
   void log_density(const double* state, double* lp, double* grad) override;
   std::unique_ptr<ChainVectors> vectors() override;
+  // Each device draws from its own rows (the part: its shard); a GPU's
+  // executor refuses (Target::set_minibatch).
+  void set_minibatch(const Minibatch& batch) override {
+    for (size_t s = 0; s < targets_.size(); ++s) {
+      Minibatch mine = batch;
+      mine.part = static_cast<uint32_t>(s);
+      targets_[s]->set_minibatch(mine);
+    }
+  }
 
   int shards() const { return static_cast<int>(targets_.size()); }
   const GroupSlice& slice(int s) const { return slices_[s]; }

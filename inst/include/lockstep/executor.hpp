@@ -13,6 +13,7 @@
 #define LOCKSTEP_EXECUTOR_HPP
 
 #include <memory>
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct ExecOptions {
   int devices = 1;  // virtual devices: shards of each observation stage
   bool observation_stage = true;
   long tile_rows = 0;  // 0: chosen from the cache size
+  // With tile_rows 0, the most rows of a tile (0: no cap): svi()'s
+  // minibatches draw tiles, so a batch wants many small ones.
+  long max_tile_rows = 0;
   bool reorder_rows = true;
   // Sums the observation stage's partials across processes (MPI ranks, each
   // holding its own rows of the data; see mpi_communicator.hpp); nullptr: one
@@ -78,7 +82,7 @@ struct ExecOptions {
   // added here too.
   auto fields() const {
     return std::tie(backend, geometry, threads, devices, observation_stage, tile_rows,
-                    reorder_rows, world, jacobian, gpu, gpus, threads_auto, alias_parameters,
+                    max_tile_rows, reorder_rows, world, jacobian, gpu, gpus, threads_auto, alias_parameters,
                     first_writers, tile_kernel);
   }
 };
@@ -95,6 +99,7 @@ constexpr long min_work_per_thread = 1L << 13;
 int effective_threads(const Program& program, long chains, const ExecOptions& options);
 
 class ChainVectors;  // sampler/chain_vectors.hpp
+
 
 // Something with a log density and gradient over a [chains, dim] state: what
 // samplers need. Executor is one; tests use analytic targets.
@@ -138,6 +143,14 @@ class Target {
     (void)values;
     (void)n;
   }
+  // Evaluates minibatches (active) or the whole data from the next
+  // log_density on. Targets without an observation stage they can subset
+  // throw std::invalid_argument for an active one.
+  virtual void set_minibatch(const Minibatch& batch) {
+    if (batch.active())
+      throw std::invalid_argument(
+          "lockstep: minibatches (batch_size) run on the cpu backend only: use cpu_only()");
+  }
 };
 
 template <class T> class Executor : public Target {
@@ -150,6 +163,13 @@ template <class T> class Executor : public Target {
   long dim() const override { return program_.n_free; }
   long chains() const override { return chains_; }
   void log_density(const double* state, double* lp, double* grad) override;
+  // Minibatches of every observation stage's tiles (on an MPI rank, its own
+  // rows': the part is the rank). Throws std::invalid_argument for an
+  // active one when the executor has no observation stage (a model whose
+  // likelihood is not row-aligned), runs the tile kernel, or aliases
+  // parameters the stages read (whose adjoints the stages then add to
+  // directly, unscaled).
+  void set_minibatch(const Minibatch& batch) override;
   // nullptr when the executor runs on one thread (samplers then run their
   // vector operations inline).
   ThreadPool* pool() override { return options_.threads > 1 ? pool_.get() : nullptr; }
@@ -251,6 +271,8 @@ template <class T> class Executor : public Target {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<InProcessCommunicator> comm_;
   std::vector<std::unique_ptr<ObservationStage<T>>> stages_;
+  Minibatch minibatch_;  // set_minibatch()'s (its part the rank's across processes)
+  const Minibatch* batch() const { return minibatch_.active() ? &minibatch_ : nullptr; }
 };
 
 extern template class Executor<double>;

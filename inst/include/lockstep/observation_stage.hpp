@@ -27,6 +27,7 @@
 #define LOCKSTEP_OBSERVATION_STAGE_HPP
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -40,8 +41,26 @@
 
 namespace lockstep {
 
+// A minibatch of the observations (svi()'s batch_size): each observation
+// stage evaluates a random `fraction` of its tiles, drawn afresh for each
+// `draw` from the stream keyed by (key0, key1) and the `part` (an MPI rank
+// or shard: each draws its own tiles), and scales what they add (the log
+// density, the density terms' values, the adjoints of the global values
+// they read) by its tiles over the tiles drawn. Each tile is drawn with the
+// same probability, so the log density and its gradient are unbiased
+// estimates of the whole data's; the global stage (priors, Jacobians) runs
+// whole. Inactive (fraction 1): every tile, unscaled.
+struct Minibatch {
+  double fraction = 1;
+  uint32_t key0 = 0, key1 = 0;
+  uint64_t draw = 0;
+  uint32_t part = 0;
+  bool active() const { return fraction < 1; }
+};
+
 struct StageOptions {
   long tile_rows = 0;  // 0: sized so that one tile's buffers for all chains fit in L2
+  long max_tile_rows = 0;  // with tile_rows 0: the most rows of a tile (0: no cap)
   int workers = 1;     // per shard
   int shards = 1;      // virtual devices
   bool reorder_rows = true;
@@ -113,9 +132,15 @@ template <class T> class ObservationStage {
   // partials to the adjoints of the global values it reads.
   // `world`, when given, sums the process's partials across processes (MPI
   // ranks, each with its own rows) after `comm` has summed its shards.
+  // `batch`, when active, draws the tiles the run evaluates (Minibatch):
+  // every adjoint partial then goes through the workers' private copies
+  // (none is direct), scaled as they are added.
   void run(GlobalBuffers<T> global, const double* state, double* lp, bool gradient,
            ThreadPool& pool, Communicator& comm, const Launcher& launch,
-           Communicator* world = nullptr);
+           Communicator* world = nullptr, const Minibatch* batch = nullptr);
+  // The tiles a run with `batch` evaluates, in order: fraction x tiles() of
+  // them (rounded, at least one), each tile as likely as any other.
+  std::vector<long> draw_tiles(const Minibatch& batch) const;
 
   long tile_rows() const { return tile_rows_; }
   long rows() const { return rows_; }
@@ -165,8 +190,17 @@ template <class T> class ObservationStage {
     std::vector<double> lp, scratch;
   };
 
-  void run_worker(Worker& w, long first_tile, long end_tile, GlobalBuffers<T> global,
-                  const double* state, bool gradient, const Launcher& launch, bool across);
+  // Worker w's tiles [first, end) of `order` (all tiles when null), the
+  // adjoint partials of the global values to the global adjoint where
+  // `direct_ok` and direct(), else to private copies, zeroed whole where
+  // `whole` and by touched rows otherwise.
+  void run_worker(Worker& w, const long* order, long first, long end, GlobalBuffers<T> global,
+                  const double* state, bool gradient, const Launcher& launch, bool direct_ok,
+                  bool whole);
+  // Adds weight times a worker's private copy of boundary node id's adjoint
+  // partials, rows `rows`, to the global adjoint.
+  void add_partials(GlobalBuffers<T> global, int id, const T* buf, std::pair<long, long> rows,
+                    double weight) const;
   // Node id's call on one tile, into c: a NodeCall the worker reuses from
   // node to node (making a fresh one, 440 bytes of defaults, and copying it
   // out was most of a small model's cost here). Sets every field a tile's
@@ -208,6 +242,7 @@ template <class T> class ObservationStage {
   // that a call allocates nothing)
   std::vector<double*> lps_;
   std::vector<T*> bufs_;
+  std::vector<long> drawn_;  // run()'s tiles with a minibatch
 };
 
 extern template class ObservationStage<double>;

@@ -51,6 +51,12 @@ class OwnedShardTarget final : public Target {
   const std::vector<long>* full_index() const override { return &full_index_; }
   long counted_from() const override { return world_->rank() == 0 ? 0 : n_global_; }
   void max_over_parts(double* values, long n) override;
+  // Each rank draws from its own rows (the part: its rank).
+  void set_minibatch(const Minibatch& batch) override {
+    Minibatch mine = batch;
+    mine.part = static_cast<uint32_t>(world_->rank());
+    local_->set_minibatch(mine);
+  }
   void sum_over_parts(double* values, long n) override {
     double* bufs[] = {values};
     world_->all_reduce_sum(bufs, n);

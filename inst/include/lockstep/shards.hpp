@@ -88,6 +88,14 @@ class ShardedTarget : public Target {
   long dim() const override { return dim_; }
   long chains() const override { return chains_; }
   void log_density(const double* state, double* lp, double* grad) override;
+  // Each shard draws from its own rows (the part: its shard).
+  void set_minibatch(const Minibatch& batch) override {
+    for (size_t s = 0; s < targets_.size(); ++s) {
+      Minibatch mine = batch;
+      mine.part = static_cast<uint32_t>(s);
+      targets_[s]->set_minibatch(mine);
+    }
+  }
   int shards() const { return static_cast<int>(targets_.size()); }
   const Program& program(int shard) const { return *programs_[shard]; }
 
@@ -110,6 +118,12 @@ class WorldSumTarget : public Target {
       : local_(std::move(local)), world_(world) {}
   long dim() const override { return local_->dim(); }
   long chains() const override { return local_->chains(); }
+  // Each rank draws from its own rows.
+  void set_minibatch(const Minibatch& batch) override {
+    Minibatch mine = batch;
+    mine.part = static_cast<uint32_t>(world_->rank());
+    local_->set_minibatch(mine);
+  }
   void log_density(const double* state, double* lp, double* grad) override {
     local_->log_density(state, lp, grad);
     double* lps[] = {lp};

@@ -77,14 +77,19 @@ struct SviSettings {
   OptimiserSettings optimiser;       // a first-order method ("adam" ...) and its parameters
   double decay_rate = 1, decay_steps = 1;
   double init_scale = 0.1;  // the guide's first standard deviations (NumPyro's)
+  // Minibatches: the fraction of each observation stage's tiles that an
+  // iteration evaluates (Minibatch, drawn afresh each iteration; 1: all).
+  // The bound and its gradient are then unbiased estimates for the ELBO
+  // (alpha = 1); Renyi's bound, a log of a mean, is estimated with a bias.
+  double batch_fraction = 1;
 };
 
 class Svi {
  public:
   // Over `target` (its chains: the particles; it must outlive this), the
   // guide's mean starting at init_mean ([dim]). Throws std::invalid_argument
-  // for an unknown guide or optimiser, or a delta guide with more than one
-  // particle.
+  // for an unknown guide or optimiser, a delta guide with more than one
+  // particle, or minibatches that the target cannot evaluate.
   Svi(Target& target, const SviSettings& settings, const std::vector<double>& init_mean,
       uint32_t key0, uint32_t key1);
 
@@ -120,6 +125,8 @@ class Svi {
   // their normals into eps_; then their log weights into w and the bound's
   // weights (the softmax) into v. Returns the bound, or NaN.
   double evaluate(long t, bool gradient, std::vector<double>& w, std::vector<double>& v);
+  // Iteration t's minibatch (keyed by the run's keys and t).
+  Minibatch minibatch(long t) const;
 
   enum class Kind { mean_field, full_rank, low_rank, delta };
   static Kind kind_of(const std::string& guide);

@@ -247,6 +247,7 @@ class WithHostVectors final : public Target {
   explicit WithHostVectors(Target& target) : target_(target) {}
   long dim() const override { return target_.dim(); }
   long chains() const override { return target_.chains(); }
+  void set_minibatch(const Minibatch& batch) override { target_.set_minibatch(batch); }
   void log_density(const double* state, double* lp, double* grad) override {
     target_.log_density(state, lp, grad);
   }
