@@ -3,7 +3,8 @@
 # simulation's truth.
 #
 #   Rscript bench/svi_demand.R [--products 1e4] [--iterations 300] [--threads 2]
-#                              [--precision double,single] [--fit 3000]
+#                              [--precision double,single] [--fit 3000] [--batch 0.1]
+#                              [--fit-batch 0] [--mcmc 0]
 #
 # The data: ../shared/peers/demand_sim.R's sim_demand(products) (1e4: 1.57M rows, 10
 # categories, 1,570 week-category cells). The model: the seed's priors, every level
@@ -19,11 +20,15 @@
 # Time per iteration: two fits of n and 2n iterations (tolerance 0), their difference over
 # n, so that building the model, the guide's draws and the Pareto k do not count. Then a
 # fit of --fit iterations (adam at 0.01, as the seed's schedule starts) and the posterior
-# means of the elasticities against the truth.
+# means of the elasticities against the truth. The per-iteration times are also taken with
+# minibatches of --batch of the rows (batch_size), and with --fit-batch 1 the fit uses them
+# too. With --mcmc N, mcmc() draws N samples after N warmup iterations (4 chains) on the
+# same data, and the fit's elasticities are compared with its posterior means (run it on a
+# smaller dataset: --products 1e3 is a tenth of the seed's).
 suppressMessages(library(lockstep))
 args <- commandArgs(TRUE)
 opt <- list(products = "1e4", iterations = "300", threads = "2", precision = "double,single",
-            fit = "3000", lr = "0.01")
+            fit = "3000", lr = "0.01", batch = "0.1", "fit-batch" = "0", mcmc = "0")
 for (i in seq_len(length(args) / 2) * 2 - 1) opt[[sub("^--", "", args[i])]] <- args[i + 1]
 script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
 shared <- normalizePath(file.path(dirname(script), "..", "..", "shared"))
@@ -59,17 +64,22 @@ n <- as.integer(opt$iterations)
 co <- cpu_only(threads = threads)
 for (precision in strsplit(opt$precision, ",")[[1]]) {
   m <- model(global_a, category_a, product_a, precision = precision)
-  run <- function(iterations) {
+  run <- function(iterations, batch_size) {
     set.seed(3)
-    system.time(svi(m, particles = 4, alpha = 0, n_iterations = iterations, tolerance = 0,
+    system.time(suppressWarnings(svi(m, particles = 4, alpha = 0, n_iterations = iterations, tolerance = 0,
                     n_draws = 4, initial_values = at_median, verbose = FALSE,
-                    compute_options = co))[["elapsed"]]
+                    batch_size = batch_size, compute_options = co)))[["elapsed"]]
   }
-  t1 <- run(n)
-  t2 <- run(2 * n)
-  ms <- 1e3 * (t2 - t1) / n
-  cat(sprintf("%s, %d threads: %d free parameters; %.1f ms per iteration of 4 particles (model built in %.1f s)\n",
-              precision, threads, m$n_free, ms, built))
+  batch <- round(as.numeric(opt$batch) * d$n_obs)
+  for (batch_size in list(NULL, batch)) {
+    t1 <- run(n, batch_size)
+    t2 <- run(2 * n, batch_size)
+    ms <- 1e3 * (t2 - t1) / n
+    cat(sprintf("%s, %d threads, %s: %d free parameters; %.1f ms per iteration of 4 particles (model built in %.1f s)\n",
+                precision, threads,
+                if (is.null(batch_size)) "all rows" else sprintf("batch_size %d", batch_size),
+                m$n_free, ms, built))
+  }
 }
 
 # accuracy: the elasticities' posterior means against the simulation's truth
@@ -79,6 +89,8 @@ fit_time <- system.time(
   fit <- suppressWarnings(svi(m, particles = 4, alpha = 0, n_iterations = as.integer(opt$fit),
                               optimiser = adam(learning_rate = as.numeric(opt$lr)),
                               tolerance = 0, n_draws = 200, initial_values = at_median,
+                              batch_size = if (opt$`fit-batch` == "1")
+                                round(as.numeric(opt$batch) * d$n_obs),
                               verbose = FALSE, compute_options = co))
 )[["elapsed"]]
 draws <- as.matrix(fit$draws)
@@ -93,3 +105,23 @@ cat(sprintf("category elasticities: RMSE %.3f against the truth, correlation %.3
 cat(sprintf("product elasticities: RMSE %.3f against the truth, correlation %.3f\n",
             sqrt(mean((product_a - truth$beta_product)^2)),
             stats::cor(product_a, truth$beta_product)))
+
+# against mcmc() on the same data: its posterior means of the elasticities
+n_mcmc <- as.integer(opt$mcmc)
+if (n_mcmc > 0) {
+  set.seed(5)
+  mcmc_time <- system.time(
+    draws_mcmc <- mcmc(m, n_samples = n_mcmc, warmup = n_mcmc, chains = 4,
+                       initial_values = fit, verbose = FALSE, compute_options = co)
+  )[["elapsed"]]
+  dm <- as.matrix(draws_mcmc)
+  product_mcmc <- colMeans(dm[, grep("^product_a\\[", colnames(dm)), drop = FALSE])
+  category_mcmc <- colMeans(dm[, grep("^category_a\\[", colnames(dm)), drop = FALSE])
+  cat(sprintf("mcmc() %d + %d iterations, 4 chains: %.0f s\n", n_mcmc, n_mcmc, mcmc_time))
+  cat(sprintf("mcmc(): global elasticity %.3f; product elasticities: RMSE %.3f against the truth, correlation %.3f\n",
+              mean(dm[, "global_a"]), sqrt(mean((product_mcmc - truth$beta_product)^2)),
+              stats::cor(product_mcmc, truth$beta_product)))
+  cat(sprintf("svi() against mcmc(): category elasticities RMSE %.3f, correlation %.3f; product elasticities RMSE %.3f, correlation %.3f\n",
+              sqrt(mean((category_a - category_mcmc)^2)), stats::cor(category_a, category_mcmc),
+              sqrt(mean((product_a - product_mcmc)^2)), stats::cor(product_a, product_mcmc)))
+}

@@ -262,6 +262,27 @@ if (!on_gpu) {
              rel(v_split$guide$diagonal, v_whole$guide$diagonal))
   check(gap < 1e-8 && all(dim(v_split$guide$factor) == c(split_h$n_free, 3)), sprintf(
     "owned groups, svi(guide = \"low_rank\"): the losses and guide are one process's (%.2g)", gap))
+  # minibatches: batch_size counts every rank's rows, each rank draws its
+  # own tiles, and with the guide held still (a learning rate of 0) the
+  # losses average to the whole data's (the same particles: the same seed)
+  refused <- tryCatch(svi(split_h, batch_size = Nh + 1, compute_options = co),
+                      error = conditionMessage)
+  check(grepl(sprintf("at most the likelihood's %d rows", Nh), refused),
+        "owned groups, svi(batch_size = ): the rows counted are every rank's")
+  held <- function(h, batch_size, options) {
+    set.seed(27)
+    suppressWarnings(svi(h, batch_size = batch_size, optimiser = adam(learning_rate = 0),
+                         n_iterations = 600, tolerance = 0, n_draws = 4, verbose = FALSE,
+                         compute_options = options))
+  }
+  b_split <- held(split_h, round(Nh / 5), co)
+  b_whole <- held(whole_h, NULL, cpu_only(threads = 1))
+  difference <- b_split$loss - b_whole$loss
+  se <- stats::sd(difference) / sqrt(length(difference))
+  check(stats::sd(difference) > 0 && abs(mean(difference)) < 4.5 * se &&
+          lockstep:::ls_mpi_same(b_split$loss), sprintf(
+    "owned groups, svi(batch_size = ): the minibatches' losses average to the whole data's (%.2g, se %.2g)",
+    mean(difference), se))
   # rwmh() and slice(), which step on the host, shard too: each coordinate's
   # random numbers are drawn by its index in the whole model
   for (s in list(rwmh(), rwmh(proposal = "uniform"), slice())) {

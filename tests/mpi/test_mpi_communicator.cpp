@@ -807,6 +807,59 @@ void test_owned_shard_svi(double alpha, const std::string& guide = "mean_field")
   expect(same_on_all_ranks(losses), label + ": every rank has the same losses");
 }
 
+// Minibatches on ranks that own their groups: each rank draws its own tiles
+// (the part: its rank), so the mean over many draws of the log density
+// (summed over the ranks) and of each rank's coordinates' gradient is one
+// process's whole-data value, within Monte Carlo error (4.5 standard errors
+// per value; exact where a value does not vary).
+void test_owned_shard_minibatch() {
+  std::mt19937 rng(41);
+  const OwnedCase k = owned_case(rng);
+  const long D = k.s.p.n_free, C = 2;
+  const std::vector<double> state = uniform_vector(rng, C * D, -0.5, 0.5);
+  Executor<double> whole(k.s.p, C, ExecOptions{});
+  std::vector<double> lp_whole(C), g_whole(C * D);
+  whole.log_density(state.data(), lp_whole.data(), g_whole.data());
+  MpiCommunicator comm(MPI_COMM_WORLD, Order::rank);
+  ExecOptions o;
+  o.tile_rows = 20;
+  o.threads = 2;
+  lockstep::OwnedShardTarget target(
+      std::make_unique<Executor<double>>(k.slice.program, C, o), k.slice, D, &comm);
+  const long Dr = target.dim();
+  const std::vector<double> mine = k.slice.of_whole(state.data(), C, D);
+  lockstep::Minibatch batch;
+  batch.fraction = 0.2;
+  batch.key0 = 3;
+  batch.key1 = 4;
+  const long n = 2000;
+  std::vector<double> sum(C + C * Dr, 0.0), sum2(sum.size(), 0.0), lp(C), g(C * Dr);
+  std::vector<double> first_lp;
+  for (long d = 1; d <= n; ++d) {
+    batch.draw = d;
+    target.set_minibatch(batch);
+    target.log_density(mine.data(), lp.data(), g.data());
+    if (d == 1) first_lp = lp;
+    for (long c = 0; c < C; ++c) sum[c] += lp[c], sum2[c] += lp[c] * lp[c];
+    for (long i = 0; i < C * Dr; ++i) sum[C + i] += g[i], sum2[C + i] += g[i] * g[i];
+  }
+  std::vector<double> expected(lp_whole);
+  for (long c = 0; c < C; ++c)
+    for (long j = 0; j < Dr; ++j) expected.push_back(g_whole[c * D + k.slice.full_index[j]]);
+  long bad = 0, varying = 0;
+  for (size_t i = 0; i < sum.size(); ++i) {
+    const double mean = sum[i] / n, se = std::sqrt(std::max(0.0, sum2[i] / n - mean * mean) / n);
+    if (se > 1e-9 * (1 + std::fabs(mean))) ++varying;
+    if (std::fabs(mean - expected[i]) > 4.5 * se + 1e-9 * (1 + std::fabs(expected[i]))) ++bad;
+  }
+  expect(bad == 0 && varying > C,
+         "owned shards, minibatches: the mean over 2000 draws of the log density and each rank's "
+         "gradient is one process's whole-data value",
+         std::to_string(bad) + " values outside 4.5 standard errors, " + std::to_string(varying) +
+             " varying");
+  expect(same_on_all_ranks(first_lp), "owned shards, minibatches: every rank has the same log density");
+}
+
 void test_owned_shard_nuts(long chains, long warmup, long sampling, const std::string& label) {
   std::mt19937 rng(31);
   const OwnedCase k = owned_case(rng);
@@ -951,6 +1004,7 @@ int main(int argc, char** argv) {
     test_owned_shard_svi(0);
     test_owned_shard_svi(1, "low_rank");
     test_owned_shard_svi(0, "low_rank");
+    test_owned_shard_minibatch();
     test_owned_shard_dense_nuts(3, 20, 2);
     test_owned_shard_dense_nuts(4, 20, 2);
   } catch (const std::exception& e) {
