@@ -50,7 +50,9 @@
 #'   the largest, and the others are subsampled in the same proportion.
 #'   Across MPI processes each draws from its own rows, and `batch_size`
 #'   counts the rows of all of them. With `alpha != 1` the estimate of
-#'   Renyi's bound is biased (a log of a mean). On the CPU only.
+#'   Renyi's bound is biased (a log of a mean). On a GPU, minibatches run in
+#'   the tile kernel (`gpu_only(tile_kernel = TRUE)`), for likelihoods it
+#'   holds.
 #' @param n_iterations the most iterations
 #' @param decay_rate,decay_steps the learning rate decays exponentially, as
 #'   seed 003's `optax.exponential_decay`: at iteration t it is the
@@ -197,8 +199,9 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
 batch_fraction <- function(batch_size, engine, options) {
   if (is.null(batch_size)) return(1)
   batch_size <- check_count(batch_size, "batch_size", minimum = 1)
-  if (identical(options$backend, "cuda")) {
-    stop("`batch_size` runs on the CPU only: use compute_options = cpu_only()", call. = FALSE)
+  if (identical(options$backend, "cuda") && !isTRUE(options$tile_kernel)) {
+    stop("`batch_size` on a GPU runs in its tile kernel: use ",
+         "compute_options = gpu_only(tile_kernel = TRUE), or cpu_only()", call. = FALSE)
   }
   rows <- ls_svi_rows(engine, options)
   if (length(rows) == 0) {

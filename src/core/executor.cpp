@@ -428,9 +428,6 @@ template <class T> void Executor<T>::set_minibatch(const Minibatch& batch) {
       throw std::invalid_argument(
           "lockstep: minibatches need a likelihood whose rows are independent observations "
           "(an observation stage); this model has none");
-    if (options_.tile_kernel)
-      throw std::invalid_argument(
-          "lockstep: minibatches (batch_size) do not run on the tile kernel: use cpu_only()");
     for (long stride : alias_stride_)
       if (stride)
         throw std::invalid_argument(

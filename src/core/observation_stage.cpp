@@ -53,6 +53,25 @@ std::vector<Out> to_tile_order(const In* x, long rows, long cols, const std::vec
 
 }  // namespace
 
+std::vector<long> draw_tiles(const Minibatch& batch, long tiles, int extent) {
+  const long T_all = tiles;
+  const long b = std::max(1L, std::min(T_all, std::lround(batch.fraction * static_cast<double>(T_all))));
+  // b steps of a Fisher-Yates shuffle: a uniform draw of b tiles without
+  // replacement, from the draw's own positions of the part's stream (one
+  // purpose per extent)
+  std::vector<long> order(T_all);
+  std::iota(order.begin(), order.end(), 0L);
+  Stream stream{batch.key0, batch.key1, batch.part, purpose_minibatch + static_cast<uint32_t>(extent),
+                batch.draw * static_cast<uint64_t>(T_all)};
+  for (long j = 0; j < b; ++j) {
+    const long r = j + std::min(T_all - j - 1, static_cast<long>(stream.uniform() * (T_all - j)));
+    std::swap(order[j], order[r]);
+  }
+  order.resize(b);
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
 template <class T>
 ObservationStage<T>::ObservationStage(const Program& program, int extent, long chains,
                                       StageOptions options,
@@ -505,25 +524,6 @@ template <class T> TileLayout<T> ObservationStage<T>::tile_layout(const TilePlac
   return layout;
 }
 
-template <class T> std::vector<long> ObservationStage<T>::draw_tiles(const Minibatch& batch) const {
-  const long T_all = tiles();
-  const long b = std::max(1L, std::min(T_all, std::lround(batch.fraction * static_cast<double>(T_all))));
-  // b steps of a Fisher-Yates shuffle: a uniform draw of b tiles without
-  // replacement, from the draw's own positions of the part's stream (one
-  // purpose per extent)
-  std::vector<long> order(T_all);
-  std::iota(order.begin(), order.end(), 0L);
-  Stream stream{batch.key0, batch.key1, batch.part, purpose_minibatch + static_cast<uint32_t>(extent_),
-                batch.draw * static_cast<uint64_t>(T_all)};
-  for (long j = 0; j < b; ++j) {
-    const long r = j + std::min(T_all - j - 1, static_cast<long>(stream.uniform() * (T_all - j)));
-    std::swap(order[j], order[r]);
-  }
-  order.resize(b);
-  std::sort(order.begin(), order.end());
-  return order;
-}
-
 template <class T>
 void ObservationStage<T>::add_partials(GlobalBuffers<T> global, int id, const T* buf,
                                        std::pair<long, long> rows, double weight) const {
@@ -544,8 +544,6 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
   if (options_.tile_kernel) {
     if (world)
       throw std::invalid_argument("lockstep: the tile kernel does not run across processes");
-    if (sampled)
-      throw std::invalid_argument("lockstep: minibatches do not run on the tile kernel");
     // (a layout scans every gather's index: once, not per call)
     TilePlacement<T> at = host_placement(global);
     if (!placed_ || !(*placed_ == at)) {
@@ -555,6 +553,12 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     TileKernelArgs<T> a = tile_kernel_args(layout_, layout_.steps.data(), tile_start_.data());
     a.lp = lp;
     a.gradient = gradient;
+    if (sampled) {  // the drawn tiles, their densities weighted
+      drawn_ = draw_tiles(*batch);
+      a.drawn = drawn_.data();
+      a.n_drawn = static_cast<long>(drawn_.size());
+      a.weight = static_cast<double>(tiles()) / static_cast<double>(drawn_.size());
+    }
     // the GPU's kernel where it holds the stage's ops and families (the GPU
     // runs the others op by op; here they run with every op's code)
     if (tile_kernel_holds<LinearTileKernels>(layout_.steps))

@@ -129,6 +129,14 @@ class MultiDeviceExecutor final : public DeviceExecutor {
   // (calls: gradients; bytes: the state to each other shard, and its log
   // densities and gradient back)
   CommunicatorStats exchanged() const override { return exchanged_; }
+  // Each GPU draws from its own rows (the part: its shard).
+  void set_minibatch(const Minibatch& batch) override {
+    for (size_t s = 0; s < shards_.size(); ++s) {
+      Minibatch mine = batch;
+      mine.part = static_cast<uint32_t>(s);
+      shards_[s]->set_minibatch(mine);
+    }
+  }
 
   void log_density_device(const double* state, double* lp, double* grad) override {
     const int S = static_cast<int>(shards_.size());

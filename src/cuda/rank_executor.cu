@@ -71,6 +71,12 @@ class RankExecutor final : public DeviceExecutor {
     return local_->device_bytes() + (2.0 * chains() * dim() + chains()) * sizeof(double);
   }
   std::string profile_report() const override { return local_->profile_report(); }
+  // Each rank draws from its own rows (the part: its rank).
+  void set_minibatch(const Minibatch& batch) override {
+    Minibatch mine = batch;
+    mine.part = static_cast<uint32_t>(world_->rank());
+    local_->set_minibatch(mine);
+  }
   // on the GPU, with the sums the sampler decides from made the same on
   // every rank (shards.hpp)
   std::unique_ptr<ChainVectors> vectors() override {

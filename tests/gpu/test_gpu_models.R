@@ -369,3 +369,29 @@ test_that("svi() on the GPU gives the CPU's fit", {
   expect_equal(gpu$loss, cpu$loss, tolerance = 1e-6)
   expect_equal(gpu$guide$mean, cpu$guide$mean, tolerance = 1e-6)
 })
+
+test_that("svi()'s minibatches on the GPU's tile kernel are unbiased", {
+  skip_without_device()
+  # the GPU's tiles are its own (sized to shared memory), so its draws are
+  # not the CPU's: with the guide held still, its minibatches' losses
+  # average to its whole-data losses (the same particles: the same seed)
+  set.seed(5)
+  y <- stats::rnorm(if (standin) 600 else 1e5, 1.3, 1)
+  mu <- normal(0, 10)
+  distribution(y) <- normal(mu, 1)
+  m <- model(mu)
+  tiles <- if (standin) compute("emulated", tile_kernel = TRUE, threads = 1) else
+    gpu_only(0, tile_kernel = TRUE)
+  run <- function(batch_size) {
+    set.seed(82)
+    suppressWarnings(svi(m, batch_size = batch_size, optimiser = adam(learning_rate = 0),
+                         n_iterations = 400, tolerance = 0, initial_values = initials(mu = 1),
+                         n_draws = 4, verbose = FALSE, compute_options = tiles))
+  }
+  difference <- run(length(y) / 10)$loss - run(NULL)$loss
+  expect_gt(stats::sd(difference), 1)
+  expect_lt(abs(mean(difference)), 4.5 * stats::sd(difference) / sqrt(length(difference)))
+  if (!standin) {
+    expect_error(svi(m, batch_size = 100, compute_options = gpu_only(0)), "tile_kernel = TRUE")
+  }
+})

@@ -289,6 +289,22 @@ test_that("svi()'s minibatches are unbiased: with the guide held still, their lo
   expect_identical(all_rows$loss, whole$loss)
 })
 
+test_that("svi()'s minibatches in the tile kernel (the emulated backend, lane by lane) are unbiased", {
+  mr <- many_rows_normal(400)
+  mu <- mr$mu
+  old <- options(lockstep.backend = "emulated", lockstep.tile_kernel = TRUE)
+  on.exit(options(old))
+  run <- function(batch_size) {
+    set.seed(10)
+    suppressWarnings(svi(mr$model, batch_size = batch_size, optimiser = adam(learning_rate = 0),
+                         n_iterations = 400, tolerance = 0, initial_values = initials(mu = 1),
+                         n_draws = 4, verbose = FALSE, compute_options = cpu_only(threads = 1)))
+  }
+  difference <- run(80)$loss - run(NULL)$loss
+  expect_gt(stats::sd(difference), 1)
+  expect_lt(abs(mean(difference)), 4.5 * stats::sd(difference) / sqrt(length(difference)))
+})
+
 test_that("svi() with minibatches of a tenth of the rows recovers a conjugate normal posterior", {
   mr <- many_rows_normal(2000)
   set.seed(1)

@@ -166,9 +166,8 @@ template <class T> class Executor : public Target {
   // Minibatches of every observation stage's tiles (on an MPI rank, its own
   // rows': the part is the rank). Throws std::invalid_argument for an
   // active one when the executor has no observation stage (a model whose
-  // likelihood is not row-aligned), runs the tile kernel, or aliases
-  // parameters the stages read (whose adjoints the stages then add to
-  // directly, unscaled).
+  // likelihood is not row-aligned) or aliases parameters the stages read
+  // (whose adjoints the stages then add to directly, unscaled).
   void set_minibatch(const Minibatch& batch) override;
   // nullptr when the executor runs on one thread (samplers then run their
   // vector operations inline).

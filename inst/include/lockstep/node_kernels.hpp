@@ -153,6 +153,9 @@ template <class T> struct NodeCall {
   // kernels/gather.hpp): its backward on several lanes sums runs. Set by the
   // executors that run whole buffers on lanes (CUDA, emulated).
   bool index_in_runs = false;
+  // What a density multiplies its value and partials by (DensityTerm::
+  // weight): a minibatch's tiles over tiles drawn, in the tile kernel.
+  double weight = 1;
 
   LS_HD T* y() const { return const_cast<T*>(out.value); }
 };
@@ -277,6 +280,7 @@ LS_HD void launch_density_term(const NodeCall<T>& call, Launch&& launch) {
   term.x = operand(target, target);
   term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
   term.dx_store = call.gradient && call.first_writer;
+  term.weight = call.weight;
   for (int k = 0; k < Term::n_params; ++k) {
     // parameters broadcast over the target's elements
     term.p[k] = operand(call.in[k + 1], target);

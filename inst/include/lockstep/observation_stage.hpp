@@ -58,6 +58,12 @@ struct Minibatch {
   bool active() const { return fraction < 1; }
 };
 
+// The tiles of a stage of `tiles` tiles (of extent `extent`) that `batch`
+// draws, in order: fraction x tiles of them (rounded, at least one), a
+// uniform draw without replacement from the stream of the batch's keys,
+// part and draw (one purpose per extent).
+std::vector<long> draw_tiles(const Minibatch& batch, long tiles, int extent);
+
 struct StageOptions {
   long tile_rows = 0;  // 0: sized so that one tile's buffers for all chains fit in L2
   long max_tile_rows = 0;  // with tile_rows 0: the most rows of a tile (0: no cap)
@@ -140,7 +146,9 @@ template <class T> class ObservationStage {
            Communicator* world = nullptr, const Minibatch* batch = nullptr);
   // The tiles a run with `batch` evaluates, in order: fraction x tiles() of
   // them (rounded, at least one), each tile as likely as any other.
-  std::vector<long> draw_tiles(const Minibatch& batch) const;
+  std::vector<long> draw_tiles(const Minibatch& batch) const {
+    return lockstep::draw_tiles(batch, tiles(), extent_);
+  }
 
   long tile_rows() const { return tile_rows_; }
   long rows() const { return rows_; }

@@ -2,7 +2,8 @@
 // (DESIGN.md, "Execution"), its intermediates in block memory (shared memory
 // on a GPU).
 //
-// Each block takes tiles of rows in turn (tile t goes to block t mod blocks)
+// Each block takes tiles of rows in turn (tile t goes to block t mod blocks;
+// with a minibatch, the k-th tile drawn to block k mod blocks)
 // and runs every node of the stage on its tile: forward in program order,
 // then backward in reverse, each node's kernel body run by the block's lanes
 // alone (BlockRun; a barrier after every phase). A tile's row-aligned values
@@ -82,6 +83,16 @@ template <class T> struct TileKernelArgs {
   double* lp = nullptr;  // [chains], added to
   bool gradient = false;
   bool jacobian = true;
+  // A minibatch (observation_stage.hpp's Minibatch): the launch runs the
+  // tiles drawn[0, n_drawn) only, and its densities multiply their values
+  // and partials by weight (tiles over tiles drawn). nullptr: every tile.
+  const long* drawn = nullptr;
+  long n_drawn = 0;
+  double weight = 1;
+
+  // How many tiles the launch runs, and the k-th of them.
+  LS_HD long runs() const { return drawn ? n_drawn : tiles; }
+  LS_HD long tile(long k) const { return drawn ? drawn[k] : k; }
 };
 
 // Doubles of block memory for a block of `lanes` lanes.
@@ -152,6 +163,7 @@ LS_HD void tile_step_call(NodeCall<T>& c, const TileKernelArgs<T>& a, const Tile
   c.scratch = scratch;
   c.work = nullptr;
   c.jacobian = a.jacobian;
+  c.weight = a.weight;
 }
 
 // A node that is not of an op family an observation stage can hold: the
@@ -209,8 +221,8 @@ void run_tiles_emulated(const TileKernelArgs<T>& a, EmulatedGeometry g) {
     // a GPU's shared memory starts with whatever was there: so does this
     std::fill(memory.begin(), memory.end(), 1e300);
     const EmulatedBlockRun run{g.lanes_per_block, memory.data()};
-    for (long t = b; t < a.tiles; t += g.blocks)
-      run_tile<Kernels>(a, t, memory.data(), g.lanes_per_block, run);
+    for (long k = b; k < a.runs(); k += g.blocks)
+      run_tile<Kernels>(a, a.tile(k), memory.data(), g.lanes_per_block, run);
   }
 }
 

@@ -101,6 +101,16 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   void log_density(const double* state, double* lp, double* grad) override;
   void log_density_device(const double* state, double* lp, double* grad) override;
   void synchronize() override;
+  // Minibatches run in the tile kernel only (each stage's drawn tiles, sent
+  // to the device per call, and its densities weighted): an executor that
+  // runs a stage op by op refuses them.
+  void set_minibatch(const Minibatch& batch) override {
+    if (batch.active() && (!tile_kernel_ || tile_stages_.empty()))
+      throw std::invalid_argument(
+          "lockstep: minibatches (batch_size) on a GPU run in its tile kernel only: use "
+          "gpu_only(tile_kernel = TRUE) with a likelihood the kernel holds, or cpu_only()");
+    minibatch_ = batch;
+  }
   double device_bytes() const override { return bytes_; }
   std::string profile_report() const override;
   void* stream() const override { return stream_; }
@@ -124,7 +134,11 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
   struct TileStage {
     TileKernelArgs<T> args;  // device pointers; lp and gradient set per call
     TileLaunch launch;
+    // a minibatch's tiles, drawn on the host and copied to the device per call
+    std::vector<long> drawn;
+    long* drawn_device = nullptr;  // [tiles]
   };
+  Minibatch minibatch_;
   std::vector<TileStage> tile_stages_;
   // Stage e's tiles and their layout in shared memory, on the host: tiles
   // of as many rows as fit tile_shared_bytes; nullptr where the GPU's tile
@@ -391,6 +405,7 @@ typename CudaExecutor<T>::TileStage CudaExecutor<T>::place_tile_stage(
   TileStage ts;
   ts.args = stage.tile_kernel_args(layout, copy(layout.steps), copy(stage.tile_starts()));
   ts.launch = plan_tile_launch(ts.args, options_.gpu, lanes);
+  ts.drawn_device = allocate<long>(ts.args.tiles);
   return ts;
 }
 
@@ -552,6 +567,19 @@ template <class T> void CudaExecutor<T>::enqueue(const double* state, double* lp
     TileStage& ts = tile_stages_[e];
     ts.args.lp = lp;
     ts.args.gradient = grad != nullptr;
+    ts.args.drawn = nullptr;
+    ts.args.weight = 1;
+    if (minibatch_.active()) {
+      // (from pageable memory: the copy is staged before the call returns,
+      // so the next call may redraw)
+      ts.drawn = draw_tiles(minibatch_, ts.args.tiles, static_cast<int>(e));
+      check(cudaMemcpyAsync(ts.drawn_device, ts.drawn.data(), ts.drawn.size() * sizeof(long),
+                            cudaMemcpyHostToDevice, stream_),
+            "copying a minibatch's tiles to the device");
+      ts.args.drawn = ts.drawn_device;
+      ts.args.n_drawn = static_cast<long>(ts.drawn.size());
+      ts.args.weight = static_cast<double>(ts.args.tiles) / static_cast<double>(ts.drawn.size());
+    }
     timed(-1 - static_cast<int>(e), false, [&] { launch_tile_kernel(ts.args, ts.launch, stream_); });
   }
   if (!grad) return;

@@ -36,8 +36,9 @@ __global__ void __launch_bounds__(tile_kernel_lanes)
     tile_kernel(const LOCKSTEP_GRID_CONSTANT TileKernelArgs<T> a) {
   extern __shared__ double lockstep_tile_memory[];
   const DeviceBlockRun run{lockstep_tile_memory};
-  for (long t = blockIdx.x; t < a.tiles; t += gridDim.x)
-    run_tile<LinearTileKernels>(a, t, lockstep_tile_memory, static_cast<int>(blockDim.x), run);
+  for (long k = blockIdx.x; k < a.runs(); k += gridDim.x)
+    run_tile<LinearTileKernels>(a, a.tile(k), lockstep_tile_memory, static_cast<int>(blockDim.x),
+                                run);
 }
 
 template <class T> TileLaunch plan_tile_launch_on(const TileKernelArgs<T>& a, int gpu, int lanes) {

@@ -31,6 +31,11 @@ template <class T, Family F> struct DensityTerm {
   // parameters that saves a pass zeroing them and a read of each before its
   // add.
   bool dx_store = false;
+  // What the term's value and partials are multiplied by: a minibatch's
+  // tiles over tiles drawn (NodeCall::weight), on the lanes; 1 otherwise.
+  // (The CPU's observation stage scales its workers' sums instead; a term
+  // with another weight takes the element-by-element loop.)
+  double weight = 1;
 
   // Sums per chain (ChainSum's slots) for the adjoints of scalar parameters
   // (and a scalar target) that the term's elements all add to, when asked
@@ -63,12 +68,15 @@ template <class T, Family F> struct DensityTerm {
     const double lp = truncated ? truncated_lpdf_of<F>(xv, pv, lower, upper, &gx, gp)
                                 : Dist<F>::lpdf(xv, pv, &gx, gp);
     put_partials(c, i, gx, gp, sums);
-    return lp;
+    return weight * lp;
   }
 
   // Element i's partials to the chain's slots (sums, where not nullptr) or
   // to their adjoints.
-  LS_HD void put_partials(long c, long i, double gx, const double* gp, double* sums) const {
+  LS_HD void put_partials(long c, long i, double gx, const double* gp_in, double* sums) const {
+    double gp[max_dist_params];
+    gx *= weight;
+    for (int k = 0; k < n_params; ++k) gp[k] = weight * gp_in[k];
     if (sums && slot_x >= 0) sums[slot_x] += gx;
     else if (dx.data) dx.add(c, i, static_cast<T>(gx));
     for (int k = 0; k < n_params; ++k) {
@@ -90,7 +98,7 @@ template <class T, Family F> struct DensityTerm {
         const double location = static_cast<double>(p[location_param<D>()].at(c, i));
         const double lp = D::lpdf(static_cast<double>(x.at(c, i)), location, cur.q, &gx, gp);
         put_partials(c, i, gx, gp, sums);
-        return lp;
+        return weight * lp;
       }
     }
     return (*this)(c, i, sums);
@@ -101,7 +109,7 @@ template <class T, Family F> struct DensityTerm {
   // shape or one value (no axis broadcast) take the chunked loop; the rest
   // go element by element.
   double sum_chain(long c, long size) const {
-    bool chunked = !truncated && !x.axis && !(dx.data && dx.axis);
+    bool chunked = !truncated && !x.axis && !(dx.data && dx.axis) && weight == 1;
     for (int k = 0; k < n_params; ++k) chunked = chunked && !p[k].axis && !(dp[k].data && dp[k].axis);
     // Only the chunked loop stores a target's partials, one per element;
     // the other ways add to them, once zeroed.
