@@ -159,6 +159,15 @@ void Svi::set_guide(const std::vector<double>& mean, const std::vector<double>& 
     }
 }
 
+template <class F> void Svi::over_particles(F&& f) {
+  ThreadPool* pool = target_.pool();
+  if (pool && C_ > 1) {
+    pool->parallel_for(C_, f);
+    return;
+  }
+  for (long c = 0; c < C_; ++c) f(c);
+}
+
 void Svi::normal_particles(long t, std::vector<double>& w) {
   const bool point = kind_ == Kind::delta;
   // each particle's own stream, positioned at the iteration's block of the
@@ -169,26 +178,26 @@ void Svi::normal_particles(long t, std::vector<double>& w) {
   double log_det = 0;
   for (long i = counted_from_; i < D_ && !point; ++i) log_det += std::log(l_at(i, i));
   const std::vector<double> L = kind_ == Kind::full_rank ? scale() : std::vector<double>();
-  for (long c = 0; c < C_; ++c) {
+  std::vector<double> sigma(kind_ == Kind::mean_field ? D_ : 0);
+  for (long i = 0; i < static_cast<long>(sigma.size()); ++i) sigma[i] = std::exp(phi_[D_ + i]);
+  over_particles([&](long c) {
     const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
                         static_cast<uint64_t>(t - 1) * per_iteration};
     double* e = eps_.data() + c * D_;
     double* z = z_.data() + c * D_;
     double sq = 0;
-    for (long i = 0; i < D_; ++i) {
-      const long at = full_index_ ? (*full_index_)[i] : i;
-      e[i] = point ? 0.0 : stream.normal_at(static_cast<uint64_t>(at));
-      if (i >= counted_from_) sq += e[i] * e[i];
-    }
+    if (point) std::fill(e, e + D_, 0.0);
+    else normals_at(stream, 0, full_index_ ? full_index_->data() : nullptr, D_, e);
+    for (long i = counted_from_; i < D_; ++i) sq += e[i] * e[i];
     for (long i = 0; i < D_; ++i) {
       double s = phi_[i];
-      if (kind_ == Kind::mean_field) s += l_at(i, i) * e[i];
+      if (kind_ == Kind::mean_field) s += sigma[i] * e[i];
       if (kind_ == Kind::full_rank)
         for (long j = 0; j <= i; ++j) s += L[i * D_ + j] * e[j];
       z[i] = s;
     }
     w[c] = point ? 0.0 : log_det + 0.5 * sq;
-  }
+  });
   target_.sum_over_parts(w.data(), C_);
 }
 
@@ -259,7 +268,7 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
   // the particles: k + D normals each, the first k shared by the whole state
   const uint64_t per_iteration = static_cast<uint64_t>((k + full_dim_ + 1) / 2);
   std::vector<double> p(C_ * (k + 1), 0.0);  // per particle: W' diag(d^-2) r, r' diag(d^-2) r
-  for (long c = 0; c < C_; ++c) {
+  over_particles([&](long c) {
     const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
                         static_cast<uint64_t>(t - 1) * per_iteration};
     double* e1 = e1_.data() + c * k;
@@ -267,9 +276,8 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
     double* z = z_.data() + c * D;
     double* pc = p.data() + c * (k + 1);
     for (long b = 0; b < k; ++b) e1[b] = stream.normal_at(static_cast<uint64_t>(b));
+    normals_at(stream, static_cast<uint64_t>(k), full_index_ ? full_index_->data() : nullptr, D, e2);
     for (long a = 0; a < D; ++a) {
-      const long at = full_index_ ? (*full_index_)[a] : a;
-      e2[a] = stream.normal_at(static_cast<uint64_t>(k + at));
       double r = d[a] * e2[a];
       for (long b = 0; b < k; ++b) r += W[a * k + b] * e1[b];
       z[a] = mu[a] + r;
@@ -277,7 +285,7 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
       for (long b = 0; b < k; ++b) pc[b] += W[a * k + b] * delta[a] * r;
       pc[k] += delta[a] * r * r;
     }
-  }
+  });
   target_.sum_over_parts(p.data(), C_ * (k + 1));
   for (long c = 0; c < C_; ++c) {
     const double* pc = p.data() + c * (k + 1);
@@ -346,19 +354,37 @@ double Svi::step() {
   // the loss's gradient (minus the bound's) in mu, then the scale's parameters
   std::fill(grad_.begin(), grad_.end(), 0.0);
   double* scale_grad = grad_.data() + D_;
-  for (long c = 0; c < C_; ++c) {
-    const double* g = g_.data() + c * D_;
-    const double* e = eps_.data() + c * D_;
-    for (long i = 0; i < D_; ++i) {
-      grad_[i] -= v[c] * g[i];
-      if (kind_ == Kind::mean_field) {
-        scale_grad[i] -= v[c] * (g[i] * l_at(i, i) * e[i] + 1);
-      } else if (kind_ == Kind::full_rank) {
+  if (kind_ == Kind::full_rank) {
+    for (long c = 0; c < C_; ++c) {
+      const double* g = g_.data() + c * D_;
+      const double* e = eps_.data() + c * D_;
+      for (long i = 0; i < D_; ++i) {
+        grad_[i] -= v[c] * g[i];
         double* row = scale_grad + i * (i + 1) / 2;
         for (long j = 0; j < i; ++j) row[j] -= v[c] * g[i] * e[j];
         row[i] -= v[c] * (g[i] * l_at(i, i) * e[i] + 1);
       }
     }
+  } else {
+    // mean field, low rank's mu, point mass: coordinate by coordinate, the
+    // particles in order (the same sums on any number of threads), blocks
+    // of coordinates on the target's threads
+    const bool mean_field = kind_ == Kind::mean_field;
+    const long block = 4096, blocks = (D_ + block - 1) / block;
+    auto coordinates = [&](long k) {
+      for (long i = k * block; i < std::min(D_, (k + 1) * block); ++i) {
+        const double sigma = mean_field ? std::exp(phi_[D_ + i]) : 0.0;
+        for (long c = 0; c < C_; ++c) {
+          const double g = g_[c * D_ + i];
+          grad_[i] -= v[c] * g;
+          if (mean_field) scale_grad[i] -= v[c] * (g * sigma * eps_[c * D_ + i] + 1);
+        }
+      }
+    };
+    ThreadPool* pool = target_.pool();
+    if (pool && blocks > 1) pool->parallel_for(blocks, coordinates);
+    else
+      for (long k = 0; k < blocks; ++k) coordinates(k);
   }
   // (agreed over the parts, so that every rank takes the step or none does)
   double bad = 0;

@@ -140,3 +140,15 @@ TEST_CASE("streams are deterministic, and distinct streams differ", "[rng][strea
   // sd of the mean product: (1/12) / sqrt(m)
   CHECK(std::fabs(sab / m) < 5 * (1.0 / 12) / std::sqrt(m));
 }
+
+TEST_CASE("normals_at: the normals normal_at gives, by pairs where indices run on", "[rng]") {
+  const lockstep::Stream stream{5u, 6u, 2u, 11u, 1000u};
+  std::vector<double> e(9), f(5);
+  lockstep::normals_at(stream, 0, nullptr, 9, e.data());
+  for (long k = 0; k < 9; ++k) CHECK(e[k] == stream.normal_at(static_cast<uint64_t>(k)));
+  // a part's coordinates by their index in the whole, from an odd first
+  const std::vector<long> index = {0, 1, 4, 5, 6, 9};
+  lockstep::normals_at(stream, 3, index.data(), 5, f.data());
+  for (long k = 0; k < 5; ++k) CHECK(f[k] == stream.normal_at(static_cast<uint64_t>(3 + index[k])));
+  CHECK(f[0] != f[1]);
+}

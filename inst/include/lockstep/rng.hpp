@@ -79,6 +79,26 @@ struct Stream {
   }
 };
 
+// e[k] = stream.normal_at(first + index[k]) for k in [0, n) (index nullptr:
+// k itself), each pair of consecutive indices (an even one and the next)
+// from one Box-Muller draw instead of two: half the generator's work for a
+// contiguous run, the same numbers. What a part of a state (an MPI rank's
+// coordinates, by their index in the whole state) draws as the whole would.
+inline void normals_at(const Stream& stream, uint64_t first, const long* index, long n, double* e) {
+  auto at = [&](long k) { return first + static_cast<uint64_t>(index ? index[k] : k); };
+  for (long k = 0; k < n;) {
+    const uint64_t a = at(k);
+    if (a % 2 == 0 && k + 1 < n && at(k + 1) == a + 1) {
+      Stream s = stream;
+      s.position += a / 2;
+      s.normal2(&e[k], &e[k + 1]);
+      k += 2;
+    } else {
+      e[k++] = stream.normal_at(a);
+    }
+  }
+}
+
 }  // namespace lockstep
 
 #endif

@@ -63,6 +63,7 @@
 #include "executor.hpp"
 #include "first_order.hpp"
 #include "optimiser.hpp"
+#include "rng.hpp"
 
 namespace lockstep {
 
@@ -140,6 +141,9 @@ class Svi {
   // from k + D for a low-rank one, which also keeps what the gradient needs
   // (e1_, u_ [C, D], Sigma^-1 W, diag(Sigma^-1)).
   void normal_particles(long t, std::vector<double>& w);
+  // f(c) for every particle c: on the target's threads where it has them
+  // (each particle writes its own rows only).
+  template <class F> void over_particles(F&& f);
   void low_rank_particles(long t, std::vector<double>& w);
   void low_rank_gradient(const std::vector<double>& v);
   // L's entry (i, j), j <= i, from phi
