@@ -131,11 +131,8 @@ class MultiDeviceExecutor final : public DeviceExecutor {
   CommunicatorStats exchanged() const override { return exchanged_; }
   // Each GPU draws from its own rows (the part: its shard).
   void set_minibatch(const Minibatch& batch) override {
-    for (size_t s = 0; s < shards_.size(); ++s) {
-      Minibatch mine = batch;
-      mine.part = static_cast<uint32_t>(s);
-      shards_[s]->set_minibatch(mine);
-    }
+    for (size_t s = 0; s < shards_.size(); ++s)
+      shards_[s]->set_minibatch(batch.of_part(static_cast<uint32_t>(s)));
   }
 
   void log_density_device(const double* state, double* lp, double* grad) override {

@@ -73,9 +73,7 @@ class RankExecutor final : public DeviceExecutor {
   std::string profile_report() const override { return local_->profile_report(); }
   // Each rank draws from its own rows (the part: its rank).
   void set_minibatch(const Minibatch& batch) override {
-    Minibatch mine = batch;
-    mine.part = static_cast<uint32_t>(world_->rank());
-    local_->set_minibatch(mine);
+    local_->set_minibatch(batch.of_part(static_cast<uint32_t>(world_->rank())));
   }
   // on the GPU, with the sums the sampler decides from made the same on
   // every rank (shards.hpp)

@@ -74,11 +74,8 @@ class DeviceShardsTarget final : public Target {
   // Each device draws from its own rows (the part: its shard); a GPU's
   // executor refuses (Target::set_minibatch).
   void set_minibatch(const Minibatch& batch) override {
-    for (size_t s = 0; s < targets_.size(); ++s) {
-      Minibatch mine = batch;
-      mine.part = static_cast<uint32_t>(s);
-      targets_[s]->set_minibatch(mine);
-    }
+    for (size_t s = 0; s < targets_.size(); ++s)
+      targets_[s]->set_minibatch(batch.of_part(static_cast<uint32_t>(s)));
   }
 
   int shards() const { return static_cast<int>(targets_.size()); }

@@ -56,6 +56,12 @@ struct Minibatch {
   uint64_t draw = 0;
   uint32_t part = 0;
   bool active() const { return fraction < 1; }
+  // The same draw for another part (each shard or rank draws its own rows).
+  Minibatch of_part(uint32_t p) const {
+    Minibatch mine = *this;
+    mine.part = p;
+    return mine;
+  }
 };
 
 // The tiles of a stage of `tiles` tiles (of extent `extent`) that `batch`

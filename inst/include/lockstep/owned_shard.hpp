@@ -53,9 +53,7 @@ class OwnedShardTarget final : public Target {
   void max_over_parts(double* values, long n) override;
   // Each rank draws from its own rows (the part: its rank).
   void set_minibatch(const Minibatch& batch) override {
-    Minibatch mine = batch;
-    mine.part = static_cast<uint32_t>(world_->rank());
-    local_->set_minibatch(mine);
+    local_->set_minibatch(batch.of_part(static_cast<uint32_t>(world_->rank())));
   }
   void sum_over_parts(double* values, long n) override {
     double* bufs[] = {values};

@@ -90,11 +90,8 @@ class ShardedTarget : public Target {
   void log_density(const double* state, double* lp, double* grad) override;
   // Each shard draws from its own rows (the part: its shard).
   void set_minibatch(const Minibatch& batch) override {
-    for (size_t s = 0; s < targets_.size(); ++s) {
-      Minibatch mine = batch;
-      mine.part = static_cast<uint32_t>(s);
-      targets_[s]->set_minibatch(mine);
-    }
+    for (size_t s = 0; s < targets_.size(); ++s)
+      targets_[s]->set_minibatch(batch.of_part(static_cast<uint32_t>(s)));
   }
   int shards() const { return static_cast<int>(targets_.size()); }
   const Program& program(int shard) const { return *programs_[shard]; }
@@ -120,9 +117,7 @@ class WorldSumTarget : public Target {
   long chains() const override { return local_->chains(); }
   // Each rank draws from its own rows.
   void set_minibatch(const Minibatch& batch) override {
-    Minibatch mine = batch;
-    mine.part = static_cast<uint32_t>(world_->rank());
-    local_->set_minibatch(mine);
+    local_->set_minibatch(batch.of_part(static_cast<uint32_t>(world_->rank())));
   }
   void log_density(const double* state, double* lp, double* grad) override {
     local_->log_density(state, lp, grad);
