@@ -208,6 +208,19 @@ test_that("svi() on devices that own their groups (emulated) makes one device's 
   expect_true(attr(two$handle, "device_shards"))
   expect_equal(two$loss, one$loss, tolerance = 1e-8)
   expect_equal(two$guide$mean, one$guide$mean, tolerance = 1e-8)
+  # minibatches there: each device draws its own rows' tiles, and with the
+  # guide held still the losses average to one device's whole-data losses
+  held <- function(devices, batch_size) {
+    set.seed(72)
+    suppressWarnings(svi(m, batch_size = batch_size, optimiser = adam(learning_rate = 0),
+                         n_iterations = 600, tolerance = 0, n_draws = 4, verbose = FALSE,
+                         compute_options = cpu_only(threads = 1, devices = devices)))
+  }
+  batched <- held(2, 60)
+  expect_true(attr(batched$handle, "device_shards"))
+  difference <- batched$loss - held(1, NULL)$loss
+  expect_gt(stats::sd(difference), 0.1)
+  expect_lt(abs(mean(difference)), 4.5 * stats::sd(difference) / sqrt(length(difference)))
 })
 
 test_that("svi()'s draws work with calculate(), log_lik() and posterior", {
