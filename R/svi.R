@@ -101,8 +101,10 @@
 #'   full-rank guide, its `scale`: the guide is normal(`mean`, `scale %*%
 #'   t(scale)`); for a low-rank one, its `factor` and `diagonal`: normal(`mean`,
 #'   `factor %*% t(factor) + diag(diagonal^2)`)), `loss` (each
-#'   iteration's), `elbo` (the bound averaged over the last 100
-#'   iterations), `k_hat`, `iterations`, `converged` and `interrupted`.
+#'   iteration's; with `batch_size`, each an estimate from its minibatch),
+#'   `elbo` (the bound averaged over the last 100 iterations), `k_hat`
+#'   (from the whole data), `iterations`, `converged`, `interrupted` and
+#'   `batch_size`.
 #'   Given to [mcmc()] as `initial_values`, each chain starts from a draw of
 #'   the guide.
 #' @examples
