@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lockstep/device_shards.hpp"
@@ -94,6 +95,10 @@ SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guid
   s.init_scale = init_scale;
   s.batch_fraction = batch_fraction;
   lockstep::ExecOptions o = engine_exec_options(options);
+  // a GPU's executor has no host threads: the guide's own work (4 x D
+  // normals a step) gets some
+  if (o.backend == lockstep::Backend::cuda)
+    s.threads = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
   if (batch_fraction < 1) {
     // a stage's adjoints are scaled as they are added, which aliased
     // parameters (added to in place) do not allow

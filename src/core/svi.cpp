@@ -17,6 +17,9 @@ namespace {
 // The particles' normals' stream purpose (beside the samplers', sampler.hpp).
 constexpr uint32_t purpose_svi = 11;
 constexpr double log_two_pi = 1.8378770664093454836;
+// Coordinates per task of the guide's own work on threads (even: normals
+// come in pairs, normals_at).
+constexpr long particle_block = 4096;
 
 }  // namespace
 
@@ -67,6 +70,7 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
     throw std::invalid_argument("svi: the minibatches' fraction of the data must be in (0, 1]");
   target_.set_minibatch(minibatch(0));  // (throws here, not at the first step)
   lr0_ = rule_.lr;
+  if (s_.threads > 1) own_pool_ = std::make_unique<ThreadPool>(s_.threads);
   phi_.assign(D_ + scale_parameters(kind_, D_, K_), 0.0);
   std::copy(init_mean.begin(), init_mean.end(), phi_.begin());
   // the first scale: init_scale on the diagonal (its log), 0 off it (a
@@ -159,13 +163,15 @@ void Svi::set_guide(const std::vector<double>& mean, const std::vector<double>& 
     }
 }
 
-template <class F> void Svi::over_particles(F&& f) {
-  ThreadPool* pool = target_.pool();
-  if (pool && C_ > 1) {
-    pool->parallel_for(C_, f);
+ThreadPool* Svi::pool() { return own_pool_ ? own_pool_.get() : target_.pool(); }
+
+template <class F> void Svi::parallel(long n, F&& f) {
+  ThreadPool* threads = pool();
+  if (threads && n > 1) {
+    threads->parallel_for(n, f);
     return;
   }
-  for (long c = 0; c < C_; ++c) f(c);
+  for (long k = 0; k < n; ++k) f(k);
 }
 
 void Svi::normal_particles(long t, std::vector<double>& w) {
@@ -180,24 +186,39 @@ void Svi::normal_particles(long t, std::vector<double>& w) {
   const std::vector<double> L = kind_ == Kind::full_rank ? scale() : std::vector<double>();
   std::vector<double> sigma(kind_ == Kind::mean_field ? D_ : 0);
   for (long i = 0; i < static_cast<long>(sigma.size()); ++i) sigma[i] = std::exp(phi_[D_ + i]);
-  over_particles([&](long c) {
+  // Tasks of one particle's block of coordinates (all of them for a
+  // full-rank guide, whose z_i reads every e_j, j <= i): a fixed cut, so
+  // the sums are the same on any number of threads; blocks of an even
+  // length keep normals_at's pairs whole.
+  const long block = kind_ == Kind::full_rank ? std::max(1L, D_) : particle_block;
+  const long blocks = (D_ + block - 1) / block;
+  std::vector<double> sq(C_ * blocks, 0.0);
+  parallel(C_ * blocks, [&](long task) {
+    const long c = task / blocks, b = task % blocks;
+    const long i0 = b * block, i1 = std::min(D_, i0 + block);
     const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
                         static_cast<uint64_t>(t - 1) * per_iteration};
     double* e = eps_.data() + c * D_;
     double* z = z_.data() + c * D_;
-    double sq = 0;
-    if (point) std::fill(e, e + D_, 0.0);
-    else normals_at(stream, 0, full_index_ ? full_index_->data() : nullptr, D_, e);
-    for (long i = counted_from_; i < D_; ++i) sq += e[i] * e[i];
-    for (long i = 0; i < D_; ++i) {
+    if (point) std::fill(e + i0, e + i1, 0.0);
+    else if (full_index_) normals_at(stream, 0, full_index_->data() + i0, i1 - i0, e + i0);
+    else normals_at(stream, static_cast<uint64_t>(i0), nullptr, i1 - i0, e + i0);
+    double s2 = 0;
+    for (long i = std::max(i0, counted_from_); i < i1; ++i) s2 += e[i] * e[i];
+    sq[task] = s2;
+    for (long i = i0; i < i1; ++i) {
       double s = phi_[i];
       if (kind_ == Kind::mean_field) s += sigma[i] * e[i];
       if (kind_ == Kind::full_rank)
         for (long j = 0; j <= i; ++j) s += L[i * D_ + j] * e[j];
       z[i] = s;
     }
-    w[c] = point ? 0.0 : log_det + 0.5 * sq;
   });
+  for (long c = 0; c < C_; ++c) {
+    double s2 = 0;
+    for (long b = 0; b < blocks; ++b) s2 += sq[c * blocks + b];
+    w[c] = point ? 0.0 : log_det + 0.5 * s2;
+  }
   target_.sum_over_parts(w.data(), C_);
 }
 
@@ -268,7 +289,7 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
   // the particles: k + D normals each, the first k shared by the whole state
   const uint64_t per_iteration = static_cast<uint64_t>((k + full_dim_ + 1) / 2);
   std::vector<double> p(C_ * (k + 1), 0.0);  // per particle: W' diag(d^-2) r, r' diag(d^-2) r
-  over_particles([&](long c) {
+  parallel(C_, [&](long c) {
     const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
                         static_cast<uint64_t>(t - 1) * per_iteration};
     double* e1 = e1_.data() + c * k;
@@ -370,8 +391,8 @@ double Svi::step() {
     // particles in order (the same sums on any number of threads), blocks
     // of coordinates on the target's threads
     const bool mean_field = kind_ == Kind::mean_field;
-    const long block = 4096, blocks = (D_ + block - 1) / block;
-    auto coordinates = [&](long k) {
+    const long block = particle_block, blocks = (D_ + block - 1) / block;
+    parallel(blocks, [&](long k) {
       for (long i = k * block; i < std::min(D_, (k + 1) * block); ++i) {
         const double sigma = mean_field ? std::exp(phi_[D_ + i]) : 0.0;
         for (long c = 0; c < C_; ++c) {
@@ -380,11 +401,7 @@ double Svi::step() {
           if (mean_field) scale_grad[i] -= v[c] * (g * sigma * eps_[c * D_ + i] + 1);
         }
       }
-    };
-    ThreadPool* pool = target_.pool();
-    if (pool && blocks > 1) pool->parallel_for(blocks, coordinates);
-    else
-      for (long k = 0; k < blocks; ++k) coordinates(k);
+    });
   }
   // (agreed over the parts, so that every rank takes the step or none does)
   double bad = 0;

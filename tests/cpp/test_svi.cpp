@@ -124,6 +124,34 @@ TEST_CASE("svi: the mean-field guide recovers an independent Gaussian posterior"
   }
 }
 
+TEST_CASE("svi: the guide's own work on threads gives the same fit as on one", "[svi]") {
+  // 9,000 coordinates: three blocks of the particles' and the gradient's
+  // tasks per particle
+  const long D = 9000;
+  std::vector<double> mu(D), sd(D);
+  for (long i = 0; i < D; ++i) mu[i] = 0.001 * i - 3, sd[i] = 0.5 + 0.0003 * i;
+  for (const std::string guide : {"mean_field", "delta"}) {
+    INFO(guide);
+    const long particles = guide == "delta" ? 1 : 3;
+    sampler_tests::IndependentGaussian model(mu, sd, particles);
+    std::vector<std::vector<double>> losses, means;
+    for (int threads : {0, 2, 3}) {
+      SviSettings s = adam(0.05, guide);
+      s.threads = threads;
+      Svi svi(model, s, std::vector<double>(D, 0.0), 3, 4);
+      std::vector<double> loss;
+      for (int t = 0; t < 20; ++t) loss.push_back(svi.step());
+      losses.push_back(loss);
+      means.push_back(svi.mean());
+    }
+    CHECK(std::isfinite(losses[0].back()));
+    CHECK(losses[1] == losses[0]);
+    CHECK(losses[2] == losses[0]);
+    CHECK(means[1] == means[0]);
+    CHECK(means[2] == means[0]);
+  }
+}
+
 TEST_CASE("svi: a point mass finds the mode", "[svi]") {
   Bivariate model(1, -2, 3, 0.5, 0.8, 1);
   Svi svi(model, adam(0.05, "delta"), {0, 0}, 5, 6);

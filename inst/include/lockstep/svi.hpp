@@ -57,6 +57,7 @@
 #define LOCKSTEP_SVI_HPP
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,11 @@ struct SviSettings {
   // The bound and its gradient are then unbiased estimates for the ELBO
   // (alpha = 1); Renyi's bound, a log of a mean, is estimated with a bias.
   double batch_fraction = 1;
+  // Threads for the guide's own work (the particles' normals, the
+  // gradient): above 1, a pool of its own; otherwise the target's threads
+  // (a GPU's executor has none, and its host would draw 4 x D normals a
+  // step on one thread).
+  int threads = 0;
 };
 
 class Svi {
@@ -141,9 +147,11 @@ class Svi {
   // from k + D for a low-rank one, which also keeps what the gradient needs
   // (e1_, u_ [C, D], Sigma^-1 W, diag(Sigma^-1)).
   void normal_particles(long t, std::vector<double>& w);
-  // f(c) for every particle c: on the target's threads where it has them
-  // (each particle writes its own rows only).
-  template <class F> void over_particles(F&& f);
+  // f(k) for k in [0, n): on the pool()'s threads where there are some
+  // (each task writes its own values only).
+  template <class F> void parallel(long n, F&& f);
+  // SviSettings::threads', else the target's threads (nullptr: none).
+  ThreadPool* pool();
   void low_rank_particles(long t, std::vector<double>& w);
   void low_rank_gradient(const std::vector<double>& v);
   // L's entry (i, j), j <= i, from phi
@@ -164,6 +172,7 @@ class Svi {
   // [C, D], Sigma^-1 W [D, k] and diag(Sigma^-1) [D]
   std::vector<double> e1_, u_, sw_, sdiag_;
   FirstOrder rule_;
+  std::unique_ptr<ThreadPool> own_pool_;
 };
 
 }  // namespace lockstep
