@@ -53,23 +53,25 @@ std::vector<Out> to_tile_order(const In* x, long rows, long cols, const std::vec
 
 }  // namespace
 
-std::vector<long> draw_tiles(const Minibatch& batch, long tiles, int extent) {
-  const long T_all = tiles;
-  const long b = std::max(1L, std::min(T_all, std::lround(batch.fraction * static_cast<double>(T_all))));
+DrawnTiles draw_tiles(const Minibatch& batch, long tiles, int extent) {
+  const long b = std::max(1L, std::min(tiles, std::lround(batch.fraction * static_cast<double>(tiles))));
   // b steps of a Fisher-Yates shuffle: a uniform draw of b tiles without
   // replacement, from the draw's own positions of the part's stream (one
   // purpose per extent)
-  std::vector<long> order(T_all);
+  DrawnTiles drawn;
+  std::vector<long>& order = drawn.tiles;
+  order.resize(tiles);
   std::iota(order.begin(), order.end(), 0L);
   Stream stream{batch.key0, batch.key1, batch.part, purpose_minibatch + static_cast<uint32_t>(extent),
-                batch.draw * static_cast<uint64_t>(T_all)};
+                batch.draw * static_cast<uint64_t>(tiles)};
   for (long j = 0; j < b; ++j) {
-    const long r = j + std::min(T_all - j - 1, static_cast<long>(stream.uniform() * (T_all - j)));
+    const long r = j + std::min(tiles - j - 1, static_cast<long>(stream.uniform() * (tiles - j)));
     std::swap(order[j], order[r]);
   }
   order.resize(b);
   std::sort(order.begin(), order.end());
-  return order;
+  drawn.weight = static_cast<double>(tiles) / static_cast<double>(b);
+  return drawn;
 }
 
 template <class T>
@@ -541,6 +543,11 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
                               bool gradient, ThreadPool& pool, Communicator& comm,
                               const Launcher& launch, Communicator* world, const Minibatch* batch) {
   const bool sampled = batch && batch->active();
+  // With a minibatch, the drawn tiles' partials are scaled by their weight:
+  // in the tile kernel by its densities, here as they are added to the
+  // global buffers (none go there directly).
+  if (sampled) drawn_ = draw_tiles(*batch);
+  const double weight = sampled ? drawn_.weight : 1;
   if (options_.tile_kernel) {
     if (world)
       throw std::invalid_argument("lockstep: the tile kernel does not run across processes");
@@ -554,10 +561,9 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     a.lp = lp;
     a.gradient = gradient;
     if (sampled) {  // the drawn tiles, their densities weighted
-      drawn_ = draw_tiles(*batch);
-      a.drawn = drawn_.data();
-      a.n_drawn = static_cast<long>(drawn_.size());
-      a.weight = static_cast<double>(tiles()) / static_cast<double>(drawn_.size());
+      a.drawn = drawn_.tiles.data();
+      a.n_drawn = static_cast<long>(drawn_.tiles.size());
+      a.weight = weight;
     }
     // the GPU's kernel where it holds the stage's ops and families (the GPU
     // runs the others op by op; here they run with every op's code)
@@ -569,29 +575,20 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
   }
   const long S = options_.shards, W = options_.workers;
   const bool across = world != nullptr;
-  // With a minibatch, the drawn tiles' partials are scaled by weight as
-  // they are added to the global buffers: none go there directly.
-  double weight = 1;
-  if (sampled) {
-    drawn_ = draw_tiles(*batch);
-    weight = static_cast<double>(tiles()) / static_cast<double>(drawn_.size());
-  }
   const bool direct_ok = !across && !sampled;
   // Whether node id's adjoint partials are summed whole across shards (and
   // processes), rather than added in place (direct) or by touched rows.
   auto whole = [&](int id) { return across || (S > 1 && !(direct_ok && direct_[id])); };
   pool.parallel_for(S * W, [&](long k) {
-    const auto tiles = tile_range(k);
-    if (!sampled) {
-      run_worker(workers_[k], nullptr, tiles.first, tiles.second, global, state, gradient, launch,
-                 direct_ok, across || S > 1);
-      return;
+    // the worker's tiles, or the drawn ones among them
+    auto [first, end] = tile_range(k);
+    const std::vector<long>& drawn = drawn_.tiles;
+    if (sampled) {
+      first = std::lower_bound(drawn.begin(), drawn.end(), first) - drawn.begin();
+      end = std::lower_bound(drawn.begin(), drawn.end(), end) - drawn.begin();
     }
-    // the drawn tiles among the worker's own
-    const long first = std::lower_bound(drawn_.begin(), drawn_.end(), tiles.first) - drawn_.begin();
-    const long end = std::lower_bound(drawn_.begin(), drawn_.end(), tiles.second) - drawn_.begin();
-    run_worker(workers_[k], drawn_.data(), first, end, global, state, gradient, launch, direct_ok,
-               across || S > 1);
+    run_worker(workers_[k], sampled ? drawn.data() : nullptr, first, end, global, state, gradient,
+               launch, direct_ok, across || S > 1);
   });
   // Within a shard: its workers' partials into its first worker's buffers.
   std::vector<double*>& lps = lps_;

@@ -945,7 +945,9 @@ TEST_CASE("observation stage: a minibatch draws fraction x tiles distinct tiles,
   const long n = 4000;
   for (long d = 0; d < n; ++d) {
     batch.draw = d;
-    const std::vector<long> drawn = stage.draw_tiles(batch);
+    const lockstep::DrawnTiles draw = stage.draw_tiles(batch);
+    const std::vector<long>& drawn = draw.tiles;
+    REQUIRE(draw.weight == 10);
     REQUIRE(drawn.size() == 2);
     CHECK(drawn[0] < drawn[1]);  // distinct, in order
     for (long t : drawn) ++count[t];
@@ -953,7 +955,7 @@ TEST_CASE("observation stage: a minibatch draws fraction x tiles distinct tiles,
   // each tile drawn with probability 0.1: 400 of 4000, sd 19
   for (long t = 0; t < 20; ++t) CHECK(std::abs(count[t] - 400) < 5 * 19);
   batch.fraction = 0.001;  // at least one tile
-  CHECK(stage.draw_tiles(batch).size() == 1);
+  CHECK(stage.draw_tiles(batch).tiles.size() == 1);
   // max_tile_rows caps the automatic tile size
   ExecOptions capped;
   capped.max_tile_rows = 7;

@@ -67,8 +67,13 @@ struct Minibatch {
 // The tiles of a stage of `tiles` tiles (of extent `extent`) that `batch`
 // draws, in order: fraction x tiles of them (rounded, at least one), a
 // uniform draw without replacement from the stream of the batch's keys,
-// part and draw (one purpose per extent).
-std::vector<long> draw_tiles(const Minibatch& batch, long tiles, int extent);
+// part and draw (one purpose per extent); and the weight that makes their
+// sums unbiased estimates of the whole stage's, tiles over tiles drawn.
+struct DrawnTiles {
+  std::vector<long> tiles;
+  double weight = 1;
+};
+DrawnTiles draw_tiles(const Minibatch& batch, long tiles, int extent);
 
 struct StageOptions {
   long tile_rows = 0;  // 0: sized so that one tile's buffers for all chains fit in L2
@@ -152,7 +157,7 @@ template <class T> class ObservationStage {
            Communicator* world = nullptr, const Minibatch* batch = nullptr);
   // The tiles a run with `batch` evaluates, in order: fraction x tiles() of
   // them (rounded, at least one), each tile as likely as any other.
-  std::vector<long> draw_tiles(const Minibatch& batch) const {
+  DrawnTiles draw_tiles(const Minibatch& batch) const {
     return lockstep::draw_tiles(batch, tiles(), extent_);
   }
 
@@ -256,7 +261,7 @@ template <class T> class ObservationStage {
   // that a call allocates nothing)
   std::vector<double*> lps_;
   std::vector<T*> bufs_;
-  std::vector<long> drawn_;  // run()'s tiles with a minibatch
+  DrawnTiles drawn_;  // run()'s tiles with a minibatch
 };
 
 extern template class ObservationStage<double>;

@@ -135,7 +135,7 @@ template <class T> class CudaExecutor final : public DeviceExecutor {
     TileKernelArgs<T> args;  // device pointers; lp and gradient set per call
     TileLaunch launch;
     // a minibatch's tiles, drawn on the host and copied to the device per call
-    std::vector<long> drawn;
+    DrawnTiles drawn;
     long* drawn_device = nullptr;  // [tiles]
   };
   Minibatch minibatch_;
@@ -573,12 +573,13 @@ template <class T> void CudaExecutor<T>::enqueue(const double* state, double* lp
       // (from pageable memory: the copy is staged before the call returns,
       // so the next call may redraw)
       ts.drawn = draw_tiles(minibatch_, ts.args.tiles, static_cast<int>(e));
-      check(cudaMemcpyAsync(ts.drawn_device, ts.drawn.data(), ts.drawn.size() * sizeof(long),
+      const std::vector<long>& tiles = ts.drawn.tiles;
+      check(cudaMemcpyAsync(ts.drawn_device, tiles.data(), tiles.size() * sizeof(long),
                             cudaMemcpyHostToDevice, stream_),
             "copying a minibatch's tiles to the device");
       ts.args.drawn = ts.drawn_device;
-      ts.args.n_drawn = static_cast<long>(ts.drawn.size());
-      ts.args.weight = static_cast<double>(ts.args.tiles) / static_cast<double>(ts.drawn.size());
+      ts.args.n_drawn = static_cast<long>(tiles.size());
+      ts.args.weight = ts.drawn.weight;
     }
     timed(-1 - static_cast<int>(e), false, [&] { launch_tile_kernel(ts.args, ts.launch, stream_); });
   }
