@@ -68,10 +68,10 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   alias_stride_.assign(n, 0);
   first_writer_.assign(n, 0);
   adjoint_stored_.assign(n, 0);
-  // the emulated backend runs gathers' backward on lanes, as a GPU does
+  // gathers' backward sums runs of equal entries: on lanes (the emulated
+  // backend, as a GPU does) or, on the CPU, in registers (add_run_sums)
   index_in_runs_.assign(n, 0);
-  if (options.backend == Backend::emulated)
-    for (size_t id = 0; id < n; ++id) index_in_runs_[id] = index_in_runs(program.nodes[id].index);
+  for (size_t id = 0; id < n; ++id) index_in_runs_[id] = index_in_runs(program.nodes[id].index);
   grad_zero_spans_.assign(1, {0L, program.n_free});
   scratch_.assign(chains, 0);
   for (const Node& node : program.nodes)

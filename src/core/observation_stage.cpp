@@ -231,6 +231,24 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
       }
     }
   }
+  // (the CPU's gather backward sums each run of equal entries in registers)
+  index_in_runs_.assign(n_nodes, 0);
+  for (size_t id = 0; id < n_nodes; ++id) index_in_runs_[id] = index_in_runs(row_index_[id]);
+  // A density of row data whose family splits off a data_term (dist.hpp): its
+  // sum over each tile, once (the workers' terms add it to every chain).
+  data_terms_.resize(n_nodes);
+  for (int id : nodes_) {
+    const Node& n = program.nodes[id];
+    if (n.op != Op::density || n.inputs.empty()) continue;
+    const int x = n.inputs[0];
+    if (row_data_[x].empty()) continue;
+    std::vector<double> sums(tiles());
+    bool splits = true;
+    for (long t = 0; t < tiles() && splits; ++t)
+      splits = sum_data_term(n.family, row_data_[x].data() + tile_start_[t] * cols_of(program.nodes[x]),
+                             tile_length(t) * cols_of(program.nodes[x]), &sums[t]);
+    if (splits) data_terms_[id] = std::move(sums);
+  }
 
   lps_.resize(options.shards);
   bufs_.resize(options.shards);
@@ -359,6 +377,8 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
   if (node.op == Op::gather) c.index = row_index_[id].data() + start * cols_of(node);
   if (node.op == Op::gather_rows || node.op == Op::rowdot_rows)
     c.index = row_index_[id].data() + start;
+  c.index_in_runs = index_in_runs_[id];
+  c.data_term = data_terms_[id].empty() ? nullptr : &data_terms_[id][tile];
   c.chains = chains_;
   c.state = state;
   c.gradient = gradient;
@@ -503,7 +523,7 @@ template <class T> TileLayout<T> ObservationStage<T>::tile_layout(const TilePlac
     if (!row_index_[id].empty()) {
       step.index = at.index[id];
       step.index_cols = n.op == Op::gather ? cols_of(n) : 1;
-      step.index_in_runs = index_in_runs(row_index_[id]);
+      step.index_in_runs = index_in_runs_[id];
     }
     layout.steps.push_back(step);
   }

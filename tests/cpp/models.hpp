@@ -89,6 +89,60 @@ inline std::vector<double> random_state(std::mt19937& rng, long chains, long D) 
   return uniform_vector(rng, chains * D, -0.7, 0.7);
 }
 
+// Seed 003's demand model's shape (bench/svi_demand.R): counts
+// units ~ poisson_log(slope[product] * log_price + cell_effect[cell] +
+// intercept[product]), three gathers per row, two of them by the product
+// (by which the stage sorts the rows, so their backward sums runs), with
+// standard normal priors on the P + P + T parameters. Counts reach past
+// log(x!)'s small-count product (above 15). The log density by hand, for
+// the tests' reference.
+struct Demand {
+  Program p;
+  std::vector<long> product, cell;
+  std::vector<double> log_price, units;
+  long P = 0, T = 0;
+  int lik = -1;
+  double log_density(const double* x) const {  // one chain's state
+    double lp = 0;
+    for (long k = 0; k < 2 * P + T; ++k) lp += -0.5 * x[k] * x[k] - 0.5 * std::log(2 * M_PI);
+    for (size_t r = 0; r < units.size(); ++r) {
+      const double eta = x[product[r]] * log_price[r] + x[2 * P + cell[r]] + x[P + product[r]];
+      lp += units[r] * eta - std::exp(eta) - std::lgamma(units[r] + 1);
+    }
+    return lp;
+  }
+};
+
+inline Demand demand(long N, long P, long T, std::mt19937& rng) {
+  Demand d;
+  d.P = P;
+  d.T = T;
+  Program& p = d.p;
+  std::normal_distribution<double> norm;
+  std::uniform_real_distribution<double> u(0, 1);
+  d.product = random_groups(rng, N, P);
+  d.cell = random_groups(rng, N, T);
+  d.log_price.resize(N);
+  d.units.resize(N);
+  for (long r = 0; r < N; ++r) {
+    d.log_price[r] = 0.3 * norm(rng);
+    d.units[r] = std::floor(40 * u(rng) * u(rng));
+  }
+  const int slope = p.add(param_node(P, 0));
+  const int intercept = p.add(param_node(P, P));
+  const int cell_effect = p.add(param_node(T, 2 * P));
+  p.n_free = 2 * P + T;
+  const int zero = p.add(data_node({0}));
+  const int one = p.add(data_node({1}));
+  for (int v : {slope, intercept, cell_effect}) add_term(p, density_node(Family::normal, {v, zero, one}));
+  const int s = p.add(gather_node(slope, d.product));
+  const int sx = p.add(binary_node(Op::mul, s, p.add(data_node(d.log_price)), p));
+  const int e1 = p.add(binary_node(Op::add, sx, p.add(gather_node(cell_effect, d.cell)), p));
+  const int eta = p.add(binary_node(Op::add, e1, p.add(gather_node(intercept, d.product)), p));
+  d.lik = add_term(p, density_node(Family::poisson_log, {p.add(data_node(d.units)), eta}));
+  return d;
+}
+
 struct Result {
   std::vector<double> lp, grad;
   std::vector<std::vector<double>> terms;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <random>
@@ -1847,9 +1848,11 @@ TEST_CASE("target: its term adds its target, d/dx = 1, and is kept without the J
 // element (a prior's target, a likelihood's linear predictor); they must
 // give the element-by-element path's log density and adjoints. Sizes over
 // several chunks and with a partial last chunk; three chains, each its own
-// values.
+// values, and a target of data the same for every chain (x_per_chain false:
+// where a family's data_term is summed once for all chains).
 template <class T, lockstep::Family F>
-void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool p0_per_element) {
+void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool p0_per_element,
+                        bool x_per_chain = true) {
   using lockstep::AdjointSink;
   using lockstep::DensityTerm;
   using lockstep::Operand;
@@ -1867,8 +1870,9 @@ void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool
         p0[i] = static_cast<T>(8 * u(rng) - 4);
         break;
       case lockstep::Family::poisson_log:
-        x[i] = std::floor(6 * u(rng));
-        p0[i] = static_cast<T>(2 * u(rng) - 1);
+      case lockstep::Family::poisson:
+        x[i] = std::floor(40 * u(rng) * u(rng));  // past the small counts' product
+        p0[i] = static_cast<T>(F == lockstep::Family::poisson ? 0.5 + 10 * u(rng) : 2 * u(rng) - 1);
         break;
       case lockstep::Family::gamma:
       case lockstep::Family::lognormal:
@@ -1905,7 +1909,7 @@ void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool
     term.lower = -HUGE_VAL;
     term.upper = HUGE_VAL;
     term.truncated = false;
-    term.x = Operand<T>{x.data(), n, false};
+    term.x = Operand<T>{x.data(), x_per_chain ? n : 0, false};
     const T* ps[3] = {p0.data(), p1.data(), p2.data()};
     const long strides[3] = {p0_stride, 1, 1};
     for (int k = 0; k < K; ++k)
@@ -1920,11 +1924,14 @@ void check_lean_density(std::mt19937& rng, bool dx_wanted, bool dp0_wanted, bool
   std::vector<T> dx_elements(C * n, T(0)), dp0_elements(C * n, T(0));
   const Term chunked = make(dx_chunked, dp0_chunked);
   const Term elements = make(dx_elements, dp0_elements);
+  CHECK(chunked.splits_data_term() ==
+        (!x_per_chain && lockstep::has_data_term<lockstep::Dist<F>>::value));
+  std::vector<double> lp(C, 0.0);
+  chunked.sum_chains(C, n, lp.data(), 1);
   for (long c = 0; c < C; ++c) {
-    const double lp = chunked.sum_chain(c, n);
     double expected = 0;
     for (long i = 0; i < n; ++i) expected += elements(c, i);
-    CHECK(close(lp, expected, 1e-12, 1e-12));
+    CHECK(close(lp[c], expected, 1e-12, 1e-12));
   }
   const double tol = std::is_same<T, float>::value ? 1e-5 : 1e-12;
   for (long i = 0; i < C * n; ++i) {
@@ -1960,10 +1967,48 @@ TEST_CASE("the chunked density loop equals the element-by-element one, lean or n
     if (!m[0]) {  // discrete targets: data only
       check_lean_density<double, Family::bernoulli_logit>(rng, false, m[1], m[2]);
       check_lean_density<float, Family::bernoulli_logit>(rng, false, m[1], m[2]);
-      check_lean_density<double, Family::poisson_log>(rng, false, m[1], m[2]);
       check_lean_density<double, Family::negative_binomial>(rng, false, m[1], m[2]);
+      for (bool per_chain : {true, false}) {  // x the same for every chain: its data_term once
+        INFO("x per chain " << per_chain);
+        check_lean_density<double, Family::poisson_log>(rng, false, m[1], m[2], per_chain);
+        check_lean_density<float, Family::poisson_log>(rng, false, m[1], m[2], per_chain);
+        check_lean_density<double, Family::poisson>(rng, false, m[1], m[2], per_chain);
+        check_lean_density<double, Family::bernoulli_logit>(rng, false, m[1], m[2], per_chain);
+      }
     }
   }
+}
+
+// A family's data_term and kernel (dist.hpp's has_data_term) add up to its
+// lpdf, to the last bit, with the same partials: in the support, outside it
+// (-Inf from the kernel, data_term 0) and at NaN and infinite values.
+template <lockstep::Family F> void check_data_term(const std::vector<double>& params) {
+  using D = lockstep::Dist<F>;
+  static_assert(lockstep::has_data_term<D>::value, "a family with a data_term");
+  const double inf = HUGE_VAL, nan = std::nan("");
+  for (double x : {0.0, 1.0, 3.0, 15.0, 16.0, 17.0, 250.0, 1e6, -1.0, 2.5, inf, nan})
+    for (double p0 : params) {
+      INFO("x " << x << ", parameter " << p0);
+      double p[3] = {p0, 0, 0}, dx1 = 0, dp1[3] = {0, 0, 0}, dx2 = 0, dp2[3] = {0, 0, 0};
+      const double whole = D::lpdf(x, p, &dx1, dp1);
+      const double split = D::kernel(x, p, &dx2, dp2) + D::data_term(x);
+      CHECK(std::memcmp(&whole, &split, sizeof(double)) == 0);
+      CHECK(std::memcmp(&dp1[0], &dp2[0], sizeof(double)) == 0);
+      CHECK(std::memcmp(&dx1, &dx2, sizeof(double)) == 0);
+      CHECK(std::isfinite(D::data_term(x)));
+      if (!(x >= 0 && std::floor(x) == x && x < inf)) CHECK(D::data_term(x) == 0);
+    }
+}
+
+TEST_CASE("a family's kernel and data_term add up to its lpdf", "[distributions][density]") {
+  const double inf = HUGE_VAL, nan = std::nan("");
+  check_data_term<lockstep::Family::poisson_log>({-800.0, -2.0, 0.0, 1.5, 700.0, -inf, inf, nan});
+  check_data_term<lockstep::Family::poisson>({0.0, 1e-300, 0.5, 3.0, 1e5, -1.0, inf, nan});
+  // against R's dpois(3, 2, log = TRUE)
+  double p[3] = {2.0, 0, 0}, dx, dp[3];
+  CHECK(close(lockstep::Dist<lockstep::Family::poisson>::kernel(3, p, &dx, dp) +
+                  lockstep::Dist<lockstep::Family::poisson>::data_term(3),
+              -1.7123179275482192, 1e-14, 1e-14));
 }
 
 namespace {

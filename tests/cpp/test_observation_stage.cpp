@@ -207,6 +207,61 @@ TEST_CASE("tiled, sharded executor equals the plain one: devices, threads, tiles
   }
 }
 
+// The CPU stage's own ways with a count model: gathers' backward summing
+// runs of equal entries (add_run_sums) and the likelihood's log(x!) summed
+// once per tile, when the stage is built, for every chain (NodeCall::
+// data_term). Against the log density by hand and the plain executor, at
+// several chain counts, threads, devices and tile sizes, in double and float.
+TEST_CASE("the demand model's shape: tiled equals the plain executor and the hand-written "
+          "log density", "[stages][executor][tiles][demand]") {
+  std::mt19937 rng(36);
+  for (long N : {40L, 700L}) {
+    Demand d = demand(N, 9, 5, rng);
+    lockstep::plan(d.p);
+    REQUIRE(d.p.nodes[d.lik].extent == 0);  // the observation stage
+    for (long chains : {1L, 2L, 4L}) {
+      std::vector<double> state = random_state(rng, chains, d.p.n_free);
+      for (double& v : state) v *= 0.5;
+      ExecOptions plain;
+      plain.observation_stage = false;
+      const Result reference = run(d.p, chains, state, plain);
+      for (long c = 0; c < chains; ++c)
+        CHECK(close(reference.lp[c], d.log_density(state.data() + c * d.p.n_free), 1e-10, 1e-10));
+      for (Backend backend : {Backend::cpu, Backend::emulated})
+        for (int threads : {1, 2})
+          for (int devices : {1, 3})
+            for (long tile : {0L, 7L, 64L}) {
+              INFO("N " << N << " chains " << chains << " backend " << static_cast<int>(backend)
+                        << " threads " << threads << " devices " << devices << " tile " << tile);
+              ExecOptions o;
+              o.backend = backend;
+              o.threads = threads;
+              o.devices = devices;
+              o.tile_rows = tile;
+              check_same(run(d.p, chains, state, o), reference);
+              // and again: a second call gives the same (the tiles' sums are kept)
+              Executor<double> ex(d.p, chains, o);
+              std::vector<double> lp1(chains), lp2(chains), g(chains * d.p.n_free);
+              ex.log_density(state.data(), lp1.data(), g.data());
+              ex.log_density(state.data(), lp2.data(), nullptr);
+              CHECK(lp1 == lp2);
+            }
+      ExecOptions single;
+      single.threads = 2;
+      single.tile_rows = 16;
+      Executor<float> ex(d.p, chains, single);
+      std::vector<double> lp(chains), g(chains * d.p.n_free);
+      ex.log_density(state.data(), lp.data(), g.data());
+      for (long c = 0; c < chains; ++c) CHECK(close(lp[c], reference.lp[c], 1e-5, 1e-3));
+      for (size_t k = 0; k < g.size(); ++k) CHECK(close(g[k], reference.grad[k], 1e-4, 1e-3));
+    }
+  }
+  Demand d = demand(200, 6, 4, rng);
+  lockstep::plan(d.p);
+  const std::vector<double> state = random_state(rng, 3, d.p.n_free);
+  check_gradient(d.p, 3, state, 1e-6, 1e-7);  // default options: tiled
+}
+
 TEST_CASE("tiled executor on the emulated backend equals the plain cpu one",
           "[stages][executor][tiles][emulated]") {
   std::mt19937 rng(4);

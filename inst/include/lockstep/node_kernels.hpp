@@ -156,6 +156,10 @@ template <class T> struct NodeCall {
   // What a density multiplies its value and partials by (DensityTerm::
   // weight): a minibatch's tiles over tiles drawn, in the tile kernel.
   double weight = 1;
+  // A density's sum of its family's data_term over the target (DensityTerm::
+  // data_term_total), where the caller knows it: the CPU's observation
+  // stage, which sums each tile's when built. Null: not known.
+  const double* data_term = nullptr;
 
   LS_HD T* y() const { return const_cast<T*>(out.value); }
 };
@@ -281,6 +285,10 @@ LS_HD void launch_density_term(const NodeCall<T>& call, Launch&& launch) {
   term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
   term.dx_store = call.gradient && call.first_writer;
   term.weight = call.weight;
+  if (call.data_term) {
+    term.data_term_given = true;
+    term.data_term_total = *call.data_term;
+  }
   for (int k = 0; k < Term::n_params; ++k) {
     // parameters broadcast over the target's elements
     term.p[k] = operand(call.in[k + 1], target);

@@ -252,6 +252,10 @@ template <class T> class ObservationStage {
   std::vector<std::vector<T>> row_data_;
   std::vector<bool> row_major_;  // row data stored row by row within each tile
   std::vector<std::vector<long>> row_index_;
+  std::vector<char> index_in_runs_;  // per node: index_in_runs(row_index_) (NodeCall's)
+  // per density node of row data: each tile's sum of its family's data_term
+  // (NodeCall::data_term), or empty
+  std::vector<std::vector<double>> data_terms_;
   std::vector<Worker> workers_;  // shards * workers
   // The tile kernel's layout on the emulated backend, made at the first run
   // and again only when the buffers it was placed at move.

@@ -70,6 +70,22 @@ struct declares_straight_line<D, std::void_t<decltype(D::straight_line)>>
     : std::integral_constant<bool, D::straight_line> {};
 template <class D> constexpr bool straight_line() { return declares_straight_line<D>::value; }
 
+// A family may split its lpdf into a part of the target alone and the rest:
+//
+//     LS_HD static double data_term(double x);
+//     LS_HD static double kernel(double x, const double* p, double* dx, double* dp);
+//
+// with lpdf(x, p, ...) = kernel(x, p, ...) + data_term(x) exactly (so that
+// -Inf outside the support comes from the kernel, and data_term is 0 there).
+// A term whose target is the same for every chain (data: a count model's
+// log(x!)) sums data_term once for all chains instead of once per chain
+// (density.hpp's data_term_sum; a third of a Poisson likelihood's cost at
+// four chains). The families with one are straight-line and unprepared.
+template <class D, class = void> struct has_data_term : std::false_type {};
+template <class D>
+struct has_data_term<D, std::void_t<decltype(&D::data_term), decltype(&D::kernel)>>
+    : std::true_type {};
+
 template <class D, class = void> struct declares_location_param : std::false_type {};
 template <class D>
 struct declares_location_param<D, std::void_t<decltype(D::Prepared::location_param)>>

@@ -60,6 +60,9 @@ LS_HD_INLINE double ls_lfactorial(double x) {
   return lgamma(x + 1);
 }
 
+// Whether x is a count: 0, 1, 2, ... (NaN is not).
+LS_HD_INLINE bool is_count(double x) { return (x >= 0) & (floor(x) == x) & (x < ls_inf()); }
+
 // log(x!) for a count x, in straight-line arithmetic for element loops that
 // vectorise (the count families' straight-line lpdfs): below 16 the log of the
 // product of 2, ..., x (exact: 15! < 2^53), so 0 exactly at x = 0 and 1;

@@ -59,7 +59,7 @@ template <> struct Dist<Family::negative_binomial> : Discrete2 {
   LS_HD_INLINE static double lpdf(double x, double location, const Prepared& pq, double* dx,
                                   double* dp) {
     const double r = pq.r, q = location, bad = pq.bad + nan_unless((q > 0) & (q <= 1));
-    const bool count = (x >= 0) & (floor(x) == x) & (x < ls_inf());  // NaN: not a count
+    const bool count = is_count(x);
     // the reciprocals' sum as one fraction, numerator / product, so that the
     // loop has no division
     double product = 1, numerator = 0;

@@ -15,14 +15,21 @@ template <> struct Dist<Family::poisson> : Discrete {
   // element loop of a rate that varies by element (an offset's exposure
   // times exp(eta)) vectorises (density.hpp's straight_line<D>).
   static constexpr bool straight_line = true;
+  // lpdf = kernel + data_term (dist.hpp's has_data_term): -log(x!) is the
+  // target's alone.
   LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
+    return kernel(x, p, dx, dp) + data_term(x);
+  }
+  LS_HD_INLINE static double data_term(double x) {
+    return is_count(x) ? -ls_lfactorial_count(x) : 0.0;
+  }
+  LS_HD_INLINE static double kernel(double x, const double* p, double* dx, double* dp) {
     const double l = p[0], bad = nan_unless((l >= 0) & (l < ls_inf()));
-    const bool count = (x >= 0) & (floor(x) == x) & (x < ls_inf());  // NaN: not a count
-    // x log(lambda) and x / lambda are 0 at x = 0, also at lambda = 0
-    const double lp = ls_count_times(x, ls_log(l)) - l - ls_lfactorial_count(x);
+    const bool count = is_count(x);
     *dx = bad;
+    // x log(lambda) and x / lambda are 0 at x = 0, also at lambda = 0
     dp[0] = (count ? ls_xdivy(x, l) - 1 : 0.0) + bad;
-    return (count ? lp : -ls_inf()) + bad;
+    return (count ? ls_count_times(x, ls_log(l)) - l : -ls_inf()) + bad;
   }
 };
 

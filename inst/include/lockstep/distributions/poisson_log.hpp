@@ -20,14 +20,21 @@ template <> struct Dist<Family::poisson_log> : Discrete {
   // Straight-line (selects; ls_exp and ls_lfactorial_count), so that a count
   // regression's element loop vectorises (density.hpp's straight_line<D>).
   static constexpr bool straight_line = true;
+  // lpdf = kernel + data_term (dist.hpp's has_data_term): -log(x!) is the
+  // target's alone.
   LS_HD_INLINE static double lpdf(double x, const double* p, double* dx, double* dp) {
+    return kernel(x, p, dx, dp) + data_term(x);
+  }
+  LS_HD_INLINE static double data_term(double x) {
+    return is_count(x) ? -ls_lfactorial_count(x) : 0.0;
+  }
+  LS_HD_INLINE static double kernel(double x, const double* p, double* dx, double* dp) {
     const double eta = p[0], bad = nan_unless(eta == eta);
-    const bool count = (x >= 0) & (floor(x) == x) & (x < ls_inf());  // NaN: not a count
+    const bool count = is_count(x);
     const double rate = ls_exp(eta);
-    const double lp = ls_count_times(x, eta) - rate - ls_lfactorial_count(x);
     *dx = bad;
     dp[0] = (count ? x - rate : 0.0) + bad;
-    return (count ? lp : -ls_inf()) + bad;
+    return (count ? ls_count_times(x, eta) - rate : -ls_inf()) + bad;
   }
 };
 

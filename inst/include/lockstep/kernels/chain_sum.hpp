@@ -18,11 +18,13 @@
 
 namespace lockstep {
 
-// A term may sum one chain's elements itself (DensityTerm does, to hoist
-// what depends only on the parameters): double sum_chain(long c, long size).
-template <class Term, class = void> struct has_sum_chain : std::false_type {};
+// A term may sum its elements itself, chain by chain, on the CPU (DensityTerm
+// does, to hoist what depends only on the parameters, and to sum once what
+// depends only on the data): void sum_chains(long chains, long size,
+// double* out, long stride), adding chain c's sum to out[c * stride].
+template <class Term, class = void> struct has_sum_chains : std::false_type {};
 template <class Term>
-struct has_sum_chain<Term, std::void_t<decltype(&Term::sum_chain)>> : std::true_type {};
+struct has_sum_chains<Term, std::void_t<decltype(&Term::sum_chains)>> : std::true_type {};
 
 // A term with slots (below) may likewise sum one chain's elements and slots
 // itself: double sum_chain_with_slots(long c, long size, double* sums).
@@ -86,9 +88,9 @@ template <class Term> struct ChainSum {
       double* mine = lane.shared + static_cast<long>(lane.in_block) * shared_per_lane;
       for (long k = 0; k < shared_per_lane; ++k) mine[k] = 0;
 #if !defined(__CUDA_ARCH__)
-      if constexpr (has_sum_chain<Term>::value)
-        if (lane.count == 1) {  // the CPU: the term's own loop over a chain
-          for (long c = 0; c < chains; ++c) mine[c * per_chain] += term.sum_chain(c, size);
+      if constexpr (has_sum_chains<Term>::value)
+        if (lane.count == 1) {  // the CPU: the term's own loops over the chains
+          term.sum_chains(chains, size, mine, per_chain);
           return;
         }
       if constexpr (has_sum_chain_with_slots<Term>::value)

@@ -36,6 +36,10 @@ template <class T, Family F> struct DensityTerm {
   // (The CPU's observation stage scales its workers' sums instead; a term
   // with another weight takes the element-by-element loop.)
   double weight = 1;
+  // The sum of the family's data_term over the target (dist.hpp), where the
+  // caller knows it (NodeCall::data_term): sum_chains then adds it as is.
+  bool data_term_given = false;
+  double data_term_total = 0;
 
   // Sums per chain (ChainSum's slots) for the adjoints of scalar parameters
   // (and a scalar target) that the term's elements all add to, when asked
@@ -104,17 +108,60 @@ template <class T, Family F> struct DensityTerm {
     return (*this)(c, i, sums);
   }
 
-  // One chain's sum over elements [0, size): the CPU's loop (ChainSum calls
-  // it on one lane). Untruncated terms whose operands are each the target's
-  // shape or one value (no axis broadcast) take the chunked loop; the rest
-  // go element by element.
-  double sum_chain(long c, long size) const {
+  // Adds each chain's sum over elements [0, size) to out[c * stride]: the
+  // CPU's loops (ChainSum calls it on one lane). Where the family splits off
+  // a data_term (dist.hpp) and the target is the same for every chain (data),
+  // that part is summed once (or given: data_term_total) and added to each
+  // chain's sum of the kernel.
+  void sum_chains(long chains, long size, double* out, long stride) const {
+    const bool split = splits_data_term();
+    const double shared = !split ? 0.0 : data_term_given ? data_term_total : data_term_sum(x.data, size);
+    for (long c = 0; c < chains; ++c) out[c * stride] += sum_chain(c, size, split) + shared;
+  }
+
+  // Whether the CPU's loop is the chunked one: untruncated terms whose
+  // operands are each the target's shape or one value (no axis broadcast);
+  // the rest go element by element.
+  bool chunked() const {
     bool chunked = !truncated && !x.axis && !(dx.data && dx.axis) && weight == 1;
     for (int k = 0; k < n_params; ++k) chunked = chunked && !p[k].axis && !(dp[k].data && dp[k].axis);
+    return chunked;
+  }
+
+  // Whether sum_chains sums the family's data_term once (above): a chunked
+  // term whose target has no chain dimension and a value per element.
+  static constexpr bool may_split_data_term = has_data_term<Dist<F>>::value &&
+                                               straight_line<Dist<F>>() &&
+                                               !has_prepared<Dist<F>>::value;
+  bool splits_data_term() const {
+    return may_split_data_term && chunked() && x.chain_stride == 0 && !x.scalar;
+  }
+
+  // The sum of the family's data_term over x[0, size) (0 for a family
+  // without one). Data do not change between calls, so an observation stage
+  // sums each tile's once, when built, and gives it (data_term_total).
+  static double data_term_sum(const T* x, long size) {
+    double xb[chunk], tb[chunk], total = 0;
+    for (long i0 = 0; i0 < size; i0 += chunk) {
+      const long n = size - i0 < chunk ? size - i0 : chunk;
+      data_term_chunk(n, in_doubles(x + i0, n, xb), tb);
+      total += detail::sum_doubles(tb, n);
+    }
+    return total;
+  }
+  LS_CPU_VECTORISE static void data_term_chunk(long n, const double* xr, double* __restrict tb) {
+    if constexpr (has_data_term<Dist<F>>::value)
+      for (long i = 0; i < n; ++i) tb[i] = Dist<F>::data_term(xr[i]);
+  }
+
+  // One chain's sum over elements [0, size), without the family's data_term
+  // where `kernel_only` (splits_data_term()).
+  double sum_chain(long c, long size, bool kernel_only) const {
+    const bool chunked = this->chunked();
     // Only the chunked loop stores a target's partials, one per element;
     // the other ways add to them, once zeroed.
     if (dx_store && dx.data && (!chunked || dx.scalar || x.scalar)) zero_dx(c, size);
-    if (chunked) return sum_chain_chunked(c, size);
+    if (chunked) return sum_chain_chunked(c, size, kernel_only);
     double lp = 0;
     for (long i = 0; i < size; ++i) lp += (*this)(c, i);
     return lp;
@@ -154,7 +201,7 @@ template <class T, Family F> struct DensityTerm {
   // lpdf at element i, prepared (Prep: its parameter-only math done once,
   // from pv) or not, and its partials handed to put(i, gx, gp), which says
   // where they go (the lean loops' adjoints or the general loop's arrays).
-  template <bool Prep, class Put>
+  template <bool Prep, bool Kernel, class Put>
   inline __attribute__((always_inline)) void chunk_elements(long n, const double* xr,
                                                             const double* const* pr,
                                                             const double* pv, double* lpb,
@@ -183,7 +230,10 @@ template <class T, Family F> struct DensityTerm {
         if constexpr (n_params > 0) pi[0] = p0[i];
         if constexpr (n_params > 1) pi[1] = p1[i];
         if constexpr (n_params > 2) pi[2] = p2[i];
-        lpb[i] = D::lpdf(xr[i], pi, &gx, gp);
+        if constexpr (Kernel && has_data_term<D>::value)
+          lpb[i] = D::kernel(xr[i], pi, &gx, gp);
+        else
+          lpb[i] = D::lpdf(xr[i], pi, &gx, gp);
         put(i, gx, gp);
       }
     }
@@ -194,13 +244,14 @@ template <class T, Family F> struct DensityTerm {
   // DP0: a prior's and a regression likelihood's) and no other partial is
   // wanted, the loop adds them there itself, instead of storing every
   // partial of the chunk (wanted or not) in a local array for later passes.
-  // DX = 2 stores the target's (dx_store).
-  template <int DX, bool DP0, bool Prep>
+  // DX = 2 stores the target's (dx_store). Kernel: the lpdf without the
+  // family's data_term.
+  template <int DX, bool DP0, bool Prep, bool Kernel>
   inline __attribute__((always_inline)) void lean_elements(long n, const double* xr,
                                                            const double* const* pr,
                                                            const double* pv, T* dxo, T* dp0o,
                                                            double* lpb) const {
-    chunk_elements<Prep>(n, xr, pr, pv, lpb,
+    chunk_elements<Prep, Kernel>(n, xr, pr, pv, lpb,
                          [&](long i, double gx, const double* gp) {
                            if constexpr (DX == 1) dxo[i] += static_cast<T>(gx);
                            if constexpr (DX == 2) dxo[i] = static_cast<T>(gx);
@@ -211,15 +262,15 @@ template <class T, Family F> struct DensityTerm {
   // One chunk of the lean loop, its (DX, DP0, Prep) picked at run time: 0 no
   // partials, 1 the target's, 2 the first parameter's, 3 the target's
   // stored.
-  template <bool Prep>
+  template <bool Prep, bool Kernel = false>
   inline __attribute__((always_inline)) void lean_chunk(int lean, long n, const double* xr,
                                                         const double* const* pr,
                                                         const double* pv, T* dxo, T* dp0o,
                                                         double* lpb) const {
-    if (lean == 1) lean_elements<1, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
-    else if (lean == 2) lean_elements<0, true, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
-    else if (lean == 3) lean_elements<2, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
-    else lean_elements<0, false, Prep>(n, xr, pr, pv, dxo, dp0o, lpb);
+    if (lean == 1) lean_elements<1, false, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else if (lean == 2) lean_elements<0, true, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else if (lean == 3) lean_elements<2, false, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else lean_elements<0, false, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
   }
 
   // The prepared element loops (prep), and a straight-line family's plain
@@ -229,33 +280,41 @@ template <class T, Family F> struct DensityTerm {
   // The rest of sum_chain_chunked keeps LS_CPU_CLONES (a poisson_log or
   // bernoulli_logit likelihood, whose lpdf branches, was 15% slower with the
   // whole function under LS_CPU_VECTORISE).
-  LS_CPU_VECTORISE void vectorised_lean_chunk(bool prep, int lean, long n, const double* xr,
-                                              const double* const* pr, const double* pv, T* dxo,
-                                              T* dp0o, double* lpb) const {
+  // (kernel_only: without the family's data_term, splits_data_term())
+  LS_CPU_VECTORISE void vectorised_lean_chunk(bool prep, bool kernel_only, int lean, long n,
+                                              const double* xr, const double* const* pr,
+                                              const double* pv, T* dxo, T* dp0o,
+                                              double* lpb) const {
     if (prep)
       lean_chunk<true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
-    else if constexpr (straight_line<Dist<F>>())
+    else if constexpr (straight_line<Dist<F>>()) {
+      if constexpr (has_data_term<Dist<F>>::value)
+        if (kernel_only) return lean_chunk<false, true>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
       lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
+    }
   }
   // (Its outputs are the caller's local arrays, which overlap nothing: said
   // with __restrict, as the vectoriser would otherwise check each pair.)
-  LS_CPU_VECTORISE void vectorised_chunk(bool prep, long n, const double* xr,
+  LS_CPU_VECTORISE void vectorised_chunk(bool prep, bool kernel_only, long n, const double* xr,
                                          const double* const* pr, const double* pv,
                                          double* __restrict lpb, double* __restrict gxb,
                                          double (*__restrict gpb)[chunk]) const {
     if (prep)
       stored_chunk<true>(n, xr, pr, pv, lpb, gxb, gpb);
-    else if constexpr (straight_line<Dist<F>>())
+    else if constexpr (straight_line<Dist<F>>()) {
+      if constexpr (has_data_term<Dist<F>>::value)
+        if (kernel_only) return stored_chunk<false, true>(n, xr, pr, pv, lpb, gxb, gpb);
       stored_chunk<false>(n, xr, pr, pv, lpb, gxb, gpb);
+    }
   }
-  template <bool Prep>
+  template <bool Prep, bool Kernel = false>
   inline __attribute__((always_inline)) void stored_chunk(long n, const double* xr,
                                                           const double* const* pr,
                                                           const double* pv,
                                                           double* __restrict lpb,
                                                           double* __restrict gxb,
                                                           double (*__restrict gpb)[chunk]) const {
-    chunk_elements<Prep>(n, xr, pr, pv, lpb, [&](long i, double gx, const double* gp) {
+    chunk_elements<Prep, Kernel>(n, xr, pr, pv, lpb, [&](long i, double gx, const double* gp) {
       gxb[i] = gx;
       // (written out: a loop over k here stopped the vectoriser)
       static_assert(max_dist_params == 3, "stored_chunk stores three partials");
@@ -265,7 +324,7 @@ template <class T, Family F> struct DensityTerm {
     });
   }
 
-  LS_CPU_CLONES double sum_chain_chunked(long c, long size) const {
+  LS_CPU_CLONES double sum_chain_chunked(long c, long size, bool kernel_only) const {
     using D = Dist<F>;
     double xb[chunk], lpb[chunk], gxb[chunk];
     double pb[max_dist_params][chunk], gpb[max_dist_params][chunk];
@@ -320,7 +379,7 @@ template <class T, Family F> struct DensityTerm {
         T* dxo = stream ? gxt : dxs ? dxs + i0 : nullptr;
         T* dp0o = n_params > 0 && dps[0] ? dps[0] + i0 : nullptr;
         if (vectorised)
-          vectorised_lean_chunk(prepared, lean, n, xr, pr, pv, dxo, dp0o, lpb);
+          vectorised_lean_chunk(prepared, kernel_only, lean, n, xr, pr, pv, dxo, dp0o, lpb);
         else if constexpr (!straight_line<D>())
           lean_chunk<false>(lean, n, xr, pr, pv, dxo, dp0o, lpb);
         if (stream) detail::stream_store(dxs + i0, gxt, n);
@@ -332,9 +391,9 @@ template <class T, Family F> struct DensityTerm {
         for (int k = 0; k < n_params; ++k) gpb[k][i] = gp[k];
       };
       if (vectorised)
-        vectorised_chunk(prepared, n, xr, pr, pv, lpb, gxb, gpb);
+        vectorised_chunk(prepared, kernel_only, n, xr, pr, pv, lpb, gxb, gpb);
       else if constexpr (!straight_line<D>())
-        chunk_elements<false>(n, xr, pr, pv, lpb, store);
+        chunk_elements<false, false>(n, xr, pr, pv, lpb, store);
       lp += detail::sum_doubles(lpb, n);
       if (dxs && dx_store)
         for (long i = 0; i < n; ++i) dxs[i0 + i] = static_cast<T>(gxb[i]);
@@ -356,6 +415,20 @@ template <class T, Family F> struct DensityTerm {
     return lp;
   }
 };
+
+// Whether family f splits off a data_term (dist.hpp) that a term of element
+// type T sums once for all chains; if so, its sum over x[0, n) in *total.
+template <class T> inline bool sum_data_term(Family f, const T* x, long n, double* total) {
+  bool splits = false;
+  with_family(f, [&](auto tag) {
+    using Term = DensityTerm<T, decltype(tag)::value>;
+    if constexpr (Term::may_split_data_term) {
+      splits = true;
+      *total = Term::data_term_sum(x, n);
+    }
+  });
+  return splits;
+}
 
 }  // namespace lockstep
 
