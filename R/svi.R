@@ -83,6 +83,13 @@
 #'   model's log density and gradient at all of them in one engine call, and
 #'   moves mu and log(sd) along the bound's reparameterised gradient.
 #'
+#'   On a GPU, a mean-field guide fitted by [adam()] lives in the GPU's
+#'   memory with the model: its parameters, the optimiser's state, the
+#'   particles and their gradients stay there, and each iteration moves a
+#'   few numbers per particle between the GPU and R's process. Other guides
+#'   and optimisers work in the host's memory, the particles copied to the
+#'   GPU and their gradients back at each iteration.
+#'
 #'   An interrupt (Esc, Ctrl-C) stops the fit and returns it as it is. An
 #'   iteration whose bound is not finite leaves the guide where it was; 20 of
 #'   them in a row stop the fit (the optimiser has diverged), which returns
@@ -100,7 +107,8 @@
 #'   `type`, and its `mean` and `sd` over the free parameters and, for a
 #'   full-rank guide, its `scale`: the guide is normal(`mean`, `scale %*%
 #'   t(scale)`); for a low-rank one, its `factor` and `diagonal`: normal(`mean`,
-#'   `factor %*% t(factor) + diag(diagonal^2)`)), `loss` (each
+#'   `factor %*% t(factor) + diag(diagonal^2)`); and `on_device`, whether it
+#'   lived in a GPU's memory), `loss` (each
 #'   iteration's; with `batch_size`, each an estimate from its minibatch),
 #'   `elbo` (the bound averaged over the last 100 iterations), `k_hat`
 #'   (from the whole data), `iterations`, `converged`, `interrupted` and
@@ -170,7 +178,7 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
   fitted <- ls_svi_guide(handle, guide == "full_rank")
   fit <- list(guide = list(type = guide, mean = fitted$mean, sd = fitted$sd,
                            scale = fitted$scale, factor = fitted$factor,
-                           diagonal = fitted$diagonal),
+                           diagonal = fitted$diagonal, on_device = fitted$on_device),
               loss = run$loss, iterations = length(run$loss), converged = run$converged,
               interrupted = run$interrupted, particles = particles, alpha = alpha,
               batch_size = if (fraction < 1) batch_size,

@@ -4,7 +4,7 @@
 #
 #   Rscript bench/svi_demand.R [--products 1e4] [--iterations 300] [--threads 2]
 #                              [--precision double,single] [--fit 3000] [--batch 0.1]
-#                              [--fit-batch 0] [--mcmc 0]
+#                              [--fit-batch 0] [--mcmc 0] [--gpu 0] [--export FILE]
 #
 # The data: ../shared/peers/demand_sim.R's sim_demand(products) (1e4: 1.57M rows, 10
 # categories, 1,570 week-category cells). The model: the seed's priors, every level
@@ -25,10 +25,16 @@
 # too. With --mcmc N, mcmc() draws N samples after N warmup iterations (4 chains) on the
 # same data, and the fit's elasticities are compared with its posterior means (run it on a
 # smaller dataset: --products 1e3 is a tenth of the seed's).
+# With --gpu 1 the fits run on GPU 0 (gpu_only(0, tile_kernel = TRUE): the tile kernel,
+# which minibatches need; the guide lives in the GPU's memory), and --threads is unused.
+# With --export FILE the data are written to FILE for bench/svi_demand_numpyro.py (the
+# seed's NumPyro model on the same rows: bench/svi_demand_gpu.sh runs both), and --fit 0
+# skips the accuracy fit.
 suppressMessages(library(lockstep))
 args <- commandArgs(TRUE)
 opt <- list(products = "1e4", iterations = "300", threads = "2", precision = "double,single",
-            fit = "3000", lr = "0.01", batch = "0.1", "fit-batch" = "0", mcmc = "0")
+            fit = "3000", lr = "0.01", batch = "0.1", "fit-batch" = "0", mcmc = "0", gpu = "0",
+            export = "")
 for (i in seq_len(length(args) / 2) * 2 - 1) opt[[sub("^--", "", args[i])]] <- args[i + 1]
 script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
 shared <- normalizePath(file.path(dirname(script), "..", "..", "shared"))
@@ -38,6 +44,21 @@ sim <- sim_demand(as.numeric(opt$products))
 d <- sim$data
 cat(sprintf("sim_demand(%s): %d rows, %d products, %d categories, %d week-category cells\n",
             opt$products, d$n_obs, d$n_product, d$n_cat, d$n_week_cat))
+if (nzchar(opt$export)) {
+  # four sizes as float64 (rows, products, categories, week-category cells), then 0-based
+  # int32 indices product and week_cat (a row each) and category_of_product (a product
+  # each), float64 log_price and int32 units (a row each): bench/svi_demand_numpyro.py
+  # reads them
+  con <- file(opt$export, "wb")
+  writeBin(as.double(c(d$n_obs, d$n_product, d$n_cat, d$n_week_cat)), con)
+  writeBin(as.integer(d$product - 1L), con, size = 4)
+  writeBin(as.integer(d$week_cat - 1L), con, size = 4)
+  writeBin(as.integer(d$category_of_product - 1L), con, size = 4)
+  writeBin(as.double(d$log_price), con)
+  writeBin(as.integer(d$units), con, size = 4)
+  close(con)
+  cat(sprintf("data written to %s\n", opt$export))
+}
 
 built <- system.time({
   z_global <- normal(0, 1)
@@ -61,7 +82,9 @@ at_median <- initials(z_global = 0, z_category = rep(0, d$n_cat), z_product = re
 
 threads <- as.integer(opt$threads)
 n <- as.integer(opt$iterations)
-co <- cpu_only(threads = threads)
+gpu <- opt$gpu == "1"
+co <- if (gpu) gpu_only(0, tile_kernel = TRUE) else cpu_only(threads = threads)
+where <- if (gpu) "GPU 0" else sprintf("%d threads", threads)
 for (precision in strsplit(opt$precision, ",")[[1]]) {
   m <- model(global_a, category_a, product_a, precision = precision)
   run <- function(iterations, batch_size) {
@@ -75,13 +98,14 @@ for (precision in strsplit(opt$precision, ",")[[1]]) {
     t1 <- run(n, batch_size)
     t2 <- run(2 * n, batch_size)
     ms <- 1e3 * (t2 - t1) / n
-    cat(sprintf("%s, %d threads, %s: %d free parameters; %.1f ms per iteration of 4 particles (model built in %.1f s)\n",
-                precision, threads,
+    cat(sprintf("%s, %s, %s: %d free parameters; %.2f ms per iteration of 4 particles (model built in %.1f s)\n",
+                precision, where,
                 if (is.null(batch_size)) "all rows" else sprintf("batch_size %d", batch_size),
                 m$n_free, ms, built))
   }
 }
 
+if (as.integer(opt$fit) == 0) quit(save = "no")
 # accuracy: the elasticities' posterior means against the simulation's truth
 m <- model(global_a, category_a, product_a)
 set.seed(4)

@@ -95,8 +95,9 @@ SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guid
   s.init_scale = init_scale;
   s.batch_fraction = batch_fraction;
   lockstep::ExecOptions o = engine_exec_options(options);
-  // a GPU's executor has no host threads: the guide's own work (4 x D
-  // normals a step) gets some
+  // a GPU's executor has no host threads: a guide kept on the host (all but
+  // a mean-field guide fitted by adam, which lives on the GPU: Svi::resident)
+  // gets some for its own work (4 x D normals a step)
   if (o.backend == lockstep::Backend::cuda)
     s.threads = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
   if (batch_fraction < 1) {
@@ -199,5 +200,6 @@ List ls_svi_guide(SEXP handle, bool full_rank) {
   return List::create(_["mean"] = NumericVector(mean.begin(), mean.end()),
                       _["sd"] = NumericVector(sd.begin(), sd.end()), _["scale"] = scale,
                       _["factor"] = factor, _["diagonal"] = diagonal,
-                      _["iterations"] = static_cast<double>(h->svi->iterations()));
+                      _["iterations"] = static_cast<double>(h->svi->iterations()),
+                      _["on_device"] = h->svi->resident());
 }

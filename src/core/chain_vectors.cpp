@@ -29,6 +29,25 @@ void ChainVectors::map_coordinates(std::vector<long>, long) {
   throw std::invalid_argument("lockstep: this backend's sampler vectors cannot be sharded by groups");
 }
 
+namespace {
+[[noreturn]] void no_guide() {
+  throw std::logic_error("lockstep: these sampler vectors hold no variational guide");
+}
+}  // namespace
+
+double* ChainVectors::make_flat(long) { no_guide(); }
+void ChainVectors::upload_flat(double*, const double*, long) { no_guide(); }
+void ChainVectors::download_flat(double*, const double*, long) { no_guide(); }
+void ChainVectors::mean_field_particles(const double*, double*, double*, const MeanFieldDraw&,
+                                        double*) {
+  no_guide();
+}
+bool ChainVectors::mean_field_gradient(const double*, const double*, const double*, const double*,
+                                       double*) {
+  no_guide();
+}
+void ChainVectors::adam_step(const AdamStep&) { no_guide(); }
+
 HostChainVectors::HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool,
                                    long min_pooled)
     : ChainVectors(target.chains(), target.dim()), target_(target), launcher_(launcher),
@@ -167,5 +186,37 @@ void HostChainVectors::leaf(const LeafVectors& v, const double* m, const ChainMa
 void HostChainVectors::log_density(const double* x, double* lp, double* g) {
   target_.log_density(x, lp, g);
 }
+
+double* HostChainVectors::make_flat(long n) {
+  arrays_.emplace_back(new double[n > 0 ? n : 1]());
+  return arrays_.back().get();
+}
+
+void HostChainVectors::upload_flat(double* dst, const double* host, long n) {
+  if (dst != host) std::memcpy(dst, host, sizeof(double) * n);
+}
+
+void HostChainVectors::download_flat(double* host, const double* src, long n) {
+  if (host != src) std::memcpy(host, src, sizeof(double) * n);
+}
+
+void HostChainVectors::mean_field_particles(const double* phi, double* z, double* eps,
+                                            const MeanFieldDraw& draw, double* w) {
+  std::fill(w, w + chains_, 0.0);
+  run([&](long c0, long c1) {
+    return ChainSum<MeanFieldParticlesTerm>(MeanFieldParticlesTerm{phi, z, eps, draw, c0, dim_},
+                                            w + c0, c1 - c0, dim_);
+  });
+}
+
+bool HostChainVectors::mean_field_gradient(const double* phi, const double* g, const double* eps,
+                                           const double* v, double* grad) {
+  double bad = 0;
+  launcher_(ChainSum<MeanFieldGradientTerm>(MeanFieldGradientTerm{phi, g, eps, v, grad, chains_, dim_},
+                                            &bad, 1, dim_));
+  return bad == 0;
+}
+
+void HostChainVectors::adam_step(const AdamStep& step) { launcher_(step); }
 
 }  // namespace lockstep

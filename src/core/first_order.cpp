@@ -47,6 +47,11 @@ FirstOrder::FirstOrder(const OptimiserSettings& s, long C, long D) : method(s.me
   m_schedule.assign(C, 1.0);
 }
 
+double FirstOrder::adam_rate(long t) const {
+  const double tt = static_cast<double>(t);
+  return lr * std::sqrt(1 - std::pow(beta2, tt)) / (1 - std::pow(beta1, tt));
+}
+
 void FirstOrder::step(double* x, const double* g, long c, long D, long t) {
   double* A = a.data() + c * D;
   double* B = b.data() + c * D;
@@ -58,14 +63,9 @@ void FirstOrder::step(double* x, const double* g, long c, long D, long t) {
       x[i] += nesterov ? momentum * A[i] - lr * g[i] : A[i];
     }
   } else if (method == "adam") {
-    const double lr_t = lr * std::sqrt(1 - std::pow(beta2, tt)) / (1 - std::pow(beta1, tt));
-    for (long i = 0; i < D; ++i) {
-      A[i] = beta1 * A[i] + (1 - beta1) * g[i];
-      B[i] = beta2 * B[i] + (1 - beta2) * g[i] * g[i];
-      double v = B[i];
-      if (amsgrad) v = U[i] = std::max(U[i], B[i]);
-      x[i] -= lr_t * A[i] / (std::sqrt(v) + eps);
-    }
+    const double lr_t = adam_rate(t);
+    for (long i = 0; i < D; ++i)
+      adam_update(x + i, A + i, B + i, U + i, g[i], lr_t, beta1, beta2, eps, amsgrad);
   } else if (method == "adamax") {
     const double lr_t = lr / (1 - std::pow(beta1, tt));
     for (long i = 0; i < D; ++i) {

@@ -70,7 +70,6 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
     throw std::invalid_argument("svi: the minibatches' fraction of the data must be in (0, 1]");
   target_.set_minibatch(minibatch(0));  // (throws here, not at the first step)
   lr0_ = rule_.lr;
-  if (s_.threads > 1) own_pool_ = std::make_unique<ThreadPool>(s_.threads);
   phi_.assign(D_ + scale_parameters(kind_, D_, K_), 0.0);
   std::copy(init_mean.begin(), init_mean.end(), phi_.begin());
   // the first scale: init_scale on the diagonal (its log), 0 off it (a
@@ -87,10 +86,45 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
     sdiag_.resize(D_);
   }
   grad_.resize(phi_.size());
+  lp_.resize(C_);
+  // A mean-field guide fitted by adam on a target whose vectors hold a guide
+  // lives there (a GPU's memory: SviSettings::resident); the rest on the host.
+  const bool may_reside = s_.resident >= 0 && kind_ == Kind::mean_field &&
+                          s_.optimiser.method == "adam" && !full_index_ && counted_from_ == 0;
+  if (may_reside) {
+    std::unique_ptr<ChainVectors> vectors = target_.vectors();
+    if (vectors->holds_guide() && (s_.resident == 1 || vectors->on_device())) {
+      resident_ = std::make_unique<Resident>();
+      Resident& r = *resident_;
+      const long n = 2 * D_;
+      for (double** a : {&r.phi, &r.grad, &r.m, &r.s, &r.s_max}) *a = vectors->make_flat(n);
+      for (double** a : {&r.z, &r.eps, &r.g}) *a = vectors->make();
+      vectors->upload_flat(r.phi, phi_.data(), n);
+      r.vectors = std::move(vectors);
+      return;
+    }
+  }
+  // (a resident guide's work is its vectors': it needs no host threads)
+  if (s_.threads > 1) own_pool_ = std::make_unique<ThreadPool>(s_.threads);
   z_.resize(C_ * D_);
   eps_.resize(C_ * D_);
-  lp_.resize(C_);
   g_.resize(C_ * D_);
+}
+
+void Svi::pull() const {
+  if (!resident_ || !phi_stale_) return;
+  resident_->vectors->download_flat(phi_.data(), resident_->phi, 2 * D_);
+  phi_stale_ = false;
+}
+
+void Svi::resident_particles(long t, std::vector<double>& w) {
+  MeanFieldDraw draw;
+  draw.key0 = key0_;
+  draw.key1 = key1_;
+  draw.purpose = purpose_svi;
+  draw.position = static_cast<uint64_t>(t - 1) * static_cast<uint64_t>((full_dim_ + 1) / 2);
+  resident_->vectors->mean_field_particles(resident_->phi, resident_->z, resident_->eps, draw,
+                                           w.data());
 }
 
 double Svi::l_at(long i, long j) const {
@@ -110,16 +144,19 @@ double Svi::l_at(long i, long j) const {
 
 std::vector<double> Svi::factor() const {
   if (kind_ != Kind::low_rank) return {};
+  pull();
   return std::vector<double>(phi_.begin() + D_, phi_.begin() + D_ + D_ * K_);
 }
 
 std::vector<double> Svi::diagonal() const {
+  pull();
   std::vector<double> d(D_, 0.0);
   for (long i = 0; i < D_ && kind_ == Kind::low_rank; ++i) d[i] = std::exp(phi_[D_ + D_ * K_ + i]);
   return d;
 }
 
 std::vector<double> Svi::scale() const {
+  pull();
   std::vector<double> L(D_ * D_, 0.0);
   for (long i = 0; i < D_; ++i)
     for (long j = 0; j <= i; ++j) L[i * D_ + j] = l_at(i, j);
@@ -127,6 +164,7 @@ std::vector<double> Svi::scale() const {
 }
 
 std::vector<double> Svi::sd() const {
+  pull();
   std::vector<double> out(D_, 0.0);
   if (kind_ == Kind::low_rank) {
     const std::vector<double> d = diagonal();
@@ -150,17 +188,25 @@ void Svi::set_guide(const std::vector<double>& mean, const std::vector<double>& 
   if (static_cast<long>(mean.size()) != D_ ||
       (kind_ != Kind::delta && static_cast<long>(scale.size()) != D_ * D_))
     throw std::invalid_argument("svi: the guide's mean must have dim values and its scale dim x dim");
-  std::copy(mean.begin(), mean.end(), phi_.begin());
-  if (kind_ == Kind::delta) return;
-  for (long i = 0; i < D_; ++i)
+  // (checked whole first, so that a bad scale leaves the guide as it was)
+  for (long i = 0; i < D_ && kind_ != Kind::delta; ++i)
     for (long j = 0; j <= i; ++j) {
       const double v = scale[i * D_ + j];
       if (i == j && !(v > 0)) throw std::invalid_argument("svi: the guide's scale must have a positive diagonal");
       if (i != j && kind_ == Kind::mean_field && v != 0)
         throw std::invalid_argument("svi: a mean-field guide's scale is diagonal");
+    }
+  std::copy(mean.begin(), mean.end(), phi_.begin());
+  for (long i = 0; i < D_ && kind_ != Kind::delta; ++i)
+    for (long j = 0; j <= i; ++j) {
+      const double v = scale[i * D_ + j];
       const long at = kind_ == Kind::mean_field ? i : i * (i + 1) / 2 + j;
       if (i == j || kind_ == Kind::full_rank) phi_[D_ + at] = i == j ? std::log(v) : v;
     }
+  if (resident_) {  // (every entry of a mean-field phi was just written)
+    resident_->vectors->upload_flat(resident_->phi, phi_.data(), 2 * D_);
+    phi_stale_ = false;
+  }
 }
 
 ThreadPool* Svi::pool() { return own_pool_ ? own_pool_.get() : target_.pool(); }
@@ -207,8 +253,11 @@ void Svi::normal_particles(long t, std::vector<double>& w) {
     for (long i = std::max(i0, counted_from_); i < i1; ++i) s2 += e[i] * e[i];
     sq[task] = s2;
     for (long i = i0; i < i1; ++i) {
+      if (kind_ == Kind::mean_field) {
+        z[i] = mean_field_particle(phi_[i], sigma[i], e[i]);
+        continue;
+      }
       double s = phi_[i];
-      if (kind_ == Kind::mean_field) s += sigma[i] * e[i];
       if (kind_ == Kind::full_rank)
         for (long j = 0; j <= i; ++j) s += L[i * D_ + j] * e[j];
       z[i] = s;
@@ -226,12 +275,17 @@ double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const bool point = kind_ == Kind::delta;
   w.assign(C_, 0.0);
-  if (kind_ == Kind::low_rank)
+  if (resident_)
+    resident_particles(t, w);
+  else if (kind_ == Kind::low_rank)
     low_rank_particles(t, w);
   else
     normal_particles(t, w);
   if (s_.batch_fraction < 1) target_.set_minibatch(minibatch(t));
-  target_.log_density(z_.data(), lp_.data(), gradient ? g_.data() : nullptr);
+  if (resident_)
+    resident_->vectors->log_density(resident_->z, lp_.data(), gradient ? resident_->g : nullptr);
+  else
+    target_.log_density(z_.data(), lp_.data(), gradient ? g_.data() : nullptr);
   for (long c = 0; c < C_; ++c) {
     if (!point) w[c] += 0.5 * full_dim_ * log_two_pi;
     w[c] += lp_[c];
@@ -372,6 +426,27 @@ double Svi::step() {
   const double b = evaluate(t_ + 1, true, w, v);
   ++t_;
   if (!std::isfinite(b)) return std::numeric_limits<double>::quiet_NaN();
+  rule_.lr = lr0_ * std::pow(s_.decay_rate, static_cast<double>(t_ - 1) / s_.decay_steps);
+  if (resident_) {  // the gradient and adam's step where the guide lives
+    Resident& r = *resident_;
+    if (!r.vectors->mean_field_gradient(r.phi, r.g, r.eps, v.data(), r.grad))
+      return std::numeric_limits<double>::quiet_NaN();
+    AdamStep adam;
+    adam.x = r.phi;
+    adam.m = r.m;
+    adam.s = r.s;
+    adam.s_max = r.s_max;
+    adam.g = r.grad;
+    adam.lr_t = rule_.adam_rate(t_);
+    adam.beta1 = rule_.beta1;
+    adam.beta2 = rule_.beta2;
+    adam.eps = rule_.eps;
+    adam.amsgrad = rule_.amsgrad;
+    adam.n = 2 * D_;
+    r.vectors->adam_step(adam);
+    phi_stale_ = true;
+    return -b;
+  }
   // the loss's gradient (minus the bound's) in mu, then the scale's parameters
   std::fill(grad_.begin(), grad_.end(), 0.0);
   double* scale_grad = grad_.data() + D_;
@@ -394,12 +469,12 @@ double Svi::step() {
     const long block = particle_block, blocks = (D_ + block - 1) / block;
     parallel(blocks, [&](long k) {
       for (long i = k * block; i < std::min(D_, (k + 1) * block); ++i) {
-        const double sigma = mean_field ? std::exp(phi_[D_ + i]) : 0.0;
-        for (long c = 0; c < C_; ++c) {
-          const double g = g_[c * D_ + i];
-          grad_[i] -= v[c] * g;
-          if (mean_field) scale_grad[i] -= v[c] * (g * sigma * eps_[c * D_ + i] + 1);
+        if (mean_field) {
+          mean_field_gradient_at(i, C_, D_, phi_[D_ + i], g_.data(), eps_.data(), v.data(),
+                                 &grad_[i], &scale_grad[i]);
+          continue;
         }
+        for (long c = 0; c < C_; ++c) grad_[i] -= v[c] * g_[c * D_ + i];
       }
     });
   }
@@ -410,7 +485,6 @@ double Svi::step() {
     if (!std::isfinite(x)) bad = 1;
   target_.sum_over_parts(&bad, 1);
   if (bad != 0) return std::numeric_limits<double>::quiet_NaN();
-  rule_.lr = lr0_ * std::pow(s_.decay_rate, static_cast<double>(t_ - 1) / s_.decay_steps);
   rule_.step(phi_.data(), grad_.data(), 0, static_cast<long>(phi_.size()), t_);
   return -b;
 }

@@ -179,6 +179,56 @@ class DeviceChainVectors final : public ChainVectors {
     wait("the model's kernels");
   }
 
+  bool on_device() const override { return true; }
+  // svi()'s mean-field guide in GPU memory: per iteration the particles'
+  // sums come back and the bound's weights go over, C values each way.
+  bool holds_guide() const override { return true; }
+  double* make_flat(long n) override {
+    select_device(gpu_);
+    double* a = static_cast<double*>(allocate(sizeof(double) * std::max<long>(n, 1)));
+    check(cudaMemsetAsync(a, 0, sizeof(double) * std::max<long>(n, 1), stream_), "clearing a guide's array");
+    return a;
+  }
+  void upload_flat(double* dst, const double* host, long n) override {
+    select_device(gpu_);
+    if (n <= 0) return;
+    // from pageable memory: returns once the host array is no longer needed
+    check(cudaMemcpyAsync(dst, host, sizeof(double) * n, cudaMemcpyHostToDevice, stream_),
+          "copying a guide's parameters to the device");
+  }
+  void download_flat(double* host, const double* src, long n) override {
+    select_device(gpu_);
+    if (n <= 0) return;
+    check(cudaMemcpyAsync(host, src, sizeof(double) * n, cudaMemcpyDeviceToHost, stream_),
+          "copying a guide's parameters to the host");
+    wait("copying a guide's parameters to the host");
+  }
+  void mean_field_particles(const double* phi, double* z, double* eps, const MeanFieldDraw& draw,
+                            double* w) override {
+    select_device(gpu_);
+    sum_chains(1, ChainMask::all(chains_), w, [&](long c0, long c1) {
+      return ChainSum<MeanFieldParticlesTerm>(MeanFieldParticlesTerm{phi, z, eps, draw, c0, dim_},
+                                              out_ + c0, c1 - c0, dim_);
+    });
+  }
+  bool mean_field_gradient(const double* phi, const double* g, const double* eps, const double* v,
+                           double* grad) override {
+    select_device(gpu_);
+    if (!weights_) weights_ = static_cast<double*>(allocate(sizeof(double) * chains_));
+    check(cudaMemcpyAsync(weights_, v, sizeof(double) * chains_, cudaMemcpyHostToDevice, stream_),
+          "copying the bound's weights to the device");
+    double bad = 0;
+    sum_chains(1, ChainMask::all(1), &bad, [&](long, long) {
+      return ChainSum<MeanFieldGradientTerm>(
+          MeanFieldGradientTerm{phi, g, eps, weights_, grad, chains_, dim_}, out_, 1, dim_);
+    }, 1);
+    return bad == 0;
+  }
+  void adam_step(const AdamStep& step) override {
+    select_device(gpu_);
+    if (step.n > 0) StreamLaunch{stream_, step.n, multiprocessors_}(step);
+  }
+
  private:
   size_t bytes() const { return sizeof(double) * static_cast<size_t>(chains_ * dim_); }
   template <class Body> void launch(const Body& body) {
@@ -190,19 +240,23 @@ class DeviceChainVectors final : public ChainVectors {
   // block-shared scratch holds every sum it makes per lane, and groups keep
   // it within 48 KiB at 32 lanes per block), skipping groups with no chain
   // in `on`. Waits for the results.
+  // (`chains`: how many rows of sums, the vectors' chains unless given: a
+  // guide's gradient makes one.)
   template <class MakeSum>
-  void sum_chains(int n, const ChainMask& on, double* out, const MakeSum& make_sum) {
-    std::fill(out, out + chains_ * n, 0.0);
+  void sum_chains(int n, const ChainMask& on, double* out, const MakeSum& make_sum,
+                  long chains = -1) {
+    if (chains < 0) chains = chains_;
+    std::fill(out, out + chains * n, 0.0);
     if (!on.any()) return;
-    check(cudaMemsetAsync(out_, 0, sizeof(double) * chains_ * n, stream_), "clearing sums");
+    check(cudaMemsetAsync(out_, 0, sizeof(double) * chains * n, stream_), "clearing sums");
     const long group = std::max<long>(1, 192 / n);
-    for (long c0 = 0; c0 < chains_; c0 += group) {
-      const long c1 = std::min(chains_, c0 + group);
+    for (long c0 = 0; c0 < chains; c0 += group) {
+      const long c1 = std::min(chains, c0 + group);
       bool any = false;
       for (long c = c0; c < c1; ++c) any = any || on[c];
       if (any) StreamLaunch{stream_, (c1 - c0) * dim_, multiprocessors_}(make_sum(c0, c1));
     }
-    check(cudaMemcpyAsync(out, out_, sizeof(double) * chains_ * n, cudaMemcpyDeviceToHost,
+    check(cudaMemcpyAsync(out, out_, sizeof(double) * chains * n, cudaMemcpyDeviceToHost,
                           stream_),
           "copying the sampler's sums to the host");
     wait("the sampler's sums");
@@ -225,6 +279,7 @@ class DeviceChainVectors final : public ChainVectors {
                 "out_ holds the dot products' and the merge checks' sums per chain too");
   double *lp_ = nullptr, *out_ = nullptr;  // [chains], [chains, sums_per_chain]: sums
   Stream* streams_ = nullptr;              // [chains]
+  double* weights_ = nullptr;              // [chains]: a guide's bound's weights
   // a rank's part of the state (count_from, map_coordinates): its sums
   // count coordinates [counted_from_, dim), and its momentum draws
   // coordinate i as coordinate full_index_[i] of full_dim_

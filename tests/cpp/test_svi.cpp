@@ -6,10 +6,12 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <random>
 #include <stdexcept>
 #include <vector>
 
 #include "lockstep/svi.hpp"
+#include "models.hpp"
 #include "sampler_helpers.hpp"
 
 using lockstep::Svi;
@@ -288,4 +290,122 @@ TEST_CASE("svi: bad settings are refused", "[svi]") {
   CHECK_THROWS_AS(Svi(model, low, {0}, 1, 2), std::invalid_argument);
   Svi mf(model, adam(0.1), {0}, 1, 2);
   CHECK_THROWS_AS(mf.set_guide({0}, {-1}), std::invalid_argument);
+}
+
+namespace {
+
+// A target whose gradient is NaN at coordinate 0 once x_0 passes `at` (its
+// log density stays finite): the step must be refused and the guide kept.
+class NanGradientPast final : public lockstep::Target {
+ public:
+  NanGradientPast(double at, long chains) : at_(at), C_(chains) {}
+  long dim() const override { return 2; }
+  long chains() const override { return C_; }
+  void log_density(const double* x, double* lp, double* grad) override {
+    for (long c = 0; c < C_; ++c) {
+      lp[c] = -0.5 * (x[2 * c] * x[2 * c] + x[2 * c + 1] * x[2 * c + 1]);
+      if (!grad) continue;
+      grad[2 * c] = x[2 * c] > at_ ? std::nan("") : -x[2 * c];
+      grad[2 * c + 1] = -x[2 * c + 1];
+    }
+  }
+
+ private:
+  double at_;
+  long C_;
+};
+
+}  // namespace
+
+// A mean-field guide fitted by adam may live on its target's vectors (a
+// GPU's memory; kernels/mean_field.hpp). The same bodies run on the CPU and,
+// lane by lane, on the emulated backend: each must give the host guide's
+// losses and guide, on a model with an observation stage (the demand
+// model's shape), with the ELBO and the importance-weighted bound, a
+// decaying rate and minibatches.
+TEST_CASE("svi: a mean-field guide on the target's vectors gives the host guide's fit",
+          "[svi][resident]") {
+  std::mt19937 rng(361);
+  lstest::Demand d = lstest::demand(300, 7, 4, rng);
+  lockstep::plan(d.p);
+  for (lockstep::Backend backend : {lockstep::Backend::cpu, lockstep::Backend::emulated})
+    for (double alpha : {1.0, 0.0})
+      for (double fraction : {1.0, 0.5}) {
+        INFO("backend " << static_cast<int>(backend) << " alpha " << alpha << " fraction "
+                        << fraction);
+        const long particles = 3;
+        lockstep::ExecOptions o;
+        o.backend = backend;
+        o.threads = 2;
+        o.tile_rows = 16;
+        o.alias_parameters = false;
+        std::vector<std::vector<double>> losses, means, sds;
+        for (int resident : {-1, 1}) {
+          lockstep::Executor<double> target(d.p, particles, o);
+          SviSettings s = adam(0.05);
+          s.alpha = alpha;
+          s.decay_rate = 0.5;
+          s.decay_steps = 20;
+          s.batch_fraction = fraction;
+          s.resident = resident;
+          Svi svi(target, s, std::vector<double>(d.p.n_free, 0.1), 7, 8);
+          CHECK(svi.resident() == (resident == 1));
+          std::vector<double> loss;
+          for (int t = 0; t < 25; ++t) loss.push_back(svi.step());
+          loss.push_back(svi.bound());
+          losses.push_back(loss);
+          means.push_back(svi.mean());
+          sds.push_back(svi.sd());
+        }
+        for (size_t t = 0; t < losses[0].size(); ++t) {
+          INFO("iteration " << t);
+          REQUIRE(std::isfinite(losses[0][t]));
+          CHECK(lstest::close(losses[1][t], losses[0][t], 1e-9, 1e-9));
+        }
+        for (long i = 0; i < d.p.n_free; ++i) {
+          INFO("coordinate " << i);
+          CHECK(lstest::close(means[1][i], means[0][i], 1e-9, 1e-9));
+          CHECK(lstest::close(sds[1][i], sds[0][i], 1e-9, 1e-9));
+          CHECK(means[1][i] != 0.1);  // the guide moved
+        }
+      }
+  // where the vectors are in host memory the guide stays there by default
+  sampler_tests::IndependentGaussian model({1, 2}, {1, 1}, 2);
+  CHECK(!Svi(model, adam(0.1), {0, 0}, 1, 2).resident());
+  SviSettings forced = adam(0.1);
+  forced.resident = 1;
+  CHECK(Svi(model, forced, {0, 0}, 1, 2).resident());
+  // other guides and optimisers stay on the host
+  SviSettings full = adam(0.1, "full_rank");
+  full.resident = 1;
+  CHECK(!Svi(model, full, {0, 0}, 1, 2).resident());
+  SviSettings sgd = adam(0.1);
+  sgd.optimiser.method = "gradient_descent";
+  sgd.resident = 1;
+  CHECK(!Svi(model, sgd, {0, 0}, 1, 2).resident());
+}
+
+TEST_CASE("svi: a resident guide's parameters: set, read back, and kept by a refused step",
+          "[svi][resident]") {
+  SviSettings s = adam(0.2);
+  s.resident = 1;
+  sampler_tests::IndependentGaussian model({1, 2}, {1, 1}, 2);
+  Svi svi(model, s, {0, 0}, 1, 2);
+  REQUIRE(svi.resident());
+  svi.set_guide({0.5, -0.5}, {0.3, 0, 0, 2});
+  CHECK(svi.mean() == std::vector<double>{0.5, -0.5});
+  CHECK(svi.sd()[0] == Approx(0.3));
+  CHECK(svi.sd()[1] == Approx(2));
+  CHECK_THROWS_AS(svi.set_guide({0, 0}, {0.3, 0, 0, -1}), std::invalid_argument);
+  CHECK(svi.mean() == std::vector<double>{0.5, -0.5});  // a refused guide changes nothing
+  REQUIRE(std::isfinite(svi.step()));
+  CHECK(svi.mean() != std::vector<double>{0.5, -0.5});
+  // a gradient that is not finite: the loss is NaN and the guide stays
+  NanGradientPast nan_past(0.0, 2);
+  Svi stuck(nan_past, s, {0, 0}, 1, 2);
+  stuck.set_guide({1, 0}, {0.01, 0, 0, 0.01});
+  const std::vector<double> before = stuck.mean(), sd_before = stuck.sd();
+  CHECK(std::isnan(stuck.step()));
+  CHECK(stuck.mean() == before);
+  CHECK(stuck.sd() == sd_before);
 }

@@ -10,6 +10,10 @@
 # 3. tests/gpu/test_*.R, where R and an installed lockstep with CUDA exist:
 #    the elementwise kernels against R (test_cuda.R), and models written in R
 #    run with gpu_only() against the CPU (test_gpu_models.R).
+# 4. bench/svi_demand_gpu.sh, where R with lockstep and python3 with numpyro
+#    exist: svi() against NumPyro's SVI on seed 003's demand model, on the same
+#    GPU (SVI_DEMAND_ARGS: its products and iterations; SVI_DEMAND=0 skips it);
+#    its figures go in bench/RESULTS.md too.
 # Logs go to $OUT when set (the device tool), else build/gpu/. Exits non-zero
 # when a test fails.
 set -uo pipefail
@@ -37,5 +41,13 @@ if command -v Rscript >/dev/null 2>&1 && Rscript -e 'library(lockstep)' >/dev/nu
   done
 else
   echo "== tests/gpu/test_*.R skipped: no R with lockstep installed here"
+fi
+if [ "${SVI_DEMAND:-1}" != 0 ] && command -v Rscript >/dev/null 2>&1 &&
+  Rscript -e 'library(lockstep)' >/dev/null 2>&1 && python3 -c 'import numpyro' >/dev/null 2>&1; then
+  echo "== svi_demand_gpu.sh ${SVI_DEMAND_ARGS:-}"
+  # shellcheck disable=SC2086
+  bash bench/svi_demand_gpu.sh ${SVI_DEMAND_ARGS:-} || status=1
+else
+  echo "== bench/svi_demand_gpu.sh skipped (SVI_DEMAND=0, or no R with lockstep or no numpyro)"
 fi
 exit $status

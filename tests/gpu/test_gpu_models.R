@@ -368,6 +368,9 @@ test_that("svi() on the GPU gives the CPU's fit", {
   # (the GPU's sums are ordered otherwise: the losses agree to rounding)
   expect_equal(gpu$loss, cpu$loss, tolerance = 1e-6)
   expect_equal(gpu$guide$mean, cpu$guide$mean, tolerance = 1e-6)
+  # a mean-field guide fitted by adam lives in the GPU's memory
+  expect_identical(gpu$guide$on_device, !standin)
+  expect_false(cpu$guide$on_device)
 })
 
 test_that("svi()'s minibatches on the GPU's tile kernel are unbiased", {

@@ -23,6 +23,7 @@ test_that("svi() with a mean-field guide recovers a conjugate normal posterior",
   # the guide over the free parameter (mu is unconstrained: the same scale)
   expect_lt(abs(fit$guide$mean - cn$mean), 0.05 * cn$sd)
   expect_lt(abs(fit$guide$sd / cn$sd - 1), 0.05)
+  expect_false(fit$guide$on_device)  # (a GPU's would be: tests/gpu)
   expect_lt(abs(fit$par$mu - cn$mean), 0.05 * cn$sd)
   # its draws: a greta_mcmc_list of 4 chains, within Monte Carlo error
   expect_s3_class(fit$draws, "greta_mcmc_list")

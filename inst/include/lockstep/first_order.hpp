@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/mean_field.hpp"
 #include "optimiser.hpp"
 
 namespace lockstep {
@@ -29,6 +30,9 @@ struct FirstOrder {
   FirstOrder(const OptimiserSettings& s, long C, long D);
   // One update of chain c's x ([D]) from its gradient g at iteration t.
   void step(double* x, const double* g, long c, long D, long t);
+  // Adam's rate at iteration t: lr with its bias corrections (adam_update,
+  // kernels/mean_field.hpp, takes it).
+  double adam_rate(long t) const;
 };
 
 }  // namespace lockstep

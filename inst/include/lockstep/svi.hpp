@@ -50,9 +50,16 @@
 // coordinates counted once), and the log density and the globals' gradient
 // already are, so every rank's global parameters move alike and the fit is
 // one process's up to the order of sums. A full-rank guide needs the whole
-// state. The
-// learning rate decays exponentially (seed 003's optax schedule): lr_t = lr
-// decay_rate^(t / decay_steps), constant by default.
+// state. The learning rate decays exponentially (seed 003's optax
+// schedule): lr_t = lr decay_rate^(t / decay_steps), constant by default.
+//
+// Where the target's vectors are in a GPU's memory, a mean-field guide
+// fitted by adam lives there too (resident(); kernels/mean_field.hpp): its
+// parameters, adam's moments, the particles and their gradients never
+// leave the GPU, and an iteration moves C numbers each way (log q's and the
+// log density's per-particle sums; the bound's weights). The other guides
+// and optimisers work on the host, the particles copied over and the
+// gradient back.
 #ifndef LOCKSTEP_SVI_HPP
 #define LOCKSTEP_SVI_HPP
 
@@ -63,6 +70,7 @@
 
 #include "executor.hpp"
 #include "first_order.hpp"
+#include "sampler/chain_vectors.hpp"
 #include "optimiser.hpp"
 #include "rng.hpp"
 
@@ -85,10 +93,16 @@ struct SviSettings {
   // (alpha = 1); Renyi's bound, a log of a mean, is estimated with a bias.
   double batch_fraction = 1;
   // Threads for the guide's own work (the particles' normals, the
-  // gradient): above 1, a pool of its own; otherwise the target's threads
-  // (a GPU's executor has none, and its host would draw 4 x D normals a
-  // step on one thread).
+  // gradient) where it is on the host: above 1, a pool of its own;
+  // otherwise the target's threads (a GPU's executor has none, and its host
+  // would draw 4 x D normals a step on one thread).
   int threads = 0;
+  // Where a mean-field guide fitted by adam lives: 0 where the target's
+  // vectors are in a GPU's memory (ChainVectors::on_device), 1 wherever the
+  // vectors hold a guide (the CPU's and the emulated backend's too: tests),
+  // -1 in host memory always. Other guides and optimisers, and a target
+  // that holds part of the state, keep theirs in host memory.
+  int resident = 0;
 };
 
 class Svi {
@@ -112,7 +126,12 @@ class Svi {
 
   long iterations() const { return t_; }
   long dim() const { return D_; }
-  std::vector<double> mean() const { return std::vector<double>(phi_.begin(), phi_.begin() + D_); }
+  // Whether the guide lives on the target's vectors (SviSettings::resident).
+  bool resident() const { return resident_ != nullptr; }
+  std::vector<double> mean() const {
+    pull();
+    return std::vector<double>(phi_.begin(), phi_.begin() + D_);
+  }
   // The guide's standard deviations (0 for a point mass).
   std::vector<double> sd() const;
   // The guide's scale: [dim, dim] row-major lower triangular L, its
@@ -156,6 +175,10 @@ class Svi {
   void low_rank_gradient(const std::vector<double>& v);
   // L's entry (i, j), j <= i, from phi
   double l_at(long i, long j) const;
+  // A resident guide (resident()): the particles into its vectors, w as
+  // normal_particles makes it; and its phi into phi_ when phi_ is stale.
+  void resident_particles(long t, std::vector<double>& w);
+  void pull() const;
 
   Target& target_;
   SviSettings s_;
@@ -166,13 +189,25 @@ class Svi {
   uint32_t key0_, key1_;
   long t_ = 0;
   double lr0_;
-  std::vector<double> phi_, grad_;  // the optimiser's row: mu, then the scale's parameters
+  // the optimiser's row: mu, then the scale's parameters (for a resident
+  // guide, a copy of its vectors' when not phi_stale_)
+  mutable std::vector<double> phi_;
+  mutable bool phi_stale_ = false;
+  std::vector<double> grad_;
   std::vector<double> z_, eps_, lp_, g_;
   // low rank: each particle's first k normals [C, k], u = Sigma^-1 (z - mu)
   // [C, D], Sigma^-1 W [D, k] and diag(Sigma^-1) [D]
   std::vector<double> e1_, u_, sw_, sdiag_;
   FirstOrder rule_;
   std::unique_ptr<ThreadPool> own_pool_;
+  // A resident guide's arrays on the target's vectors: phi, its gradient and
+  // adam's moments [2 dim]; the particles, their normals and gradients
+  // [chains, dim].
+  struct Resident {
+    std::unique_ptr<ChainVectors> vectors;
+    double *phi, *grad, *m, *s, *s_max, *z, *eps, *g;
+  };
+  std::unique_ptr<Resident> resident_;
 };
 
 }  // namespace lockstep

@@ -17,6 +17,7 @@
 
 #include "../executor.hpp"
 #include "../kernels/chain_vectors.hpp"
+#include "../kernels/mean_field.hpp"
 #include "../launcher.hpp"
 #include "../rng.hpp"
 
@@ -99,6 +100,32 @@ class ChainVectors {
   virtual void count_from(long first);
   virtual void map_coordinates(std::vector<long> full_index, long full_dim);
 
+  // Whether the vectors are in a GPU's memory.
+  virtual bool on_device() const { return false; }
+
+  // svi()'s mean-field guide with adam on the vectors (svi.hpp,
+  // kernels/mean_field.hpp), where the backend has it (holds_guide(); the
+  // others throw): the guide's parameters phi = (mu, omega) and adam's
+  // moments are flat arrays (make_flat), the particles, their normals and
+  // their gradients [chains, dim] ones (make).
+  virtual bool holds_guide() const { return false; }
+  // A new array of n zeros, and n values between it and host memory.
+  virtual double* make_flat(long n);
+  virtual void upload_flat(double* dst, const double* host, long n);
+  virtual void download_flat(double* host, const double* src, long n);
+  // The particles z and their normals eps at phi ([2 dim]), drawn as
+  // `draw` says (MeanFieldParticlesTerm), and w[c] (host memory) = chain c's
+  // sum of omega_i + eps_ci^2 / 2. Waits for w.
+  virtual void mean_field_particles(const double* phi, double* z, double* eps,
+                                    const MeanFieldDraw& draw, double* w);
+  // The loss's gradient grad ([2 dim]) from the particles' gradients g, their
+  // normals eps and the bound's weights v ([chains], host memory)
+  // (MeanFieldGradientTerm); whether every entry of it is finite. Waits.
+  virtual bool mean_field_gradient(const double* phi, const double* g, const double* eps,
+                                   const double* v, double* grad);
+  // Adam's step, its arrays the vectors' (AdamStep).
+  virtual void adam_step(const AdamStep& step);
+
  protected:
   long chains_, dim_;
 };
@@ -142,6 +169,15 @@ class HostChainVectors final : public ChainVectors {
   void log_density(const double* x, double* lp, double* g) override;
   void count_from(long first) override { counted_from_ = first; }
   void map_coordinates(std::vector<long> full_index, long full_dim) override;
+  bool holds_guide() const override { return true; }
+  double* make_flat(long n) override;
+  void upload_flat(double* dst, const double* host, long n) override;
+  void download_flat(double* host, const double* src, long n) override;
+  void mean_field_particles(const double* phi, double* z, double* eps, const MeanFieldDraw& draw,
+                            double* w) override;
+  bool mean_field_gradient(const double* phi, const double* g, const double* eps, const double* v,
+                           double* grad) override;
+  void adam_step(const AdamStep& step) override;
 
  private:
   // Runs make_body(c0, c1) for the chain ranges this backend splits into.
