@@ -1637,6 +1637,36 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
         CHECK(close(sds[0][i], sds[1][i], 1e-7, 1e-9));
       }
     }
+  // Each minibatch call evaluates its own draw of tiles, and the same draw
+  // again gives the same sum (a CUDA graph replayed would repeat the draw
+  // and weight it captured: CudaExecutor launches minibatch calls plainly).
+  ExecOptions o;
+  o.tile_kernel = true;
+  o.alias_parameters = false;
+  o.max_tile_rows = 200;  // (the stand-in's tiles; a GPU's are smaller still)
+  std::unique_ptr<Target> ex = make_gpu(d.p, 2, o, false);
+  const std::vector<double> state(2 * d.p.n_free, 0.05);
+  std::vector<double> lp(2), grad(2 * d.p.n_free);
+  lockstep::Minibatch batch;
+  batch.fraction = 0.25;
+  batch.key0 = 5;
+  batch.key1 = 6;
+  std::vector<double> first;
+  std::set<double> seen;
+  for (uint64_t draw = 0; draw < 6; ++draw) {
+    batch.draw = draw;
+    ex->set_minibatch(batch);
+    for (int again = 0; again < 2; ++again) {  // (a graph is captured at a second call)
+      ex->log_density(state.data(), lp.data(), grad.data());
+      if (draw == 0 && again == 0) first = lp;
+    }
+    seen.insert(lp[0]);
+  }
+  CHECK(seen.size() == 6);
+  batch.draw = 0;
+  ex->set_minibatch(batch);
+  ex->log_density(state.data(), lp.data(), grad.data());
+  for (long c = 0; c < 2; ++c) CHECK(close(lp[c], first[c], 1e-12, 1e-9));  // (atomics' order)
 }
 
 

@@ -506,7 +506,10 @@ template <class T> long CudaExecutor<T>::work(int id) const {
 template <class T>
 void CudaExecutor<T>::log_density_device(const double* state, double* lp, double* grad) {
   select_device(options_.gpu);
-  if (!profile_ && graphs_ && replay(state, lp, grad)) return;
+  // A minibatch's call is its own: its drawn tiles are copied from the host
+  // and its weight is an argument of the tile kernel, which a replayed graph
+  // would keep from the call it captured.
+  if (!profile_ && graphs_ && !minibatch_.active() && replay(state, lp, grad)) return;
   enqueue(state, lp, grad);
 }
 
