@@ -71,7 +71,11 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   // gathers' backward sums runs of equal entries: on lanes (the emulated
   // backend, as a GPU does) or, on the CPU, in registers (add_run_sums)
   index_in_runs_.assign(n, 0);
-  for (size_t id = 0; id < n; ++id) index_in_runs_[id] = index_in_runs(program.nodes[id].index);
+  index_in_steps_.assign(n, 0);
+  for (size_t id = 0; id < n; ++id) {
+    index_in_runs_[id] = index_in_runs(program.nodes[id].index);
+    index_in_steps_[id] = options.backend == Backend::cpu && index_in_steps(program.nodes[id].index);
+  }
   grad_zero_spans_.assign(1, {0L, program.n_free});
   scratch_.assign(chains, 0);
   for (const Node& node : program.nodes)
@@ -314,6 +318,7 @@ NodeCall<T> Executor<T>::make_call(int id, const double* state, double* lp, doub
   c.gradient = grad != nullptr;
   c.first_writer = first_writer_[id];
   c.index_in_runs = index_in_runs_[id];
+  c.index_in_steps = index_in_steps_[id];
   c.n_free = program_.n_free;
   c.lp = lp ? lp + c0 : nullptr;
   c.scratch = scratch_.data() + c0;

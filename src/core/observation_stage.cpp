@@ -231,9 +231,13 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
       }
     }
   }
-  // (the CPU's gather backward sums each run of equal entries in registers)
+  // (the CPU's gathers read a run of equal or consecutive entries at a time)
   index_in_runs_.assign(n_nodes, 0);
-  for (size_t id = 0; id < n_nodes; ++id) index_in_runs_[id] = index_in_runs(row_index_[id]);
+  index_in_steps_.assign(n_nodes, 0);
+  for (size_t id = 0; id < n_nodes; ++id) {
+    index_in_runs_[id] = index_in_runs(row_index_[id]);
+    index_in_steps_[id] = index_in_steps(row_index_[id]);
+  }
   // A density of row data whose family splits off a data_term (dist.hpp): its
   // sum over each tile, once (the workers' terms add it to every chain).
   data_terms_.resize(n_nodes);
@@ -378,6 +382,7 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
   if (node.op == Op::gather_rows || node.op == Op::rowdot_rows)
     c.index = row_index_[id].data() + start;
   c.index_in_runs = index_in_runs_[id];
+  c.index_in_steps = index_in_steps_[id];
   c.data_term = data_terms_[id].empty() ? nullptr : &data_terms_[id][tile];
   c.chains = chains_;
   c.state = state;

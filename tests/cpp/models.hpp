@@ -95,7 +95,10 @@ inline std::vector<double> random_state(std::mt19937& rng, long chains, long D) 
 // (by which the stage sorts the rows, so their backward sums runs), with
 // standard normal priors on the P + P + T parameters. Counts reach past
 // log(x!)'s small-count product (above 15). The log density by hand, for
-// the tests' reference.
+// the tests' reference. With `panel`, the seed's layout: every product in
+// every one of N / P weeks, rows by product then week, the cell the
+// product's category (of 3) and the week, so that the cell index comes in
+// steps (index_in_steps()); T is then 3 x the weeks.
 struct Demand {
   Program p;
   std::vector<long> product, cell;
@@ -113,8 +116,10 @@ struct Demand {
   }
 };
 
-inline Demand demand(long N, long P, long T, std::mt19937& rng) {
+inline Demand demand(long N, long P, long T, std::mt19937& rng, bool panel = false) {
   Demand d;
+  const long weeks = N / P;
+  if (panel) T = 3 * weeks, N = P * weeks;
   d.P = P;
   d.T = T;
   Program& p = d.p;
@@ -122,6 +127,11 @@ inline Demand demand(long N, long P, long T, std::mt19937& rng) {
   std::uniform_real_distribution<double> u(0, 1);
   d.product = random_groups(rng, N, P);
   d.cell = random_groups(rng, N, T);
+  if (panel)
+    for (long r = 0; r < N; ++r) {
+      d.product[r] = r / weeks;
+      d.cell[r] = (d.product[r] % 3) * weeks + r % weeks;
+    }
   d.log_price.resize(N);
   d.units.resize(N);
   for (long r = 0; r < N; ++r) {

@@ -215,8 +215,12 @@ TEST_CASE("tiled, sharded executor equals the plain one: devices, threads, tiles
 TEST_CASE("the demand model's shape: tiled equals the plain executor and the hand-written "
           "log density", "[stages][executor][tiles][demand]") {
   std::mt19937 rng(36);
-  for (long N : {40L, 700L}) {
-    Demand d = demand(N, 9, 5, rng);
+  for (long N : {40L, 700L, 1800L}) {
+    // (1,800 rows: a panel of 300 products x 6 weeks, rows by product, the
+    // cell index in steps, as the seed's data)
+    const bool panel = N == 1800;
+    Demand d = demand(N, panel ? 300 : 9, 5, rng, panel);
+    if (panel) REQUIRE(lockstep::index_in_steps(d.cell));
     lockstep::plan(d.p);
     REQUIRE(d.p.nodes[d.lik].extent == 0);  // the observation stage
     for (long chains : {1L, 2L, 4L}) {
@@ -260,6 +264,52 @@ TEST_CASE("the demand model's shape: tiled equals the plain executor and the han
   lockstep::plan(d.p);
   const std::vector<double> state = random_state(rng, 3, d.p.n_free);
   check_gradient(d.p, 3, state, 1e-6, 1e-7);  // default options: tiled
+}
+
+// The CPU's gathers a run at a time (kernels/gather.hpp): an index in runs
+// of equal entries or in steps of consecutive ones, and one that mixes
+// them with jumps, gathered and scatter-added by the run equal the element
+// by element loop (to the bit, but for the runs' sums of equal entries,
+// whose additions are reassociated), on 3 chains.
+TEST_CASE("the CPU's gathers by runs and steps equal the element by element loop",
+          "[stages][gather]") {
+  std::mt19937 rng(37);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::uniform_int_distribution<long> jump(0, 49), length(1, 9);
+  const long C = 3, G = 60, n = 500;
+  for (int kind = 0; kind < 3; ++kind) {  // runs, steps, and a mix with jumps
+    std::vector<long> index;
+    while (static_cast<long>(index.size()) < n) {
+      const long at = jump(rng), len = length(rng);
+      for (long k = 0; k < len && static_cast<long>(index.size()) < n; ++k)
+        index.push_back(kind == 0 ? at : kind == 1 ? at + k : (k % 2 ? jump(rng) : at + k));
+    }
+    INFO("kind " << kind);
+    CHECK(lockstep::index_in_runs(index) == (kind == 0));
+    CHECK(lockstep::index_in_steps(index) == (kind == 1));
+    std::vector<double> x(C * G), dy(C * n);
+    for (double& v : x) v = u(rng);
+    for (double& v : dy) v = u(rng);
+    for (int mode = 1; mode < 3; ++mode) {  // the index read as runs, as steps
+      std::vector<double> y0(C * n), y1(C * n), dx0(C * G, 0.5), dx1(C * G, 0.5);
+      lockstep::Launcher launch;
+      launch(lockstep::GatherForward<double>{x.data(), G, index.data(), y0.data(), C, n});
+      lockstep::GatherForward<double> f{x.data(), G, index.data(), y1.data(), C, n};
+      f.runs = mode == 1;
+      f.steps = mode == 2;
+      launch(f);
+      CHECK(y1 == y0);
+      launch(lockstep::GatherBackward<double>{index.data(), dy.data(), dx0.data(), G, C, n});
+      lockstep::GatherBackward<double> b{index.data(), dy.data(), dx1.data(), G, C, n};
+      b.piece = mode == 1 ? lockstep::gather_piece : 0;
+      b.steps = mode == 2;
+      launch(b);
+      for (long k = 0; k < C * G; ++k) {
+        if (mode == 2) CHECK(dx1[k] == dx0[k]);
+        else CHECK(close(dx1[k], dx0[k], 1e-13, 1e-14));
+      }
+    }
+  }
 }
 
 TEST_CASE("tiled executor on the emulated backend equals the plain cpu one",

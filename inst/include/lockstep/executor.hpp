@@ -253,6 +253,7 @@ template <class T> class Executor : public Target {
   // in each chain's gradient: all but the slices that first writers store.
   std::vector<char> first_writer_, adjoint_stored_;
   std::vector<char> index_in_runs_;  // per node: NodeCall::index_in_runs
+  std::vector<char> index_in_steps_;  // per node: NodeCall::index_in_steps (the CPU's)
   std::vector<std::pair<long, long>> grad_zero_spans_;
   void find_first_writers();
   std::vector<const T*> alias_value_;  // filled per call by global_buffers()

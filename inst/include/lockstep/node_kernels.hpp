@@ -153,6 +153,10 @@ template <class T> struct NodeCall {
   // kernels/gather.hpp): its backward on several lanes sums runs. Set by the
   // executors that run whole buffers on lanes (CUDA, emulated).
   bool index_in_runs = false;
+  // A gather's index comes in steps, runs of consecutive entries
+  // (index_in_steps()): the CPU reads and adds it a run at a time. Set by
+  // the CPU's executor and observation stage.
+  bool index_in_steps = false;
   // What a density multiplies its value and partials by (DensityTerm::
   // weight): a minibatch's tiles over tiles drawn, in the tile kernel.
   double weight = 1;
@@ -340,7 +344,10 @@ LS_HD bool forward_row_call(const NodeCall<T>& call, Launch&& launch) {
     case OpFamily::gather:
       if constexpr (!Kernels::op_family(OpFamily::gather)) return false;
       else {
-        launch(GatherForward<T>{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n});
+        GatherForward<T> body{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n};
+        body.runs = call.index_in_runs;
+        body.steps = call.index_in_steps;
+        launch(body);
         return true;
       }
     case OpFamily::gather_rows:
@@ -519,6 +526,7 @@ LS_HD bool backward_row_call(const NodeCall<T>& call, Launch&& launch) {
         if (call.in[0].adjoint) {
           GatherBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n};
           body.piece = call.index_in_runs ? gather_piece : 0;
+          body.steps = call.index_in_steps;
           launch(body);
         }
         return true;

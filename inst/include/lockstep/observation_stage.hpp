@@ -253,6 +253,7 @@ template <class T> class ObservationStage {
   std::vector<bool> row_major_;  // row data stored row by row within each tile
   std::vector<std::vector<long>> row_index_;
   std::vector<char> index_in_runs_;  // per node: index_in_runs(row_index_) (NodeCall's)
+  std::vector<char> index_in_steps_;  // per node: index_in_steps(row_index_) (NodeCall's)
   // per density node of row data: each tile's sum of its family's data_term
   // (NodeCall::data_term), or empty
   std::vector<std::vector<double>> data_terms_;

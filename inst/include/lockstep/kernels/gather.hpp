@@ -45,24 +45,83 @@ LS_HD void run_sums(const Lane& lane, long sequences, long n, long piece, const 
   }
 }
 
-// The CPU's scatter-add of v[0, n) by index (index_in_runs()): each run of
-// equal entries summed in running sums (running_sums.hpp), then added once.
-// Element by element, each addition to a group's adjoint waited on the store
-// of the one before it (1.7 ns an element, most of a hierarchical model's
-// gradient); the runs' sums overlap their additions.
-template <class T> inline void add_run_sums(const long* index, const T* v, long n, T* out) {
-  for (long i = 0; i < n;) {
-    const long at = index[i];
-    long j = i + 1;
+// The CPU's loops over an index a run at a time: the end of the run of
+// equal entries (or, `steps`, of consecutive ones) that starts at i. Each
+// run is found once for every sequence (chain) it serves: finding them was
+// most of the time of a gather that looked again for each chain.
+inline long run_end(const long* index, long i, long n, bool steps) {
+  const long at = index[i];
+  long j = i + 1;
+  if (steps)
+    while (j < n && index[j] == at + (j - i)) ++j;
+  else
     while (j < n && index[j] == at) ++j;
-    const T* run = v + i;
-    out[at] += static_cast<T>(detail::running_sum(j - i, [run](long k) {
-      return static_cast<double>(run[k]);
-    }));
+  return j;
+}
+
+// The CPU's scatter-add by index (index_in_runs()) of `sequences` sequences
+// of n values, sequence s's at v + s * v_stride into out + s * out_stride:
+// each run of equal entries summed in running sums (running_sums.hpp), then
+// added once. Element by element, each addition to a group's adjoint waited
+// on the store of the one before it (1.7 ns an element, most of a
+// hierarchical model's gradient); the runs' sums overlap their additions.
+template <class T>
+inline void add_run_sums(const long* index, long n, long sequences, const T* v, long v_stride,
+                         T* out, long out_stride) {
+  for (long i = 0; i < n;) {
+    const long j = run_end(index, i, n, false), at = index[i];
+    for (long s = 0; s < sequences; ++s) {
+      const T* run = v + s * v_stride + i;
+      out[s * out_stride + at] += static_cast<T>(detail::running_sum(j - i, [run](long k) {
+        return static_cast<double>(run[k]);
+      }));
+    }
     i = j;
   }
 }
 
+// The CPU's scatter-add by an index that comes in steps (index_in_steps():
+// runs of consecutive entries, as a panel's week index is within each
+// product's rows), sequences as add_run_sums's: each run's additions are one
+// loop over neighbouring elements, which vectorises. Every element of `out`
+// is added to in the same order as element by element: the same sums.
+template <class T>
+inline void add_in_steps(const long* index, long n, long sequences, const T* v, long v_stride,
+                         T* out, long out_stride) {
+  for (long i = 0; i < n;) {
+    const long j = run_end(index, i, n, true), at = index[i];
+    for (long s = 0; s < sequences; ++s) {
+      T* __restrict o = out + s * out_stride + at;
+      const T* __restrict from = v + s * v_stride + i;
+      for (long k = 0; k < j - i; ++k) o[k] += from[k];
+    }
+    i = j;
+  }
+}
+
+// The CPU's gather y[s, i] = x[s, index[i]] of `sequences` sequences of n
+// (x's at x_stride, y's at n) for an index in runs of equal entries (each
+// run one value spread) or in steps (each run a copy).
+template <class T>
+inline void gather_in_runs(const T* x, long x_stride, const long* index, long n, long sequences,
+                           T* y, bool steps) {
+  for (long i = 0; i < n;) {
+    const long j = run_end(index, i, n, steps), at = index[i];
+    for (long s = 0; s < sequences; ++s) {
+      const T* __restrict from = x + s * x_stride + at;
+      T* __restrict o = y + s * n + i;
+      if (steps)
+        for (long k = 0; k < j - i; ++k) o[k] = from[k];
+      else
+        for (long k = 0; k < j - i; ++k) o[k] = from[0];
+    }
+    i = j;
+  }
+}
+
+// `runs`, `steps`: the index comes in runs of equal or of consecutive
+// entries (index_in_runs(), index_in_steps()), which the CPU reads a run at a
+// time (gather_in_runs); lanes gather element by element.
 template <class T> struct GatherForward {
   const T* x;
   long x_chain_stride;
@@ -70,7 +129,14 @@ template <class T> struct GatherForward {
   T* y;
   long chains, size;
   int phases = 1, shared_per_lane = 0;
+  bool runs = false, steps = false;
   LS_HD void operator()(int, const Lane& lane) const {
+#ifndef __CUDA_ARCH__
+    if ((runs || steps) && lane.count == 1) {
+      gather_in_runs(x, x_chain_stride, index, size, chains, y, steps);
+      return;
+    }
+#endif
     for_each_element(lane, chains, size, [&](long k, long c, long i) {
       y[k] = x[c * x_chain_stride + index[i]];
     });
@@ -83,8 +149,9 @@ template <class T> struct GatherForward {
 // the one before), `piece` > 0: a lane takes `piece` consecutive elements of
 // one chain, sums each run of equal entries in a register and adds the run's
 // total with one atomic. Only the order of additions changes. One lane (the
-// CPU) sums each whole run (add_run_sums), or, unsorted, adds element by
-// element, in order.
+// CPU) sums each whole run (add_run_sums), adds runs of consecutive entries
+// (`steps`) a run at a time (add_in_steps), or adds element by element, in
+// order.
 template <class T> struct GatherBackward {
   const long* index;
   const T* dy;
@@ -93,10 +160,15 @@ template <class T> struct GatherBackward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   long piece = 0;
+  bool steps = false;
   LS_HD void operator()(int, const Lane& lane) const {
 #ifndef __CUDA_ARCH__
     if (piece > 0 && lane.count == 1) {
-      for (long c = 0; c < chains; ++c) add_run_sums(index, dy + c * size, size, dx + c * x_size);
+      add_run_sums(index, size, chains, dy, size, dx, x_size);
+      return;
+    }
+    if (steps && lane.count == 1) {
+      add_in_steps(index, size, chains, dy, size, dx, x_size);
       return;
     }
 #endif
@@ -144,9 +216,9 @@ template <class T> struct GatherRowsBackward {
     const long x_size = x_rows * cols;
 #ifndef __CUDA_ARCH__
     if (piece > 0 && lane.count == 1) {
-      for (long c = 0; c < chains; ++c)
-        for (long j = 0; j < cols; ++j)
-          add_run_sums(index, dy + (c * cols + j) * rows, rows, dx + c * x_size + j * x_rows);
+      // sequence s = c * cols + j, chain c's column j: dy's at s * rows, dx's
+      // at c * x_size + j * x_rows = s * x_rows
+      add_run_sums(index, rows, chains * cols, dy, rows, dx, x_rows);
       return;
     }
 #endif
@@ -174,6 +246,18 @@ inline bool index_in_runs(const std::vector<long>& index) {
   if (n < 64) return false;
   long runs = 1;
   for (long i = 1; i < n; ++i) runs += index[i] != index[i - 1];
+  return runs * 4 <= n;
+}
+
+// Whether a gather's index comes in steps, runs of consecutive entries
+// (index[i] = index[i - 1] + 1) four long or more on average: a panel's
+// time index, rows sorted by unit then time. The CPU then reads and adds a
+// run at a time (gather_in_runs, add_in_steps).
+inline bool index_in_steps(const std::vector<long>& index) {
+  const long n = static_cast<long>(index.size());
+  if (n < 64) return false;
+  long runs = 1;
+  for (long i = 1; i < n; ++i) runs += index[i] != index[i - 1] + 1;
   return runs * 4 <= n;
 }
 
