@@ -234,9 +234,23 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   // (the CPU's gathers read a run of equal or consecutive entries at a time)
   index_in_runs_.assign(n_nodes, 0);
   index_in_steps_.assign(n_nodes, 0);
+  run_starts_.assign(n_nodes, {});
+  run_offsets_.assign(n_nodes, {});
   for (size_t id = 0; id < n_nodes; ++id) {
     index_in_runs_[id] = index_in_runs(row_index_[id]);
     index_in_steps_[id] = index_in_steps(row_index_[id]);
+    const Op op = program.nodes[id].op;
+    if (!(index_in_runs_[id] || index_in_steps_[id]) || !(op == Op::gather || op == Op::gather_rows))
+      continue;
+    // each tile's runs, found once (NodeCall::index_runs): a gather's index
+    // has cols entries a row, a row gather's one
+    const long per_row = op == Op::gather ? cols_of(program.nodes[id]) : 1;
+    for (long t = 0; t < tiles(); ++t) {
+      run_offsets_[id].push_back(static_cast<long>(run_starts_[id].size()));
+      append_run_starts(row_index_[id].data() + tile_start_[t] * per_row, tile_length(t) * per_row,
+                        index_in_steps_[id], run_starts_[id]);
+    }
+    run_offsets_[id].push_back(static_cast<long>(run_starts_[id].size()));
   }
   // A density of row data whose family splits off a data_term (dist.hpp): its
   // sum over each tile, once (the workers' terms add it to every chain).
@@ -383,6 +397,11 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
     c.index = row_index_[id].data() + start;
   c.index_in_runs = index_in_runs_[id];
   c.index_in_steps = index_in_steps_[id];
+  c.index_runs = RunStarts{};
+  if (!run_offsets_[id].empty()) {
+    const long first = run_offsets_[id][tile];
+    c.index_runs = RunStarts{run_starts_[id].data() + first, run_offsets_[id][tile + 1] - first - 1};
+  }
   c.data_term = data_terms_[id].empty() ? nullptr : &data_terms_[id][tile];
   c.chains = chains_;
   c.state = state;

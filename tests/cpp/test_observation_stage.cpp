@@ -308,6 +308,18 @@ TEST_CASE("the CPU's gathers by runs and steps equal the element by element loop
         if (mode == 2) CHECK(dx1[k] == dx0[k]);
         else CHECK(close(dx1[k], dx0[k], 1e-13, 1e-14));
       }
+      // and with the runs found beforehand (the stage's, NodeCall::index_runs)
+      std::vector<long> starts;
+      lockstep::append_run_starts(index.data(), n, mode == 2, starts);
+      REQUIRE(starts.back() == n);
+      f.known = b.known = lockstep::RunStarts{starts.data(), static_cast<long>(starts.size()) - 1};
+      std::vector<double> y2(C * n), dx2(C * G, 0.5);
+      f.y = y2.data();
+      b.dx = dx2.data();
+      launch(f);
+      launch(b);
+      CHECK(y2 == y1);
+      CHECK(dx2 == dx1);
     }
   }
 }

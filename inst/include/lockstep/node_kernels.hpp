@@ -157,6 +157,9 @@ template <class T> struct NodeCall {
   // (index_in_steps()): the CPU reads and adds it a run at a time. Set by
   // the CPU's executor and observation stage.
   bool index_in_steps = false;
+  // Where the CPU's observation stage found this call's runs (equal entries,
+  // or steps) of a gather's index when it was built (none: found as it goes).
+  RunStarts index_runs;
   // What a density multiplies its value and partials by (DensityTerm::
   // weight): a minibatch's tiles over tiles drawn, in the tile kernel.
   double weight = 1;
@@ -347,6 +350,7 @@ LS_HD bool forward_row_call(const NodeCall<T>& call, Launch&& launch) {
         GatherForward<T> body{call.in[0].value, call.in[0].chain_stride(), call.index, y, C, n};
         body.runs = call.index_in_runs;
         body.steps = call.index_in_steps;
+        body.known = call.index_runs;
         launch(body);
         return true;
       }
@@ -527,6 +531,7 @@ LS_HD bool backward_row_call(const NodeCall<T>& call, Launch&& launch) {
           GatherBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].size(), C, n};
           body.piece = call.index_in_runs ? gather_piece : 0;
           body.steps = call.index_in_steps;
+          body.known = call.index_runs;
           launch(body);
         }
         return true;
@@ -538,6 +543,7 @@ LS_HD bool backward_row_call(const NodeCall<T>& call, Launch&& launch) {
           GatherRowsBackward<T> body{call.index, dy, call.in[0].adjoint, call.in[0].rows, C,
                                      call.out.rows, call.out.cols};
           body.piece = call.index_in_runs ? gather_piece : 0;
+          body.known = call.index_runs;
           launch(body);
         }
         return true;

@@ -254,6 +254,10 @@ template <class T> class ObservationStage {
   std::vector<std::vector<long>> row_index_;
   std::vector<char> index_in_runs_;  // per node: index_in_runs(row_index_) (NodeCall's)
   std::vector<char> index_in_steps_;  // per node: index_in_steps(row_index_) (NodeCall's)
+  // per gather node in runs or steps: its tiles' run starts (each tile's
+  // list ending with its length: append_run_starts), tile t's from
+  // run_offsets_[t] (NodeCall::index_runs)
+  std::vector<std::vector<long>> run_starts_, run_offsets_;
   // per density node of row data: each tile's sum of its family's data_term
   // (NodeCall::data_term), or empty
   std::vector<std::vector<double>> data_terms_;

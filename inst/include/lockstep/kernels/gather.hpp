@@ -59,6 +59,36 @@ inline long run_end(const long* index, long i, long n, bool steps) {
   return j;
 }
 
+// The runs of an index the caller found beforehand (the observation stage,
+// for each tile, when it is built: NodeCall::run_starts): starts[r] is run
+// r's first element, starts[n_runs] = n.
+struct RunStarts {
+  const long* starts = nullptr;
+  long n_runs = 0;
+};
+
+// Calls f(i, j) for each run [i, j) of index[0, n), from `known` where
+// given, else found as it goes (run_end).
+template <class F>
+inline void for_each_run(const long* index, long n, bool steps, RunStarts known, F&& f) {
+  if (known.starts) {
+    for (long r = 0; r < known.n_runs; ++r) f(known.starts[r], known.starts[r + 1]);
+    return;
+  }
+  for (long i = 0; i < n;) {
+    const long j = run_end(index, i, n, steps);
+    f(i, j);
+    i = j;
+  }
+}
+
+// The starts of index[0, n)'s runs of equal (or, `steps`, consecutive)
+// entries, appended to `out`, with n after the last.
+inline void append_run_starts(const long* index, long n, bool steps, std::vector<long>& out) {
+  for_each_run(index, n, steps, RunStarts{}, [&](long i, long) { out.push_back(i); });
+  out.push_back(n);
+}
+
 // The CPU's scatter-add by index (index_in_runs()) of `sequences` sequences
 // of n values, sequence s's at v + s * v_stride into out + s * out_stride:
 // each run of equal entries summed in running sums (running_sums.hpp), then
@@ -67,17 +97,16 @@ inline long run_end(const long* index, long i, long n, bool steps) {
 // hierarchical model's gradient); the runs' sums overlap their additions.
 template <class T>
 inline void add_run_sums(const long* index, long n, long sequences, const T* v, long v_stride,
-                         T* out, long out_stride) {
-  for (long i = 0; i < n;) {
-    const long j = run_end(index, i, n, false), at = index[i];
+                         T* out, long out_stride, RunStarts known = {}) {
+  for_each_run(index, n, false, known, [&](long i, long j) {
+    const long at = index[i];
     for (long s = 0; s < sequences; ++s) {
       const T* run = v + s * v_stride + i;
       out[s * out_stride + at] += static_cast<T>(detail::running_sum(j - i, [run](long k) {
         return static_cast<double>(run[k]);
       }));
     }
-    i = j;
-  }
+  });
 }
 
 // The CPU's scatter-add by an index that comes in steps (index_in_steps():
@@ -87,16 +116,15 @@ inline void add_run_sums(const long* index, long n, long sequences, const T* v, 
 // is added to in the same order as element by element: the same sums.
 template <class T>
 inline void add_in_steps(const long* index, long n, long sequences, const T* v, long v_stride,
-                         T* out, long out_stride) {
-  for (long i = 0; i < n;) {
-    const long j = run_end(index, i, n, true), at = index[i];
+                         T* out, long out_stride, RunStarts known = {}) {
+  for_each_run(index, n, true, known, [&](long i, long j) {
+    const long at = index[i];
     for (long s = 0; s < sequences; ++s) {
       T* __restrict o = out + s * out_stride + at;
       const T* __restrict from = v + s * v_stride + i;
       for (long k = 0; k < j - i; ++k) o[k] += from[k];
     }
-    i = j;
-  }
+  });
 }
 
 // The CPU's gather y[s, i] = x[s, index[i]] of `sequences` sequences of n
@@ -104,9 +132,9 @@ inline void add_in_steps(const long* index, long n, long sequences, const T* v, 
 // run one value spread) or in steps (each run a copy).
 template <class T>
 inline void gather_in_runs(const T* x, long x_stride, const long* index, long n, long sequences,
-                           T* y, bool steps) {
-  for (long i = 0; i < n;) {
-    const long j = run_end(index, i, n, steps), at = index[i];
+                           T* y, bool steps, RunStarts known = {}) {
+  for_each_run(index, n, steps, known, [&](long i, long j) {
+    const long at = index[i];
     for (long s = 0; s < sequences; ++s) {
       const T* __restrict from = x + s * x_stride + at;
       T* __restrict o = y + s * n + i;
@@ -115,8 +143,7 @@ inline void gather_in_runs(const T* x, long x_stride, const long* index, long n,
       else
         for (long k = 0; k < j - i; ++k) o[k] = from[0];
     }
-    i = j;
-  }
+  });
 }
 
 // `runs`, `steps`: the index comes in runs of equal or of consecutive
@@ -130,10 +157,11 @@ template <class T> struct GatherForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   bool runs = false, steps = false;
+  RunStarts known;
   LS_HD void operator()(int, const Lane& lane) const {
 #ifndef __CUDA_ARCH__
     if ((runs || steps) && lane.count == 1) {
-      gather_in_runs(x, x_chain_stride, index, size, chains, y, steps);
+      gather_in_runs(x, x_chain_stride, index, size, chains, y, steps, known);
       return;
     }
 #endif
@@ -161,14 +189,15 @@ template <class T> struct GatherBackward {
   int phases = 1, shared_per_lane = 0;
   long piece = 0;
   bool steps = false;
+  RunStarts known;
   LS_HD void operator()(int, const Lane& lane) const {
 #ifndef __CUDA_ARCH__
     if (piece > 0 && lane.count == 1) {
-      add_run_sums(index, size, chains, dy, size, dx, x_size);
+      add_run_sums(index, size, chains, dy, size, dx, x_size, known);
       return;
     }
     if (steps && lane.count == 1) {
-      add_in_steps(index, size, chains, dy, size, dx, x_size);
+      add_in_steps(index, size, chains, dy, size, dx, x_size, known);
       return;
     }
 #endif
@@ -212,13 +241,14 @@ template <class T> struct GatherRowsBackward {
   long chains, rows, cols;
   int phases = 1, shared_per_lane = 0;
   long piece = 0;
+  RunStarts known;
   LS_HD void operator()(int, const Lane& lane) const {
     const long x_size = x_rows * cols;
 #ifndef __CUDA_ARCH__
     if (piece > 0 && lane.count == 1) {
       // sequence s = c * cols + j, chain c's column j: dy's at s * rows, dx's
       // at c * x_size + j * x_rows = s * x_rows
-      add_run_sums(index, rows, chains * cols, dy, rows, dx, x_rows);
+      add_run_sums(index, rows, chains * cols, dy, rows, dx, x_rows, known);
       return;
     }
 #endif
