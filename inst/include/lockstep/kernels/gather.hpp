@@ -60,7 +60,7 @@ inline long run_end(const long* index, long i, long n, bool steps) {
 }
 
 // The runs of an index the caller found beforehand (the observation stage,
-// for each tile, when it is built: NodeCall::run_starts): starts[r] is run
+// for each tile, when it is built: NodeCall::index_runs): starts[r] is run
 // r's first element, starts[n_runs] = n.
 struct RunStarts {
   const long* starts = nullptr;
