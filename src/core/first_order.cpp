@@ -52,6 +52,23 @@ double FirstOrder::adam_rate(long t) const {
   return lr * std::sqrt(1 - std::pow(beta2, tt)) / (1 - std::pow(beta1, tt));
 }
 
+AdamStep FirstOrder::adam_body(long t, double* x, double* m, double* s, double* s_max,
+                               const double* g, long n) const {
+  AdamStep body;
+  body.x = x;
+  body.m = m;
+  body.s = s;
+  body.s_max = s_max;
+  body.g = g;
+  body.lr_t = adam_rate(t);
+  body.beta1 = beta1;
+  body.beta2 = beta2;
+  body.eps = eps;
+  body.amsgrad = amsgrad;
+  body.n = n;
+  return body;
+}
+
 void FirstOrder::step(double* x, const double* g, long c, long D, long t) {
   double* A = a.data() + c * D;
   double* B = b.data() + c * D;

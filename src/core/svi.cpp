@@ -111,6 +111,10 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
   g_.resize(C_ * D_);
 }
 
+uint64_t Svi::normals_position(long t) const {
+  return static_cast<uint64_t>(t - 1) * static_cast<uint64_t>((K_ + full_dim_ + 1) / 2);
+}
+
 void Svi::pull() const {
   if (!resident_ || !phi_stale_) return;
   resident_->vectors->download_flat(phi_.data(), resident_->phi, 2 * D_);
@@ -122,7 +126,7 @@ void Svi::resident_particles(long t, std::vector<double>& w) {
   draw.key0 = key0_;
   draw.key1 = key1_;
   draw.purpose = purpose_svi;
-  draw.position = static_cast<uint64_t>(t - 1) * static_cast<uint64_t>((full_dim_ + 1) / 2);
+  draw.position = normals_position(t);
   resident_->vectors->mean_field_particles(resident_->phi, resident_->z, resident_->eps, draw,
                                            w.data());
 }
@@ -224,7 +228,6 @@ void Svi::normal_particles(long t, std::vector<double>& w) {
   const bool point = kind_ == Kind::delta;
   // each particle's own stream, positioned at the iteration's block of the
   // whole state's normals
-  const uint64_t per_iteration = static_cast<uint64_t>((full_dim_ + 1) / 2);
   // log q at a particle is -sum log L_ii - |eps|^2 / 2 - D log(2 pi) / 2,
   // its sums this part's (from counted_from_) made whole below
   double log_det = 0;
@@ -242,8 +245,7 @@ void Svi::normal_particles(long t, std::vector<double>& w) {
   parallel(C_ * blocks, [&](long task) {
     const long c = task / blocks, b = task % blocks;
     const long i0 = b * block, i1 = std::min(D_, i0 + block);
-    const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
-                        static_cast<uint64_t>(t - 1) * per_iteration};
+    const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi, normals_position(t)};
     double* e = eps_.data() + c * D_;
     double* z = z_.data() + c * D_;
     if (point) std::fill(e + i0, e + i1, 0.0);
@@ -341,11 +343,9 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
     sdiag_[a] = delta[a] - diag_correction;
   }
   // the particles: k + D normals each, the first k shared by the whole state
-  const uint64_t per_iteration = static_cast<uint64_t>((k + full_dim_ + 1) / 2);
   std::vector<double> p(C_ * (k + 1), 0.0);  // per particle: W' diag(d^-2) r, r' diag(d^-2) r
   parallel(C_, [&](long c) {
-    const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi,
-                        static_cast<uint64_t>(t - 1) * per_iteration};
+    const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi, normals_position(t)};
     double* e1 = e1_.data() + c * k;
     double* e2 = eps_.data() + c * D;
     double* z = z_.data() + c * D;
@@ -431,19 +431,7 @@ double Svi::step() {
     Resident& r = *resident_;
     if (!r.vectors->mean_field_gradient(r.phi, r.g, r.eps, v.data(), r.grad))
       return std::numeric_limits<double>::quiet_NaN();
-    AdamStep adam;
-    adam.x = r.phi;
-    adam.m = r.m;
-    adam.s = r.s;
-    adam.s_max = r.s_max;
-    adam.g = r.grad;
-    adam.lr_t = rule_.adam_rate(t_);
-    adam.beta1 = rule_.beta1;
-    adam.beta2 = rule_.beta2;
-    adam.eps = rule_.eps;
-    adam.amsgrad = rule_.amsgrad;
-    adam.n = 2 * D_;
-    r.vectors->adam_step(adam);
+    r.vectors->adam_step(rule_.adam_body(t_, r.phi, r.m, r.s, r.s_max, r.grad, 2 * D_));
     phi_stale_ = true;
     return -b;
   }

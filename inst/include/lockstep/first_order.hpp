@@ -33,6 +33,10 @@ struct FirstOrder {
   // Adam's rate at iteration t: lr with its bias corrections (adam_update,
   // kernels/mean_field.hpp, takes it).
   double adam_rate(long t) const;
+  // Adam's step at iteration t on n values x with moments m, s (and s_max)
+  // held elsewhere (a GPU's memory: the body a ChainVectors runs).
+  AdamStep adam_body(long t, double* x, double* m, double* s, double* s_max, const double* g,
+                     long n) const;
 };
 
 }  // namespace lockstep

@@ -153,6 +153,10 @@ class Svi {
   double evaluate(long t, bool gradient, std::vector<double>& w, std::vector<double>& v);
   // Iteration t's minibatch (keyed by the run's keys and t).
   Minibatch minibatch(long t) const;
+  // Where iteration t's normals start in each particle's stream: (k + the
+  // whole state's) normals an iteration, in pairs (a low-rank guide's k
+  // first; k = 0 for the others).
+  uint64_t normals_position(long t) const;
 
   enum class Kind { mean_field, full_rank, low_rank, delta };
   static Kind kind_of(const std::string& guide);

@@ -157,7 +157,7 @@ template <class T> struct GatherForward {
   long chains, size;
   int phases = 1, shared_per_lane = 0;
   bool runs = false, steps = false;
-  RunStarts known;
+  RunStarts known{};
   LS_HD void operator()(int, const Lane& lane) const {
 #ifndef __CUDA_ARCH__
     if ((runs || steps) && lane.count == 1) {
@@ -189,7 +189,7 @@ template <class T> struct GatherBackward {
   int phases = 1, shared_per_lane = 0;
   long piece = 0;
   bool steps = false;
-  RunStarts known;
+  RunStarts known{};
   LS_HD void operator()(int, const Lane& lane) const {
 #ifndef __CUDA_ARCH__
     if (piece > 0 && lane.count == 1) {
@@ -241,7 +241,7 @@ template <class T> struct GatherRowsBackward {
   long chains, rows, cols;
   int phases = 1, shared_per_lane = 0;
   long piece = 0;
-  RunStarts known;
+  RunStarts known{};
   LS_HD void operator()(int, const Lane& lane) const {
     const long x_size = x_rows * cols;
 #ifndef __CUDA_ARCH__
