@@ -83,12 +83,12 @@
 #'   model's log density and gradient at all of them in one engine call, and
 #'   moves mu and log(sd) along the bound's reparameterised gradient.
 #'
-#'   On a GPU, a mean-field guide fitted by [adam()] lives in the GPU's
-#'   memory with the model: its parameters, the optimiser's state, the
-#'   particles and their gradients stay there, and each iteration moves a
-#'   few numbers per particle between the GPU and R's process. Other guides
-#'   and optimisers work in the host's memory, the particles copied to the
-#'   GPU and their gradients back at each iteration.
+#'   On a GPU, a mean-field guide lives in the GPU's memory with the model,
+#'   whichever first-order optimiser fits it: its parameters, the
+#'   optimiser's state, the particles and their gradients stay there, and
+#'   each iteration moves a few numbers per particle between the GPU and R's
+#'   process. Other guides work in the host's memory, the particles copied
+#'   to the GPU and their gradients back at each iteration.
 #'
 #'   An interrupt (Esc, Ctrl-C) stops the fit and returns it as it is. An
 #'   iteration whose bound is not finite leaves the guide where it was; 20 of
@@ -99,7 +99,9 @@
 #'   a generalised Pareto distribution to the largest importance ratios
 #'   p(z) / q(z) of the returned draws (with the \pkg{loo} package, where it
 #'   is installed): below 0.5 the approximation is good; above 0.7 it is poor
-#'   (a funnel under a mean-field guide, say), and `svi()` warns.
+#'   (a funnel under a mean-field guide, say), and `svi()` warns. Its tail
+#'   needs at least 5 ratios, so it needs at least 25 draws; with fewer (or a
+#'   point mass, whose ratios are not defined) it is `NA`.
 #' @return a `lockstep_svi` object: a list of `draws` (a `greta_mcmc_list`
 #'   of draws of the model's targets under the guide, which [summary()],
 #'   [calculate()], [log_lik()], coda, posterior and bayesplot take), `par`
@@ -307,10 +309,13 @@ guide_draws <- function(model, guide, n, options) {
 }
 
 # The Pareto k diagnostic of log importance ratios (loo's PSIS), NA where it
-# cannot be had (a point mass, loo not installed, ratios not finite).
+# cannot be had (a point mass, loo not installed, ratios not finite, or too
+# few of them: loo fits the largest min(S / 5, 3 sqrt(S)) ratios and returns
+# Inf below 5, which would read as a poor approximation).
 pareto_k_hat <- function(log_ratios) {
+  S <- length(log_ratios)
   if (anyNA(log_ratios) || !all(is.finite(log_ratios)) ||
-      !requireNamespace("loo", quietly = TRUE)) {
+      ceiling(min(0.2 * S, 3 * sqrt(S))) < 5 || !requireNamespace("loo", quietly = TRUE)) {
     return(NA_real_)
   }
   psis <- suppressWarnings(loo::psis(log_ratios, r_eff = 1))
@@ -333,6 +338,8 @@ print.lockstep_svi <- function(x, ...) {
   if (!is.na(x$k_hat)) {
     cat(sprintf("Pareto k diagnostic: %.2f (%s)\n", x$k_hat,
                 if (x$k_hat < 0.5) "good" else if (x$k_hat <= 0.7) "fair" else "poor: use mcmc()"))
+  } else if (x$guide$type != "delta" && coda::niter(x$draws) * coda::nchain(x$draws) < 25) {
+    cat("Pareto k diagnostic: not estimated (it needs n_draws of at least 25)\n")
   }
   cat("posterior means (of the draws):\n")
   print(colMeans(as.matrix(x$draws)), ...)

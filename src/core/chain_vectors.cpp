@@ -46,7 +46,7 @@ bool ChainVectors::mean_field_gradient(const double*, const double*, const doubl
                                        double*) {
   no_guide();
 }
-void ChainVectors::adam_step(const AdamStep&) { no_guide(); }
+void ChainVectors::first_order_step(const FirstOrderStep&) { no_guide(); }
 
 HostChainVectors::HostChainVectors(Target& target, Launcher launcher, ThreadPool* pool,
                                    long min_pooled)
@@ -217,6 +217,6 @@ bool HostChainVectors::mean_field_gradient(const double* phi, const double* g, c
   return bad == 0;
 }
 
-void HostChainVectors::adam_step(const AdamStep& step) { launcher_(step); }
+void HostChainVectors::first_order_step(const FirstOrderStep& step) { launcher_(step); }
 
 }  // namespace lockstep

@@ -87,19 +87,25 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
   }
   grad_.resize(phi_.size());
   lp_.resize(C_);
-  // A mean-field guide fitted by adam on a target whose vectors hold a guide
-  // lives there (a GPU's memory: SviSettings::resident); the rest on the host.
-  const bool may_reside = s_.resident >= 0 && kind_ == Kind::mean_field &&
-                          s_.optimiser.method == "adam" && !full_index_ && counted_from_ == 0;
+  // A mean-field guide on a target whose vectors hold a guide lives there
+  // (a GPU's memory: SviSettings::resident), with its optimiser's state;
+  // the rest on the host.
+  const bool may_reside =
+      s_.resident >= 0 && kind_ == Kind::mean_field && !full_index_ && counted_from_ == 0;
   if (may_reside) {
     std::unique_ptr<ChainVectors> vectors = target_.vectors();
     if (vectors->holds_guide() && (s_.resident == 1 || vectors->on_device())) {
       resident_ = std::make_unique<Resident>();
       Resident& r = *resident_;
       const long n = 2 * D_;
-      for (double** a : {&r.phi, &r.grad, &r.m, &r.s, &r.s_max}) *a = vectors->make_flat(n);
+      for (double** a : {&r.phi, &r.grad, &r.a, &r.b, &r.u}) *a = vectors->make_flat(n);
       for (double** a : {&r.z, &r.eps, &r.g}) *a = vectors->make();
       vectors->upload_flat(r.phi, phi_.data(), n);
+      // (the optimiser's state starts as its host row does: zeros, or an
+      // accumulator's initial value)
+      vectors->upload_flat(r.a, rule_.a.data(), n);
+      vectors->upload_flat(r.b, rule_.b.data(), n);
+      vectors->upload_flat(r.u, rule_.u.data(), n);
       r.vectors = std::move(vectors);
       return;
     }
@@ -427,11 +433,11 @@ double Svi::step() {
   ++t_;
   if (!std::isfinite(b)) return std::numeric_limits<double>::quiet_NaN();
   rule_.lr = lr0_ * std::pow(s_.decay_rate, static_cast<double>(t_ - 1) / s_.decay_steps);
-  if (resident_) {  // the gradient and adam's step where the guide lives
+  if (resident_) {  // the gradient and the optimiser's step where the guide lives
     Resident& r = *resident_;
     if (!r.vectors->mean_field_gradient(r.phi, r.g, r.eps, v.data(), r.grad))
       return std::numeric_limits<double>::quiet_NaN();
-    r.vectors->adam_step(rule_.adam_body(t_, r.phi, r.m, r.s, r.s_max, r.grad, 2 * D_));
+    r.vectors->first_order_step(rule_.body(t_, 0, r.phi, r.a, r.b, r.u, r.grad, 2 * D_));
     phi_stale_ = true;
     return -b;
   }

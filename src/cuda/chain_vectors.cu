@@ -224,7 +224,7 @@ class DeviceChainVectors final : public ChainVectors {
     }, 1);
     return bad == 0;
   }
-  void adam_step(const AdamStep& step) override {
+  void first_order_step(const FirstOrderStep& step) override {
     select_device(gpu_);
     if (step.n > 0) StreamLaunch{stream_, step.n, multiprocessors_}(step);
   }

@@ -3,11 +3,14 @@
 // failures, and bad settings.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "lockstep/first_order.hpp"
 #include "lockstep/optimiser.hpp"
 #include "sampler_helpers.hpp"
 
@@ -234,4 +237,144 @@ TEST_CASE("opt: a start with a non-finite density fails alone, and bad settings 
   CHECK_THROWS_AS(lockstep::optimise(t, s, std::vector<double>(3, 0.5)), std::invalid_argument);
   s.max_iterations = 0;
   CHECK_THROWS_AS(lockstep::optimise(t, s, std::vector<double>(4, 0.5)), std::invalid_argument);
+}
+
+// Each first-order rule's first steps against the rules as Keras and
+// TensorFlow write them (one coordinate at a time, in scalars), on a
+// quadratic whose gradient is x - target, for two rows whose states must not
+// mix (nadam's schedule is each row's). FirstOrder's rules are FirstOrderStep
+// (kernels/first_order_step.hpp), the body svi()'s guide runs on a GPU too.
+TEST_CASE("opt: every first-order rule's steps are Keras's and TensorFlow's", "[opt]") {
+  struct Case {
+    std::string method;
+    std::map<std::string, double> params;
+  };
+  const std::vector<Case> cases = {
+      {"gradient_descent", {{"learning_rate", 0.1}, {"momentum", 0.7}}},
+      {"gradient_descent", {{"learning_rate", 0.1}, {"momentum", 0.7}, {"nesterov", 1}}},
+      {"adam", {{"learning_rate", 0.1}, {"beta_1", 0.8}, {"beta_2", 0.9}, {"epsilon", 1e-3}}},
+      {"adam", {{"learning_rate", 0.1}, {"beta_1", 0.8}, {"beta_2", 0.9}, {"epsilon", 1e-3},
+                {"amsgrad", 1}}},
+      {"adamax", {{"learning_rate", 0.1}, {"beta_1", 0.8}, {"beta_2", 0.9}, {"epsilon", 1e-3}}},
+      {"nadam", {{"learning_rate", 0.1}, {"beta_1", 0.8}, {"beta_2", 0.9}, {"epsilon", 1e-3}}},
+      {"adagrad", {{"learning_rate", 0.3}, {"initial_accumulator_value", 0.2}, {"epsilon", 1e-3}}},
+      {"adadelta", {{"learning_rate", 0.5}, {"rho", 0.8}, {"epsilon", 1e-3}}},
+      {"rms_prop", {{"learning_rate", 0.1}, {"rho", 0.8}, {"epsilon", 1e-3}}},
+      {"rms_prop", {{"learning_rate", 0.1}, {"rho", 0.8}, {"epsilon", 1e-3}, {"centered", 1},
+                    {"momentum", 0.6}}},
+      {"ftrl", {{"learning_rate", 0.5}, {"learning_rate_power", -0.3}, {"initial_accumulator_value", 0.2},
+                {"l1_regularization_strength", 0.05}, {"l2_regularization_strength", 0.1},
+                {"l2_shrinkage_regularization_strength", 0.02}, {"beta", 0.4}}},
+      {"proximal_gradient_descent", {{"learning_rate", 0.1}, {"l1_regularization_strength", 0.3},
+                                     {"l2_regularization_strength", 0.2}}},
+      {"proximal_adagrad", {{"learning_rate", 0.3}, {"initial_accumulator_value", 0.2},
+                            {"l1_regularization_strength", 0.3}, {"l2_regularization_strength", 0.2}}},
+      {"adagrad_da", {{"learning_rate", 0.3}, {"initial_gradient_squared_accumulator_value", 0.2},
+                      {"l1_regularization_strength", 0.3}, {"l2_regularization_strength", 0.2},
+                      {"global_step", 2}}},
+      {"adagrad_da", {{"learning_rate", 0.3}, {"initial_gradient_squared_accumulator_value", 0.2},
+                      {"l2_regularization_strength", 0.2}}}};
+  const long C = 2, D = 3, steps = 6;
+  const std::vector<double> target = {2.0, -1.5, 0.1};
+  for (const Case& k : cases) {
+    INFO(k.method);
+    OptimiserSettings s;
+    s.method = k.method;
+    s.params = k.params;
+    auto p = [&](const char* name) { return k.params.count(name) ? k.params.at(name) : 0.0; };
+    lockstep::FirstOrder rule(s, C, D);
+    std::vector<double> x(C * D), g(C * D);
+    for (long j = 0; j < C * D; ++j) x[j] = 0.5 - 0.4 * j;
+    // the reference: each coordinate's own state, in scalars
+    struct State {
+      double x, m = 0, v = 0, vhat = 0, accum = 0, linear = 0, schedule = 1;
+    };
+    std::vector<State> ref(C * D);
+    for (long j = 0; j < C * D; ++j) {
+      ref[j].x = x[j];
+      ref[j].accum = k.method == "adagrad_da" ? p("initial_gradient_squared_accumulator_value")
+                                              : p("initial_accumulator_value");
+    }
+    const double lr = p("learning_rate"), b1 = p("beta_1"), b2 = p("beta_2"), eps = p("epsilon");
+    const double l1 = p("l1_regularization_strength"), l2 = p("l2_regularization_strength");
+    for (long t = 1; t <= steps; ++t) {
+      for (long j = 0; j < C * D; ++j) g[j] = x[j] - target[j % D];
+      for (long c = 0; c < C; ++c) rule.step(x.data() + c * D, g.data() + c * D, c, D, t);
+      for (long j = 0; j < C * D; ++j) {
+        State& r = ref[j];
+        const double gr = r.x - target[j % D];
+        if (k.method == "gradient_descent") {
+          r.m = p("momentum") * r.m - lr * gr;
+          r.x += p("nesterov") != 0 ? p("momentum") * r.m - lr * gr : r.m;
+        } else if (k.method == "adam") {
+          r.m = b1 * r.m + (1 - b1) * gr;
+          r.v = b2 * r.v + (1 - b2) * gr * gr;
+          r.vhat = std::max(r.vhat, r.v);
+          const double rate = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+          r.x -= rate * r.m / (std::sqrt(p("amsgrad") != 0 ? r.vhat : r.v) + eps);
+        } else if (k.method == "adamax") {
+          r.m = b1 * r.m + (1 - b1) * gr;
+          r.v = std::max(b2 * r.v, std::abs(gr));
+          r.x -= lr / (1 - std::pow(b1, t)) * r.m / (r.v + eps);
+        } else if (k.method == "nadam") {
+          const double cache = b1 * (1 - 0.5 * std::pow(0.96, t * 0.004));
+          const double cache_next = b1 * (1 - 0.5 * std::pow(0.96, (t + 1) * 0.004));
+          const double schedule_new = r.schedule * cache, schedule_next = schedule_new * cache_next;
+          r.schedule = schedule_new;
+          r.m = b1 * r.m + (1 - b1) * gr;
+          r.v = b2 * r.v + (1 - b2) * gr * gr;
+          const double m_bar = (1 - cache) * gr / (1 - schedule_new) +
+                               cache_next * r.m / (1 - schedule_next);
+          r.x -= lr * m_bar / (std::sqrt(r.v / (1 - std::pow(b2, t))) + eps);
+        } else if (k.method == "adagrad") {
+          r.accum += gr * gr;
+          r.x -= lr * gr / (std::sqrt(r.accum) + eps);
+        } else if (k.method == "adadelta") {
+          r.v = p("rho") * r.v + (1 - p("rho")) * gr * gr;  // accumulated g^2
+          const double update = gr * std::sqrt(r.m + eps) / std::sqrt(r.v + eps);
+          r.m = p("rho") * r.m + (1 - p("rho")) * update * update;  // accumulated updates^2
+          r.x -= lr * update;
+        } else if (k.method == "rms_prop") {
+          r.v = p("rho") * r.v + (1 - p("rho")) * gr * gr;
+          r.m = p("rho") * r.m + (1 - p("rho")) * gr;  // the mean gradient
+          const double denom = p("centered") != 0 ? r.v - r.m * r.m : r.v;
+          const double update = lr * gr / (std::sqrt(denom) + eps);
+          r.vhat = p("momentum") * r.vhat + update;  // the momentum
+          r.x -= p("momentum") > 0 ? r.vhat : update;
+        } else if (k.method == "ftrl") {
+          const double power = -p("learning_rate_power");
+          const double shrunk_g = gr + 2 * p("l2_shrinkage_regularization_strength") * r.x;
+          const double accum_new = r.accum + gr * gr;
+          r.linear += shrunk_g - (std::pow(accum_new, power) - std::pow(r.accum, power)) / lr * r.x;
+          const double quadratic = (std::pow(accum_new, power) + p("beta")) / lr + 2 * l2;
+          const double sign = r.linear > 0 ? 1 : -1;
+          r.x = std::abs(r.linear) > l1 ? (sign * l1 - r.linear) / quadratic : 0;
+          r.accum = accum_new;
+        } else if (k.method == "proximal_gradient_descent" || k.method == "proximal_adagrad") {
+          double rate = lr;
+          if (k.method == "proximal_adagrad") {
+            r.accum += gr * gr;
+            rate = lr / std::sqrt(r.accum);
+          }
+          const double prox = r.x - rate * gr;
+          const double sign = prox > 0 ? 1 : -1;
+          r.x = sign * std::max(std::abs(prox) - rate * l1, 0.0) / (1 + rate * l2);
+        } else if (k.method == "adagrad_da") {
+          const double step = k.params.count("global_step") ? p("global_step") : 1;
+          r.linear += gr;  // the gradients' sum
+          r.accum += gr * gr;
+          const double denom = l2 * step * lr + std::sqrt(r.accum);
+          const double sign = r.linear > 0 ? -1 : 1;
+          r.x = l1 > 0 ? sign * lr * std::max(std::abs(r.linear) - l1 * step, 0.0) / denom
+                       : -lr * r.linear / denom;
+        }
+      }
+      for (long j = 0; j < C * D; ++j) {
+        INFO("step " << t << " coordinate " << j);
+        CHECK(x[j] == Approx(ref[j].x).epsilon(1e-12).margin(1e-14));
+      }
+    }
+    // the rule moved every coordinate (the reference could fail)
+    for (long j = 0; j < C * D; ++j) CHECK(x[j] != 0.5 - 0.4 * j);
+  }
 }

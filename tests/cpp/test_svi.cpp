@@ -6,8 +6,11 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "lockstep/svi.hpp"
@@ -315,14 +318,52 @@ class NanGradientPast final : public lockstep::Target {
   long C_;
 };
 
+// Fits a mean-field guide with settings s twice over the demand model d on
+// `backend`, its guide on the host and on the target's vectors, and checks
+// that the two give the same losses and guide.
+void check_resident_fit(lstest::Demand& d, lockstep::Backend backend, SviSettings s) {
+  const long particles = 3;
+  lockstep::ExecOptions o;
+  o.backend = backend;
+  o.threads = 2;
+  o.tile_rows = 16;
+  o.alias_parameters = false;
+  std::vector<std::vector<double>> losses, means, sds;
+  for (int resident : {-1, 1}) {
+    lockstep::Executor<double> target(d.p, particles, o);
+    s.resident = resident;
+    Svi svi(target, s, std::vector<double>(d.p.n_free, 0.1), 7, 8);
+    CHECK(svi.resident() == (resident == 1));
+    std::vector<double> loss;
+    for (int t = 0; t < 25; ++t) loss.push_back(svi.step());
+    loss.push_back(svi.bound());
+    losses.push_back(loss);
+    means.push_back(svi.mean());
+    sds.push_back(svi.sd());
+  }
+  for (size_t t = 0; t < losses[0].size(); ++t) {
+    INFO("iteration " << t);
+    REQUIRE(std::isfinite(losses[0][t]));
+    CHECK(lstest::close(losses[1][t], losses[0][t], 1e-9, 1e-9));
+  }
+  long moved = 0;
+  for (long i = 0; i < d.p.n_free; ++i) {
+    INFO("coordinate " << i);
+    CHECK(lstest::close(means[1][i], means[0][i], 1e-9, 1e-9));
+    CHECK(lstest::close(sds[1][i], sds[0][i], 1e-9, 1e-9));
+    moved += means[1][i] != 0.1;
+  }
+  CHECK(moved == d.p.n_free);  // the guide moved
+}
+
 }  // namespace
 
-// A mean-field guide fitted by adam may live on its target's vectors (a
-// GPU's memory; kernels/mean_field.hpp). The same bodies run on the CPU and,
-// lane by lane, on the emulated backend: each must give the host guide's
-// losses and guide, on a model with an observation stage (the demand
-// model's shape), with the ELBO and the importance-weighted bound, a
-// decaying rate and minibatches.
+// A mean-field guide may live on its target's vectors (a GPU's memory;
+// kernels/mean_field.hpp). The same bodies run on the CPU and, lane by lane,
+// on the emulated backend: each must give the host guide's losses and
+// guide, on a model with an observation stage (the demand model's shape),
+// with the ELBO and the importance-weighted bound, a decaying rate and
+// minibatches.
 TEST_CASE("svi: a mean-field guide on the target's vectors gives the host guide's fit",
           "[svi][resident]") {
   std::mt19937 rng(361);
@@ -333,41 +374,12 @@ TEST_CASE("svi: a mean-field guide on the target's vectors gives the host guide'
       for (double fraction : {1.0, 0.5}) {
         INFO("backend " << static_cast<int>(backend) << " alpha " << alpha << " fraction "
                         << fraction);
-        const long particles = 3;
-        lockstep::ExecOptions o;
-        o.backend = backend;
-        o.threads = 2;
-        o.tile_rows = 16;
-        o.alias_parameters = false;
-        std::vector<std::vector<double>> losses, means, sds;
-        for (int resident : {-1, 1}) {
-          lockstep::Executor<double> target(d.p, particles, o);
-          SviSettings s = adam(0.05);
-          s.alpha = alpha;
-          s.decay_rate = 0.5;
-          s.decay_steps = 20;
-          s.batch_fraction = fraction;
-          s.resident = resident;
-          Svi svi(target, s, std::vector<double>(d.p.n_free, 0.1), 7, 8);
-          CHECK(svi.resident() == (resident == 1));
-          std::vector<double> loss;
-          for (int t = 0; t < 25; ++t) loss.push_back(svi.step());
-          loss.push_back(svi.bound());
-          losses.push_back(loss);
-          means.push_back(svi.mean());
-          sds.push_back(svi.sd());
-        }
-        for (size_t t = 0; t < losses[0].size(); ++t) {
-          INFO("iteration " << t);
-          REQUIRE(std::isfinite(losses[0][t]));
-          CHECK(lstest::close(losses[1][t], losses[0][t], 1e-9, 1e-9));
-        }
-        for (long i = 0; i < d.p.n_free; ++i) {
-          INFO("coordinate " << i);
-          CHECK(lstest::close(means[1][i], means[0][i], 1e-9, 1e-9));
-          CHECK(lstest::close(sds[1][i], sds[0][i], 1e-9, 1e-9));
-          CHECK(means[1][i] != 0.1);  // the guide moved
-        }
+        SviSettings s = adam(0.05);
+        s.alpha = alpha;
+        s.decay_rate = 0.5;
+        s.decay_steps = 20;
+        s.batch_fraction = fraction;
+        check_resident_fit(d, backend, s);
       }
   // where the vectors are in host memory the guide stays there by default
   sampler_tests::IndependentGaussian model({1, 2}, {1, 1}, 2);
@@ -375,14 +387,47 @@ TEST_CASE("svi: a mean-field guide on the target's vectors gives the host guide'
   SviSettings forced = adam(0.1);
   forced.resident = 1;
   CHECK(Svi(model, forced, {0, 0}, 1, 2).resident());
-  // other guides and optimisers stay on the host
-  SviSettings full = adam(0.1, "full_rank");
-  full.resident = 1;
-  CHECK(!Svi(model, full, {0, 0}, 1, 2).resident());
-  SviSettings sgd = adam(0.1);
-  sgd.optimiser.method = "gradient_descent";
-  sgd.resident = 1;
-  CHECK(!Svi(model, sgd, {0, 0}, 1, 2).resident());
+  // other guides stay on the host
+  for (const char* guide : {"full_rank", "low_rank", "delta"}) {
+    INFO(guide);
+    sampler_tests::IndependentGaussian one({1, 2}, {1, 1}, 1);
+    SviSettings other = adam(0.1, guide);
+    other.resident = 1;
+    CHECK(!Svi(one, other, {0, 0}, 1, 2).resident());
+  }
+}
+
+// Every first-order optimiser's step is one body (FirstOrderStep) wherever
+// the guide lives: on the target's vectors each must give the host guide's
+// fit, with its options that change the rule (momentum, Nesterov, amsgrad,
+// a centred rms_prop, the proximal methods' penalties).
+TEST_CASE("svi: a resident guide takes every first-order optimiser", "[svi][resident]") {
+  std::mt19937 rng(362);
+  lstest::Demand d = lstest::demand(200, 5, 3, rng);
+  lockstep::plan(d.p);
+  const std::vector<std::pair<std::string, std::map<std::string, double>>> optimisers = {
+      {"gradient_descent", {{"learning_rate", 0.002}}},
+      {"gradient_descent", {{"learning_rate", 0.002}, {"momentum", 0.5}, {"nesterov", 1}}},
+      {"adam", {{"learning_rate", 0.05}, {"amsgrad", 1}}},
+      {"adamax", {{"learning_rate", 0.05}}},
+      {"nadam", {{"learning_rate", 0.05}}},
+      {"adagrad", {{"learning_rate", 0.2}}},
+      {"adadelta", {{"learning_rate", 0.5}, {"rho", 0.95}}},
+      {"rms_prop", {{"learning_rate", 0.02}}},
+      {"rms_prop", {{"learning_rate", 0.02}, {"centered", 1}, {"momentum", 0.5}}},
+      {"ftrl", {{"learning_rate", 0.2}, {"l2_shrinkage_regularization_strength", 0.01}}},
+      {"proximal_gradient_descent", {{"learning_rate", 0.002}, {"l1_regularization_strength", 0.01}}},
+      {"proximal_adagrad", {{"learning_rate", 0.2}, {"l2_regularization_strength", 0.01}}},
+      {"adagrad_da", {{"learning_rate", 0.2}, {"l1_regularization_strength", 0.001}}}};
+  for (lockstep::Backend backend : {lockstep::Backend::cpu, lockstep::Backend::emulated})
+    for (const auto& optimiser : optimisers) {
+      INFO("backend " << static_cast<int>(backend) << " optimiser " << optimiser.first);
+      SviSettings s;
+      s.optimiser.method = optimiser.first;
+      s.optimiser.params = optimiser.second;
+      s.alpha = 0;
+      check_resident_fit(d, backend, s);
+    }
 }
 
 TEST_CASE("svi: a resident guide's parameters: set, read back, and kept by a refused step",

@@ -1586,13 +1586,15 @@ TEST_CASE("cuda executor: refuses a missing GPU and zero chains and MPI",
 
 TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the host's guide",
           "[cuda][svi]") {
-  // The guide's particles, gradient and adam step as kernels on the GPU
-  // (kernels/mean_field.hpp, Svi::resident) against the same guide kept on
-  // the host over the same executor: the same normals (keyed by particle and
-  // coordinate), so the losses and the guide agree to the GPU's rounding of
-  // its sums. The demand model's shape (an observation stage with three
-  // gathers and a Poisson likelihood), whole and in minibatches of the tile
-  // kernel's tiles, the ELBO and the importance-weighted bound.
+  // The guide's particles, gradient and optimiser's step as kernels on the
+  // GPU (kernels/mean_field.hpp, kernels/first_order_step.hpp,
+  // Svi::resident) against the same guide kept on the host over the same
+  // executor: the same normals (keyed by particle and coordinate), so the
+  // losses and the guide agree to the GPU's rounding of its sums. The
+  // demand model's shape (an observation stage with three gathers and a
+  // Poisson likelihood), whole and in minibatches of the tile kernel's
+  // tiles, the ELBO and the importance-weighted bound; adam, and two other
+  // rules with more state (nadam's schedule, a centred rms_prop's momentum).
   require_gpu();
 #ifdef LOCKSTEP_GPU_TEST_STANDIN
   const int on_vectors = 1;  // the emulated backend's vectors hold it when asked
@@ -1602,41 +1604,53 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
   std::mt19937 rng(3636);
   lstest::Demand d = lstest::demand(20000, 300, 40, rng);
   lockstep::plan(d.p);
-  for (bool tiles : {false, true})
-    for (double alpha : {1.0, 0.0}) {
-      INFO("tile kernel " << tiles << ", alpha " << alpha);
-      const long particles = 4;
-      ExecOptions o;
-      o.tile_kernel = tiles;
-      o.alias_parameters = false;
-      std::unique_ptr<Target> ex = make_gpu(d.p, particles, o, false);
-      std::vector<std::vector<double>> losses, means, sds;
-      for (int resident : {on_vectors, -1}) {
-        lockstep::SviSettings s;
-        s.optimiser.method = "adam";
-        s.optimiser.params["learning_rate"] = 0.02;
-        s.alpha = alpha;
-        s.batch_fraction = tiles ? 0.25 : 1;
-        s.resident = resident;
-        lockstep::Svi svi(*ex, s, std::vector<double>(d.p.n_free, 0.0), 11, 12);
-        CHECK(svi.resident() == (resident != -1));
-        std::vector<double> loss;
-        for (int t = 0; t < 40; ++t) loss.push_back(svi.step());
-        losses.push_back(loss);
-        means.push_back(svi.mean());
-        sds.push_back(svi.sd());
+  struct Fit {
+    bool tiles;
+    double alpha;
+    const char* method;
+  };
+  for (const Fit& f : {Fit{false, 1, "adam"}, Fit{false, 0, "adam"}, Fit{true, 1, "adam"},
+                       Fit{true, 0, "adam"}, Fit{false, 0, "nadam"}, Fit{true, 0, "rms_prop"}}) {
+    const bool tiles = f.tiles;
+    const double alpha = f.alpha;
+    INFO("tile kernel " << tiles << ", alpha " << alpha << ", " << f.method);
+    const long particles = 4;
+    ExecOptions o;
+    o.tile_kernel = tiles;
+    o.alias_parameters = false;
+    std::unique_ptr<Target> ex = make_gpu(d.p, particles, o, false);
+    std::vector<std::vector<double>> losses, means, sds;
+    for (int resident : {on_vectors, -1}) {
+      lockstep::SviSettings s;
+      s.optimiser.method = f.method;
+      s.optimiser.params["learning_rate"] = 0.02;
+      if (s.optimiser.method == "rms_prop") {
+        s.optimiser.params["learning_rate"] = 0.002;
+        s.optimiser.params["centered"] = 1;
+        s.optimiser.params["momentum"] = 0.5;
       }
-      for (size_t t = 0; t < losses[0].size(); ++t) {
-        INFO("iteration " << t);
-        REQUIRE(std::isfinite(losses[0][t]));
-        CHECK(close(losses[0][t], losses[1][t], 1e-8, 1e-8));
-      }
-      for (long i = 0; i < d.p.n_free; ++i) {
-        INFO("coordinate " << i);
-        CHECK(close(means[0][i], means[1][i], 1e-7, 1e-9));
-        CHECK(close(sds[0][i], sds[1][i], 1e-7, 1e-9));
-      }
+      s.alpha = alpha;
+      s.batch_fraction = tiles ? 0.25 : 1;
+      s.resident = resident;
+      lockstep::Svi svi(*ex, s, std::vector<double>(d.p.n_free, 0.0), 11, 12);
+      CHECK(svi.resident() == (resident != -1));
+      std::vector<double> loss;
+      for (int t = 0; t < 40; ++t) loss.push_back(svi.step());
+      losses.push_back(loss);
+      means.push_back(svi.mean());
+      sds.push_back(svi.sd());
     }
+    for (size_t t = 0; t < losses[0].size(); ++t) {
+      INFO("iteration " << t);
+      REQUIRE(std::isfinite(losses[0][t]));
+      CHECK(close(losses[0][t], losses[1][t], 1e-8, 1e-8));
+    }
+    for (long i = 0; i < d.p.n_free; ++i) {
+      INFO("coordinate " << i);
+      CHECK(close(means[0][i], means[1][i], 1e-7, 1e-9));
+      CHECK(close(sds[0][i], sds[1][i], 1e-7, 1e-9));
+    }
+  }
   // Each minibatch call evaluates its own draw of tiles, and the same draw
   // again gives the same sum (a CUDA graph replayed would repeat the draw
   // and weight it captured: CudaExecutor launches minibatch calls plainly).

@@ -368,9 +368,21 @@ test_that("svi() on the GPU gives the CPU's fit", {
   # (the GPU's sums are ordered otherwise: the losses agree to rounding)
   expect_equal(gpu$loss, cpu$loss, tolerance = 1e-6)
   expect_equal(gpu$guide$mean, cpu$guide$mean, tolerance = 1e-6)
-  # a mean-field guide fitted by adam lives in the GPU's memory
+  # a mean-field guide lives in the GPU's memory
   expect_identical(gpu$guide$on_device, !standin)
   expect_false(cpu$guide$on_device)
+  # whichever first-order optimiser fits it
+  fit_rms <- function(co) {
+    set.seed(82)
+    svi(m, particles = 8, n_iterations = 300, tolerance = 0, n_draws = 10, verbose = FALSE,
+        optimiser = rms_prop(learning_rate = 0.05), compute_options = co)
+  }
+  gpu <- fit_rms(on_gpu())
+  cpu <- fit_rms(cpu_only(threads = 1))
+  expect_identical(gpu$guide$on_device, !standin)
+  expect_equal(gpu$loss, cpu$loss, tolerance = 1e-6)
+  expect_equal(gpu$guide$mean, cpu$guide$mean, tolerance = 1e-6)
+  expect_equal(gpu$guide$mean, mean(y) * 7 / (7 + 1 / 100), tolerance = 0.2)
 })
 
 test_that("svi()'s minibatches on the GPU's tile kernel are unbiased", {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/mean_field.hpp"
+#include "kernels/first_order_step.hpp"
 #include "optimiser.hpp"
 
 namespace lockstep {
@@ -16,11 +16,16 @@ namespace lockstep {
 // A tuning parameter of `s`, or `fallback` where it is not given.
 double optimiser_param(const OptimiserSettings& s, const std::string& name, double fallback);
 
+// The method a name (optimiser.hpp's) stands for; unknown for any other.
+FirstOrderMethod first_order_method(const std::string& method);
+
 // The first-order methods: one update of chain c's x from its gradient g at
 // iteration t (1-based), with per-method state vectors a, b, u (zeroed, or as
-// the method initialises them).
+// the method initialises them). The rules themselves are FirstOrderStep's
+// (kernels/first_order_step.hpp).
 struct FirstOrder {
   std::string method;
+  FirstOrderMethod kind;
   double lr, beta1, beta2, eps, momentum, rho, init_acc;
   double lr_power, l1, l2, l2_shrinkage, ftrl_beta, global_step;  // ftrl, the proximal ones
   bool nesterov, amsgrad, centered;
@@ -29,14 +34,14 @@ struct FirstOrder {
 
   FirstOrder(const OptimiserSettings& s, long C, long D);
   // One update of chain c's x ([D]) from its gradient g at iteration t.
+  // Throws std::invalid_argument for an unknown method.
   void step(double* x, const double* g, long c, long D, long t);
-  // Adam's rate at iteration t: lr with its bias corrections (adam_update,
-  // kernels/mean_field.hpp, takes it).
-  double adam_rate(long t) const;
-  // Adam's step at iteration t on n values x with moments m, s (and s_max)
-  // held elsewhere (a GPU's memory: the body a ChainVectors runs).
-  AdamStep adam_body(long t, double* x, double* m, double* s, double* s_max, const double* g,
-                     long n) const;
+  // Iteration t's step of row c's n values x from g, with the method's
+  // state a, b, u held elsewhere (a GPU's memory: the body a ChainVectors
+  // runs; step() passes this row's), initialised as this row's are. Advances
+  // row c's nadam schedule, as step() does. Throws as step() does.
+  FirstOrderStep body(long t, long c, double* x, double* a, double* b, double* u, const double* g,
+                      long n);
 };
 
 }  // namespace lockstep

@@ -6,10 +6,10 @@
 // flat array; its particles z and normals eps are [chains, dim] arrays.
 //
 // The per-coordinate arithmetic is written once here (mean_field_particle,
-// mean_field_gradient_at, adam_update) and the host's guide (svi.cpp) and
-// optimiser (first_order.cpp) call the same functions, so the two paths
-// give the same numbers; only the order of the per-chain sums differs on a
-// GPU's lanes.
+// mean_field_gradient_at) and the host's guide (svi.cpp) calls the same
+// functions, as its optimiser's step is FirstOrderStep wherever the guide
+// lives (kernels/first_order_step.hpp), so the two paths give the same
+// numbers; only the order of the per-chain sums differs on a GPU's lanes.
 #ifndef LOCKSTEP_KERNELS_MEAN_FIELD_HPP
 #define LOCKSTEP_KERNELS_MEAN_FIELD_HPP
 
@@ -43,18 +43,6 @@ LS_HD_INLINE void mean_field_gradient_at(long i, long chains, long dim, double o
   }
   *d_mu = gm;
   *d_omega = go;
-}
-
-// Adam's update of one coordinate x from its gradient g, with its moments m
-// and s (and, with amsgrad, the largest s so far) and the step's rate lr_t
-// (FirstOrder::adam_rate: the learning rate with Adam's bias corrections).
-LS_HD_INLINE void adam_update(double* x, double* m, double* s, double* s_max, double g,
-                              double lr_t, double beta1, double beta2, double eps, bool amsgrad) {
-  *m = beta1 * *m + (1 - beta1) * g;
-  *s = beta2 * *s + (1 - beta2) * g * g;
-  double v = *s;
-  if (amsgrad) v = *s_max = *s_max > *s ? *s_max : *s;
-  *x -= lr_t * *m / (sqrt(v) + eps);
 }
 
 // Where an iteration's normals come from: chain c's stream (key0, key1, c,
@@ -99,20 +87,6 @@ struct MeanFieldGradientTerm {
     grad[i] = gm;
     grad[dim + i] = go;
     return 0 * gm + 0 * go;
-  }
-};
-
-// Adam's step on n coordinates (adam_update), one lane per coordinate.
-struct AdamStep {
-  int phases = 1, shared_per_lane = 0;
-  double *x, *m, *s, *s_max;  // s_max: only read and written with amsgrad
-  const double* g;
-  double lr_t, beta1, beta2, eps;
-  bool amsgrad;
-  long n;
-  LS_HD void operator()(int, const Lane& lane) const {
-    for (long i = lane.index; i < n; i += lane.count)
-      adam_update(x + i, m + i, s + i, s_max + i, g[i], lr_t, beta1, beta2, eps, amsgrad);
   }
 };
 

@@ -17,6 +17,7 @@
 
 #include "../executor.hpp"
 #include "../kernels/chain_vectors.hpp"
+#include "../kernels/first_order_step.hpp"
 #include "../kernels/mean_field.hpp"
 #include "../launcher.hpp"
 #include "../rng.hpp"
@@ -103,11 +104,12 @@ class ChainVectors {
   // Whether the vectors are in a GPU's memory.
   virtual bool on_device() const { return false; }
 
-  // svi()'s mean-field guide with adam on the vectors (svi.hpp,
-  // kernels/mean_field.hpp), where the backend has it (holds_guide(); the
-  // others throw): the guide's parameters phi = (mu, omega) and adam's
-  // moments are flat arrays (make_flat), the particles, their normals and
-  // their gradients [chains, dim] ones (make).
+  // svi()'s mean-field guide and its optimiser on the vectors (svi.hpp,
+  // kernels/mean_field.hpp, kernels/first_order_step.hpp), where the
+  // backend has them (holds_guide(); the others throw): the guide's
+  // parameters phi = (mu, omega) and the optimiser's state are flat arrays
+  // (make_flat), the particles, their normals and their gradients [chains,
+  // dim] ones (make).
   virtual bool holds_guide() const { return false; }
   // A new array of n zeros, and n values between it and host memory.
   virtual double* make_flat(long n);
@@ -123,8 +125,8 @@ class ChainVectors {
   // (MeanFieldGradientTerm); whether every entry of it is finite. Waits.
   virtual bool mean_field_gradient(const double* phi, const double* g, const double* eps,
                                    const double* v, double* grad);
-  // Adam's step, its arrays the vectors' (AdamStep).
-  virtual void adam_step(const AdamStep& step);
+  // A first-order optimiser's step, its arrays the vectors' (FirstOrderStep).
+  virtual void first_order_step(const FirstOrderStep& step);
 
  protected:
   long chains_, dim_;
@@ -177,7 +179,7 @@ class HostChainVectors final : public ChainVectors {
                             double* w) override;
   bool mean_field_gradient(const double* phi, const double* g, const double* eps, const double* v,
                            double* grad) override;
-  void adam_step(const AdamStep& step) override;
+  void first_order_step(const FirstOrderStep& step) override;
 
  private:
   // Runs make_body(c0, c1) for the chain ranges this backend splits into.
