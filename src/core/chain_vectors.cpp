@@ -39,11 +39,11 @@ double* ChainVectors::make_flat(long) { no_guide(); }
 void ChainVectors::upload_flat(double*, const double*, long) { no_guide(); }
 void ChainVectors::download_flat(double*, const double*, long) { no_guide(); }
 void ChainVectors::mean_field_particles(const double*, double*, double*, const MeanFieldDraw&,
-                                        double*) {
+                                        bool, double*) {
   no_guide();
 }
 bool ChainVectors::mean_field_gradient(const double*, const double*, const double*, const double*,
-                                       double*) {
+                                       bool, double*) {
   no_guide();
 }
 void ChainVectors::first_order_step(const FirstOrderStep&) { no_guide(); }
@@ -201,18 +201,18 @@ void HostChainVectors::download_flat(double* host, const double* src, long n) {
 }
 
 void HostChainVectors::mean_field_particles(const double* phi, double* z, double* eps,
-                                            const MeanFieldDraw& draw, double* w) {
+                                            const MeanFieldDraw& draw, bool point, double* w) {
   std::fill(w, w + chains_, 0.0);
   run([&](long c0, long c1) {
-    return ChainSum<MeanFieldParticlesTerm>(MeanFieldParticlesTerm{phi, z, eps, draw, c0, dim_},
+    return ChainSum<MeanFieldParticlesTerm>(MeanFieldParticlesTerm{phi, z, eps, draw, c0, dim_, point},
                                             w + c0, c1 - c0, dim_);
   });
 }
 
 bool HostChainVectors::mean_field_gradient(const double* phi, const double* g, const double* eps,
-                                           const double* v, double* grad) {
+                                           const double* v, bool point, double* grad) {
   double bad = 0;
-  launcher_(ChainSum<MeanFieldGradientTerm>(MeanFieldGradientTerm{phi, g, eps, v, grad, chains_, dim_},
+  launcher_(ChainSum<MeanFieldGradientTerm>(MeanFieldGradientTerm{phi, g, eps, v, grad, chains_, dim_, point},
                                             &bad, 1, dim_));
   return bad == 0;
 }

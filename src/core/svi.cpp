@@ -87,17 +87,17 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
   }
   grad_.resize(phi_.size());
   lp_.resize(C_);
-  // A mean-field guide on a target whose vectors hold a guide lives there
-  // (a GPU's memory: SviSettings::resident), with its optimiser's state;
-  // the rest on the host.
-  const bool may_reside =
-      s_.resident >= 0 && kind_ == Kind::mean_field && !full_index_ && counted_from_ == 0;
+  // A mean-field guide or a point mass on a target whose vectors hold a
+  // guide lives there (a GPU's memory: SviSettings::resident), with its
+  // optimiser's state; the rest on the host.
+  const bool may_reside = s_.resident >= 0 && (kind_ == Kind::mean_field || kind_ == Kind::delta) &&
+                          !full_index_ && counted_from_ == 0;
   if (may_reside) {
     std::unique_ptr<ChainVectors> vectors = target_.vectors();
     if (vectors->holds_guide() && (s_.resident == 1 || vectors->on_device())) {
       resident_ = std::make_unique<Resident>();
       Resident& r = *resident_;
-      const long n = 2 * D_;
+      const long n = static_cast<long>(phi_.size());
       for (double** a : {&r.phi, &r.grad, &r.a, &r.b, &r.u}) *a = vectors->make_flat(n);
       for (double** a : {&r.z, &r.eps, &r.g}) *a = vectors->make();
       vectors->upload_flat(r.phi, phi_.data(), n);
@@ -123,7 +123,7 @@ uint64_t Svi::normals_position(long t) const {
 
 void Svi::pull() const {
   if (!resident_ || !phi_stale_) return;
-  resident_->vectors->download_flat(phi_.data(), resident_->phi, 2 * D_);
+  resident_->vectors->download_flat(phi_.data(), resident_->phi, static_cast<long>(phi_.size()));
   phi_stale_ = false;
 }
 
@@ -134,7 +134,7 @@ void Svi::resident_particles(long t, std::vector<double>& w) {
   draw.purpose = purpose_svi;
   draw.position = normals_position(t);
   resident_->vectors->mean_field_particles(resident_->phi, resident_->z, resident_->eps, draw,
-                                           w.data());
+                                           kind_ == Kind::delta, w.data());
 }
 
 double Svi::l_at(long i, long j) const {
@@ -213,8 +213,8 @@ void Svi::set_guide(const std::vector<double>& mean, const std::vector<double>& 
       const long at = kind_ == Kind::mean_field ? i : i * (i + 1) / 2 + j;
       if (i == j || kind_ == Kind::full_rank) phi_[D_ + at] = i == j ? std::log(v) : v;
     }
-  if (resident_) {  // (every entry of a mean-field phi was just written)
-    resident_->vectors->upload_flat(resident_->phi, phi_.data(), 2 * D_);
+  if (resident_) {  // (every entry of a mean-field phi, or a point mass's, was just written)
+    resident_->vectors->upload_flat(resident_->phi, phi_.data(), static_cast<long>(phi_.size()));
     phi_stale_ = false;
   }
 }
@@ -435,9 +435,10 @@ double Svi::step() {
   rule_.lr = lr0_ * std::pow(s_.decay_rate, static_cast<double>(t_ - 1) / s_.decay_steps);
   if (resident_) {  // the gradient and the optimiser's step where the guide lives
     Resident& r = *resident_;
-    if (!r.vectors->mean_field_gradient(r.phi, r.g, r.eps, v.data(), r.grad))
+    if (!r.vectors->mean_field_gradient(r.phi, r.g, r.eps, v.data(), kind_ == Kind::delta, r.grad))
       return std::numeric_limits<double>::quiet_NaN();
-    r.vectors->first_order_step(rule_.body(t_, 0, r.phi, r.a, r.b, r.u, r.grad, 2 * D_));
+    r.vectors->first_order_step(rule_.body(t_, 0, r.phi, r.a, r.b, r.u, r.grad,
+                                           static_cast<long>(phi_.size())));
     phi_stale_ = true;
     return -b;
   }

@@ -204,15 +204,15 @@ class DeviceChainVectors final : public ChainVectors {
     wait("copying a guide's parameters to the host");
   }
   void mean_field_particles(const double* phi, double* z, double* eps, const MeanFieldDraw& draw,
-                            double* w) override {
+                            bool point, double* w) override {
     select_device(gpu_);
     sum_chains(1, ChainMask::all(chains_), w, [&](long c0, long c1) {
-      return ChainSum<MeanFieldParticlesTerm>(MeanFieldParticlesTerm{phi, z, eps, draw, c0, dim_},
+      return ChainSum<MeanFieldParticlesTerm>(MeanFieldParticlesTerm{phi, z, eps, draw, c0, dim_, point},
                                               out_ + c0, c1 - c0, dim_);
     });
   }
   bool mean_field_gradient(const double* phi, const double* g, const double* eps, const double* v,
-                           double* grad) override {
+                           bool point, double* grad) override {
     select_device(gpu_);
     if (!weights_) weights_ = static_cast<double*>(allocate(sizeof(double) * chains_));
     check(cudaMemcpyAsync(weights_, v, sizeof(double) * chains_, cudaMemcpyHostToDevice, stream_),
@@ -220,7 +220,7 @@ class DeviceChainVectors final : public ChainVectors {
     double bad = 0;
     sum_chains(1, ChainMask::all(1), &bad, [&](long, long) {
       return ChainSum<MeanFieldGradientTerm>(
-          MeanFieldGradientTerm{phi, g, eps, weights_, grad, chains_, dim_}, out_, 1, dim_);
+          MeanFieldGradientTerm{phi, g, eps, weights_, grad, chains_, dim_, point}, out_, 1, dim_);
     }, 1);
     return bad == 0;
   }

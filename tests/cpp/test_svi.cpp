@@ -318,11 +318,11 @@ class NanGradientPast final : public lockstep::Target {
   long C_;
 };
 
-// Fits a mean-field guide with settings s twice over the demand model d on
-// `backend`, its guide on the host and on the target's vectors, and checks
-// that the two give the same losses and guide.
-void check_resident_fit(lstest::Demand& d, lockstep::Backend backend, SviSettings s) {
-  const long particles = 3;
+// Fits a guide with settings s twice over the demand model d on `backend`
+// with `particles`, the guide on the host and on the target's vectors, and
+// checks that the two give the same losses and guide.
+void check_resident_fit(lstest::Demand& d, lockstep::Backend backend, SviSettings s,
+                        long particles = 3) {
   lockstep::ExecOptions o;
   o.backend = backend;
   o.threads = 2;
@@ -387,8 +387,13 @@ TEST_CASE("svi: a mean-field guide on the target's vectors gives the host guide'
   SviSettings forced = adam(0.1);
   forced.resident = 1;
   CHECK(Svi(model, forced, {0, 0}, 1, 2).resident());
-  // other guides stay on the host
-  for (const char* guide : {"full_rank", "low_rank", "delta"}) {
+  // a point mass lives there too (every particle at mu)
+  for (lockstep::Backend backend : {lockstep::Backend::cpu, lockstep::Backend::emulated}) {
+    INFO("point mass, backend " << static_cast<int>(backend));
+    check_resident_fit(d, backend, adam(0.05, "delta"), 1);
+  }
+  // the low-rank and full-rank guides stay on the host
+  for (const char* guide : {"full_rank", "low_rank"}) {
     INFO(guide);
     sampler_tests::IndependentGaussian one({1, 2}, {1, 1}, 1);
     SviSettings other = adam(0.1, guide);

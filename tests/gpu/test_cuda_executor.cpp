@@ -1594,7 +1594,8 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
   // demand model's shape (an observation stage with three gathers and a
   // Poisson likelihood), whole and in minibatches of the tile kernel's
   // tiles, the ELBO and the importance-weighted bound; adam, and two other
-  // rules with more state (nadam's schedule, a centred rms_prop's momentum).
+  // rules with more state (nadam's schedule, a centred rms_prop's momentum);
+  // and a point mass (one particle at the guide's mean).
   require_gpu();
 #ifdef LOCKSTEP_GPU_TEST_STANDIN
   const int on_vectors = 1;  // the emulated backend's vectors hold it when asked
@@ -1608,13 +1609,16 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
     bool tiles;
     double alpha;
     const char* method;
+    const char* guide;
   };
-  for (const Fit& f : {Fit{false, 1, "adam"}, Fit{false, 0, "adam"}, Fit{true, 1, "adam"},
-                       Fit{true, 0, "adam"}, Fit{false, 0, "nadam"}, Fit{true, 0, "rms_prop"}}) {
+  for (const Fit& f : {Fit{false, 1, "adam", "mean_field"}, Fit{false, 0, "adam", "mean_field"},
+                       Fit{true, 1, "adam", "mean_field"}, Fit{true, 0, "adam", "mean_field"},
+                       Fit{false, 0, "nadam", "mean_field"}, Fit{true, 0, "rms_prop", "mean_field"},
+                       Fit{false, 1, "adam", "delta"}}) {
     const bool tiles = f.tiles;
     const double alpha = f.alpha;
-    INFO("tile kernel " << tiles << ", alpha " << alpha << ", " << f.method);
-    const long particles = 4;
+    INFO("tile kernel " << tiles << ", alpha " << alpha << ", " << f.method << ", " << f.guide);
+    const long particles = std::string(f.guide) == "delta" ? 1 : 4;
     ExecOptions o;
     o.tile_kernel = tiles;
     o.alias_parameters = false;
@@ -1622,6 +1626,7 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
     std::vector<std::vector<double>> losses, means, sds;
     for (int resident : {on_vectors, -1}) {
       lockstep::SviSettings s;
+      s.guide = f.guide;
       s.optimiser.method = f.method;
       s.optimiser.params["learning_rate"] = 0.02;
       if (s.optimiser.method == "rms_prop") {

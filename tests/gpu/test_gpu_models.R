@@ -383,6 +383,12 @@ test_that("svi() on the GPU gives the CPU's fit", {
   expect_equal(gpu$loss, cpu$loss, tolerance = 1e-6)
   expect_equal(gpu$guide$mean, cpu$guide$mean, tolerance = 1e-6)
   expect_equal(gpu$guide$mean, mean(y) * 7 / (7 + 1 / 100), tolerance = 0.2)
+  # and a point mass (the mode)
+  set.seed(83)
+  mode <- svi(m, guide = "delta", n_iterations = 1000, tolerance = 0, verbose = FALSE,
+              optimiser = adam(learning_rate = 0.05), compute_options = on_gpu())
+  expect_identical(mode$guide$on_device, !standin)
+  expect_equal(mode$guide$mean, mean(y) * 7 / (7 + 1 / 100), tolerance = 1e-3)
 })
 
 test_that("svi()'s minibatches on the GPU's tile kernel are unbiased", {

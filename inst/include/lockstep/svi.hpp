@@ -53,13 +53,14 @@
 // state. The learning rate decays exponentially (seed 003's optax
 // schedule): lr_t = lr decay_rate^(t / decay_steps), constant by default.
 //
-// Where the target's vectors are in a GPU's memory, a mean-field guide
-// lives there too (resident(); kernels/mean_field.hpp), fitted by any of the
-// first-order optimisers (kernels/first_order_step.hpp): its parameters,
-// the optimiser's state, the particles and their gradients never leave the
-// GPU, and an iteration moves C numbers each way (log q's and the log
-// density's per-particle sums; the bound's weights). The other guides work
-// on the host, the particles copied over and the gradient back.
+// Where the target's vectors are in a GPU's memory, a mean-field guide (or
+// a point mass) lives there too (resident(); kernels/mean_field.hpp),
+// fitted by any of the first-order optimisers (kernels/first_order_step.hpp):
+// its parameters, the optimiser's state, the particles and their gradients
+// never leave the GPU, and an iteration moves C numbers each way (log q's
+// and the log density's per-particle sums; the bound's weights). The
+// low-rank and full-rank guides work on the host, the particles copied over
+// and the gradient back.
 #ifndef LOCKSTEP_SVI_HPP
 #define LOCKSTEP_SVI_HPP
 
@@ -97,11 +98,11 @@ struct SviSettings {
   // otherwise the target's threads (a GPU's executor has none, and its host
   // would draw 4 x D normals a step on one thread).
   int threads = 0;
-  // Where a mean-field guide lives: 0 where the target's vectors are in a
-  // GPU's memory (ChainVectors::on_device), 1 wherever the vectors hold a
-  // guide (the CPU's and the emulated backend's too: tests), -1 in host
-  // memory always. Other guides, and a target that holds part of the
-  // state, keep theirs in host memory.
+  // Where a mean-field guide or a point mass lives: 0 where the target's
+  // vectors are in a GPU's memory (ChainVectors::on_device), 1 wherever the
+  // vectors hold a guide (the CPU's and the emulated backend's too: tests),
+  // -1 in host memory always. The low-rank and full-rank guides, and a
+  // target that holds part of the state, keep theirs in host memory.
   int resident = 0;
 };
 
@@ -205,8 +206,8 @@ class Svi {
   FirstOrder rule_;
   std::unique_ptr<ThreadPool> own_pool_;
   // A resident guide's arrays on the target's vectors: phi, its gradient and
-  // the optimiser's state a, b, u (FirstOrder's) [2 dim]; the particles,
-  // their normals and gradients [chains, dim].
+  // the optimiser's state a, b, u (FirstOrder's) [2 dim] ([dim] for a point
+  // mass); the particles, their normals and gradients [chains, dim].
   struct Resident {
     std::unique_ptr<ChainVectors> vectors;
     double *phi, *grad, *a, *b, *u, *z, *eps, *g;

@@ -56,14 +56,22 @@ struct MeanFieldDraw {
 // The term of a ChainSum (chain_sum.hpp) over the chains [c0, c1) that
 // draws the particles: element (c, i) writes eps[c, i] and z[c, i] and adds
 // omega_i + eps_ci^2 / 2 to chain c's sum, which is -log q(z_c) but for its
-// constant dim log(2 pi) / 2.
+// constant dim log(2 pi) / 2. A point mass (phi = mu alone: svi()'s delta
+// guide, a limit of the mean field) puts every particle at mu, with eps 0,
+// and adds 0.
 struct MeanFieldParticlesTerm {
-  const double* phi;  // [2 dim]: mu, omega
+  const double* phi;  // [2 dim]: mu, omega; [dim] for a point mass
   double *z, *eps;    // [chains, dim]
   MeanFieldDraw draw;
   long c0, dim;
+  bool point = false;
   LS_HD double operator()(long t, long i) const {
     const long c = c0 + t, k = c * dim + i;
+    if (point) {
+      eps[k] = 0;
+      z[k] = phi[i];
+      return 0;
+    }
     const Stream s{draw.key0, draw.key1, static_cast<uint32_t>(c), draw.purpose, draw.position};
     const double e = s.normal_at(static_cast<uint64_t>(i));
     const double omega = phi[dim + i];
@@ -74,17 +82,21 @@ struct MeanFieldParticlesTerm {
 };
 
 // The term of a ChainSum over one "chain" of dim elements that writes the
-// loss's gradient grad [2 dim] (mean_field_gradient_at) and sums 0 x each of
-// its entries: NaN where one is not finite, so that the caller learns in
-// the same pass whether the step may be taken.
+// loss's gradient grad [2 dim] (mean_field_gradient_at; [dim], its d mu
+// alone, for a point mass) and sums 0 x each of its entries: NaN where one
+// is not finite, so that the caller learns in the same pass whether the
+// step may be taken.
 struct MeanFieldGradientTerm {
   const double *phi, *g, *eps, *v;  // v: [chains], in the memory the body runs in
-  double* grad;                     // [2 dim]
+  double* grad;                     // [2 dim]; [dim] for a point mass
   long chains, dim;
+  bool point = false;
   LS_HD double operator()(long, long i) const {
     double gm, go;
-    mean_field_gradient_at(i, chains, dim, phi[dim + i], g, eps, v, &gm, &go);
+    // (a point mass's omega is absent: its eps are 0, so any value serves)
+    mean_field_gradient_at(i, chains, dim, point ? 0.0 : phi[dim + i], g, eps, v, &gm, &go);
     grad[i] = gm;
+    if (point) return 0 * gm;
     grad[dim + i] = go;
     return 0 * gm + 0 * go;
   }

@@ -117,14 +117,16 @@ class ChainVectors {
   virtual void download_flat(double* host, const double* src, long n);
   // The particles z and their normals eps at phi ([2 dim]), drawn as
   // `draw` says (MeanFieldParticlesTerm), and w[c] (host memory) = chain c's
-  // sum of omega_i + eps_ci^2 / 2. Waits for w.
+  // sum of omega_i + eps_ci^2 / 2. Waits for w. `point`: a point mass, phi
+  // = mu ([dim]), every particle at mu and w 0.
   virtual void mean_field_particles(const double* phi, double* z, double* eps,
-                                    const MeanFieldDraw& draw, double* w);
-  // The loss's gradient grad ([2 dim]) from the particles' gradients g, their
-  // normals eps and the bound's weights v ([chains], host memory)
-  // (MeanFieldGradientTerm); whether every entry of it is finite. Waits.
+                                    const MeanFieldDraw& draw, bool point, double* w);
+  // The loss's gradient grad ([2 dim]; [dim] for a point mass) from the
+  // particles' gradients g, their normals eps and the bound's weights v
+  // ([chains], host memory) (MeanFieldGradientTerm); whether every entry of
+  // it is finite. Waits.
   virtual bool mean_field_gradient(const double* phi, const double* g, const double* eps,
-                                   const double* v, double* grad);
+                                   const double* v, bool point, double* grad);
   // A first-order optimiser's step, its arrays the vectors' (FirstOrderStep).
   virtual void first_order_step(const FirstOrderStep& step);
 
@@ -176,9 +178,9 @@ class HostChainVectors final : public ChainVectors {
   void upload_flat(double* dst, const double* host, long n) override;
   void download_flat(double* host, const double* src, long n) override;
   void mean_field_particles(const double* phi, double* z, double* eps, const MeanFieldDraw& draw,
-                            double* w) override;
+                            bool point, double* w) override;
   bool mean_field_gradient(const double* phi, const double* g, const double* eps, const double* v,
-                           double* grad) override;
+                           bool point, double* grad) override;
   void first_order_step(const FirstOrderStep& step) override;
 
  private:
