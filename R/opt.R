@@ -29,7 +29,11 @@
 #'   each once (`c(a, b)`, `t(beta)`, `beta[1:2]`), which gives the joint
 #'   Hessian of several variables; for other functions of them (`sqrt(v)`,
 #'   `a + b`) a warning says there is none
-#' @param compute_options where the model runs: [cpu_only()]
+#' @param compute_options where the model runs: [cpu_only()], or a GPU
+#'   ([gpu_only()]), where the first-order methods ([adam()] and the others
+#'   but [bfgs()] and [nelder_mead()]) keep every start, its gradient and the
+#'   optimiser's state in the GPU's memory, so that an iteration moves a few
+#'   numbers per start between the GPU and R's process
 #' @param starts the number of random starts, run together in lockstep (not in
 #'   greta); the best one is returned, and all of them in `all_starts`
 #' @return a list with `par` (a named list of the values of the greta arrays

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <deque>
 #include <iterator>
+#include <memory>
 #include <stdexcept>
 
 #include "lockstep/first_order.hpp"
+#include "lockstep/sampler/chain_vectors.hpp"
 
 namespace lockstep {
 
@@ -86,6 +88,90 @@ OptimiserResult first_order(Objective& obj, const OptimiserSettings& s, std::vec
     }
   }
   r.par = x;
+  r.value = f;
+  return r;
+}
+
+// first_order() on the target's vectors (OptimiserSettings::resident: a
+// GPU's memory): the starts x, their gradients and the rule's state stay
+// there, and an iteration moves C values each way, the log densities and
+// whether each gradient is finite (0 x g x g summed over a row: NaN where an
+// entry is not). The same steps as first_order()'s: FirstOrderStep on each
+// running start's row, with the log density's gradient (g_sign -1).
+OptimiserResult first_order_on_vectors(Target& target, ChainVectors& v, const OptimiserSettings& s,
+                                       const std::vector<double>& init, bool (*interrupted)()) {
+  const long C = target.chains(), D = target.dim();
+  // (the rule's host rows give its state's first values and nadam's schedule)
+  FirstOrder rule(s, C, D);
+  double* x = v.make();
+  double* x_new = v.make();
+  double* g = v.make();
+  double* g_new = v.make();
+  double* zeros = v.make();
+  double* a = v.make();
+  double* b = v.make();
+  double* u = v.make();
+  v.upload(x, init.data());
+  v.upload(x_new, init.data());
+  v.upload(a, rule.a.data());
+  v.upload(b, rule.b.data());
+  v.upload(u, rule.u.data());
+  const ChainMask all = ChainMask::all(C);
+  std::vector<double> lp(C), zero_dot(C);
+  // -log density at `at` into f, its gradient into grad; per chain, whether
+  // both are finite
+  auto evaluate = [&](const double* at, double* grad, std::vector<double>& f) {
+    v.log_density(at, lp.data(), grad);
+    const DotSpec spec{grad, grad, nullptr, DotKind::product};
+    v.dots(&spec, 1, zeros, all, zero_dot.data());
+    f.resize(C);
+    std::vector<int> ok(C);
+    for (long c = 0; c < C; ++c) {
+      f[c] = -lp[c];
+      ok[c] = std::isfinite(f[c]) && zero_dot[c] == 0;
+    }
+    return ok;
+  };
+  std::vector<double> f, f_new;
+  const std::vector<int> finite_start = evaluate(x, g, f);
+  OptimiserResult r;
+  r.iterations.assign(C, 0);
+  r.convergence.assign(C, 1);
+  std::vector<int> active(C, 1);
+  for (long c = 0; c < C; ++c)
+    if (!finite_start[c]) active[c] = 0, r.convergence[c] = 2;
+  for (long t = 1; t <= s.max_iterations; ++t) {
+    if (std::none_of(active.begin(), active.end(), [](int on) { return on != 0; })) break;
+    if (interrupted && interrupted()) break;
+    for (long c = 0; c < C; ++c) {
+      if (!active[c]) continue;
+      FirstOrderStep step = rule.body(t, c, x_new + c * D, a + c * D, b + c * D, u + c * D,
+                                      g + c * D, D);
+      step.g_sign = -1;
+      v.first_order_step(step);
+    }
+    const std::vector<int> finite = evaluate(x_new, g_new, f_new);
+    ChainMask take;  // the rows that moved (a row that failed keeps x: its last finite point)
+    for (long c = 0; c < C; ++c) {
+      if (!active[c]) continue;
+      ++r.iterations[c];
+      if (!finite[c]) {
+        active[c] = 0;
+        r.convergence[c] = 2;
+        continue;
+      }
+      take.set(c);
+      const bool done = std::fabs(f_new[c] - f[c]) < s.tolerance;
+      f[c] = f_new[c];
+      if (done) active[c] = 0, r.convergence[c] = 0;
+    }
+    if (take.any()) {
+      v.copy(x, x_new, take);
+      v.copy(g, g_new, take);
+    }
+  }
+  r.par.resize(C * D);
+  v.download(r.par.data(), x);
   r.value = f;
   return r;
 }
@@ -430,6 +516,14 @@ OptimiserResult optimise(Target& target, const OptimiserSettings& settings,
   Objective obj{target, C, D, {}, {}};
   if (settings.method == "bfgs") return lbfgs(obj, settings, init, interrupted);
   if (settings.method == "nelder_mead") return nelder_mead(target, settings, init, interrupted);
+  // where the target's vectors can hold the method (a GPU's: by default)
+  const bool may_reside = settings.resident >= 0 && !target.full_index() &&
+                          target.counted_from() == 0 && C <= max_mask_chains;
+  if (may_reside) {
+    std::unique_ptr<ChainVectors> vectors = target.vectors();
+    if (vectors->holds_optimiser() && (settings.resident == 1 || vectors->on_device()))
+      return first_order_on_vectors(target, *vectors, settings, init, interrupted);
+  }
   return first_order(obj, settings, init, interrupted);
 }
 

@@ -94,7 +94,7 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
                           !full_index_ && counted_from_ == 0;
   if (may_reside) {
     std::unique_ptr<ChainVectors> vectors = target_.vectors();
-    if (vectors->holds_guide() && (s_.resident == 1 || vectors->on_device())) {
+    if (vectors->holds_optimiser() && (s_.resident == 1 || vectors->on_device())) {
       resident_ = std::make_unique<Resident>();
       Resident& r = *resident_;
       const long n = static_cast<long>(phi_.size());

@@ -182,7 +182,7 @@ class DeviceChainVectors final : public ChainVectors {
   bool on_device() const override { return true; }
   // svi()'s mean-field guide in GPU memory: per iteration the particles'
   // sums come back and the bound's weights go over, C values each way.
-  bool holds_guide() const override { return true; }
+  bool holds_optimiser() const override { return true; }
   double* make_flat(long n) override {
     select_device(gpu_);
     double* a = static_cast<double*>(allocate(sizeof(double) * std::max<long>(n, 1)));

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <random>
+#include <utility>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "lockstep/first_order.hpp"
 #include "lockstep/optimiser.hpp"
+#include "models.hpp"
 #include "sampler_helpers.hpp"
 
 using lockstep::OptimiserSettings;
@@ -377,4 +380,113 @@ TEST_CASE("opt: every first-order rule's steps are Keras's and TensorFlow's", "[
     // the rule moved every coordinate (the reference could fail)
     for (long j = 0; j < C * D; ++j) CHECK(x[j] != 0.5 - 0.4 * j);
   }
+}
+
+namespace {
+
+// A Gaussian about (3, 0) whose gradient is NaN where its first coordinate
+// is in (at, at + 0.5), and whose density is 0 below -50: a start that
+// lands in the band fails there, and keeps its last finite point.
+class NanPast : public Target {
+ public:
+  NanPast(double at, long chains) : at_(at), C_(chains) {}
+  long dim() const override { return 2; }
+  long chains() const override { return C_; }
+  void log_density(const double* x, double* lp, double* grad) override {
+    for (long c = 0; c < C_; ++c) {
+      const double a = x[2 * c] - 3, b = x[2 * c + 1];
+      lp[c] = x[2 * c] < -50 ? -INFINITY : -0.5 * (a * a + b * b);
+      if (!grad) continue;
+      grad[2 * c] = x[2 * c] > at_ && x[2 * c] < at_ + 0.5 ? std::nan("") : -a;
+      grad[2 * c + 1] = -b;
+    }
+  }
+
+ private:
+  double at_;
+  long C_;
+};
+
+// opt()'s result with settings s from init, its starts, gradients and the
+// rule's state in host memory (resident -1) or on the target's vectors (1).
+lockstep::OptimiserResult optimise_at(Target& target, OptimiserSettings s,
+                                      const std::vector<double>& init, int resident) {
+  s.resident = resident;
+  return lockstep::optimise(target, s, init);
+}
+
+void check_same_result(const lockstep::OptimiserResult& host,
+                       const lockstep::OptimiserResult& vectors) {
+  CHECK(vectors.iterations == host.iterations);
+  CHECK(vectors.convergence == host.convergence);
+  REQUIRE(vectors.par.size() == host.par.size());
+  for (size_t k = 0; k < host.par.size(); ++k) {
+    INFO("coordinate " << k);
+    CHECK(vectors.par[k] == Approx(host.par[k]).epsilon(1e-12).margin(1e-14));
+  }
+  for (size_t c = 0; c < host.value.size(); ++c)
+    CHECK(vectors.value[c] == Approx(host.value[c]).epsilon(1e-12).margin(1e-14));
+}
+
+}  // namespace
+
+// The first-order methods may keep their starts on the target's vectors (a
+// GPU's memory), running the same rule body (FirstOrderStep) there: on the
+// CPU and, lane by lane, the emulated backend, each must take the host's
+// steps from every start, with starts that converge early, one whose
+// density is not finite at the start, and one whose gradient stops being
+// finite (its last finite point kept).
+TEST_CASE("opt: the first-order methods on the target's vectors take the host's steps",
+          "[opt][resident]") {
+  std::mt19937 rng(4242);
+  lstest::Demand d = lstest::demand(300, 7, 4, rng);
+  lockstep::plan(d.p);
+  const long starts = 3;
+  std::vector<double> init(starts * d.p.n_free);
+  for (size_t k = 0; k < init.size(); ++k) init[k] = 0.3 * std::sin(0.7 * k);
+  const std::vector<std::pair<std::string, std::map<std::string, double>>> methods = {
+      {"gradient_descent", {{"learning_rate", 0.001}, {"momentum", 0.5}}},
+      {"adam", {{"learning_rate", 0.05}}},
+      {"adamax", {{"learning_rate", 0.05}}},
+      {"nadam", {{"learning_rate", 0.05}}},
+      {"adagrad", {{"learning_rate", 0.2}}},
+      {"adadelta", {{"learning_rate", 0.5}, {"rho", 0.95}}},
+      {"rms_prop", {{"learning_rate", 0.01}, {"centered", 1}}},
+      {"ftrl", {{"learning_rate", 0.2}}},
+      {"proximal_gradient_descent", {{"learning_rate", 0.001}, {"l1_regularization_strength", 0.01}}},
+      {"proximal_adagrad", {{"learning_rate", 0.2}}},
+      {"adagrad_da", {{"learning_rate", 0.2}}}};
+  for (lockstep::Backend backend : {lockstep::Backend::cpu, lockstep::Backend::emulated})
+    for (const auto& method : methods) {
+      INFO("backend " << static_cast<int>(backend) << " " << method.first);
+      lockstep::ExecOptions o;
+      o.backend = backend;
+      o.threads = 2;
+      o.tile_rows = 16;
+      lockstep::Executor<double> target(d.p, starts, o);
+      OptimiserSettings s;
+      s.method = method.first;
+      s.params = method.second;
+      s.max_iterations = 40;
+      s.tolerance = 1e-3;
+      const lockstep::OptimiserResult host = optimise_at(target, s, init, -1);
+      const lockstep::OptimiserResult vectors = optimise_at(target, s, init, 1);
+      check_same_result(host, vectors);
+      CHECK(host.par != init);  // the starts moved
+    }
+  // early convergence, a start not finite at the outset, one that fails
+  // later (its last finite point kept), and one still running at the limit
+  NanPast nan_past(2.0, 4);
+  OptimiserSettings s;
+  s.method = "gradient_descent";
+  s.params = {{"learning_rate", 0.3}};
+  s.max_iterations = 8;
+  s.tolerance = 1e-4;
+  const std::vector<double> from = {2.9, 0.1, -60, 0, 0.5, 1, 40, -20};
+  const lockstep::OptimiserResult host = optimise_at(nan_past, s, from, -1);
+  CHECK(host.convergence == std::vector<int>{0, 2, 2, 1});
+  check_same_result(host, optimise_at(nan_past, s, from, 1));
+  // where the vectors are in host memory the starts stay there by default
+  // (the same result either way: only where they live differs)
+  check_same_result(host, optimise_at(nan_past, s, from, 0));
 }

@@ -50,6 +50,7 @@
 #include "lockstep/sampler/nuts.hpp"
 #include "lockstep/owned_shard.hpp"
 #include "lockstep/shards.hpp"
+#include "lockstep/optimiser.hpp"
 #include "lockstep/svi.hpp"
 #include "models.hpp"
 
@@ -1688,6 +1689,50 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
   for (long c = 0; c < 2; ++c) CHECK(close(lp[c], first[c], 1e-12, 1e-9));  // (atomics' order)
 }
 
+
+TEST_CASE("cuda executor: opt()'s first-order methods in GPU memory take the host's steps",
+          "[cuda][opt]") {
+  // The starts, their gradients and the rule's state on the GPU
+  // (OptimiserSettings::resident; kernels/first_order_step.hpp) against the
+  // same starts in host memory over the same executor: the same rule, so
+  // the results agree to the GPU's rounding of the gradient's sums.
+  require_gpu();
+#ifdef LOCKSTEP_GPU_TEST_STANDIN
+  const int on_vectors = 1;  // the emulated backend's vectors hold them when asked
+#else
+  const int on_vectors = 0;  // a GPU's vectors hold them by default
+#endif
+  std::mt19937 rng(3637);
+  lstest::Demand d = lstest::demand(20000, 300, 40, rng);
+  lockstep::plan(d.p);
+  const long starts = 3;
+  std::vector<double> init(starts * d.p.n_free);
+  for (size_t k = 0; k < init.size(); ++k) init[k] = 0.3 * std::sin(0.7 * k);
+  ExecOptions o;
+  o.alias_parameters = false;
+  std::unique_ptr<Target> ex = make_gpu(d.p, starts, o, false);
+  for (const char* method : {"adam", "nadam", "gradient_descent"}) {
+    INFO(method);
+    lockstep::OptimiserSettings s;
+    s.method = method;
+    s.params["learning_rate"] = s.method == "gradient_descent" ? 1e-5 : 0.02;
+    s.max_iterations = 50;
+    s.tolerance = 1e-3;
+    std::vector<lockstep::OptimiserResult> r;
+    for (int resident : {on_vectors, -1}) {
+      s.resident = resident;
+      r.push_back(lockstep::optimise(*ex, s, init));
+    }
+    CHECK(r[0].iterations == r[1].iterations);
+    CHECK(r[0].convergence == r[1].convergence);
+    for (long c = 0; c < starts; ++c) CHECK(close(r[0].value[c], r[1].value[c], 1e-9, 1e-9));
+    for (size_t k = 0; k < init.size(); ++k) {
+      INFO("coordinate " << k);
+      CHECK(close(r[0].par[k], r[1].par[k], 1e-7, 1e-9));
+    }
+    CHECK(r[0].par != init);
+  }
+}
 
 TEST_CASE("Executor refuses Backend::cuda which has its own executor", "[cuda][errors]") {
   // No device needed.

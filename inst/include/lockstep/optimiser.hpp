@@ -29,6 +29,12 @@
 // whose log density is the whole one's; whether f and g are finite is then
 // agreed across the parts (Target::sum_over_parts). bfgs and nelder_mead need
 // the whole state.
+//
+// Where the target's vectors are in a GPU's memory, the first-order methods
+// keep every start, its gradient and the rule's state there (the rules are
+// FirstOrderStep, kernels/first_order_step.hpp, the body the host runs too),
+// so that an iteration moves C values each way (the log densities, and
+// whether each gradient is finite) instead of two C x D arrays.
 #ifndef LOCKSTEP_OPTIMISER_HPP
 #define LOCKSTEP_OPTIMISER_HPP
 
@@ -45,6 +51,12 @@ struct OptimiserSettings {
   std::map<std::string, double> params;   // learning_rate, beta_1, ... (missing: defaults)
   long max_iterations = 100;
   double tolerance = 1e-6;                // on the change of the objective
+  // Where a first-order method's starts, gradients and state live: 0 on
+  // the target's vectors where those are in a GPU's memory
+  // (ChainVectors::on_device), 1 wherever the vectors can hold them (the
+  // CPU's and the emulated backend's too: tests), -1 in host memory always.
+  // A target that holds part of the state keeps them in host memory.
+  int resident = 0;
 };
 
 struct OptimiserResult {

@@ -43,6 +43,9 @@ struct FirstOrderStep {
   double *x = nullptr, *a = nullptr, *b = nullptr, *u = nullptr;
   const double* g = nullptr;
   long n = 0;
+  // g's sign: 1 where g is the objective's gradient, -1 where it is the log
+  // density's (opt() on the target's vectors: the minimum of -log p)
+  double g_sign = 1;
   // the method's tuning parameters (FirstOrder's)
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, momentum = 0, rho = 0;
   double lr_power = 0, l1 = 0, l2 = 0, l2_shrinkage = 0, ftrl_beta = 0, global_step = 0;
@@ -55,7 +58,7 @@ struct FirstOrderStep {
   // Method M's update of coordinate i (M a constant: the switch is folded,
   // and a loop over i vectorises where the rule allows).
   template <FirstOrderMethod M> LS_HD void update(long i) const {
-    const double gi = g[i];
+    const double gi = g_sign * g[i];
     double &X = x[i], &A = a[i], &B = b[i], &U = u[i];
     switch (M) {
       case FirstOrderMethod::gradient_descent:

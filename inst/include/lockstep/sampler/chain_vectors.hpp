@@ -104,13 +104,16 @@ class ChainVectors {
   // Whether the vectors are in a GPU's memory.
   virtual bool on_device() const { return false; }
 
-  // svi()'s mean-field guide and its optimiser on the vectors (svi.hpp,
-  // kernels/mean_field.hpp, kernels/first_order_step.hpp), where the
-  // backend has them (holds_guide(); the others throw): the guide's
-  // parameters phi = (mu, omega) and the optimiser's state are flat arrays
-  // (make_flat), the particles, their normals and their gradients [chains,
-  // dim] ones (make).
-  virtual bool holds_guide() const { return false; }
+  // An optimiser on the vectors, where the backend has it
+  // (holds_optimiser(); the others throw): svi()'s mean-field guide and its
+  // optimiser (svi.hpp, kernels/mean_field.hpp,
+  // kernels/first_order_step.hpp), and opt()'s first-order methods
+  // (optimiser.hpp). The guide's parameters phi = (mu, omega) and its
+  // optimiser's state are flat arrays (make_flat), the particles, their
+  // normals and their gradients [chains, dim] ones (make), as are opt()'s
+  // starts and their state; make()'s arrays are contiguous, row c at c x
+  // dim, so that a step may run on one chain's row.
+  virtual bool holds_optimiser() const { return false; }
   // A new array of n zeros, and n values between it and host memory.
   virtual double* make_flat(long n);
   virtual void upload_flat(double* dst, const double* host, long n);
@@ -173,7 +176,7 @@ class HostChainVectors final : public ChainVectors {
   void log_density(const double* x, double* lp, double* g) override;
   void count_from(long first) override { counted_from_ = first; }
   void map_coordinates(std::vector<long> full_index, long full_dim) override;
-  bool holds_guide() const override { return true; }
+  bool holds_optimiser() const override { return true; }
   double* make_flat(long n) override;
   void upload_flat(double* dst, const double* host, long n) override;
   void download_flat(double* host, const double* src, long n) override;
