@@ -89,6 +89,10 @@ ls_svi_step <- function(handle, n) {
     .Call(`_lockstep_ls_svi_step`, handle, n)
 }
 
+ls_svi_restore <- function(handle) {
+    invisible(.Call(`_lockstep_ls_svi_restore`, handle))
+}
+
 ls_svi_guide <- function(handle, full_rank) {
     .Call(`_lockstep_ls_svi_guide`, handle, full_rank)
 }

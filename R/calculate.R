@@ -99,6 +99,7 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
   targets <- list(...)
   exprs <- as.list(substitute(list(...)))[-1]
   if (length(targets) == 0) stop("give calculate() at least one greta array", call. = FALSE)
+  if (inherits(values, "lockstep_svi")) values <- values$draws  # an svi() fit: its draws
   names <- names(targets)
   if (is.null(names)) names <- rep("", length(targets))
   for (k in seq_along(targets)) {

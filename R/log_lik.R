@@ -64,8 +64,9 @@
 #' @export
 log_lik <- function(draws, merge_chains = TRUE, trace_batch_size = 100,
                     compute_options = cpu_only()) {
+  if (inherits(draws, "lockstep_svi")) draws <- draws$draws  # an svi() fit: its draws
   if (!inherits(draws, "greta_mcmc_list")) {
-    stop("`draws` must be a greta_mcmc_list made by mcmc()", call. = FALSE)
+    stop("`draws` must be a greta_mcmc_list made by mcmc() (or an svi() fit)", call. = FALSE)
   }
   info <- attr(draws, "model_info")
   if (is.null(info$model) || is.null(info$raw_draws)) stop_without_raw_draws(info, "draws")

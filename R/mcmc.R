@@ -624,8 +624,12 @@ initial_free_state <- function(model, initial_values, chains, options, env, unit
          "them, one per chain, or an svi() fit", call. = FALSE)
   }
   if (length(initial_values) != chains) {
-    stop("`initial_values` has ", length(initial_values), " sets of initial values, but there ",
-         "are ", chains, " chains", call. = FALSE)
+    # (svi()'s guide has one; opt() has `starts`)
+    stop("`initial_values` has ", length(initial_values), " sets of initial values, but ",
+         if (unit == "guide") "the guide takes one" else
+           paste0("there ", if (chains == 1) "is " else "are ", chains, " ", unit,
+                  if (chains == 1) "" else "s"),
+         call. = FALSE)
   }
   D <- model$n_free
   init <- matrix(0, chains, D)

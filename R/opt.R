@@ -15,7 +15,10 @@
 #'   [optimisers]
 #' @param max_iterations the most iterations before giving up
 #' @param tolerance the optimiser stops when the objective changes by less
-#'   than this between iterations
+#'   than this between iterations (greta's rule). The first-order methods
+#'   take small steps near the optimum, so that this may stop them short of
+#'   it; give a smaller `tolerance` (1e-10, say) and more `max_iterations`,
+#'   or use [bfgs()], for the optimum to more digits
 #' @param initial_values an [initials()] object; variables without initial
 #'   values start at random values, as in [mcmc()]
 #' @param adjust whether to include the log Jacobians of the constrained
@@ -39,8 +42,9 @@
 #' @return a list with `par` (a named list of the values of the greta arrays
 #'   in `model` at the optimum), `value` (the unadjusted negative log joint
 #'   density there), `iterations`, `convergence` (0 when the optimiser
-#'   converged, 1 when it reached `max_iterations`, 2 when the density was not
-#'   finite), `hessian` (with `hessian = TRUE`: a named list of matrices, one
+#'   converged, 1 when it reached `max_iterations`, 2 when the density or its
+#'   gradient was not finite: at the start, or at the next point, when the
+#'   values returned are the last finite ones and a warning says so), `hessian` (with `hessian = TRUE`: a named list of matrices, one
 #'   per variable in `model`) and, with `starts > 1`, `all_starts`.
 #' @examples
 #' x <- c(-0.8, 1.3, 2.1, 0.4, 1.9)
@@ -99,6 +103,13 @@ opt <- function(model, optimiser = bfgs(), max_iterations = 100, tolerance = 1e-
   best <- which.min(objective)
   out <- one(best)
   if (starts > 1) out$all_starts <- lapply(seq_len(starts), one)
+  # a start that moved and then met a density or gradient that was not
+  # finite (a diverging optimiser) ends at its last finite point: say so
+  if (res$convergence[best] == 2 && res$iterations[best] > 0) {
+    warning("opt() stopped after ", res$iterations[best], " iterations: the density or its ",
+            "gradient was not finite at the next point (the optimiser diverged?); returning ",
+            "the last point where it was finite. Try a smaller learning rate", call. = FALSE)
+  }
   out
 }
 

@@ -34,7 +34,8 @@
 #'   (ELBO); otherwise Renyi's alpha-divergence bound, which `alpha = 0`
 #'   makes the importance-weighted bound (NumPyro's `RenyiELBO(alpha = 0)`):
 #'   tighter than the ELBO, and more so with more particles, so that the
-#'   guide covers more of the posterior
+#'   guide covers more of the posterior. At least 0: below it the bound is
+#'   an upper bound on the log evidence
 #' @param optimiser a first-order optimiser, such as [adam()] (the default,
 #'   with a learning rate of 0.01) or [rms_prop()]: see [opt()]
 #' @param batch_size minibatches: the rows of the likelihood evaluated at
@@ -46,6 +47,8 @@
 #'   data's; the priors are evaluated in full. Each iteration then costs
 #'   about `batch_size` rows' work instead of all of them; the estimates are
 #'   noisier, so a fit needs more iterations and a smaller learning rate.
+#'   A block holds at least 16 rows (or `tile_rows` of [cpu_only()]), the
+#'   smallest `batch_size`.
 #'   For a model with several likelihoods, `batch_size` counts the rows of
 #'   the largest, and the others are subsampled in the same proportion.
 #'   Across MPI processes each draws from its own rows, and `batch_size`
@@ -94,7 +97,8 @@
 #'   An interrupt (Esc, Ctrl-C) stops the fit and returns it as it is. An
 #'   iteration whose bound is not finite leaves the guide where it was; 20 of
 #'   them in a row stop the fit (the optimiser has diverged), which returns
-#'   the last finite guide with a warning.
+#'   the guide where the bound was last finite (before the step that left
+#'   it) with a warning, and `diverged = TRUE`.
 #'
 #'   The Pareto k diagnostic (Yao et al. 2018, "Yes, but did it work?") fits
 #'   a generalised Pareto distribution to the largest importance ratios
@@ -114,8 +118,8 @@
 #'   lived in a GPU's memory), `loss` (each
 #'   iteration's; with `batch_size`, each an estimate from its minibatch),
 #'   `elbo` (the bound averaged over the last 100 iterations), `k_hat`
-#'   (from the whole data), `iterations`, `converged`, `interrupted` and
-#'   `batch_size`.
+#'   (from the whole data), `iterations`, `converged`, `interrupted`,
+#'   `diverged` and `batch_size`.
 #'   Given to [mcmc()] as `initial_values`, each chain starts from a draw of
 #'   the guide.
 #' @examples
@@ -141,6 +145,10 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
     stop("`model` must be a greta_model created by model()", call. = FALSE)
   }
   guide <- check_choice(guide, c("mean_field", "full_rank", "low_rank", "delta"), "guide")
+  if (!is.null(rank) && guide != "low_rank") {
+    stop("`rank` is the low-rank guide's: give guide = \"low_rank\" with it, or leave it NULL",
+         call. = FALSE)
+  }
   rank <- if (is.null(rank)) max(1L, min(10L, as.integer(round(sqrt(model$n_free))))) else
     check_count(rank, "rank", minimum = 1)
   if (guide == "low_rank" && rank > model$n_free) {
@@ -152,6 +160,11 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
     particles <- 1L
   }
   check_number(alpha, "alpha")
+  if (alpha < 0) {
+    stop("`alpha` must be at least 0 (1 the ELBO, 0 the importance-weighted bound): below 0 ",
+         "Renyi's bound is above the log evidence, and maximising it fits no posterior",
+         call. = FALSE)
+  }
   if (guide == "delta" && alpha != 1) {
     stop("a point mass guide has no bound but the ELBO: leave `alpha` at 1", call. = FALSE)
   }
@@ -178,12 +191,14 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
                        optimiser$parameters, decay_rate, decay_steps, 0.1, seeds[1], seeds[2],
                        fraction, options)
   run <- svi_iterations(handle, n_iterations, pb_update, tolerance, verbose && mpi_rank() == 0)
+  if (run$diverged) ls_svi_restore(handle)  # where the bound was last finite
   fitted <- ls_svi_guide(handle, guide == "full_rank")
   fit <- list(guide = list(type = guide, mean = fitted$mean, sd = fitted$sd,
                            scale = fitted$scale, factor = fitted$factor,
                            diagonal = fitted$diagonal, on_device = fitted$on_device),
               loss = run$loss, iterations = length(run$loss), converged = run$converged,
-              interrupted = run$interrupted, particles = particles, alpha = alpha,
+              interrupted = run$interrupted, diverged = run$diverged, particles = particles,
+              alpha = alpha,
               batch_size = if (fraction < 1) batch_size,
               model = model, handle = handle)
   finite <- run$loss[is.finite(run$loss)]
@@ -195,7 +210,8 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
   class(fit) <- "lockstep_svi"
   if (run$diverged) {
     warning("svi() stopped at iteration ", length(run$loss), ": the bound was not finite for 20 ",
-            "iterations in a row (the optimiser diverged?); returning the last finite guide. ",
+            "iterations in a row (the optimiser diverged?); returning the guide where it was ",
+            "last finite. ",
             "Try a smaller learning rate", call. = FALSE)
   }
   if (!is.na(fit$k_hat) && fit$k_hat > 0.7) {
@@ -225,6 +241,13 @@ batch_fraction <- function(batch_size, engine, options) {
   if (batch_size > max(rows)) {
     stop("`batch_size` must be at most the likelihood's ", max(rows), " rows, not ",
          batch_size, call. = FALSE)
+  }
+  # the smallest block of rows drawn: a tile of at least 16 rows
+  # (ls_svi_new), or of the tile_rows asked for
+  smallest <- if (isTRUE(options$tile_rows > 0)) options$tile_rows else 16
+  if (batch_size < smallest) {
+    stop("`batch_size` must be at least ", smallest, " rows (minibatches are drawn as blocks ",
+         "of at least ", smallest, " neighbouring rows), not ", batch_size, call. = FALSE)
   }
   batch_size / max(rows)
 }
@@ -329,11 +352,13 @@ print.lockstep_svi <- function(x, ...) {
                  low_rank = sprintf("rank-%d guide", ncol(x$guide$factor)), "point mass guide")
   objective <- if (x$alpha == 1) "ELBO" else sprintf("Renyi bound (alpha = %s)", x$alpha)
   status <- if (x$converged) "converged" else if (x$interrupted) "interrupted" else
+    if (isTRUE(x$diverged)) "diverged: the guide where the bound was last finite" else
     "did not converge"
   cat(sprintf("svi(): %s, %d particle%s, %s%s\n", type, x$particles,
               if (x$particles == 1) "" else "s", objective,
               if (is.null(x$batch_size)) "" else
-                sprintf(", minibatches of %s rows", format(x$batch_size, big.mark = ","))))
+                sprintf(", minibatches of %s row%s", format(x$batch_size, big.mark = ","),
+                        if (x$batch_size == 1) "" else "s")))
   cat(sprintf("%d iterations (%s); %s %s (mean of the last 100)\n", x$iterations, status,
               objective, format(x$elbo, digits = 6)))
   if (!is.na(x$k_hat)) {
@@ -349,6 +374,53 @@ print.lockstep_svi <- function(x, ...) {
 
 #' @export
 summary.lockstep_svi <- function(object, ...) summary(object$draws, ...)
+
+#' @export
+as.matrix.lockstep_svi <- function(x, ...) as.matrix(x$draws, ...)
+
+# posterior's conversions take the fit as its draws (registered when
+# posterior is loaded)
+#' @exportS3Method posterior::as_draws
+as_draws.lockstep_svi <- function(x, ...) posterior::as_draws(x$draws, ...)
+#' @exportS3Method posterior::as_draws_df
+as_draws_df.lockstep_svi <- function(x, ...) posterior::as_draws_df(x$draws, ...)
+#' @exportS3Method posterior::as_draws_array
+as_draws_array.lockstep_svi <- function(x, ...) posterior::as_draws_array(x$draws, ...)
+#' @exportS3Method posterior::as_draws_matrix
+as_draws_matrix.lockstep_svi <- function(x, ...) posterior::as_draws_matrix(x$draws, ...)
+
+#' Plot an svi() fit's loss
+#'
+#' The loss (minus the bound's estimate) at each iteration of a fit from
+#' [svi()], and its running mean over `window` iterations: whether the fit
+#' has settled. The draws of the fitted guide are in `x$draws`, for
+#' [summary()], bayesplot and posterior.
+#'
+#' @param x a fit from [svi()]
+#' @param window iterations of the running mean
+#' @param ... further arguments of [plot()]
+#' @return `x`, invisibly
+#' @examples
+#' y <- as_data(c(-0.4, 1.2, 0.9, 2.1, 0.3))
+#' mu <- normal(0, 10)
+#' distribution(y) <- normal(mu, 1)
+#' fit <- svi(model(mu), n_iterations = 500, verbose = FALSE)
+#' plot(fit)
+#' @export
+plot.lockstep_svi <- function(x, window = 100, ...) {
+  window <- check_count(window, "window", minimum = 1)
+  loss <- x$loss
+  iteration <- seq_along(loss)
+  finite <- is.finite(loss)
+  graphics::plot(iteration[finite], loss[finite], type = "l", col = "grey70",
+                 xlab = "iteration", ylab = "loss (minus the bound)", ...)
+  if (sum(finite) >= window) {
+    kept <- loss[finite]
+    smooth <- stats::filter(kept, rep(1 / window, window), sides = 1)
+    graphics::lines(iteration[finite], smooth, lwd = 2)
+  }
+  invisible(x)
+}
 
 # A single finite number, at least `minimum` (above 0 where `positive`).
 check_number <- function(x, arg, minimum = -Inf, positive = FALSE) {

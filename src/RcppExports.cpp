@@ -295,6 +295,16 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_svi_restore
+void ls_svi_restore(SEXP handle);
+RcppExport SEXP _lockstep_ls_svi_restore(SEXP handleSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type handle(handleSEXP);
+    ls_svi_restore(handle);
+    return R_NilValue;
+END_RCPP
+}
 // ls_svi_guide
 List ls_svi_guide(SEXP handle, bool full_rank);
 RcppExport SEXP _lockstep_ls_svi_guide(SEXP handleSEXP, SEXP full_rankSEXP) {
@@ -331,6 +341,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_svi_rows", (DL_FUNC) &_lockstep_ls_svi_rows, 2},
     {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 15},
     {"_lockstep_ls_svi_step", (DL_FUNC) &_lockstep_ls_svi_step, 2},
+    {"_lockstep_ls_svi_restore", (DL_FUNC) &_lockstep_ls_svi_restore, 1},
     {"_lockstep_ls_svi_guide", (DL_FUNC) &_lockstep_ls_svi_guide, 2},
     {NULL, NULL, 0}
 };

@@ -146,6 +146,11 @@ NumericVector ls_svi_step(SEXP handle, int n) {
   return loss;
 }
 
+// Puts the guide back where the bound was last finite (a diverged fit's end:
+// Svi::restore_last_finite; every rank alike).
+// [[Rcpp::export]]
+void ls_svi_restore(SEXP handle) { checked_svi(handle)->svi->restore_last_finite(); }
+
 // The guide's mean, standard deviations and, for a full-rank guide, its
 // scale (a lower triangular matrix L: the guide's covariance is L L'; NULL
 // for the others, whose scale is diag(sd), as a matrix too large for a

@@ -38,6 +38,7 @@ namespace {
 double* ChainVectors::make_flat(long) { no_guide(); }
 void ChainVectors::upload_flat(double*, const double*, long) { no_guide(); }
 void ChainVectors::download_flat(double*, const double*, long) { no_guide(); }
+void ChainVectors::copy_flat(double*, const double*, long) { no_guide(); }
 void ChainVectors::mean_field_particles(const double*, double*, double*, const MeanFieldDraw&,
                                         bool, double*) {
   no_guide();
@@ -198,6 +199,10 @@ void HostChainVectors::upload_flat(double* dst, const double* host, long n) {
 
 void HostChainVectors::download_flat(double* host, const double* src, long n) {
   if (host != src) std::memcpy(host, src, sizeof(double) * n);
+}
+
+void HostChainVectors::copy_flat(double* dst, const double* src, long n) {
+  if (dst != src && n > 0) std::memcpy(dst, src, sizeof(double) * n);
 }
 
 void HostChainVectors::mean_field_particles(const double* phi, double* z, double* eps,

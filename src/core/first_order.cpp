@@ -111,9 +111,9 @@ FirstOrderStep FirstOrder::body(long t, long c, double* x, double* a_c, double* 
   return k;
 }
 
-void FirstOrder::step(double* x, const double* g, long c, long D, long t) {
-  const FirstOrderStep k =
-      body(t, c, x, a.data() + c * D, b.data() + c * D, u.data() + c * D, g, D);
+void FirstOrder::step(double* x, const double* g, long c, long D, long t, double* x_before) {
+  FirstOrderStep k = body(t, c, x, a.data() + c * D, b.data() + c * D, u.data() + c * D, g, D);
+  k.x_before = x_before;
   k.update_from(0, 1);
 }
 

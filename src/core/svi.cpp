@@ -98,7 +98,8 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
       resident_ = std::make_unique<Resident>();
       Resident& r = *resident_;
       const long n = static_cast<long>(phi_.size());
-      for (double** a : {&r.phi, &r.grad, &r.a, &r.b, &r.u}) *a = vectors->make_flat(n);
+      for (double** a : {&r.phi, &r.grad, &r.a, &r.b, &r.u, &r.phi_before})
+        *a = vectors->make_flat(n);
       for (double** a : {&r.z, &r.eps, &r.g}) *a = vectors->make();
       vectors->upload_flat(r.phi, phi_.data(), n);
       // (the optimiser's state starts as its host row does: zeros, or an
@@ -437,8 +438,11 @@ double Svi::step() {
     Resident& r = *resident_;
     if (!r.vectors->mean_field_gradient(r.phi, r.g, r.eps, v.data(), kind_ == Kind::delta, r.grad))
       return std::numeric_limits<double>::quiet_NaN();
-    r.vectors->first_order_step(rule_.body(t_, 0, r.phi, r.a, r.b, r.u, r.grad,
-                                           static_cast<long>(phi_.size())));
+    FirstOrderStep body =
+        rule_.body(t_, 0, r.phi, r.a, r.b, r.u, r.grad, static_cast<long>(phi_.size()));
+    body.x_before = r.phi_before;
+    r.vectors->first_order_step(body);
+    stepped_ = true;
     phi_stale_ = true;
     return -b;
   }
@@ -480,8 +484,22 @@ double Svi::step() {
     if (!std::isfinite(x)) bad = 1;
   target_.sum_over_parts(&bad, 1);
   if (bad != 0) return std::numeric_limits<double>::quiet_NaN();
-  rule_.step(phi_.data(), grad_.data(), 0, static_cast<long>(phi_.size()), t_);
+  phi_before_.resize(phi_.size());
+  rule_.step(phi_.data(), grad_.data(), 0, static_cast<long>(phi_.size()), t_, phi_before_.data());
+  stepped_ = true;
   return -b;
+}
+
+void Svi::restore_last_finite() {
+  if (!stepped_) return;
+  const long n = static_cast<long>(phi_.size());
+  if (resident_) {
+    resident_->vectors->copy_flat(resident_->phi, resident_->phi_before, n);
+    phi_stale_ = true;
+  } else {
+    phi_ = phi_before_;
+  }
+  stepped_ = false;
 }
 
 }  // namespace lockstep

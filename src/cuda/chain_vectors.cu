@@ -196,6 +196,12 @@ class DeviceChainVectors final : public ChainVectors {
     check(cudaMemcpyAsync(dst, host, sizeof(double) * n, cudaMemcpyHostToDevice, stream_),
           "copying a guide's parameters to the device");
   }
+  void copy_flat(double* dst, const double* src, long n) override {
+    select_device(gpu_);
+    if (n <= 0 || dst == src) return;
+    check(cudaMemcpyAsync(dst, src, sizeof(double) * n, cudaMemcpyDeviceToDevice, stream_),
+          "copying a guide's parameters");
+  }
   void download_flat(double* host, const double* src, long n) override {
     select_device(gpu_);
     if (n <= 0) return;

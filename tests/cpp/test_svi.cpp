@@ -459,3 +459,65 @@ TEST_CASE("svi: a resident guide's parameters: set, read back, and kept by a ref
   CHECK(stuck.mean() == before);
   CHECK(stuck.sd() == sd_before);
 }
+
+namespace {
+
+// A Gaussian about (3, 0) with no density past x_0 = at: a guide stepped
+// there has a bound that is not finite.
+class EdgeAt : public lockstep::Target {
+ public:
+  EdgeAt(double at, long chains) : at_(at), C_(chains) {}
+  long dim() const override { return 2; }
+  long chains() const override { return C_; }
+  void log_density(const double* x, double* lp, double* grad) override {
+    for (long c = 0; c < C_; ++c) {
+      const double a = x[2 * c] - 3, b = x[2 * c + 1];
+      lp[c] = x[2 * c] > at_ ? -INFINITY : -0.5 * (a * a + b * b);
+      if (!grad) continue;
+      grad[2 * c] = -a;
+      grad[2 * c + 1] = -b;
+    }
+  }
+
+ private:
+  double at_;
+  long C_;
+};
+
+}  // namespace
+
+// A diverged fit ends where its bound was last finite (svi() says so): the
+// guide before the last step that moved it, on the host and on the
+// target's vectors, mean field and point mass; and restoring twice, or
+// before any step, changes nothing.
+TEST_CASE("svi: a diverged fit's guide goes back to where the bound was finite",
+          "[svi][resident]") {
+  for (const char* guide : {"delta", "mean_field"})
+    for (int resident : {-1, 1}) {
+      INFO(guide << ", resident " << resident);
+      const bool point = std::string(guide) == "delta";
+      EdgeAt edge(3.5, point ? 1 : 2);
+      SviSettings s = adam(2.0, guide);  // adam's first steps are lr long
+      s.init_scale = 1e-6;  // (the mean field's particles near its mean)
+      s.resident = resident;
+      Svi svi(edge, s, {0, 0}, 3, 4);
+      CHECK(svi.resident() == (resident == 1));
+      svi.restore_last_finite();  // nothing to go back to
+      CHECK(svi.mean() == std::vector<double>{0, 0});
+      std::vector<double> before;
+      int steps = 0;
+      for (; steps < 10; ++steps) {
+        const std::vector<double> mean = svi.mean();
+        if (!std::isfinite(svi.step())) break;
+        before = mean;
+      }
+      REQUIRE(steps >= 1);
+      REQUIRE(steps < 10);  // it left the density's support
+      REQUIRE(svi.mean()[0] > 3.5);
+      svi.restore_last_finite();
+      CHECK(svi.mean() == before);
+      CHECK(std::isfinite(svi.bound()));
+      svi.restore_last_finite();
+      CHECK(svi.mean() == before);
+    }
+}

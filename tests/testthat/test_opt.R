@@ -120,6 +120,17 @@ test_that("opt() runs several starts together and reports the iteration limit", 
   expect_true(all(vapply(o$all_starts, `[[`, 0L, "iterations") == 5L))
   o3 <- opt(m, starts = 3, adjust = FALSE)
   for (s in o3$all_starts) expect_equal(s$par$mu, mean(x), tolerance = 1e-6)
+  # a diverging optimiser (gradient descent far past 2 / curvature) stops at
+  # its last finite point and says so
+  expect_warning(big <- opt(m, optimiser = gradient_descent(learning_rate = 5),
+                            max_iterations = 500, adjust = FALSE,
+                            initial_values = initials(mu = -3)),
+                 "the optimiser diverged")
+  expect_identical(big$convergence, 2)
+  expect_error(opt(m, initial_values = list(initials(mu = 1), initials(mu = 2))),
+               "2 sets of initial values, but there is 1 start")
+  expect_gt(big$iterations, 0L)
+  expect_true(is.finite(big$value))
 })
 
 test_that("opt() and the optimisers check their arguments", {

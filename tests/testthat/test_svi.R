@@ -131,6 +131,9 @@ test_that("svi() refuses bad input with clear errors", {
   expect_error(svi("m"), "`model` must be a greta_model")
   expect_error(svi(m, particles = 0), "`particles`")
   expect_error(svi(m, guide = "full"), "`guide`")
+  expect_error(svi(m, rank = 3), "`rank` is the low-rank guide's")
+  expect_error(svi(m, initial_values = list(initials(mu = 1), initials(mu = 2))),
+               "2 sets of initial values, but the guide takes one")
   expect_error(svi(m, guide = "delta", particles = 4), "particles = 1")
   expect_error(svi(m, guide = "delta", alpha = 0), "leave `alpha` at 1")
   expect_error(svi(m, optimiser = bfgs()), "first-order optimiser")
@@ -144,11 +147,24 @@ test_that("svi() refuses bad input with clear errors", {
   y <- c(0.3, -0.2, 0.1)
   distribution(y) <- normal(mu, 0.01)
   set.seed(67)
-  expect_warning(fit <- svi(model(mu), optimiser = gradient_descent(learning_rate = 1),
-                            n_iterations = 2000, tolerance = 0, verbose = FALSE),
-                 "the optimiser diverged")
+  # (the guide it returns is poor: the Pareto k says so too)
+  expect_warning(
+    expect_warning(fit <- svi(model(mu), optimiser = gradient_descent(learning_rate = 1),
+                              n_iterations = 2000, tolerance = 0, verbose = FALSE),
+                   "the optimiser diverged"),
+    "Pareto k diagnostic")
   expect_lt(fit$iterations, 2000)
   expect_true(is.finite(fit$guide$mean))
+  # ... where its bound was last finite (before the step that left it), so
+  # that its draws are finite too; print() says it diverged
+  expect_true(fit$diverged)
+  expect_true(all(is.finite(fit$guide$sd)))
+  expect_true(all(is.finite(as.matrix(fit$draws))))
+  expect_output(print(fit), "diverged: the guide where the bound was last finite")
+  expect_false(suppressWarnings(svi(model(mu), n_iterations = 10, tolerance = 0,
+                                    verbose = FALSE))$diverged)
+  # Renyi's bound below alpha = 0 is an upper bound: refused
+  expect_error(svi(m, alpha = -5), "`alpha` must be at least 0")
 })
 
 test_that("svi() with a full-rank guide recovers a correlated posterior's covariance", {
@@ -248,6 +264,17 @@ test_that("svi()'s draws work with calculate(), log_lik() and posterior", {
   d <- posterior::as_draws_df(fit$draws)
   expect_equal(posterior::ndraws(d), 1000)
   expect_lt(abs(mean(d$mu) - cn$mean), 0.1)
+  # the fit itself stands for its draws
+  expect_identical(calculate(2 * mu, values = fit), doubled)
+  expect_identical(log_lik(fit), ll)
+  expect_identical(as.matrix(fit), as.matrix(fit$draws))
+  expect_identical(posterior::as_draws_df(fit), d)
+  expect_identical(posterior::as_draws_array(fit), posterior::as_draws_array(fit$draws))
+  # plot(): the loss and its running mean
+  pdf(NULL)
+  on.exit(grDevices::dev.off(), add = TRUE)
+  expect_identical(plot(fit), fit)
+  expect_error(plot(fit, window = 0), "`window`")
 })
 
 test_that("svi() keeps no raw draws of a model too large for them, and its draws still work", {
@@ -342,6 +369,10 @@ test_that("svi() refuses minibatches and initial values it cannot use, naming th
   expect_error(svi(mr$model, batch_size = 0), "`batch_size` must be a whole number")
   expect_error(svi(mr$model, batch_size = 2.5), "`batch_size` must be a whole number")
   expect_error(svi(mr$model, batch_size = 51), "at most the likelihood's 50 rows, not 51")
+  # a minibatch is drawn in blocks of at least 16 rows (or tile_rows)
+  expect_error(svi(mr$model, batch_size = 15), "`batch_size` must be at least 16 rows")
+  expect_error(svi(mr$model, batch_size = 4, compute_options = cpu_only(tile_rows = 5)),
+               "`batch_size` must be at least 5 rows")
   # no likelihood over rows: a prior alone, and a multivariate normal
   # likelihood (evaluated whole)
   x <- normal(0, 1)

@@ -33,9 +33,10 @@ struct FirstOrder {
   std::vector<double> m_schedule;  // [C]: nadam's momentum schedule product
 
   FirstOrder(const OptimiserSettings& s, long C, long D);
-  // One update of chain c's x ([D]) from its gradient g at iteration t.
-  // Throws std::invalid_argument for an unknown method.
-  void step(double* x, const double* g, long c, long D, long t);
+  // One update of chain c's x ([D]) from its gradient g at iteration t
+  // (x's values before it into x_before, where given). Throws
+  // std::invalid_argument for an unknown method.
+  void step(double* x, const double* g, long c, long D, long t, double* x_before = nullptr);
   // Iteration t's step of row c's n values x from g, with the method's
   // state a, b, u held elsewhere (a GPU's memory: the body a ChainVectors
   // runs; step() passes this row's), initialised as this row's are. Advances

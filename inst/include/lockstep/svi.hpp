@@ -142,6 +142,10 @@ class Svi {
   // A low-rank guide's W ([dim, rank], row-major) and d ([dim]).
   std::vector<double> factor() const;
   std::vector<double> diagonal() const;
+  // Puts the guide back where the bound was last finite: as it was before
+  // the last step that moved it (as it is, before any step). A fit whose
+  // optimiser diverged (its bound no longer finite) ends there.
+  void restore_last_finite();
   // Replaces the guide's parameters: its mean, and its scale ([dim, dim]
   // lower triangular, positive diagonal; off-diagonal values must be 0 but
   // for a full-rank guide; ignored for a point mass).
@@ -198,6 +202,10 @@ class Svi {
   // guide, a copy of its vectors' when not phi_stale_)
   mutable std::vector<double> phi_;
   mutable bool phi_stale_ = false;
+  // phi before the last step that moved it (restore_last_finite; a
+  // resident guide's is its vectors' phi_before), and whether there was one
+  std::vector<double> phi_before_;
+  bool stepped_ = false;
   std::vector<double> grad_;
   std::vector<double> z_, eps_, lp_, g_;
   // low rank: each particle's first k normals [C, k], u = Sigma^-1 (z - mu)
@@ -210,7 +218,7 @@ class Svi {
   // mass); the particles, their normals and gradients [chains, dim].
   struct Resident {
     std::unique_ptr<ChainVectors> vectors;
-    double *phi, *grad, *a, *b, *u, *z, *eps, *g;
+    double *phi, *grad, *a, *b, *u, *z, *eps, *g, *phi_before;
   };
   std::unique_ptr<Resident> resident_;
 };

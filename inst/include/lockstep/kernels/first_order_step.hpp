@@ -46,6 +46,9 @@ struct FirstOrderStep {
   // g's sign: 1 where g is the objective's gradient, -1 where it is the log
   // density's (opt() on the target's vectors: the minimum of -log p)
   double g_sign = 1;
+  // where set, x's values before the step are written there too (svi()'s
+  // guide keeps them, to end a diverged fit where its bound was finite)
+  double* x_before = nullptr;
   // the method's tuning parameters (FirstOrder's)
   double lr = 0, beta1 = 0, beta2 = 0, eps = 0, momentum = 0, rho = 0;
   double lr_power = 0, l1 = 0, l2 = 0, l2_shrinkage = 0, ftrl_beta = 0, global_step = 0;
@@ -60,6 +63,7 @@ struct FirstOrderStep {
   template <FirstOrderMethod M> LS_HD void update(long i) const {
     const double gi = g_sign * g[i];
     double &X = x[i], &A = a[i], &B = b[i], &U = u[i];
+    if (x_before) x_before[i] = X;
     switch (M) {
       case FirstOrderMethod::gradient_descent:
         A = momentum * A - lr * gi;  // velocity

@@ -118,6 +118,8 @@ class ChainVectors {
   virtual double* make_flat(long n);
   virtual void upload_flat(double* dst, const double* host, long n);
   virtual void download_flat(double* host, const double* src, long n);
+  // dst = src, n values of two of make_flat()'s arrays.
+  virtual void copy_flat(double* dst, const double* src, long n);
   // The particles z and their normals eps at phi ([2 dim]), drawn as
   // `draw` says (MeanFieldParticlesTerm), and w[c] (host memory) = chain c's
   // sum of omega_i + eps_ci^2 / 2. Waits for w. `point`: a point mass, phi
@@ -180,6 +182,7 @@ class HostChainVectors final : public ChainVectors {
   double* make_flat(long n) override;
   void upload_flat(double* dst, const double* host, long n) override;
   void download_flat(double* host, const double* src, long n) override;
+  void copy_flat(double* dst, const double* src, long n) override;
   void mean_field_particles(const double* phi, double* z, double* eps, const MeanFieldDraw& draw,
                             bool point, double* w) override;
   bool mean_field_gradient(const double* phi, const double* g, const double* eps, const double* v,
