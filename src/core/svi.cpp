@@ -208,6 +208,7 @@ void Svi::set_guide(const std::vector<double>& mean, const std::vector<double>& 
         throw std::invalid_argument("svi: a mean-field guide's scale is diagonal");
     }
   std::copy(mean.begin(), mean.end(), phi_.begin());
+  stepped_ = false;  // (a guide set is where a fit goes back to)
   for (long i = 0; i < D_ && kind_ != Kind::delta; ++i)
     for (long j = 0; j <= i; ++j) {
       const double v = scale[i * D_ + j];

@@ -519,5 +519,13 @@ TEST_CASE("svi: a diverged fit's guide goes back to where the bound was finite",
       CHECK(std::isfinite(svi.bound()));
       svi.restore_last_finite();
       CHECK(svi.mean() == before);
+      // a guide set is where a fit goes back to
+      const std::vector<double> scale = point ? std::vector<double>{}
+                                              : std::vector<double>{0.5, 0, 0, 0.5};
+      svi.set_guide({1, 1}, scale);
+      REQUIRE(std::isfinite(svi.step()));
+      svi.set_guide({1.5, 1}, scale);
+      svi.restore_last_finite();
+      CHECK(svi.mean() == std::vector<double>{1.5, 1});
     }
 }

@@ -143,8 +143,9 @@ class Svi {
   std::vector<double> factor() const;
   std::vector<double> diagonal() const;
   // Puts the guide back where the bound was last finite: as it was before
-  // the last step that moved it (as it is, before any step). A fit whose
-  // optimiser diverged (its bound no longer finite) ends there.
+  // the last step that moved it (as it is, before any step or after
+  // set_guide()). A fit whose optimiser diverged (its bound no longer
+  // finite) ends there.
   void restore_last_finite();
   // Replaces the guide's parameters: its mean, and its scale ([dim, dim]
   // lower triangular, positive diagonal; off-diagonal values must be 0 but
