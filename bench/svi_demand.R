@@ -5,7 +5,9 @@
 #   Rscript bench/svi_demand.R [--products 1e4] [--iterations 300] [--threads 2]
 #                              [--precision double,single] [--fit 3000] [--batch 0.1]
 #                              [--fit-batch 0] [--mcmc 0] [--gpu 0] [--export FILE]
+#                              [--guide mean_field]
 #
+# --guide times another of svi()'s guides (low_rank: rank 10 here) per iteration.
 # The data: ../shared/peers/demand_sim.R's sim_demand(products) (1e4: 1.57M rows, 10
 # categories, 1,570 week-category cells). The model: the seed's priors, every level
 # non-centred as its LocScaleReparam makes them (21,581 free parameters at 1e4 products):
@@ -34,7 +36,7 @@ suppressMessages(library(lockstep))
 args <- commandArgs(TRUE)
 opt <- list(products = "1e4", iterations = "300", threads = "2", precision = "double,single",
             fit = "3000", lr = "0.01", batch = "0.1", "fit-batch" = "0", mcmc = "0", gpu = "0",
-            export = "")
+            export = "", guide = "mean_field")
 for (i in seq_len(length(args) / 2) * 2 - 1) opt[[sub("^--", "", args[i])]] <- args[i + 1]
 script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
 shared <- normalizePath(file.path(dirname(script), "..", "..", "shared"))
@@ -89,7 +91,8 @@ for (precision in strsplit(opt$precision, ",")[[1]]) {
   m <- model(global_a, category_a, product_a, precision = precision)
   run <- function(iterations, batch_size) {
     set.seed(3)
-    system.time(suppressWarnings(svi(m, particles = 4, alpha = 0, n_iterations = iterations, tolerance = 0,
+    system.time(suppressWarnings(svi(m, guide = opt$guide, particles = 4, alpha = 0,
+                    n_iterations = iterations, tolerance = 0,
                     n_draws = 4, initial_values = at_median, verbose = FALSE,
                     batch_size = batch_size, compute_options = co)))[["elapsed"]]
   }
@@ -98,8 +101,8 @@ for (precision in strsplit(opt$precision, ",")[[1]]) {
     t1 <- run(n, batch_size)
     t2 <- run(2 * n, batch_size)
     ms <- 1e3 * (t2 - t1) / n
-    cat(sprintf("%s, %s, %s: %d free parameters; %.2f ms per iteration of 4 particles (model built in %.1f s)\n",
-                precision, where,
+    cat(sprintf("%s, %s, %s%s: %d free parameters; %.2f ms per iteration of 4 particles (model built in %.1f s)\n",
+                precision, where, if (opt$guide == "mean_field") "" else paste0(opt$guide, ", "),
                 if (is.null(batch_size)) "all rows" else sprintf("batch_size %d", batch_size),
                 m$n_free, ms, built))
   }

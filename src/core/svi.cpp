@@ -323,13 +323,28 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
   const double* W = phi_.data() + D;
   std::vector<double> d = diagonal(), delta(D);
   for (long a = 0; a < D; ++a) delta[a] = 1 / (d[a] * d[a]);
+  // The coordinates' work in fixed blocks (particle_block) on the pool's
+  // threads; sums over coordinates are each block's, then the blocks' in
+  // order: the same on any number of threads.
+  const long blocks = (D + particle_block - 1) / particle_block;
+  auto block_range = [&](long b, long* a0, long* a1) {
+    *a0 = b * particle_block;
+    *a1 = std::min(D, *a0 + particle_block);
+  };
   // K = I + W' diag(d^-2) W and sum log d, this part's then the whole's
-  std::vector<double> sums(k * k + 1, 0.0);
-  for (long a = from; a < D; ++a) {
-    for (long b = 0; b < k; ++b)
-      for (long c = 0; c < k; ++c) sums[b * k + c] += W[a * k + b] * W[a * k + c] * delta[a];
-    sums[k * k] += std::log(d[a]);
-  }
+  std::vector<double> sums(k * k + 1, 0.0), block_sums(blocks * (k * k + 1), 0.0);
+  parallel(blocks, [&](long blk) {
+    long a0, a1;
+    block_range(blk, &a0, &a1);
+    double* s = block_sums.data() + blk * (k * k + 1);
+    for (long a = std::max(a0, from); a < a1; ++a) {
+      for (long b = 0; b < k; ++b)
+        for (long c = 0; c < k; ++c) s[b * k + c] += W[a * k + b] * W[a * k + c] * delta[a];
+      s[k * k] += std::log(d[a]);
+    }
+  });
+  for (long blk = 0; blk < blocks; ++blk)
+    for (long j = 0; j <= k * k; ++j) sums[j] += block_sums[blk * (k * k + 1) + j];
   target_.sum_over_parts(sums.data(), k * k + 1);
   // K = R' R (K is positive definite: I plus a Gram matrix; symmetric, so
   // either layout), its log determinant and K^-1 (math/linalg.hpp)
@@ -340,16 +355,20 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
   double log_det_sigma = 2 * sums[k * k];
   for (long b = 0; b < k; ++b) log_det_sigma += 2 * std::log(r[b * k + b]);
   // Sigma^-1 W = diag(d^-2) W K^-1 and diag(Sigma^-1), per coordinate
-  for (long a = 0; a < D; ++a) {
-    double diag_correction = 0;
-    for (long b = 0; b < k; ++b) {
-      double s = 0;
-      for (long c = 0; c < k; ++c) s += W[a * k + c] * kinv[c * k + b];
-      sw_[a * k + b] = delta[a] * s;
-      diag_correction += delta[a] * s * W[a * k + b] * delta[a];
+  parallel(blocks, [&](long blk) {
+    long a0, a1;
+    block_range(blk, &a0, &a1);
+    for (long a = a0; a < a1; ++a) {
+      double diag_correction = 0;
+      for (long b = 0; b < k; ++b) {
+        double s = 0;
+        for (long c = 0; c < k; ++c) s += W[a * k + c] * kinv[c * k + b];
+        sw_[a * k + b] = delta[a] * s;
+        diag_correction += delta[a] * s * W[a * k + b] * delta[a];
+      }
+      sdiag_[a] = delta[a] - diag_correction;
     }
-    sdiag_[a] = delta[a] - diag_correction;
-  }
+  });
   // the particles: k + D normals each, the first k shared by the whole state
   std::vector<double> p(C_ * (k + 1), 0.0);  // per particle: W' diag(d^-2) r, r' diag(d^-2) r
   parallel(C_, [&](long c) {
@@ -370,49 +389,64 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
     }
   });
   target_.sum_over_parts(p.data(), C_ * (k + 1));
+  std::vector<double> kp(C_ * k, 0.0);  // K^-1 p per particle
   for (long c = 0; c < C_; ++c) {
     const double* pc = p.data() + c * (k + 1);
-    std::vector<double> kp(k, 0.0);  // K^-1 p
     double quad = pc[k];
     for (long b = 0; b < k; ++b) {
-      for (long e = 0; e < k; ++e) kp[b] += kinv[b * k + e] * pc[e];
-      quad -= pc[b] * kp[b];
-    }
-    // u = diag(d^-2) r - diag(d^-2) W K^-1 p
-    const double* z = z_.data() + c * D;
-    for (long a = 0; a < D; ++a) {
-      double s = 0;
-      for (long b = 0; b < k; ++b) s += W[a * k + b] * kp[b];
-      u_[c * D + a] = delta[a] * (z[a] - mu[a]) - delta[a] * s;
+      for (long e = 0; e < k; ++e) kp[c * k + b] += kinv[b * k + e] * pc[e];
+      quad -= pc[b] * kp[c * k + b];
     }
     w[c] = 0.5 * quad + 0.5 * log_det_sigma;  // -log q, but for its constant
   }
+  // u = diag(d^-2) r - diag(d^-2) W K^-1 p
+  parallel(C_ * blocks, [&](long task) {
+    const long c = task / blocks;
+    long a0, a1;
+    block_range(task % blocks, &a0, &a1);
+    const double* z = z_.data() + c * D;
+    for (long a = a0; a < a1; ++a) {
+      double s = 0;
+      for (long b = 0; b < k; ++b) s += W[a * k + b] * kp[c * k + b];
+      u_[c * D + a] = delta[a] * (z[a] - mu[a]) - delta[a] * s;
+    }
+  });
 }
 
 void Svi::low_rank_gradient(const std::vector<double>& v) {
   const long D = D_, k = K_, from = counted_from_;
   const double* W = phi_.data() + D;
   const std::vector<double> d = diagonal();
-  // u' W per particle, made whole
-  std::vector<double> uw(C_ * k, 0.0);
-  for (long c = 0; c < C_; ++c)
-    for (long a = from; a < D; ++a)
-      for (long b = 0; b < k; ++b) uw[c * k + b] += u_[c * D + a] * W[a * k + b];
+  // in fixed blocks of coordinates on the pool's threads, as
+  // low_rank_particles: the same sums on any number of threads
+  const long blocks = (D + particle_block - 1) / particle_block;
+  // u' W per particle, each block's then the blocks' in order, made whole
+  std::vector<double> uw(C_ * k, 0.0), block_uw(blocks * C_ * k, 0.0);
+  parallel(blocks, [&](long blk) {
+    double* s = block_uw.data() + blk * C_ * k;
+    const long a1 = std::min(D, (blk + 1) * particle_block);
+    for (long c = 0; c < C_; ++c)
+      for (long a = std::max(blk * particle_block, from); a < a1; ++a)
+        for (long b = 0; b < k; ++b) s[c * k + b] += u_[c * D + a] * W[a * k + b];
+  });
+  for (long blk = 0; blk < blocks; ++blk)
+    for (long j = 0; j < C_ * k; ++j) uw[j] += block_uw[blk * C_ * k + j];
   target_.sum_over_parts(uw.data(), C_ * k);
   double* gw = grad_.data() + D;
   double* grho = grad_.data() + D + D * k;
-  for (long c = 0; c < C_; ++c) {
-    const double* g = g_.data() + c * D;
-    const double* u = u_.data() + c * D;
-    const double* e1 = e1_.data() + c * k;
-    const double* e2 = eps_.data() + c * D;
-    for (long a = 0; a < D; ++a) {
-      const double gu = g[a] + u[a];
-      for (long b = 0; b < k; ++b)
-        gw[a * k + b] -= v[c] * (gu * e1[b] - u[a] * uw[c * k + b] + sw_[a * k + b]);
-      grho[a] -= v[c] * (gu * d[a] * e2[a] - d[a] * d[a] * (u[a] * u[a] - sdiag_[a]));
-    }
-  }
+  // each coordinate's entries, the particles in order
+  parallel(blocks, [&](long blk) {
+    const long a1 = std::min(D, (blk + 1) * particle_block);
+    for (long a = blk * particle_block; a < a1; ++a)
+      for (long c = 0; c < C_; ++c) {
+        const double g = g_[c * D + a], u = u_[c * D + a];
+        const double* e1 = e1_.data() + c * k;
+        const double gu = g + u;
+        for (long b = 0; b < k; ++b)
+          gw[a * k + b] -= v[c] * (gu * e1[b] - u * uw[c * k + b] + sw_[a * k + b]);
+        grho[a] -= v[c] * (gu * d[a] * eps_[c * D + a] - d[a] * d[a] * (u * u - sdiag_[a]));
+      }
+  });
 }
 
 Minibatch Svi::minibatch(long t) const {

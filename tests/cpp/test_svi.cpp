@@ -135,13 +135,14 @@ TEST_CASE("svi: the guide's own work on threads gives the same fit as on one", "
   const long D = 9000;
   std::vector<double> mu(D), sd(D);
   for (long i = 0; i < D; ++i) mu[i] = 0.001 * i - 3, sd[i] = 0.5 + 0.0003 * i;
-  for (const std::string guide : {"mean_field", "delta"}) {
+  for (const std::string guide : {"mean_field", "delta", "low_rank"}) {
     INFO(guide);
     const long particles = guide == "delta" ? 1 : 3;
     sampler_tests::IndependentGaussian model(mu, sd, particles);
     std::vector<std::vector<double>> losses, means;
     for (int threads : {0, 2, 3}) {
       SviSettings s = adam(0.05, guide);
+      s.rank = 3;  // (a low-rank guide's: its sums over coordinates in blocks too)
       s.threads = threads;
       Svi svi(model, s, std::vector<double>(D, 0.0), 3, 4);
       std::vector<double> loss;
