@@ -86,13 +86,14 @@
 #'   model's log density and gradient at all of them in one engine call, and
 #'   moves mu and log(sd) along the bound's reparameterised gradient.
 #'
-#'   On a GPU, a mean-field guide (or a point mass) lives in the GPU's memory
-#'   with the model, whichever first-order optimiser fits it: its
-#'   parameters, the optimiser's state, the particles and their gradients
-#'   stay there, and each iteration moves a few numbers per particle between
-#'   the GPU and R's process. The low-rank and full-rank guides work in the
-#'   host's memory, the particles copied to the GPU and their gradients back
-#'   at each iteration.
+#'   On a GPU, a mean-field guide, a point mass or a low-rank guide lives in
+#'   the GPU's memory with the model, whichever first-order optimiser fits
+#'   it: its parameters, the optimiser's state, the particles and their
+#'   gradients stay there, and each iteration moves a few numbers per
+#'   particle (and, for a low-rank guide, per rank) between the GPU and R's
+#'   process. The full-rank guide (for small models) works in the host's
+#'   memory, the particles copied to the GPU and their gradients back at
+#'   each iteration.
 #'
 #'   An interrupt (Esc, Ctrl-C) stops the fit and returns it as it is. An
 #'   iteration whose bound is not finite leaves the guide where it was; 20 of

@@ -39,6 +39,13 @@ double* ChainVectors::make_flat(long) { no_guide(); }
 void ChainVectors::upload_flat(double*, const double*, long) { no_guide(); }
 void ChainVectors::download_flat(double*, const double*, long) { no_guide(); }
 void ChainVectors::copy_flat(double*, const double*, long) { no_guide(); }
+void ChainVectors::low_rank_gram(LowRankGramTerm, double*) { no_guide(); }
+void ChainVectors::low_rank_factor(const LowRankFactorBody&) { no_guide(); }
+void ChainVectors::low_rank_particles(const LowRankParticlesBody&, LowRankProjectTerm, double*) {
+  no_guide();
+}
+void ChainVectors::low_rank_whiten(LowRankWhitenTerm, double*) { no_guide(); }
+bool ChainVectors::low_rank_gradient(const LowRankGradientTerm&) { no_guide(); }
 void ChainVectors::mean_field_particles(const double*, double*, double*, const MeanFieldDraw&,
                                         bool, double*) {
   no_guide();
@@ -223,5 +230,36 @@ bool HostChainVectors::mean_field_gradient(const double* phi, const double* g, c
 }
 
 void HostChainVectors::first_order_step(const FirstOrderStep& step) { launcher_(step); }
+
+void HostChainVectors::low_rank_gram(LowRankGramTerm term, double* sums) {
+  const long rows = term.k * term.k + 1;
+  std::fill(sums, sums + rows, 0.0);
+  term.c0 = 0;
+  launcher_(ChainSum<LowRankGramTerm>(term, sums, rows, dim_));
+}
+
+void HostChainVectors::low_rank_factor(const LowRankFactorBody& body) { launcher_(body); }
+
+void HostChainVectors::low_rank_particles(const LowRankParticlesBody& body,
+                                          LowRankProjectTerm project, double* p) {
+  launcher_(body);
+  const long rows = chains_ * (project.k + 1);
+  std::fill(p, p + rows, 0.0);
+  project.c0 = 0;
+  launcher_(ChainSum<LowRankProjectTerm>(project, p, rows, dim_));
+}
+
+void HostChainVectors::low_rank_whiten(LowRankWhitenTerm term, double* uw) {
+  const long rows = chains_ * term.k;
+  std::fill(uw, uw + rows, 0.0);
+  term.c0 = 0;
+  launcher_(ChainSum<LowRankWhitenTerm>(term, uw, rows, dim_));
+}
+
+bool HostChainVectors::low_rank_gradient(const LowRankGradientTerm& term) {
+  double bad = 0;
+  launcher_(ChainSum<LowRankGradientTerm>(term, &bad, 1, dim_));
+  return bad == 0;
+}
 
 }  // namespace lockstep

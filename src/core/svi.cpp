@@ -8,6 +8,7 @@
 #include <string>
 
 #include "lockstep/rng.hpp"
+#include "lockstep/kernels/low_rank.hpp"
 #include "lockstep/math/linalg.hpp"
 
 namespace lockstep {
@@ -90,7 +91,12 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
   // A mean-field guide or a point mass on a target whose vectors hold a
   // guide lives there (a GPU's memory: SviSettings::resident), with its
   // optimiser's state; the rest on the host.
-  const bool may_reside = s_.resident >= 0 && (kind_ == Kind::mean_field || kind_ == Kind::delta) &&
+  // (a low-rank guide's sums are rows of a ChainMask: K's k^2 + 1, and
+  // C (k + 1) of the particles')
+  const bool low_rank_fits = kind_ == Kind::low_rank && K_ * K_ + 1 <= max_mask_chains &&
+                             C_ * (K_ + 1) <= max_mask_chains;
+  const bool may_reside = s_.resident >= 0 &&
+                          (kind_ == Kind::mean_field || kind_ == Kind::delta || low_rank_fits) &&
                           !full_index_ && counted_from_ == 0;
   if (may_reside) {
     std::unique_ptr<ChainVectors> vectors = target_.vectors();
@@ -107,6 +113,14 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
       vectors->upload_flat(r.a, rule_.a.data(), n);
       vectors->upload_flat(r.b, rule_.b.data(), n);
       vectors->upload_flat(r.u, rule_.u.data(), n);
+      if (kind_ == Kind::low_rank) {
+        r.whitened = vectors->make();
+        r.sw = vectors->make_flat(D_ * K_);
+        r.sdiag = vectors->make_flat(D_);
+        r.kinv = vectors->make_flat(K_ * K_);
+        for (double** a : {&r.e1, &r.kp, &r.uw}) *a = vectors->make_flat(C_ * K_);
+        r.v = vectors->make_flat(C_);
+      }
       r.vectors = std::move(vectors);
       return;
     }
@@ -134,6 +148,10 @@ void Svi::resident_particles(long t, std::vector<double>& w) {
   draw.key1 = key1_;
   draw.purpose = purpose_svi;
   draw.position = normals_position(t);
+  if (kind_ == Kind::low_rank) {
+    resident_low_rank_particles(t, w);
+    return;
+  }
   resident_->vectors->mean_field_particles(resident_->phi, resident_->z, resident_->eps, draw,
                                            kind_ == Kind::delta, w.data());
 }
@@ -317,6 +335,78 @@ double Svi::evaluate(long t, bool gradient, std::vector<double>& w, std::vector<
   return (top + std::log(total / C_)) / a;
 }
 
+double Svi::low_rank_solve(const std::vector<double>& sums, std::vector<double>& kinv) const {
+  const long k = K_;
+  // K = R' R (K is positive definite: I plus a Gram matrix; symmetric, so
+  // either layout), its log determinant and K^-1 (math/linalg.hpp)
+  std::vector<double> kmat(sums.begin(), sums.begin() + k * k), r(k * k), work(k);
+  kinv.assign(k * k, 0.0);
+  for (long b = 0; b < k; ++b) kmat[b * k + b] += 1;
+  chol_upper(kmat.data(), r.data(), k);
+  chol2inv_forward(r.data(), kinv.data(), work.data(), k);
+  double log_det_sigma = 2 * sums[k * k];
+  for (long b = 0; b < k; ++b) log_det_sigma += 2 * std::log(r[b * k + b]);
+  return log_det_sigma;
+}
+
+void Svi::low_rank_weights(const std::vector<double>& p, const std::vector<double>& kinv,
+                           double log_det_sigma, std::vector<double>& kp,
+                           std::vector<double>& w) const {
+  const long k = K_;
+  kp.assign(C_ * k, 0.0);
+  for (long c = 0; c < C_; ++c) {
+    const double* pc = p.data() + c * (k + 1);
+    double quad = pc[k];
+    for (long b = 0; b < k; ++b) {
+      for (long e = 0; e < k; ++e) kp[c * k + b] += kinv[b * k + e] * pc[e];
+      quad -= pc[b] * kp[c * k + b];
+    }
+    w[c] = 0.5 * quad + 0.5 * log_det_sigma;  // -log q, but for its constant
+  }
+}
+
+void Svi::resident_low_rank_particles(long t, std::vector<double>& w) {
+  Resident& r = *resident_;
+  const long D = D_, k = K_;
+  std::vector<double> sums(k * k + 1), kinv, p(C_ * (k + 1)), kp;
+  r.vectors->low_rank_gram(LowRankGramTerm{r.phi, k, D, 0}, sums.data());
+  const double log_det_sigma = low_rank_solve(sums, kinv);
+  r.vectors->upload_flat(r.kinv, kinv.data(), k * k);
+  LowRankFactorBody factor;
+  factor.phi = r.phi;
+  factor.kinv = r.kinv;
+  factor.sw = r.sw;
+  factor.sdiag = r.sdiag;
+  factor.k = k;
+  factor.dim = D;
+  r.vectors->low_rank_factor(factor);
+  // each particle's first k normals (shared by its coordinates) drawn here
+  MeanFieldDraw draw;
+  draw.key0 = key0_;
+  draw.key1 = key1_;
+  draw.purpose = purpose_svi;
+  draw.position = normals_position(t);
+  for (long c = 0; c < C_; ++c) {
+    const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi, draw.position};
+    for (long b = 0; b < k; ++b) e1_[c * k + b] = stream.normal_at(static_cast<uint64_t>(b));
+  }
+  r.vectors->upload_flat(r.e1, e1_.data(), C_ * k);
+  LowRankParticlesBody body;
+  body.phi = r.phi;
+  body.e1 = r.e1;
+  body.z = r.z;
+  body.eps = r.eps;
+  body.draw = draw;
+  body.chains = C_;
+  body.k = k;
+  body.dim = D;
+  r.vectors->low_rank_particles(body, LowRankProjectTerm{r.phi, r.e1, r.eps, k, D, 0}, p.data());
+  low_rank_weights(p, kinv, log_det_sigma, kp, w);
+  r.vectors->upload_flat(r.kp, kp.data(), C_ * k);
+  uw_.resize(C_ * k);
+  r.vectors->low_rank_whiten(LowRankWhitenTerm{r.phi, r.kp, r.z, r.whitened, k, D, 0}, uw_.data());
+}
+
 void Svi::low_rank_particles(long t, std::vector<double>& w) {
   const long D = D_, k = K_, from = counted_from_;
   const double* mu = phi_.data();
@@ -346,28 +436,14 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
   for (long blk = 0; blk < blocks; ++blk)
     for (long j = 0; j <= k * k; ++j) sums[j] += block_sums[blk * (k * k + 1) + j];
   target_.sum_over_parts(sums.data(), k * k + 1);
-  // K = R' R (K is positive definite: I plus a Gram matrix; symmetric, so
-  // either layout), its log determinant and K^-1 (math/linalg.hpp)
-  std::vector<double> kmat(sums.begin(), sums.begin() + k * k), r(k * k), kinv(k * k), work(k);
-  for (long b = 0; b < k; ++b) kmat[b * k + b] += 1;
-  chol_upper(kmat.data(), r.data(), k);
-  chol2inv_forward(r.data(), kinv.data(), work.data(), k);
-  double log_det_sigma = 2 * sums[k * k];
-  for (long b = 0; b < k; ++b) log_det_sigma += 2 * std::log(r[b * k + b]);
+  std::vector<double> kinv;
+  const double log_det_sigma = low_rank_solve(sums, kinv);
   // Sigma^-1 W = diag(d^-2) W K^-1 and diag(Sigma^-1), per coordinate
   parallel(blocks, [&](long blk) {
     long a0, a1;
     block_range(blk, &a0, &a1);
-    for (long a = a0; a < a1; ++a) {
-      double diag_correction = 0;
-      for (long b = 0; b < k; ++b) {
-        double s = 0;
-        for (long c = 0; c < k; ++c) s += W[a * k + c] * kinv[c * k + b];
-        sw_[a * k + b] = delta[a] * s;
-        diag_correction += delta[a] * s * W[a * k + b] * delta[a];
-      }
-      sdiag_[a] = delta[a] - diag_correction;
-    }
+    for (long a = a0; a < a1; ++a)
+      sdiag_[a] = low_rank_factor_at(W + a * k, kinv.data(), k, delta[a], sw_.data() + a * k);
   });
   // the particles: k + D normals each, the first k shared by the whole state
   std::vector<double> p(C_ * (k + 1), 0.0);  // per particle: W' diag(d^-2) r, r' diag(d^-2) r
@@ -380,8 +456,7 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
     for (long b = 0; b < k; ++b) e1[b] = stream.normal_at(static_cast<uint64_t>(b));
     normals_at(stream, static_cast<uint64_t>(k), full_index_ ? full_index_->data() : nullptr, D, e2);
     for (long a = 0; a < D; ++a) {
-      double r = d[a] * e2[a];
-      for (long b = 0; b < k; ++b) r += W[a * k + b] * e1[b];
+      const double r = low_rank_offset(W + a * k, e1, k, d[a], e2[a]);
       z[a] = mu[a] + r;
       if (a < from) continue;
       for (long b = 0; b < k; ++b) pc[b] += W[a * k + b] * delta[a] * r;
@@ -389,34 +464,22 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
     }
   });
   target_.sum_over_parts(p.data(), C_ * (k + 1));
-  std::vector<double> kp(C_ * k, 0.0);  // K^-1 p per particle
-  for (long c = 0; c < C_; ++c) {
-    const double* pc = p.data() + c * (k + 1);
-    double quad = pc[k];
-    for (long b = 0; b < k; ++b) {
-      for (long e = 0; e < k; ++e) kp[c * k + b] += kinv[b * k + e] * pc[e];
-      quad -= pc[b] * kp[c * k + b];
-    }
-    w[c] = 0.5 * quad + 0.5 * log_det_sigma;  // -log q, but for its constant
-  }
+  std::vector<double> kp;  // K^-1 p per particle
+  low_rank_weights(p, kinv, log_det_sigma, kp, w);
   // u = diag(d^-2) r - diag(d^-2) W K^-1 p
   parallel(C_ * blocks, [&](long task) {
     const long c = task / blocks;
     long a0, a1;
     block_range(task % blocks, &a0, &a1);
     const double* z = z_.data() + c * D;
-    for (long a = a0; a < a1; ++a) {
-      double s = 0;
-      for (long b = 0; b < k; ++b) s += W[a * k + b] * kp[c * k + b];
-      u_[c * D + a] = delta[a] * (z[a] - mu[a]) - delta[a] * s;
-    }
+    for (long a = a0; a < a1; ++a)
+      u_[c * D + a] = low_rank_whitened(W + a * k, kp.data() + c * k, k, delta[a], z[a], mu[a]);
   });
 }
 
 void Svi::low_rank_gradient(const std::vector<double>& v) {
   const long D = D_, k = K_, from = counted_from_;
   const double* W = phi_.data() + D;
-  const std::vector<double> d = diagonal();
   // in fixed blocks of coordinates on the pool's threads, as
   // low_rank_particles: the same sums on any number of threads
   const long blocks = (D + particle_block - 1) / particle_block;
@@ -432,20 +495,13 @@ void Svi::low_rank_gradient(const std::vector<double>& v) {
   for (long blk = 0; blk < blocks; ++blk)
     for (long j = 0; j < C_ * k; ++j) uw[j] += block_uw[blk * C_ * k + j];
   target_.sum_over_parts(uw.data(), C_ * k);
-  double* gw = grad_.data() + D;
-  double* grho = grad_.data() + D + D * k;
-  // each coordinate's entries, the particles in order
+  // each coordinate's entries (mu's, W's, rho's), the particles in order
   parallel(blocks, [&](long blk) {
     const long a1 = std::min(D, (blk + 1) * particle_block);
     for (long a = blk * particle_block; a < a1; ++a)
-      for (long c = 0; c < C_; ++c) {
-        const double g = g_[c * D + a], u = u_[c * D + a];
-        const double* e1 = e1_.data() + c * k;
-        const double gu = g + u;
-        for (long b = 0; b < k; ++b)
-          gw[a * k + b] -= v[c] * (gu * e1[b] - u * uw[c * k + b] + sw_[a * k + b]);
-        grho[a] -= v[c] * (gu * d[a] * eps_[c * D + a] - d[a] * d[a] * (u * u - sdiag_[a]));
-      }
+      low_rank_gradient_at(a, C_, D, k, phi_[D + D * k + a], g_.data(), u_.data(),
+                           eps_.data(), e1_.data(), uw.data(), sw_.data() + a * k, sdiag_[a],
+                           v.data(), &grad_[a], &grad_[D + a * k], &grad_[D + D * k + a]);
   });
 }
 
@@ -471,8 +527,17 @@ double Svi::step() {
   rule_.lr = lr0_ * std::pow(s_.decay_rate, static_cast<double>(t_ - 1) / s_.decay_steps);
   if (resident_) {  // the gradient and the optimiser's step where the guide lives
     Resident& r = *resident_;
-    if (!r.vectors->mean_field_gradient(r.phi, r.g, r.eps, v.data(), kind_ == Kind::delta, r.grad))
-      return std::numeric_limits<double>::quiet_NaN();
+    bool finite;
+    if (kind_ == Kind::low_rank) {
+      r.vectors->upload_flat(r.uw, uw_.data(), C_ * K_);
+      r.vectors->upload_flat(r.v, v.data(), C_);
+      finite = r.vectors->low_rank_gradient(LowRankGradientTerm{
+          r.phi, r.g, r.whitened, r.eps, r.e1, r.uw, r.sw, r.sdiag, r.v, r.grad, C_, K_, D_});
+    } else {
+      finite = r.vectors->mean_field_gradient(r.phi, r.g, r.eps, v.data(), kind_ == Kind::delta,
+                                              r.grad);
+    }
+    if (!finite) return std::numeric_limits<double>::quiet_NaN();
     FirstOrderStep body =
         rule_.body(t_, 0, r.phi, r.a, r.b, r.u, r.grad, static_cast<long>(phi_.size()));
     body.x_before = r.phi_before;
@@ -495,10 +560,12 @@ double Svi::step() {
         row[i] -= v[c] * (g[i] * l_at(i, i) * e[i] + 1);
       }
     }
+  } else if (kind_ == Kind::low_rank) {
+    low_rank_gradient(v);  // (mu's, W's and rho's entries)
   } else {
-    // mean field, low rank's mu, point mass: coordinate by coordinate, the
-    // particles in order (the same sums on any number of threads), blocks
-    // of coordinates on the target's threads
+    // mean field, point mass: coordinate by coordinate, the particles in
+    // order (the same sums on any number of threads), blocks of
+    // coordinates on the target's threads
     const bool mean_field = kind_ == Kind::mean_field;
     const long block = particle_block, blocks = (D_ + block - 1) / block;
     parallel(blocks, [&](long k) {
@@ -514,7 +581,6 @@ double Svi::step() {
   }
   // (agreed over the parts, so that every rank takes the step or none does)
   double bad = 0;
-  if (kind_ == Kind::low_rank) low_rank_gradient(v);
   for (double x : grad_)
     if (!std::isfinite(x)) bad = 1;
   target_.sum_over_parts(&bad, 1);

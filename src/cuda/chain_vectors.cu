@@ -29,6 +29,7 @@ class DeviceChainVectors final : public ChainVectors {
     select_device(gpu_);
     lp_ = static_cast<double*>(allocate(sizeof(double) * chains_));
     out_ = static_cast<double*>(allocate(sizeof(double) * chains_ * sums_per_chain));
+    out_size_ = chains_ * sums_per_chain;
     streams_ = static_cast<Stream*>(allocate(sizeof(Stream) * chains_));
   }
   ~DeviceChainVectors() override {
@@ -230,6 +231,35 @@ class DeviceChainVectors final : public ChainVectors {
     }, 1);
     return bad == 0;
   }
+  // svi()'s low-rank guide in GPU memory: per iteration K's sums, each
+  // particle's p and u'W come back (k^2 + 1 + C (2k + 1) values), K^-1, the
+  // first normals, K^-1 p, u'W and the bound's weights go over.
+  void low_rank_gram(LowRankGramTerm term, double* sums) override {
+    select_device(gpu_);
+    sum_rows(term, term.k * term.k + 1, sums);
+  }
+  void low_rank_factor(const LowRankFactorBody& body) override {
+    select_device(gpu_);
+    if (body.dim > 0) StreamLaunch{stream_, body.dim, multiprocessors_}(body);
+  }
+  void low_rank_particles(const LowRankParticlesBody& body, LowRankProjectTerm project,
+                          double* p) override {
+    select_device(gpu_);
+    launch(body);
+    sum_rows(project, chains_ * (project.k + 1), p);
+  }
+  void low_rank_whiten(LowRankWhitenTerm term, double* uw) override {
+    select_device(gpu_);
+    sum_rows(term, chains_ * term.k, uw);
+  }
+  bool low_rank_gradient(const LowRankGradientTerm& term) override {
+    select_device(gpu_);
+    double bad = 0;
+    sum_chains(1, ChainMask::all(1), &bad, [&](long, long) {
+      return ChainSum<LowRankGradientTerm>(term, out_, 1, dim_);
+    }, 1);
+    return bad == 0;
+  }
   void first_order_step(const FirstOrderStep& step) override {
     select_device(gpu_);
     if (step.n > 0) StreamLaunch{stream_, step.n, multiprocessors_}(step);
@@ -241,6 +271,23 @@ class DeviceChainVectors final : public ChainVectors {
     StreamLaunch{stream_, chains_ * dim_, multiprocessors_}(body);
   }
   void wait(const char* what) { check(cudaStreamSynchronize(stream_), what); }
+  // A term's sums over the coordinates for `rows` rows (at most
+  // max_mask_chains) into out (host memory), in groups of rows (the term's
+  // c0 each group's first). Waits.
+  template <class Term> void sum_rows(Term term, long rows, double* out) {
+    ensure_out(rows);
+    sum_chains(1, ChainMask::all(rows), out, [&](long c0, long c1) {
+      Term t = term;
+      t.c0 = c0;
+      return ChainSum<Term>(t, out_ + c0, c1 - c0, dim_);
+    }, rows);
+  }
+  // out_ holds at least n sums.
+  void ensure_out(long n) {
+    if (n <= out_size_) return;
+    out_ = static_cast<double*>(allocate(sizeof(double) * n));
+    out_size_ = n;
+  }
   // n sums per chain into out[chains, n] (host memory) through out_: the
   // ChainSums make_sum(c0, c1) makes, over groups of chains (a ChainSum's
   // block-shared scratch holds every sum it makes per lane, and groups keep
@@ -284,6 +331,7 @@ class DeviceChainVectors final : public ChainVectors {
   static_assert(sums_per_chain >= DotTerm::max_specs && sums_per_chain >= 6,
                 "out_ holds the dot products' and the merge checks' sums per chain too");
   double *lp_ = nullptr, *out_ = nullptr;  // [chains], [chains, sums_per_chain]: sums
+  long out_size_ = 0;                       // out_'s (a low-rank guide's sums may need more)
   Stream* streams_ = nullptr;              // [chains]
   double* weights_ = nullptr;              // [chains]: a guide's bound's weights
   // a rank's part of the state (count_from, map_coordinates): its sums

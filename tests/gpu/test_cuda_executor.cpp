@@ -1596,7 +1596,8 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
   // Poisson likelihood), whole and in minibatches of the tile kernel's
   // tiles, the ELBO and the importance-weighted bound; adam, and two other
   // rules with more state (nadam's schedule, a centred rms_prop's momentum);
-  // and a point mass (one particle at the guide's mean).
+  // a point mass (one particle at the guide's mean); and a low-rank guide
+  // (kernels/low_rank.hpp: K's algebra on the host, the rest on the GPU).
   require_gpu();
 #ifdef LOCKSTEP_GPU_TEST_STANDIN
   const int on_vectors = 1;  // the emulated backend's vectors hold it when asked
@@ -1615,7 +1616,8 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
   for (const Fit& f : {Fit{false, 1, "adam", "mean_field"}, Fit{false, 0, "adam", "mean_field"},
                        Fit{true, 1, "adam", "mean_field"}, Fit{true, 0, "adam", "mean_field"},
                        Fit{false, 0, "nadam", "mean_field"}, Fit{true, 0, "rms_prop", "mean_field"},
-                       Fit{false, 1, "adam", "delta"}}) {
+                       Fit{false, 1, "adam", "delta"}, Fit{false, 0, "adam", "low_rank"},
+                       Fit{true, 1, "adam", "low_rank"}}) {
     const bool tiles = f.tiles;
     const double alpha = f.alpha;
     INFO("tile kernel " << tiles << ", alpha " << alpha << ", " << f.method << ", " << f.guide);
@@ -1628,6 +1630,7 @@ TEST_CASE("cuda executor: svi()'s mean-field guide in GPU memory follows the hos
     for (int resident : {on_vectors, -1}) {
       lockstep::SviSettings s;
       s.guide = f.guide;
+      s.rank = 3;  // (a low-rank guide's)
       s.optimiser.method = f.method;
       s.optimiser.params["learning_rate"] = 0.02;
       if (s.optimiser.method == "rms_prop") {

@@ -388,6 +388,17 @@ test_that("svi() on the GPU gives the CPU's fit", {
   mode <- svi(m, guide = "delta", n_iterations = 1000, tolerance = 0, verbose = FALSE,
               optimiser = adam(learning_rate = 0.05), compute_options = on_gpu())
   expect_identical(mode$guide$on_device, !standin)
+  # and a low-rank guide, against the CPU's
+  fit_low <- function(co) {
+    set.seed(84)
+    suppressWarnings(svi(m, guide = "low_rank", particles = 8, n_iterations = 300,
+                         tolerance = 0, n_draws = 40, verbose = FALSE, compute_options = co))
+  }
+  gpu <- fit_low(on_gpu())
+  cpu <- fit_low(cpu_only(threads = 1))
+  expect_identical(gpu$guide$on_device, !standin)
+  expect_equal(gpu$loss, cpu$loss, tolerance = 1e-6)
+  expect_equal(gpu$guide$mean, cpu$guide$mean, tolerance = 1e-6)
   expect_equal(mode$guide$mean, mean(y) * 7 / (7 + 1 / 100), tolerance = 1e-3)
 })
 

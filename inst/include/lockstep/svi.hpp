@@ -53,14 +53,17 @@
 // state. The learning rate decays exponentially (seed 003's optax
 // schedule): lr_t = lr decay_rate^(t / decay_steps), constant by default.
 //
-// Where the target's vectors are in a GPU's memory, a mean-field guide (or
-// a point mass) lives there too (resident(); kernels/mean_field.hpp),
-// fitted by any of the first-order optimisers (kernels/first_order_step.hpp):
-// its parameters, the optimiser's state, the particles and their gradients
-// never leave the GPU, and an iteration moves C numbers each way (log q's
-// and the log density's per-particle sums; the bound's weights). The
-// low-rank and full-rank guides work on the host, the particles copied over
-// and the gradient back.
+// Where the target's vectors are in a GPU's memory, a mean-field guide, a
+// point mass or a low-rank guide lives there too (resident();
+// kernels/mean_field.hpp, kernels/low_rank.hpp), fitted by any of the
+// first-order optimisers (kernels/first_order_step.hpp): its parameters,
+// the optimiser's state, the particles and their gradients never leave the
+// GPU, and an iteration moves C numbers each way (log q's and the log
+// density's per-particle sums; the bound's weights), and for a low-rank
+// guide its k x k and C x k parts (K's sums and inverse, each particle's
+// first normals, p, K^-1 p and u'W), whose algebra is the host's. The
+// full-rank guide works on the host, the particles copied over and the
+// gradient back.
 #ifndef LOCKSTEP_SVI_HPP
 #define LOCKSTEP_SVI_HPP
 
@@ -98,11 +101,13 @@ struct SviSettings {
   // otherwise the target's threads (a GPU's executor has none, and its host
   // would draw 4 x D normals a step on one thread).
   int threads = 0;
-  // Where a mean-field guide or a point mass lives: 0 where the target's
-  // vectors are in a GPU's memory (ChainVectors::on_device), 1 wherever the
-  // vectors hold a guide (the CPU's and the emulated backend's too: tests),
-  // -1 in host memory always. The low-rank and full-rank guides, and a
-  // target that holds part of the state, keep theirs in host memory.
+  // Where a mean-field, point mass or low-rank guide lives: 0 where the
+  // target's vectors are in a GPU's memory (ChainVectors::on_device), 1
+  // wherever the vectors hold a guide (the CPU's and the emulated
+  // backend's too: tests), -1 in host memory always. The full-rank guide, a
+  // low-rank one whose sums are too many (k^2 + 1 or C (k + 1) above
+  // max_mask_chains), and a target that holds part of the state keep
+  // theirs in host memory.
   int resident = 0;
 };
 
@@ -188,6 +193,15 @@ class Svi {
   // A resident guide (resident()): the particles into its vectors, w as
   // normal_particles makes it; and its phi into phi_ when phi_ is stale.
   void resident_particles(long t, std::vector<double>& w);
+  // A low-rank guide's resident_particles: K's sums and each particle's p
+  // and u'W (into uw_, for the gradient) from the vectors, K's algebra here.
+  void resident_low_rank_particles(long t, std::vector<double>& w);
+  // K^-1 (into kinv) and log |Sigma| (returned) from K's sums (K - I's k^2
+  // entries, then sum log d); each particle's K^-1 p (kp [C, k]) and -log q
+  // but for its constant (w) from its p [C, k + 1].
+  double low_rank_solve(const std::vector<double>& sums, std::vector<double>& kinv) const;
+  void low_rank_weights(const std::vector<double>& p, const std::vector<double>& kinv,
+                        double log_det_sigma, std::vector<double>& kp, std::vector<double>& w) const;
   void pull() const;
 
   Target& target_;
@@ -212,14 +226,20 @@ class Svi {
   // low rank: each particle's first k normals [C, k], u = Sigma^-1 (z - mu)
   // [C, D], Sigma^-1 W [D, k] and diag(Sigma^-1) [D]
   std::vector<double> e1_, u_, sw_, sdiag_;
+  std::vector<double> uw_;  // a resident low-rank guide's u'W [C, k], from particles to gradient
   FirstOrder rule_;
   std::unique_ptr<ThreadPool> own_pool_;
   // A resident guide's arrays on the target's vectors: phi, its gradient and
   // the optimiser's state a, b, u (FirstOrder's) [2 dim] ([dim] for a point
   // mass); the particles, their normals and gradients [chains, dim].
+  // A low-rank guide's too: u [chains, dim] (whitened), Sigma^-1 W [dim,
+  // k], diag(Sigma^-1) [dim], and the host's K^-1 [k, k], first normals,
+  // K^-1 p and u'W [chains, k] and the bound's weights [chains].
   struct Resident {
     std::unique_ptr<ChainVectors> vectors;
     double *phi, *grad, *a, *b, *u, *z, *eps, *g, *phi_before;
+    double *whitened = nullptr, *sw = nullptr, *sdiag = nullptr, *kinv = nullptr, *e1 = nullptr,
+           *kp = nullptr, *uw = nullptr, *v = nullptr;
   };
   std::unique_ptr<Resident> resident_;
 };

@@ -18,6 +18,7 @@
 #include "../executor.hpp"
 #include "../kernels/chain_vectors.hpp"
 #include "../kernels/first_order_step.hpp"
+#include "../kernels/low_rank.hpp"
 #include "../kernels/mean_field.hpp"
 #include "../launcher.hpp"
 #include "../rng.hpp"
@@ -132,6 +133,20 @@ class ChainVectors {
   // it is finite. Waits.
   virtual bool mean_field_gradient(const double* phi, const double* g, const double* eps,
                                    const double* v, bool point, double* grad);
+  // svi()'s low-rank guide (kernels/low_rank.hpp): the terms' and bodies'
+  // arrays the vectors' (make_flat's: phi, sw, sdiag and the host's small
+  // ones; make's: z, eps, u, g), their sums into host memory (each waits):
+  // K's sums [k k + 1] (LowRankGramTerm), Sigma^-1 W and diag(Sigma^-1)
+  // (LowRankFactorBody), the particles and then each one's p [chains, k +
+  // 1] (LowRankParticlesBody, LowRankProjectTerm), u and u'W [chains, k]
+  // (LowRankWhitenTerm), and the loss's gradient, whether every entry of
+  // it is finite (LowRankGradientTerm). The terms' c0 is set here.
+  virtual void low_rank_gram(LowRankGramTerm term, double* sums);
+  virtual void low_rank_factor(const LowRankFactorBody& body);
+  virtual void low_rank_particles(const LowRankParticlesBody& body, LowRankProjectTerm project,
+                                  double* p);
+  virtual void low_rank_whiten(LowRankWhitenTerm term, double* uw);
+  virtual bool low_rank_gradient(const LowRankGradientTerm& term);
   // A first-order optimiser's step, its arrays the vectors' (FirstOrderStep).
   virtual void first_order_step(const FirstOrderStep& step);
 
@@ -188,6 +203,12 @@ class HostChainVectors final : public ChainVectors {
   bool mean_field_gradient(const double* phi, const double* g, const double* eps, const double* v,
                            bool point, double* grad) override;
   void first_order_step(const FirstOrderStep& step) override;
+  void low_rank_gram(LowRankGramTerm term, double* sums) override;
+  void low_rank_factor(const LowRankFactorBody& body) override;
+  void low_rank_particles(const LowRankParticlesBody& body, LowRankProjectTerm project,
+                          double* p) override;
+  void low_rank_whiten(LowRankWhitenTerm term, double* uw) override;
+  bool low_rank_gradient(const LowRankGradientTerm& term) override;
 
  private:
   // Runs make_body(c0, c1) for the chain ranges this backend splits into.
