@@ -142,18 +142,22 @@ void Svi::pull() const {
   phi_stale_ = false;
 }
 
-void Svi::resident_particles(long t, std::vector<double>& w) {
+MeanFieldDraw Svi::draw_at(long t) const {
   MeanFieldDraw draw;
   draw.key0 = key0_;
   draw.key1 = key1_;
   draw.purpose = purpose_svi;
   draw.position = normals_position(t);
+  return draw;
+}
+
+void Svi::resident_particles(long t, std::vector<double>& w) {
   if (kind_ == Kind::low_rank) {
     resident_low_rank_particles(t, w);
     return;
   }
-  resident_->vectors->mean_field_particles(resident_->phi, resident_->z, resident_->eps, draw,
-                                           kind_ == Kind::delta, w.data());
+  resident_->vectors->mean_field_particles(resident_->phi, resident_->z, resident_->eps,
+                                           draw_at(t), kind_ == Kind::delta, w.data());
 }
 
 double Svi::l_at(long i, long j) const {
@@ -381,11 +385,7 @@ void Svi::resident_low_rank_particles(long t, std::vector<double>& w) {
   factor.dim = D;
   r.vectors->low_rank_factor(factor);
   // each particle's first k normals (shared by its coordinates) drawn here
-  MeanFieldDraw draw;
-  draw.key0 = key0_;
-  draw.key1 = key1_;
-  draw.purpose = purpose_svi;
-  draw.position = normals_position(t);
+  const MeanFieldDraw draw = draw_at(t);
   for (long c = 0; c < C_; ++c) {
     const Stream stream{key0_, key1_, static_cast<uint32_t>(c), purpose_svi, draw.position};
     for (long b = 0; b < k; ++b) e1_[c * k + b] = stream.normal_at(static_cast<uint64_t>(b));

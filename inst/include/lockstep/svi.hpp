@@ -168,6 +168,8 @@ class Svi {
   // whole state's) normals an iteration, in pairs (a low-rank guide's k
   // first; k = 0 for the others).
   uint64_t normals_position(long t) const;
+  // Iteration t's normals for a guide on the vectors (MeanFieldDraw).
+  MeanFieldDraw draw_at(long t) const;
 
   enum class Kind { mean_field, full_rank, low_rank, delta };
   static Kind kind_of(const std::string& guide);
