@@ -268,28 +268,28 @@ template <class T> struct GatherRowsBackward {
   }
 };
 
-// Whether a gather's index (host memory) comes in runs of equal entries four
-// long or more on average: where the backward's lanes sum runs (`piece`).
-// Unsorted indices keep one atomic per element, which reads dy coalesced.
-inline bool index_in_runs(const std::vector<long>& index) {
+// Whether an index (host memory) of at least 64 entries comes in runs four
+// long or more on average: of equal entries, or (`steps`) of consecutive
+// ones (run_end's).
+inline bool index_has_long_runs(const std::vector<long>& index, bool steps) {
   const long n = static_cast<long>(index.size());
   if (n < 64) return false;
+  const long step = steps ? 1 : 0;
   long runs = 1;
-  for (long i = 1; i < n; ++i) runs += index[i] != index[i - 1];
+  for (long i = 1; i < n; ++i) runs += index[i] != index[i - 1] + step;
   return runs * 4 <= n;
 }
 
+// Whether a gather's index comes in runs of equal entries: where the
+// backward's lanes sum runs (`piece`). Unsorted indices keep one atomic per
+// element, which reads dy coalesced.
+inline bool index_in_runs(const std::vector<long>& index) { return index_has_long_runs(index, false); }
+
 // Whether a gather's index comes in steps, runs of consecutive entries
-// (index[i] = index[i - 1] + 1) four long or more on average: a panel's
-// time index, rows sorted by unit then time. The CPU then reads and adds a
-// run at a time (gather_in_runs, add_in_steps).
-inline bool index_in_steps(const std::vector<long>& index) {
-  const long n = static_cast<long>(index.size());
-  if (n < 64) return false;
-  long runs = 1;
-  for (long i = 1; i < n; ++i) runs += index[i] != index[i - 1] + 1;
-  return runs * 4 <= n;
-}
+// (index[i] = index[i - 1] + 1): a panel's time index, rows sorted by unit
+// then time. The CPU then reads and adds a run at a time (gather_in_runs,
+// add_in_steps).
+inline bool index_in_steps(const std::vector<long>& index) { return index_has_long_runs(index, true); }
 
 }  // namespace lockstep
 
