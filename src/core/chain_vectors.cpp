@@ -75,6 +75,18 @@ template <class MakeBody> void HostChainVectors::run(const MakeBody& make_body) 
   }
 }
 
+template <class Term> void HostChainVectors::sum_rows(Term term, long rows, double* out) {
+  std::fill(out, out + rows, 0.0);
+  term.c0 = 0;
+  launcher_(ChainSum<Term>(term, out, rows, dim_));
+}
+
+template <class Term> bool HostChainVectors::all_finite(const Term& term) {
+  double bad = 0;
+  launcher_(ChainSum<Term>(term, &bad, 1, dim_));
+  return bad == 0;
+}
+
 double* HostChainVectors::make() {
   const size_t n = static_cast<size_t>(chains_ * dim_);
   arrays_.emplace_back(new double[n > 0 ? n : 1]());
@@ -223,19 +235,13 @@ void HostChainVectors::mean_field_particles(const double* phi, double* z, double
 
 bool HostChainVectors::mean_field_gradient(const double* phi, const double* g, const double* eps,
                                            const double* v, bool point, double* grad) {
-  double bad = 0;
-  launcher_(ChainSum<MeanFieldGradientTerm>(MeanFieldGradientTerm{phi, g, eps, v, grad, chains_, dim_, point},
-                                            &bad, 1, dim_));
-  return bad == 0;
+  return all_finite(MeanFieldGradientTerm{phi, g, eps, v, grad, chains_, dim_, point});
 }
 
 void HostChainVectors::first_order_step(const FirstOrderStep& step) { launcher_(step); }
 
 void HostChainVectors::low_rank_gram(LowRankGramTerm term, double* sums) {
-  const long rows = term.k * term.k + 1;
-  std::fill(sums, sums + rows, 0.0);
-  term.c0 = 0;
-  launcher_(ChainSum<LowRankGramTerm>(term, sums, rows, dim_));
+  sum_rows(term, term.k * term.k + 1, sums);
 }
 
 void HostChainVectors::low_rank_factor(const LowRankFactorBody& body) { launcher_(body); }
@@ -243,23 +249,15 @@ void HostChainVectors::low_rank_factor(const LowRankFactorBody& body) { launcher
 void HostChainVectors::low_rank_particles(const LowRankParticlesBody& body,
                                           LowRankProjectTerm project, double* p) {
   launcher_(body);
-  const long rows = chains_ * (project.k + 1);
-  std::fill(p, p + rows, 0.0);
-  project.c0 = 0;
-  launcher_(ChainSum<LowRankProjectTerm>(project, p, rows, dim_));
+  sum_rows(project, chains_ * (project.k + 1), p);
 }
 
 void HostChainVectors::low_rank_whiten(LowRankWhitenTerm term, double* uw) {
-  const long rows = chains_ * term.k;
-  std::fill(uw, uw + rows, 0.0);
-  term.c0 = 0;
-  launcher_(ChainSum<LowRankWhitenTerm>(term, uw, rows, dim_));
+  sum_rows(term, chains_ * term.k, uw);
 }
 
 bool HostChainVectors::low_rank_gradient(const LowRankGradientTerm& term) {
-  double bad = 0;
-  launcher_(ChainSum<LowRankGradientTerm>(term, &bad, 1, dim_));
-  return bad == 0;
+  return all_finite(term);
 }
 
 }  // namespace lockstep

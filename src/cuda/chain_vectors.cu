@@ -213,10 +213,7 @@ class DeviceChainVectors final : public ChainVectors {
   void mean_field_particles(const double* phi, double* z, double* eps, const MeanFieldDraw& draw,
                             bool point, double* w) override {
     select_device(gpu_);
-    sum_chains(1, ChainMask::all(chains_), w, [&](long c0, long c1) {
-      return ChainSum<MeanFieldParticlesTerm>(MeanFieldParticlesTerm{phi, z, eps, draw, c0, dim_, point},
-                                              out_ + c0, c1 - c0, dim_);
-    });
+    sum_rows(MeanFieldParticlesTerm{phi, z, eps, draw, 0, dim_, point}, chains_, w);
   }
   bool mean_field_gradient(const double* phi, const double* g, const double* eps, const double* v,
                            bool point, double* grad) override {
@@ -224,12 +221,7 @@ class DeviceChainVectors final : public ChainVectors {
     if (!weights_) weights_ = static_cast<double*>(allocate(sizeof(double) * chains_));
     check(cudaMemcpyAsync(weights_, v, sizeof(double) * chains_, cudaMemcpyHostToDevice, stream_),
           "copying the bound's weights to the device");
-    double bad = 0;
-    sum_chains(1, ChainMask::all(1), &bad, [&](long, long) {
-      return ChainSum<MeanFieldGradientTerm>(
-          MeanFieldGradientTerm{phi, g, eps, weights_, grad, chains_, dim_, point}, out_, 1, dim_);
-    }, 1);
-    return bad == 0;
+    return all_finite(MeanFieldGradientTerm{phi, g, eps, weights_, grad, chains_, dim_, point});
   }
   // svi()'s low-rank guide in GPU memory: per iteration K's sums, each
   // particle's p and u'W come back (k^2 + 1 + C (2k + 1) values), K^-1, the
@@ -254,11 +246,7 @@ class DeviceChainVectors final : public ChainVectors {
   }
   bool low_rank_gradient(const LowRankGradientTerm& term) override {
     select_device(gpu_);
-    double bad = 0;
-    sum_chains(1, ChainMask::all(1), &bad, [&](long, long) {
-      return ChainSum<LowRankGradientTerm>(term, out_, 1, dim_);
-    }, 1);
-    return bad == 0;
+    return all_finite(term);
   }
   void first_order_step(const FirstOrderStep& step) override {
     select_device(gpu_);
@@ -281,6 +269,14 @@ class DeviceChainVectors final : public ChainVectors {
       t.c0 = c0;
       return ChainSum<Term>(t, out_ + c0, c1 - c0, dim_);
     }, rows);
+  }
+  // Whether a term that writes a gradient and sums 0 x its entries over one
+  // row (MeanFieldGradientTerm, LowRankGradientTerm) found them all finite.
+  template <class Term> bool all_finite(const Term& term) {
+    double bad = 0;
+    sum_chains(1, ChainMask::all(1), &bad, [&](long, long) { return ChainSum<Term>(term, out_, 1, dim_); },
+               1);
+    return bad == 0;
   }
   // out_ holds at least n sums.
   void ensure_out(long n) {

@@ -213,6 +213,12 @@ class HostChainVectors final : public ChainVectors {
  private:
   // Runs make_body(c0, c1) for the chain ranges this backend splits into.
   template <class MakeBody> void run(const MakeBody& make_body);
+  // A term's sums over the coordinates for `rows` rows into out (zeroed
+  // first), the term's c0 0: one launch.
+  template <class Term> void sum_rows(Term term, long rows, double* out);
+  // Whether a term that writes a gradient and sums 0 x its entries over one
+  // row (MeanFieldGradientTerm, LowRankGradientTerm) found them all finite.
+  template <class Term> bool all_finite(const Term& term);
 
   Target& target_;
   Launcher launcher_;
