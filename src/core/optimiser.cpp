@@ -50,90 +50,18 @@ std::vector<int> finite_everywhere(Target& target, const std::vector<double>& f,
   return ok;
 }
 
-OptimiserResult first_order(Objective& obj, const OptimiserSettings& s, std::vector<double> x,
-                            bool (*interrupted)()) {
-  const long C = obj.C, D = obj.D;
-  FirstOrder rule(s, C, D);
-  std::vector<double> f, g, f_new, g_new, x_new = x;
-  obj(x, f, g);
-  OptimiserResult r;
-  r.iterations.assign(C, 0);
-  r.convergence.assign(C, 1);
-  std::vector<int> active(C, 1);
-  const std::vector<int> finite_start = finite_everywhere(obj.target, f, g, C, D);
-  for (long c = 0; c < C; ++c)
-    if (!finite_start[c]) active[c] = 0, r.convergence[c] = 2;
-  for (long t = 1; t <= s.max_iterations; ++t) {
-    if (std::none_of(active.begin(), active.end(), [](int v) { return v != 0; })) break;
-    if (interrupted && interrupted()) break;
-    for (long c = 0; c < C; ++c)
-      if (active[c]) rule.step(x_new.data() + c * D, g.data() + c * D, c, D, t);
-    obj(x_new, f_new, g_new);
-    const std::vector<int> finite = finite_everywhere(obj.target, f_new, g_new, C, D);
-    for (long c = 0; c < C; ++c) {
-      if (!active[c]) continue;
-      ++r.iterations[c];
-      if (!finite[c]) {
-        // keep the last finite point
-        std::copy(x.begin() + c * D, x.begin() + (c + 1) * D, x_new.begin() + c * D);
-        active[c] = 0;
-        r.convergence[c] = 2;
-        continue;
-      }
-      const bool done = std::fabs(f_new[c] - f[c]) < s.tolerance;
-      std::copy(x_new.begin() + c * D, x_new.begin() + (c + 1) * D, x.begin() + c * D);
-      std::copy(g_new.begin() + c * D, g_new.begin() + (c + 1) * D, g.begin() + c * D);
-      f[c] = f_new[c];
-      if (done) active[c] = 0, r.convergence[c] = 0;
-    }
-  }
-  r.par = x;
-  r.value = f;
-  return r;
-}
-
-// first_order() on the target's vectors (OptimiserSettings::resident: a
-// GPU's memory): the starts x, their gradients and the rule's state stay
-// there, and an iteration moves C values each way, the log densities and
-// whether each gradient is finite (0 x g x g summed over a row: NaN where an
-// entry is not). The same steps as first_order()'s: FirstOrderStep on each
-// running start's row, with the log density's gradient (g_sign -1).
-OptimiserResult first_order_on_vectors(Target& target, ChainVectors& v, const OptimiserSettings& s,
-                                       const std::vector<double>& init, bool (*interrupted)()) {
-  const long C = target.chains(), D = target.dim();
-  // (the rule's host rows give its state's first values and nadam's schedule)
-  FirstOrder rule(s, C, D);
-  double* x = v.make();
-  double* x_new = v.make();
-  double* g = v.make();
-  double* g_new = v.make();
-  double* zeros = v.make();
-  double* a = v.make();
-  double* b = v.make();
-  double* u = v.make();
-  v.upload(x, init.data());
-  v.upload(x_new, init.data());
-  v.upload(a, rule.a.data());
-  v.upload(b, rule.b.data());
-  v.upload(u, rule.u.data());
-  const ChainMask all = ChainMask::all(C);
-  std::vector<double> lp(C), zero_dot(C);
-  // -log density at `at` into f, its gradient into grad; per chain, whether
-  // both are finite
-  auto evaluate = [&](const double* at, double* grad, std::vector<double>& f) {
-    v.log_density(at, lp.data(), grad);
-    const DotSpec spec{grad, grad, nullptr, DotKind::product};
-    v.dots(&spec, 1, zeros, all, zero_dot.data());
-    f.resize(C);
-    std::vector<int> ok(C);
-    for (long c = 0; c < C; ++c) {
-      f[c] = -lp[c];
-      ok[c] = std::isfinite(f[c]) && zero_dot[c] == 0;
-    }
-    return ok;
-  };
+// The first-order methods' iterations, every start in lockstep, over starts
+// kept by `rows` (HostRows, VectorRows): rows.evaluate(at_new, f) puts -log
+// density at x (or x_new) into f, its gradient into g (or g_new), and says
+// per start whether both are finite; rows.step(rule, t, c) moves start c's
+// x_new from its x_new and g; rows.settle(moved, failed) (per start: 1 or
+// 0) sets x = x_new and g = g_new on the starts that moved, and x_new = x on
+// those that failed (their last finite point); rows.par() is x.
+template <class Rows>
+OptimiserResult first_order_loop(Rows& rows, FirstOrder& rule, long C, const OptimiserSettings& s,
+                                 bool (*interrupted)()) {
   std::vector<double> f, f_new;
-  const std::vector<int> finite_start = evaluate(x, g, f);
+  const std::vector<int> finite_start = rows.evaluate(false, f);
   OptimiserResult r;
   r.iterations.assign(C, 0);
   r.convergence.assign(C, 1);
@@ -143,38 +71,112 @@ OptimiserResult first_order_on_vectors(Target& target, ChainVectors& v, const Op
   for (long t = 1; t <= s.max_iterations; ++t) {
     if (std::none_of(active.begin(), active.end(), [](int on) { return on != 0; })) break;
     if (interrupted && interrupted()) break;
-    for (long c = 0; c < C; ++c) {
-      if (!active[c]) continue;
-      FirstOrderStep step = rule.body(t, c, x_new + c * D, a + c * D, b + c * D, u + c * D,
-                                      g + c * D, D);
-      step.g_sign = -1;
-      v.first_order_step(step);
-    }
-    const std::vector<int> finite = evaluate(x_new, g_new, f_new);
-    ChainMask take;  // the rows that moved (a row that failed keeps x: its last finite point)
+    for (long c = 0; c < C; ++c)
+      if (active[c]) rows.step(rule, t, c);
+    const std::vector<int> finite = rows.evaluate(true, f_new);
+    std::vector<int> moved(C, 0), failed(C, 0);
     for (long c = 0; c < C; ++c) {
       if (!active[c]) continue;
       ++r.iterations[c];
       if (!finite[c]) {
+        failed[c] = 1;
         active[c] = 0;
         r.convergence[c] = 2;
         continue;
       }
-      take.set(c);
+      moved[c] = 1;
       const bool done = std::fabs(f_new[c] - f[c]) < s.tolerance;
       f[c] = f_new[c];
       if (done) active[c] = 0, r.convergence[c] = 0;
     }
-    if (take.any()) {
-      v.copy(x, x_new, take);
-      v.copy(g, g_new, take);
-    }
+    rows.settle(moved, failed);
   }
-  r.par.resize(C * D);
-  v.download(r.par.data(), x);
+  r.par = rows.par();
   r.value = f;
   return r;
 }
+
+// Starts in host memory, evaluated by the target (Objective): g is the
+// objective's gradient. Where the target holds part of the state, whether
+// a start is finite is agreed over the parts (finite_everywhere).
+struct HostRows {
+  Objective& obj;
+  long C, D;
+  std::vector<double> x, x_new, g, g_new;
+  std::vector<int> evaluate(bool at_new, std::vector<double>& f) {
+    std::vector<double>& grad = at_new ? g_new : g;
+    obj(at_new ? x_new : x, f, grad);
+    return finite_everywhere(obj.target, f, grad, C, D);
+  }
+  void step(FirstOrder& rule, long t, long c) {
+    rule.step(x_new.data() + c * D, g.data() + c * D, c, D, t);
+  }
+  void settle(const std::vector<int>& moved, const std::vector<int>& failed) {
+    for (long c = 0; c < C; ++c) {
+      const long from = c * D, to = (c + 1) * D;
+      if (failed[c]) std::copy(x.begin() + from, x.begin() + to, x_new.begin() + from);
+      if (!moved[c]) continue;
+      std::copy(x_new.begin() + from, x_new.begin() + to, x.begin() + from);
+      std::copy(g_new.begin() + from, g_new.begin() + to, g.begin() + from);
+    }
+  }
+  std::vector<double> par() const { return x; }
+};
+
+// Starts on the target's vectors (OptimiserSettings::resident: a GPU's
+// memory): x, its gradients and the rule's state a, b, u stay there, and an
+// iteration moves C values each way, the log densities and whether each
+// gradient is finite (0 x g x g summed over a row: NaN where an entry is
+// not). g is the log density's gradient, so the rule's steps take it with
+// g_sign -1.
+struct VectorRows {
+  ChainVectors& v;
+  long C, D;
+  double *x, *x_new, *g, *g_new, *zeros, *a, *b, *u;
+  std::vector<double> lp, zero_dot;
+  VectorRows(ChainVectors& vectors, const FirstOrder& rule, const std::vector<double>& init,
+             long chains, long dim)
+      : v(vectors), C(chains), D(dim), lp(chains), zero_dot(chains) {
+    for (double** p : {&x, &x_new, &g, &g_new, &zeros, &a, &b, &u}) *p = v.make();
+    v.upload(x, init.data());
+    v.upload(x_new, init.data());
+    // (the rule's host rows give its state's first values)
+    v.upload(a, rule.a.data());
+    v.upload(b, rule.b.data());
+    v.upload(u, rule.u.data());
+  }
+  std::vector<int> evaluate(bool at_new, std::vector<double>& f) {
+    double* grad = at_new ? g_new : g;
+    v.log_density(at_new ? x_new : x, lp.data(), grad);
+    const DotSpec spec{grad, grad, nullptr, DotKind::product};
+    v.dots(&spec, 1, zeros, ChainMask::all(C), zero_dot.data());
+    f.resize(C);
+    std::vector<int> ok(C);
+    for (long c = 0; c < C; ++c) {
+      f[c] = -lp[c];
+      ok[c] = std::isfinite(f[c]) && zero_dot[c] == 0;
+    }
+    return ok;
+  }
+  void step(FirstOrder& rule, long t, long c) {
+    FirstOrderStep body =
+        rule.body(t, c, x_new + c * D, a + c * D, b + c * D, u + c * D, g + c * D, D);
+    body.g_sign = -1;
+    v.first_order_step(body);
+  }
+  void settle(const std::vector<int>& moved, const std::vector<int>& failed) {
+    const ChainMask back = ChainMask::where(failed), take = ChainMask::where(moved);
+    if (back.any()) v.copy(x_new, x, back);
+    if (!take.any()) return;
+    v.copy(x, x_new, take);
+    v.copy(g, g_new, take);
+  }
+  std::vector<double> par() {
+    std::vector<double> out(C * D);
+    v.download(out.data(), x);
+    return out;
+  }
+};
 
 // L-BFGS with a backtracking (Armijo) line search, every start in lockstep:
 // each round evaluates one trial point per start still running. On a target
@@ -516,15 +518,19 @@ OptimiserResult optimise(Target& target, const OptimiserSettings& settings,
   Objective obj{target, C, D, {}, {}};
   if (settings.method == "bfgs") return lbfgs(obj, settings, init, interrupted);
   if (settings.method == "nelder_mead") return nelder_mead(target, settings, init, interrupted);
+  FirstOrder rule(settings, C, D);
   // where the target's vectors can hold the method (a GPU's: by default)
   const bool may_reside = settings.resident >= 0 && !target.full_index() &&
                           target.counted_from() == 0 && C <= max_mask_chains;
   if (may_reside) {
     std::unique_ptr<ChainVectors> vectors = target.vectors();
-    if (vectors->holds_optimiser() && (settings.resident == 1 || vectors->on_device()))
-      return first_order_on_vectors(target, *vectors, settings, init, interrupted);
+    if (vectors->holds_optimiser() && (settings.resident == 1 || vectors->on_device())) {
+      VectorRows rows(*vectors, rule, init, C, D);
+      return first_order_loop(rows, rule, C, settings, interrupted);
+    }
   }
-  return first_order(obj, settings, init, interrupted);
+  HostRows rows{obj, C, D, init, init, {}, {}};
+  return first_order_loop(rows, rule, C, settings, interrupted);
 }
 
 }  // namespace lockstep
