@@ -88,11 +88,10 @@ Svi::Svi(Target& target, const SviSettings& settings, const std::vector<double>&
   }
   grad_.resize(phi_.size());
   lp_.resize(C_);
-  // A mean-field guide or a point mass on a target whose vectors hold a
-  // guide lives there (a GPU's memory: SviSettings::resident), with its
-  // optimiser's state; the rest on the host.
-  // (a low-rank guide's sums are rows of a ChainMask: K's k^2 + 1, and
-  // C (k + 1) of the particles')
+  // A mean-field, point mass or low-rank guide on a target whose vectors
+  // hold a guide lives there (a GPU's memory: SviSettings::resident), with
+  // its optimiser's state; the rest on the host. (A low-rank guide's sums
+  // are rows of a ChainMask: K's k^2 + 1, and C (k + 1) of the particles'.)
   const bool low_rank_fits = kind_ == Kind::low_rank && K_ * K_ + 1 <= max_mask_chains &&
                              C_ * (K_ + 1) <= max_mask_chains;
   const bool may_reside = s_.resident >= 0 &&
@@ -244,6 +243,26 @@ void Svi::set_guide(const std::vector<double>& mean, const std::vector<double>& 
 }
 
 ThreadPool* Svi::pool() { return own_pool_ ? own_pool_.get() : target_.pool(); }
+
+long Svi::coordinate_blocks() const { return (D_ + particle_block - 1) / particle_block; }
+
+void Svi::coordinate_block(long b, long* a0, long* a1) const {
+  *a0 = b * particle_block;
+  *a1 = std::min(D_, *a0 + particle_block);
+}
+
+template <class F> std::vector<double> Svi::sum_in_blocks(long width, F&& add) {
+  const long blocks = coordinate_blocks();
+  std::vector<double> partial(blocks * width, 0.0), out(width, 0.0);
+  parallel(blocks, [&](long b) {
+    long a0, a1;
+    coordinate_block(b, &a0, &a1);
+    add(a0, a1, partial.data() + b * width);
+  });
+  for (long b = 0; b < blocks; ++b)
+    for (long j = 0; j < width; ++j) out[j] += partial[b * width + j];
+  return out;
+}
 
 template <class F> void Svi::parallel(long n, F&& f) {
   ThreadPool* threads = pool();
@@ -413,35 +432,24 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
   const double* W = phi_.data() + D;
   std::vector<double> d = diagonal(), delta(D);
   for (long a = 0; a < D; ++a) delta[a] = 1 / (d[a] * d[a]);
-  // The coordinates' work in fixed blocks (particle_block) on the pool's
-  // threads; sums over coordinates are each block's, then the blocks' in
-  // order: the same on any number of threads.
-  const long blocks = (D + particle_block - 1) / particle_block;
-  auto block_range = [&](long b, long* a0, long* a1) {
-    *a0 = b * particle_block;
-    *a1 = std::min(D, *a0 + particle_block);
-  };
+  // (the coordinates' work in fixed blocks on the pool's threads: the same
+  // sums on any number of threads)
+  const long blocks = coordinate_blocks();
   // K = I + W' diag(d^-2) W and sum log d, this part's then the whole's
-  std::vector<double> sums(k * k + 1, 0.0), block_sums(blocks * (k * k + 1), 0.0);
-  parallel(blocks, [&](long blk) {
-    long a0, a1;
-    block_range(blk, &a0, &a1);
-    double* s = block_sums.data() + blk * (k * k + 1);
+  std::vector<double> sums = sum_in_blocks(k * k + 1, [&](long a0, long a1, double* s) {
     for (long a = std::max(a0, from); a < a1; ++a) {
       for (long b = 0; b < k; ++b)
         for (long c = 0; c < k; ++c) s[b * k + c] += W[a * k + b] * W[a * k + c] * delta[a];
       s[k * k] += std::log(d[a]);
     }
   });
-  for (long blk = 0; blk < blocks; ++blk)
-    for (long j = 0; j <= k * k; ++j) sums[j] += block_sums[blk * (k * k + 1) + j];
   target_.sum_over_parts(sums.data(), k * k + 1);
   std::vector<double> kinv;
   const double log_det_sigma = low_rank_solve(sums, kinv);
   // Sigma^-1 W = diag(d^-2) W K^-1 and diag(Sigma^-1), per coordinate
   parallel(blocks, [&](long blk) {
     long a0, a1;
-    block_range(blk, &a0, &a1);
+    coordinate_block(blk, &a0, &a1);
     for (long a = a0; a < a1; ++a)
       sdiag_[a] = low_rank_factor_at(W + a * k, kinv.data(), k, delta[a], sw_.data() + a * k);
   });
@@ -470,7 +478,7 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
   parallel(C_ * blocks, [&](long task) {
     const long c = task / blocks;
     long a0, a1;
-    block_range(task % blocks, &a0, &a1);
+    coordinate_block(task % blocks, &a0, &a1);
     const double* z = z_.data() + c * D;
     for (long a = a0; a < a1; ++a)
       u_[c * D + a] = low_rank_whitened(W + a * k, kp.data() + c * k, k, delta[a], z[a], mu[a]);
@@ -480,25 +488,19 @@ void Svi::low_rank_particles(long t, std::vector<double>& w) {
 void Svi::low_rank_gradient(const std::vector<double>& v) {
   const long D = D_, k = K_, from = counted_from_;
   const double* W = phi_.data() + D;
-  // in fixed blocks of coordinates on the pool's threads, as
-  // low_rank_particles: the same sums on any number of threads
-  const long blocks = (D + particle_block - 1) / particle_block;
-  // u' W per particle, each block's then the blocks' in order, made whole
-  std::vector<double> uw(C_ * k, 0.0), block_uw(blocks * C_ * k, 0.0);
-  parallel(blocks, [&](long blk) {
-    double* s = block_uw.data() + blk * C_ * k;
-    const long a1 = std::min(D, (blk + 1) * particle_block);
+  // (in fixed blocks of coordinates on the pool's threads, as
+  // low_rank_particles) u' W per particle, made whole
+  std::vector<double> uw = sum_in_blocks(C_ * k, [&](long a0, long a1, double* s) {
     for (long c = 0; c < C_; ++c)
-      for (long a = std::max(blk * particle_block, from); a < a1; ++a)
+      for (long a = std::max(a0, from); a < a1; ++a)
         for (long b = 0; b < k; ++b) s[c * k + b] += u_[c * D + a] * W[a * k + b];
   });
-  for (long blk = 0; blk < blocks; ++blk)
-    for (long j = 0; j < C_ * k; ++j) uw[j] += block_uw[blk * C_ * k + j];
   target_.sum_over_parts(uw.data(), C_ * k);
   // each coordinate's entries (mu's, W's, rho's), the particles in order
-  parallel(blocks, [&](long blk) {
-    const long a1 = std::min(D, (blk + 1) * particle_block);
-    for (long a = blk * particle_block; a < a1; ++a)
+  parallel(coordinate_blocks(), [&](long blk) {
+    long a0, a1;
+    coordinate_block(blk, &a0, &a1);
+    for (long a = a0; a < a1; ++a)
       low_rank_gradient_at(a, C_, D, k, phi_[D + D * k + a], g_.data(), u_.data(),
                            eps_.data(), e1_.data(), uw.data(), sw_.data() + a * k, sdiag_[a],
                            v.data(), &grad_[a], &grad_[D + a * k], &grad_[D + D * k + a]);

@@ -188,6 +188,15 @@ class Svi {
   template <class F> void parallel(long n, F&& f);
   // SviSettings::threads', else the target's threads (nullptr: none).
   ThreadPool* pool();
+  // The coordinates in fixed blocks of particle_block (svi.cpp), so that
+  // sums over them are the same on any number of threads: how many, and
+  // block b's [a0, a1).
+  long coordinate_blocks() const;
+  void coordinate_block(long b, long* a0, long* a1) const;
+  // A sum of `width` values over the coordinates: add(a0, a1, s) adds
+  // [a0, a1)'s terms into s, each block's on the pool's threads, then the
+  // blocks' sums in order.
+  template <class F> std::vector<double> sum_in_blocks(long width, F&& add);
   void low_rank_particles(long t, std::vector<double>& w);
   void low_rank_gradient(const std::vector<double>& v);
   // L's entry (i, j), j <= i, from phi
