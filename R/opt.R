@@ -44,8 +44,9 @@
 #'   density there), `iterations`, `convergence` (0 when the optimiser
 #'   converged, 1 when it reached `max_iterations`, 2 when the density or its
 #'   gradient was not finite: at the start, or at the next point, when the
-#'   values returned are the last finite ones and a warning says so), `hessian` (with `hessian = TRUE`: a named list of matrices, one
-#'   per variable in `model`) and, with `starts > 1`, `all_starts`.
+#'   values returned are the last finite ones and a warning says so),
+#'   `hessian` (with `hessian = TRUE`: a named list of matrices, one per
+#'   variable in `model`) and, with `starts > 1`, `all_starts`.
 #' @examples
 #' x <- c(-0.8, 1.3, 2.1, 0.4, 1.9)
 #' mu <- variable()

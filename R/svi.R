@@ -106,8 +106,9 @@
 #'   p(z) / q(z) of the returned draws (with the \pkg{loo} package, where it
 #'   is installed): below 0.5 the approximation is good; above 0.7 it is poor
 #'   (a funnel under a mean-field guide, say), and `svi()` warns. Its tail
-#'   needs at least 5 ratios, so it needs at least 25 draws; with fewer (or a
-#'   point mass, whose ratios are not defined) it is `NA`.
+#'   needs at least 5 ratios, so it needs at least 21 draws (`n_draws` of 24,
+#'   the draws coming as 4 chains); with fewer (or a point mass, whose ratios
+#'   are not defined) it is `NA`.
 #' @return a `lockstep_svi` object: a list of `draws` (a `greta_mcmc_list`
 #'   of draws of the model's targets under the guide, which [summary()],
 #'   [calculate()], [log_lik()], coda, posterior and bayesplot take), `par`
@@ -337,14 +338,17 @@ guide_draws <- function(model, guide, n, options) {
        log_ratios = unlist(lapply(batches, `[[`, "log_ratio"), use.names = FALSE))
 }
 
+# Whether S ratios are too few for the Pareto k: loo fits the largest
+# ceiling(min(S / 5, 3 sqrt(S))) of them and returns Inf for fewer than 5,
+# which would read as a poor approximation.
+too_few_for_k_hat <- function(S) ceiling(min(0.2 * S, 3 * sqrt(S))) < 5
+
 # The Pareto k diagnostic of log importance ratios (loo's PSIS), NA where it
 # cannot be had (a point mass, loo not installed, ratios not finite, or too
-# few of them: loo fits the largest min(S / 5, 3 sqrt(S)) ratios and returns
-# Inf below 5, which would read as a poor approximation).
+# few of them).
 pareto_k_hat <- function(log_ratios) {
-  S <- length(log_ratios)
   if (anyNA(log_ratios) || !all(is.finite(log_ratios)) ||
-      ceiling(min(0.2 * S, 3 * sqrt(S))) < 5 || !requireNamespace("loo", quietly = TRUE)) {
+      too_few_for_k_hat(length(log_ratios)) || !requireNamespace("loo", quietly = TRUE)) {
     return(NA_real_)
   }
   psis <- suppressWarnings(loo::psis(log_ratios, r_eff = 1))
@@ -362,15 +366,15 @@ print.lockstep_svi <- function(x, ...) {
   cat(sprintf("svi(): %s, %d particle%s, %s%s\n", type, x$particles,
               if (x$particles == 1) "" else "s", objective,
               if (is.null(x$batch_size)) "" else
-                sprintf(", minibatches of %s row%s", format(x$batch_size, big.mark = ","),
-                        if (x$batch_size == 1) "" else "s")))
+                sprintf(", minibatches of %s rows", format(x$batch_size, big.mark = ","))))
   cat(sprintf("%d iterations (%s); %s %s (mean of the last 100)\n", x$iterations, status,
               objective, format(x$elbo, digits = 6)))
   if (!is.na(x$k_hat)) {
     cat(sprintf("Pareto k diagnostic: %.2f (%s)\n", x$k_hat,
                 if (x$k_hat < 0.5) "good" else if (x$k_hat <= 0.7) "fair" else "poor: use mcmc()"))
-  } else if (x$guide$type != "delta" && coda::niter(x$draws) * coda::nchain(x$draws) < 25) {
-    cat("Pareto k diagnostic: not estimated (it needs n_draws of at least 25)\n")
+  } else if (x$guide$type != "delta" &&
+             too_few_for_k_hat(coda::niter(x$draws) * coda::nchain(x$draws))) {
+    cat("Pareto k diagnostic: not estimated (it needs n_draws of at least 24)\n")
   }
   cat("posterior means (of the draws):\n")
   print(colMeans(as.matrix(x$draws)), ...)
