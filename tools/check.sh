@@ -10,12 +10,21 @@
 #   c. mpi:    the MPI communicator's test (tests/mpi, CMake, build/mpi) run
 #              under `mpirun -np 2`; fails when OpenMPI is missing (tools/setup.sh
 #              installs it)
-#   d. R:      R CMD build, R CMD check --no-manual --no-tests (1 test: fails
+#   d. R:      R CMD build (which knits the vignettes), R CMD check
+#              --no-manual --no-tests --no-build-vignettes (1 test: fails
 #              on ERROR or WARNING), then the testthat suite against the
 #              package that check installed (tools/run_testthat.R)
 #
+# Each translation unit is compiled once (issue 48): every compiler call goes
+# through ccache (tools/setup.sh installs it; its cache in build/ccache, or
+# CCACHE_DIR), so that R CMD check's install reuses R CMD build's objects and
+# the nvcc suite's, and the MPI test the Catch2 build's core; ccache hashes
+# each call's flags and preprocessed source, so nothing built with other flags
+# is reused. The nvcc suite links the Catch2 build's core objects.
+#
 # Environment: LOCKSTEP_CUDA (see configure) applies to the nvcc and R suites;
-# CHECK_SUITES="cpp nvcc mpi r" picks suites (default all).
+# CHECK_SUITES="cpp nvcc mpi r" picks suites (default all); LOCKSTEP_CCACHE=no
+# compiles without ccache.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd -P)
@@ -23,6 +32,26 @@ BUILD="$ROOT/build"
 mkdir -p "$BUILD"
 export MAKEFLAGS="${MAKEFLAGS:--j2}"
 SUITES=${CHECK_SUITES:-"cpp nvcc mpi r"}
+
+CCACHE=""
+if [ "${LOCKSTEP_CCACHE:-yes}" != no ] && command -v ccache >/dev/null 2>&1; then
+  CCACHE=$(command -v ccache)
+  export CCACHE_DIR="${CCACHE_DIR:-$BUILD/ccache}"
+  # The suites build in different directories (R CMD build's and check's
+  # copies of the package): the directory only matters to debug information,
+  # which none of these builds has.
+  export CCACHE_NOHASHDIR=1
+  export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-4G}"
+  ccache --zero-stats >/dev/null 2>&1
+  echo "compiler cache: $CCACHE (CCACHE_DIR=$CCACHE_DIR)"
+else
+  echo "compiler cache: none (every suite compiles its own objects; make setup installs ccache)"
+fi
+# CMake's compiler launcher, where there is a cache
+cmake_launcher=()
+if [ -n "$CCACHE" ]; then
+  cmake_launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$CCACHE")
+fi
 
 total_passed=0
 total_failed=0
@@ -52,7 +81,7 @@ suite_cpp() {
   banner "cpp: Catch2 tests of the core (tests/cpp -> build/cpp)"
   local t0 passed=0 failed=0 log="$BUILD/cpp-ctest.log"
   t0=$(now)
-  if ! cmake -S tests/cpp -B "$BUILD/cpp" -DCMAKE_BUILD_TYPE= >"$BUILD/cpp-cmake.log" 2>&1; then
+  if ! cmake -S tests/cpp -B "$BUILD/cpp" -DCMAKE_BUILD_TYPE= "${cmake_launcher[@]}" >"$BUILD/cpp-cmake.log" 2>&1; then
     cat "$BUILD/cpp-cmake.log"
     echo "cpp: cmake configure FAILED"
     record cpp 0 1 0 $(($(now) - t0))
@@ -81,6 +110,18 @@ suite_cpp() {
 }
 
 # ---------------------------------------------------------------- b. nvcc
+# The core's objects of the Catch2 build (tests/cpp's target lockstep_core:
+# built there already when the cpp suite ran) into the array core_objs.
+core_objects() {
+  core_objs=()
+  cmake -S tests/cpp -B "$BUILD/cpp" -DCMAKE_BUILD_TYPE= "${cmake_launcher[@]}" \
+    >"$BUILD/cpp-cmake.log" 2>&1 || { cat "$BUILD/cpp-cmake.log"; return 1; }
+  cmake --build "$BUILD/cpp" -j2 --target lockstep_core || return 1
+  local f
+  while IFS= read -r f; do [ -n "$f" ] && core_objs+=("$f"); done <"$BUILD/cpp/lockstep_core_objects.txt"
+  [ ${#core_objs[@]} -gt 0 ]
+}
+
 suite_nvcc() {
   banner "nvcc: compile src/cuda/*.cu and link them (never run: no GPU here)"
   local t0 passed=0 failed=0 dir="$BUILD/nvcc"
@@ -111,7 +152,7 @@ suite_nvcc() {
     [ -e "$f" ] || continue
     o="$dir/$(basename "$f" .cu).o"
     # shellcheck disable=SC2086
-    (cd src && "$nvcc" $flags -c "${f#src/}" -o "$o") >"$o.log" 2>&1 &
+    (cd src && $CCACHE "$nvcc" $flags -c "${f#src/}" -o "$o") >"$o.log" 2>&1 &
     pids+=($!)
     files+=("$f")
     if [ ${#pids[@]} -ge 2 ]; then
@@ -143,7 +184,7 @@ suite_nvcc() {
   base=$(echo "$flags" | sed 's/ -gencode [^ ]*//g')
   if [ -e src/cuda/tile_kernel_float.cu ] && ! echo "$flags" | grep -q 'code=sm_'; then
     # shellcheck disable=SC2086
-    if (cd src && "$nvcc" $base -gencode arch=compute_80,code=sm_80 \
+    if (cd src && $CCACHE "$nvcc" $base -gencode arch=compute_80,code=sm_80 \
           -c cuda/tile_kernel_float.cu -o "$sass") >"$sass.log" 2>&1 && [ ! -s "$sass.log" ]; then
       echo "PASS compile src/cuda/tile_kernel_float.cu to sm_80 machine code"
       passed=$((passed + 1))
@@ -158,8 +199,11 @@ suite_nvcc() {
   elif [ "$failed" -gt 0 ]; then
     echo "FAIL link (not attempted: a .cu file failed to compile)"
     failed=$((failed + 1))
+  elif ! core_objects; then
+    echo "FAIL link (the core's objects, target lockstep_core of tests/cpp, did not build)"
+    failed=$((failed + 1))
   elif (cd src && "$nvcc" -std=c++17 -I../inst/include -cudart shared \
-          ../tests/gpu/link_check.cpp core/*.cpp "${objs[@]}" -o "$dir/link_check"); then
+          ../tests/gpu/link_check.cpp "${core_objs[@]}" "${objs[@]}" -o "$dir/link_check"); then
     echo "PASS link build/nvcc/link_check"
     passed=$((passed + 1))
   else
@@ -197,7 +241,7 @@ suite_mpi() {
     record mpi 0 1 0 $(($(now) - t0))
     return
   fi
-  if ! cmake -S tests/mpi -B "$BUILD/mpi" -DCMAKE_BUILD_TYPE= >"$BUILD/mpi-cmake.log" 2>&1; then
+  if ! cmake -S tests/mpi -B "$BUILD/mpi" -DCMAKE_BUILD_TYPE= "${cmake_launcher[@]}" >"$BUILD/mpi-cmake.log" 2>&1; then
     cat "$BUILD/mpi-cmake.log"
     echo "mpi: cmake configure FAILED (is libopenmpi-dev installed? see tools/setup.sh)"
     record mpi 0 1 0 $(($(now) - t0))
@@ -232,7 +276,7 @@ suite_mpi() {
 
 # ---------------------------------------------------------------- d. R
 suite_r() {
-  banner "R: R CMD build, R CMD check --no-manual --no-tests, testthat"
+  banner "R: R CMD build, R CMD check --no-manual --no-tests --no-build-vignettes, testthat"
   local t0 t1 passed=0 failed=0 skipped=0 dir="$BUILD/r"
   t0=$(now)
   rm -rf "$dir"
@@ -243,6 +287,17 @@ suite_r() {
   : >"$dir/repo/src/contrib/PACKAGES"
   echo "options(repos = c(LOCAL = 'file://$dir/repo'))" >"$dir/Rprofile"
   export R_PROFILE_USER="$dir/Rprofile"
+  # The package's compiles through the cache (R reads this file after the
+  # package's Makevars): R CMD check's install finds R CMD build's objects
+  # (the two differ only where LOCKSTEP_HAS_CUDA is tested) and the nvcc
+  # suite's .cu objects (the same flags).
+  if [ -n "$CCACHE" ]; then
+    {
+      echo "CXX17 = $CCACHE $(R CMD config CXX17)"
+      echo 'NVCC := '"$CCACHE"' $(NVCC)'
+    } >"$dir/Makevars"
+    export R_MAKEVARS_USER="$dir/Makevars"
+  fi
   # R CMD build installs the package only to knit the vignettes: CPU-only is
   # enough there (and it proves that the package builds without CUDA), and it
   # saves minutes of nvcc. R CMD check builds for LOCKSTEP_R_CUDA_ARCHS
@@ -257,8 +312,11 @@ suite_r() {
   tarball=$(cd "$dir" && ls lockstep_*.tar.gz 2>/dev/null | head -n 1)
   t1=$(now)
   echo "R CMD build: $((t1 - t0)) s"
+  # --no-build-vignettes: R CMD build has just knitted every vignette (with
+  # the package it installed); check still runs each vignette's R code with
+  # the package it installs.
   (cd "$dir" && LOCKSTEP_CUDA_ARCHS="${LOCKSTEP_R_CUDA_ARCHS:-ptx}" \
-     R CMD check --no-manual --no-tests "$tarball")
+     R CMD check --no-manual --no-tests --no-build-vignettes "$tarball")
   local log="$dir/lockstep.Rcheck/00check.log" status
   status=$(grep -E '^Status:' "$log" 2>/dev/null | tail -n 1)
   echo "R CMD check: $(($(now) - t1)) s, ${status:-no status}"
@@ -346,6 +404,12 @@ done
 echo
 echo "================================================================"
 echo "== summary ($(($(now) - start)) s)"
+if [ -n "$CCACHE" ]; then
+  echo "compiler cache: $(ccache --print-stats 2>/dev/null | awk -F'\t' '
+    $1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { hits += $2 }
+    $1 == "cache_miss" { misses = $2 }
+    END { printf "%d compiles, %d from the cache", hits + misses, hits }')"
+fi
 for line in "${summary[@]}"; do
   echo "$line"
 done

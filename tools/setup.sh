@@ -9,6 +9,9 @@
 # lockstep's draws with, which the tests run it against.
 # OpenMPI (libopenmpi-dev, openmpi-bin) is for the MPI communicator's test
 # (tests/mpi, the "mpi" suite of tools/check.sh); the R package does not use it.
+# ccache is for tools/check.sh: every compiler call of `make check` (CMake's,
+# nvcc's, R CMD INSTALL's) goes through it, so that a translation unit built
+# with the same flags is compiled once (the R suite's two installs share it).
 # `setup.sh --bench` (make bench-setup) adds the benchmarks' peer, rstan
 # (r-cran-rstan), which bench/hlogit.R and bench/posteriordb.R time lockstep
 # against; tests and the package do not need it.
@@ -19,7 +22,7 @@ packages=(
   r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 r-cran-jsonlite
   r-cran-extradistr r-cran-abind r-cran-mvtnorm catch2 cmake pandoc
   r-cran-posterior r-cran-bayesplot r-cran-loo
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin ccache
 )
 if [ "${1:-}" = "--bench" ]; then
   packages+=(r-cran-rstan)

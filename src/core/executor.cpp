@@ -97,7 +97,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   // them once, here (the observation stage copies its row data from them).
   for (size_t id = 0; id < n; ++id)
     if (!program.nodes[id].chain)
-      forward_call(make_call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, 1), launch_);
+      run_forward(make_call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, 1), launch_);
   if (options.world) {
     // Every rank holds different rows: a likelihood over data that is not in
     // the observation stage would be evaluated on each rank's rows without
@@ -347,7 +347,7 @@ template <class T> void Executor<T>::forward(const double* state) {
     for (int id = 0; id < n; ++id)
       if (program_.nodes[id].chain && global(id) && (program_.nodes[id].live || !tiled_) &&
           !alias_stride_[id])
-        forward_call(call(id, state, lp.data(), nullptr, c0, nc, scratch), launch_);
+        run_forward(call(id, state, lp.data(), nullptr, c0, nc, scratch), launch_);
   });
   for (auto& stage : stages_)
     stage->run(global_buffers(state, nullptr), state, lp.data(), false, *pool_, *comm_, launch_,
@@ -360,7 +360,7 @@ void Executor<T>::forward_pass(const double* state, double* lp, double* grad, lo
                                L& launch) {
   NodeCall<T> scratch;
   for (int id = 0; id < static_cast<int>(program_.nodes.size()); ++id)
-    if (runs(id)) forward_call(call(id, state, lp, grad, c0, nc, scratch), launch);
+    if (runs(id)) run_forward(call(id, state, lp, grad, c0, nc, scratch), launch);
 }
 
 template <class T>
@@ -368,7 +368,7 @@ template <class L>
 void Executor<T>::backward_pass(const double* state, double* grad, long c0, long nc, L& launch) {
   NodeCall<T> scratch;
   for (int id = static_cast<int>(program_.nodes.size()) - 1; id >= 0; --id)
-    if (runs(id)) backward_call(call(id, state, nullptr, grad, c0, nc, scratch), launch);
+    if (runs(id)) run_backward(call(id, state, nullptr, grad, c0, nc, scratch), launch);
 }
 
 template <class T>

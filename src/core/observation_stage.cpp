@@ -449,12 +449,12 @@ void ObservationStage<T>::run_worker(Worker& w, const long* order, long first, l
       }
     for (int id : nodes_) {
       tile_call(w, id, t, global, state, gradient, call);
-      forward_call(call, launch);
+      run_forward(call, launch);
     }
     if (gradient)
       for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
         tile_call(w, *it, t, global, state, gradient, call);
-        backward_call(call, launch);
+        run_backward(call, launch);
       }
   }
 }
@@ -611,10 +611,7 @@ void ObservationStage<T>::run(GlobalBuffers<T> global, const double* state, doub
     }
     // the GPU's kernel where it holds the stage's ops and families (the GPU
     // runs the others op by op; here they run with every op's code)
-    if (tile_kernel_holds<LinearTileKernels>(layout_.steps))
-      run_tiles_emulated<LinearTileKernels>(a, launch.geometry);
-    else
-      run_tiles_emulated(a, launch.geometry);
+    emulate_tile_kernel(a, launch.geometry, tile_kernel_holds<LinearTileKernels>(layout_.steps));
     return;
   }
   const long S = options_.shards, W = options_.workers;

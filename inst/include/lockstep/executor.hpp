@@ -20,6 +20,7 @@
 #include "communicator.hpp"
 #include "ir.hpp"
 #include "launcher.hpp"
+#include "cpu_kernels.hpp"
 #include "node_kernels.hpp"
 #include "observation_stage.hpp"
 #include "planner.hpp"

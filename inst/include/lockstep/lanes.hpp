@@ -77,6 +77,15 @@ template <class F> LS_HD void for_each_element(const Lane& lane, long chains, lo
   }
 }
 
+// One phase of a body on one lane, out of line: each runner below (and the
+// emulated tile kernel's, tile_kernel.hpp) calls a body through this, so that
+// a body's code is compiled once, not inlined again into every runner that
+// launches it (that made the CPU's kernels a third larger to compile). A
+// call per phase and lane costs nothing beside a phase's loops.
+template <class Body> __attribute__((noinline)) void run_phase(const Body& body, int phase, const Lane& lane) {
+  body(phase, lane);
+}
+
 // The one lane's scratch is zeroed, as the emulated runner's is; on the
 // stack when it is small (most bodies use none, a chain sum one double per
 // chain), so that the launches of a small model's leapfrog step, dozens of
@@ -90,7 +99,7 @@ void run_serial(const Body& body) {
   double* shared = n > on_stack ? heap.data() : local;
   for (long k = 0; k < n; ++k) shared[k] = 0;
   Lane lane{0, 1, 0, 1, shared};
-  for (int p = 0; p < body.phases; ++p) body(p, lane);
+  for (int p = 0; p < body.phases; ++p) run_phase(body, p, lane);
 }
 
 // Geometry of the emulated launch: deliberately small and odd-sized so that
@@ -113,7 +122,7 @@ void run_emulated(const Body& body, EmulatedGeometry g = EmulatedGeometry()) {
       for (int t = 0; t < g.lanes_per_block; ++t) {
         Lane lane{static_cast<long>(b) * g.lanes_per_block + t, count, t,
                   g.lanes_per_block, shared.data()};
-        body(p, lane);
+        run_phase(body, p, lane);
       }
     }
   }

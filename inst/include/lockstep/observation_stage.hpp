@@ -35,6 +35,7 @@
 #include "communicator.hpp"
 #include "ir.hpp"
 #include "launcher.hpp"
+#include "cpu_kernels.hpp"
 #include "node_kernels.hpp"
 #include "tile_kernel.hpp"
 #include "thread_pool.hpp"

@@ -209,7 +209,7 @@ struct EmulatedBlockRun {
   double* shared;
   template <class Body> void operator()(const Body& body) const {
     for (int p = 0; p < body.phases; ++p)
-      for (int t = 0; t < lanes; ++t) body(p, Lane{t, lanes, t, lanes, shared});
+      for (int t = 0; t < lanes; ++t) run_phase(body, p, Lane{t, lanes, t, lanes, shared});
   }
 };
 

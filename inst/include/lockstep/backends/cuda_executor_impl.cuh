@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "../launcher.hpp"
+#include "../cpu_kernels.hpp"
 #include "../node_kernels.hpp"
 #include "../observation_stage.hpp"
 #include "../row_order.hpp"
@@ -245,7 +246,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
       c.chains = 1;
       c.scratch = host_scratch.data();
       c.work = host_work.data();
-      forward_call(c, cpu);
+      run_forward(c, cpu);
     }
   }
 

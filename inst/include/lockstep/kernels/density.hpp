@@ -113,11 +113,11 @@ template <class T, Family F> struct DensityTerm {
   // a data_term (dist.hpp) and the target is the same for every chain (data),
   // that part is summed once (or given: data_term_total) and added to each
   // chain's sum of the kernel.
-  void sum_chains(long chains, long size, double* out, long stride) const {
-    const bool split = splits_data_term();
-    const double shared = !split ? 0.0 : data_term_given ? data_term_total : data_term_sum(x.data, size);
-    for (long c = 0; c < chains; ++c) out[c * stride] += sum_chain(c, size, split) + shared;
-  }
+  // (Declared here, defined in density_cpu.hpp and compiled once per element
+  // type and family, in src/core/density_terms_*.cpp: its loops, in three
+  // clones each, were more than half the code of every file that ran a
+  // kernel body on the CPU.)
+  void sum_chains(long chains, long size, double* out, long stride) const;
 
   // Whether the CPU's loop is the chunked one: untruncated terms whose
   // operands are each the target's shape or one value (no axis broadcast);
@@ -140,15 +140,8 @@ template <class T, Family F> struct DensityTerm {
   // The sum of the family's data_term over x[0, size) (0 for a family
   // without one). Data do not change between calls, so an observation stage
   // sums each tile's once, when built, and gives it (data_term_total).
-  static double data_term_sum(const T* x, long size) {
-    double xb[chunk], tb[chunk], total = 0;
-    for (long i0 = 0; i0 < size; i0 += chunk) {
-      const long n = size - i0 < chunk ? size - i0 : chunk;
-      data_term_chunk(n, in_doubles(x + i0, n, xb), tb);
-      total += detail::sum_doubles(tb, n);
-    }
-    return total;
-  }
+  // (defined in density_cpu.hpp, as sum_chains)
+  static double data_term_sum(const T* x, long size);
   LS_CPU_VECTORISE static void data_term_chunk(long n, const double* xr, double* __restrict tb) {
     if constexpr (has_data_term<Dist<F>>::value)
       for (long i = 0; i < n; ++i) tb[i] = Dist<F>::data_term(xr[i]);
