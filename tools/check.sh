@@ -13,7 +13,9 @@
 #   d. R:      R CMD build (which knits the vignettes), R CMD check
 #              --no-manual --no-tests --no-build-vignettes (1 test: fails
 #              on ERROR or WARNING), then the testthat suite against the
-#              package that check installed (tools/run_testthat.R)
+#              package that check installed (tools/run_testthat.R: its files
+#              in LOCKSTEP_TEST_JOBS processes at once, default the cores, at
+#              most 4), then an SPMD fit under `mpirun -np 2`
 #
 # Each translation unit is compiled once (issue 48): every compiler call goes
 # through ccache (tools/setup.sh installs it; its cache in build/ccache, or

@@ -6,7 +6,8 @@
 # abind, mvtnorm and extraDistr are Suggests: the tests use them as independent
 # references, and R CMD check refuses to run without every suggested package.
 # posterior, bayesplot and loo are Suggests too: the packages users combine
-# lockstep's draws with, which the tests run it against.
+# lockstep's draws with, which the tests run it against; gridExtra is one of
+# bayesplot's Suggests that its mcmc_pairs() (test_interop.R) needs.
 # OpenMPI (libopenmpi-dev, openmpi-bin) is for the MPI communicator's test
 # (tests/mpi, the "mpi" suite of tools/check.sh); the R package does not use it.
 # ccache is for tools/check.sh: every compiler call of `make check` (CMake's,
@@ -21,7 +22,7 @@ packages=(
   r-base-dev r-cran-rcpp r-cran-coda r-cran-testthat
   r-cran-knitr r-cran-rmarkdown r-cran-roxygen2 r-cran-jsonlite
   r-cran-extradistr r-cran-abind r-cran-mvtnorm catch2 cmake pandoc
-  r-cran-posterior r-cran-bayesplot r-cran-loo
+  r-cran-posterior r-cran-bayesplot r-cran-loo r-cran-gridextra
   libopenmpi-dev openmpi-bin ccache
 )
 if [ "${1:-}" = "--bench" ]; then
