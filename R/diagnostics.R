@@ -182,7 +182,14 @@ sampler_description <- function(run) {
                       length(attr(factor, "coordinates")))
   if (identical(parameters$metric, "auto")) metric <- paste(metric, "(chosen by metric = \"auto\")")
   if (identical(parameters$adapt_metric, "per_chain")) metric <- paste(metric, "per chain")
-  step <- if (is.null(run$epsilon)) "" else sprintf(", step size %s", signif(run$epsilon, 3))
+  eps <- unique(signif(run$epsilon, 3))
+  step <- if (length(eps) == 0) {
+    ""
+  } else if (length(eps) == 1) {
+    sprintf(", step size %s", eps)
+  } else {
+    sprintf(", step sizes %s to %s (per chain)", min(eps), max(eps))
+  }
   sprintf("%s%s, metric %s", run$sampler$name, step, metric)
 }
 

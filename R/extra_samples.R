@@ -93,7 +93,8 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
   previous <- list(values = interleave_chains(draws),
                    free = if (run$keep_raw) info$raw_draws,
                    last_free = info$last_free, diagnostics = info$diagnostics,
-                   warmup_diagnostics = info$warmup_diagnostics)
+                   warmup_diagnostics = info$warmup_diagnostics,
+                   warmup_rescues = info$warmup_rescues)
   end_run(run, sample_run(run, 0L, n_samples, pb_update, verbose, previous), previous)
 }
 
@@ -102,7 +103,11 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
 # sampler is gone.
 restart_sampler <- function(run, last, options) {
   parameters <- run$sampler$parameters
-  if (!is.null(run$epsilon)) parameters$epsilon <- run$epsilon
+  if (!is.null(run$epsilon)) {
+    # each chain's tuned step size (one value: a run from before they were)
+    parameters$epsilon <- run$epsilon[1]
+    if (length(run$epsilon) > 1) parameters$step_sizes <- run$epsilon
+  }
   if (!is.null(run$diag_sd)) {
     parameters$diag_sd <- run$diag_sd
     parameters$diag_sd_from_gradient <- FALSE  # tuned: a further warmup starts from it

@@ -58,6 +58,22 @@
 #'   sampling to keep them, or trace what is wanted later as a target of
 #'   [model()].
 #'
+#'   Warmup brings back a chain left behind, which no sampler of one chain
+#'   can do: at the end of each of warmup's metric windows (Stan's windows:
+#'   100, 150, 250, 450 and 950 iterations into a warmup of 1000), a chain of
+#'   [nuts()], [hmc()] or [chees()] whose mean acceptance over the window was
+#'   below 0.05, or below half the other chains' median and below 0.5, or
+#'   whose log density lies far below the others' (see [samplers]), is moved
+#'   to the current state of a healthy chain drawn at random, with that
+#'   chain's step size; from there it goes on with its own random numbers.
+#'   Warmup's draws are not kept, so the distribution sampled is unchanged.
+#'   Each move is recorded in `attr(draws, "model_info")$warmup_rescues` (a
+#'   data frame: the warmup iteration, the chain, the chain it moved to, `NA`
+#'   when no chain was healthy, its mean acceptance over the window and its
+#'   log density's lag), and, with `verbose`, said in one line. A chain still
+#'   stuck after warmup is named in a warning. With one chain, or a dense
+#'   metric adapted per chain, nothing is moved.
+#'
 #'   Before it starts, a run checks that its kept draws (the targets' values
 #'   and each draw's diagnostics, twice over while they are gathered) fit in
 #'   the memory available (`MemAvailable` in `/proc/meminfo`, or
@@ -305,6 +321,12 @@ finish_run <- function(run, kept_env, previous = NULL) {
   info$run$metric_factor <- kept_env$metric_factor
   info$last_free <- last  # each chain's last kept state, where extra_samples() starts
   info$diagnostics <- diagnostics
+  # the chains warmup moved (extra_samples() has no warmup of its own)
+  info$warmup_rescues <- if (is.null(previous)) {
+    if (is.null(kept_env$rescues)) no_rescues() else kept_env$rescues
+  } else {
+    previous$warmup_rescues
+  }
   info$warmup_diagnostics <- if (is.null(previous)) {
     kept_warmup_diagnostics(kept_env, names(diagnostics))
   } else {
@@ -398,7 +420,11 @@ warn_stuck_chains <- function(d, sampler, chains) {
           " barely moved: mean acceptance ", paste(sprintf("%.2f", accept[stuck]), collapse = ", "),
           " against ", sprintf("%.2f", stats::median(accept[-stuck])), " for the other chains. ",
           if (length(stuck) == 1) "It is" else "They are",
-          " stuck where the step size all chains share is too large (a narrow region, such ",
+          if (identical(sampler$parameters$adapt_step_size, "shared")) {
+            " stuck where the step size all chains share is too large (a narrow region, such "
+          } else {
+            " stuck where the step size is too large for it (a narrow region, such "
+          },
           "as the neck of a funnel), so the run's summaries are not to be trusted; consider ",
           smaller_step_advice(sampler), ", a non-centred parameterisation, or more chains and ",
           "a longer warmup", call. = FALSE)
@@ -428,6 +454,39 @@ smaller_step_advice <- function(sampler) {
   }
   paste0("nuts(adapt_delta = 0.95), which adapts a smaller step size than ", sampler$name,
          "() can")
+}
+
+# The chains warmup moved, as the sampler reports them (all of them so far:
+# `now`) against those reported before (`before`): with verbose, one line
+# for each window's end that moved some.
+report_rescues <- function(now, before, verbose) {
+  if (!verbose || is.null(now)) return(invisible(NULL))
+  seen <- if (is.null(before)) 0L else nrow(before)
+  if (nrow(now) <= seen) return(invisible(NULL))
+  new <- now[seq(seen + 1L, nrow(now)), , drop = FALSE]
+  for (it in unique(new$iteration)) {
+    r <- new[new$iteration == it, , drop = FALSE]
+    moved <- !is.na(r$moved_to)
+    parts <- c(
+      if (any(moved)) paste0(ngettext(sum(moved), "chain ", "chains "),
+                             paste(r$chain[moved], collapse = ", "), " moved to the state of ",
+                             ngettext(sum(moved), "chain ", "chains "),
+                             paste(r$moved_to[moved], collapse = ", ")),
+      if (any(!moved)) paste0(ngettext(sum(!moved), "chain ", "chains "),
+                              paste(r$chain[!moved], collapse = ", "),
+                              " stuck too, with no healthy chain to move to: going on")
+    )
+    message(sprintf("warmup iteration %d: %s (mean acceptance %s in the last window)", it,
+                    paste(parts, collapse = "; "),
+                    paste(sprintf("%.2f", r$accept), collapse = ", ")))
+  }
+  invisible(NULL)
+}
+
+# An empty table of warmup's moves (attr(draws, "model_info")$warmup_rescues).
+no_rescues <- function() {
+  data.frame(iteration = integer(0), chain = integer(0), moved_to = integer(0),
+             accept = numeric(0), lag = numeric(0))
 }
 
 # At the end of warmup, a chain whose log density lies far below the others'
@@ -559,6 +618,10 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
           done <- done + res$iterations
           if (!is.null(cursor)) cursor$calls <- cursor$calls + 1
           kept_env$epsilon <- res$epsilon
+          if (phase == "warmup") {
+            report_rescues(res$rescues, kept_env$rescues, verbose)
+            kept_env$rescues <- res$rescues
+          }
           kept_env$diag_sd <- res$diag_sd
           kept_env$metric_factor <- res$metric_factor
           if (sampling && nrow(res$values) > 0) {

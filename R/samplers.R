@@ -6,17 +6,36 @@
 #' @param max_treedepth the most times a NUTS trajectory is doubled: at most
 #'   `2^max_treedepth - 1` leapfrog steps per iteration (Stan's default, 10)
 #' @param adapt_delta the acceptance statistic that warmup tunes the step size
-#'   towards (Stan's default, 0.8), averaged over iterations as Stan does and
-#'   over chains by their harmonic mean: all chains share one step size, and
-#'   the harmonic mean keeps it small enough for a chain that accepts little
-#'   (a chain in a posterior's difficult tail), which the plain mean would let
-#'   the others hide. Higher values give smaller steps and fewer divergences
+#'   towards (Stan's default, 0.8), averaged over iterations as Stan does.
+#'   With `adapt_step_size = "shared"`, it is averaged over chains by their
+#'   harmonic mean, which keeps the one step size small enough for a chain
+#'   that accepts little (a chain in a posterior's difficult tail), where the
+#'   plain mean would let the others hide it. Higher values give smaller
+#'   steps and fewer divergences
 #'
 #' @param Lmin,Lmax the number of leapfrog steps of each iteration is drawn
 #'   uniformly from `Lmin` to `Lmax`
 #' @param epsilon the leapfrog step size, a starting value: warmup tunes it by
-#'   dual averaging on the acceptance rate of all chains (for `nuts()`, their
-#'   harmonic mean; for `hmc()`, their mean)
+#'   dual averaging, as `adapt_step_size` says (`chees()`: on the harmonic
+#'   mean of the chains' acceptance rates; `rwmh()`: on their mean)
+#' @param adapt_step_size how warmup tunes the step size of `nuts()` and
+#'   `hmc()`: `"per_chain"` (the default), each chain its own, by dual
+#'   averaging on its own acceptance statistic, as Stan does for each of its
+#'   chains; or `"shared"`, one step size for every chain, on the chains'
+#'   acceptance statistics pooled (`nuts()`: their harmonic mean; `hmc()`:
+#'   their mean). With one step size, a chain that lands where the posterior
+#'   needs a much smaller step than elsewhere (the neck of a hierarchical
+#'   model's funnel) cannot get it, and can stay stuck there for the whole
+#'   run, diverging on most transitions; with its own, it shrinks its step
+#'   and moves on. The chains still step together (the leapfrog takes each
+#'   chain's step size); the step sizes are in the draws' `stepsize__`
+#'   ([get_sampler_params()]). With one chain the two are the same
+#' @param warmup_rescue whether warmup moves a stuck chain to a healthy chain's
+#'   state at the end of each metric window (`TRUE`, the default; see
+#'   [mcmc()]'s Details). `FALSE` keeps every chain on its own path through
+#'   warmup, as Stan's are: for studying how chains started apart behave
+#'   (their lag and stuck-chain warnings), or a posterior whose modes should
+#'   each keep their chains
 #' @param diag_sd an estimate of the posterior standard deviations of the free
 #'   parameters (one value, or one per free parameter), a starting value:
 #'   warmup re-estimates it from the draws, as `adapt_metric` says. For
@@ -33,7 +52,7 @@
 #'   chains still sees many draws), but a chain stuck in a different mode or
 #'   scale from the others gets a metric that fits none of them; per-chain
 #'   estimates fit each chain's own region and keep chains independent until
-#'   the end of warmup (the step size is still tuned on all chains together).
+#'   the end of warmup.
 #'   With `"per_chain"`, the `diag_sd` that warmup tuned is a chains x
 #'   parameters matrix
 #' @param metric the metric (inverse mass matrix) that warmup learns:
@@ -64,8 +83,9 @@
 #'   metric. `adapt_metric` applies to each choice. With `diag_sd` set,
 #'   `"auto"` starts from it
 #' @details All chains run in lockstep: every leapfrog step evaluates the log
-#'   density and gradient of all chains in one call to the engine, with one
-#'   step size; each chain accepts or rejects its own proposal.
+#'   density and gradient of all chains in one call to the engine, each chain
+#'   with its own step size (`adapt_step_size`); each chain accepts or
+#'   rejects its own proposal.
 #'
 #'   `nuts()` is Stan's NUTS: multinomial sampling of the trajectory's points,
 #'   the generalised U-turn criterion (with Stan's checks across merged
@@ -78,10 +98,10 @@
 #'   that a chain waits only for the others of its group; the draws are the
 #'   same as on one thread. `hmc()` does the same there (each group draws the
 #'   same number of steps each iteration, so again the draws do not change).
-#'   Warmup tunes the step size by dual averaging on the acceptance
-#'   statistic of all chains (`nuts()`: their harmonic mean; `hmc()`: their
-#'   mean), and `diag_sd` in Stan's windows, from the pooled draws of the
-#'   chains or each chain's own (`adapt_metric`).
+#'   Warmup tunes each chain's step size by dual averaging on its own
+#'   acceptance statistic (or one for all chains: `adapt_step_size`), and
+#'   `diag_sd` in Stan's windows, from the pooled draws of the chains or each
+#'   chain's own (`adapt_metric`).
 #'
 #'   Until the first window ends (100 iterations into a warmup of 150 or
 #'   more) the metric is the starting one. Stan starts from the unit metric,
@@ -133,8 +153,9 @@
 #'   of a Gaussian's log density, and ten more), such as a chain still on its
 #'   way in from initial values far out in the tails. Its draws would
 #'   otherwise stretch the pooled metric to its own scales, and every chain
-#'   would then barely move. It still counts in the step size, so that the
-#'   step size lets it come in. Stan does not meet this: each of its chains
+#'   would then barely move. Its step size is its own (with
+#'   `adapt_step_size = "shared"`, it still counts in the one step size), so
+#'   that the step size lets it come in. Stan does not meet this: each of its chains
 #'   adapts alone. A chain still lagging at the end of warmup is named in a
 #'   warning: its first draws are from the tails.
 #'
@@ -166,6 +187,8 @@
 #' nuts()
 #' nuts(adapt_delta = 0.95)
 #' nuts(adapt_metric = "per_chain")
+#' # one step size for all chains
+#' nuts(adapt_step_size = "shared")
 #' # always a dense metric, or always a diagonal one
 #' nuts(metric = "dense")
 #' nuts(metric = "diagonal")
@@ -181,7 +204,8 @@ NULL
 #' @export
 nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = "gradient",
                  adapt_metric = c("pooled", "per_chain"),
-                metric = c("auto", "diagonal", "dense")) {
+                 metric = c("auto", "diagonal", "dense"),
+                 adapt_step_size = c("per_chain", "shared"), warmup_rescue = TRUE) {
   check_count(max_treedepth, "max_treedepth", minimum = 1)
   if (max_treedepth > 30) stop("`max_treedepth` must be at most 30", call. = FALSE)
   if (!is.numeric(adapt_delta) || length(adapt_delta) != 1 || !is.finite(adapt_delta) ||
@@ -193,9 +217,12 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
   metric <- check_metric(metric, diag_sd)
+  adapt_step_size <- check_choice(adapt_step_size, c("per_chain", "shared"), "adapt_step_size")
   obj <- list(parameters = list(max_treedepth = as.integer(max_treedepth),
                                 adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd,
                                 adapt_metric = adapt_metric, metric = metric,
+                                adapt_step_size = adapt_step_size,
+                                warmup_rescue = check_flag(warmup_rescue, "warmup_rescue"),
                                 diag_sd_from_gradient = from_gradient),
               name = "nuts")
   class(obj) <- c("nuts sampler", "sampler")
@@ -209,7 +236,7 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
 #' @export
 chees <- function(epsilon = 0.1, diag_sd = "gradient", max_leapfrog = 1000,
                   adapt_metric = c("pooled", "per_chain"),
-                  metric = c("auto", "diagonal", "dense")) {
+                  metric = c("auto", "diagonal", "dense"), warmup_rescue = TRUE) {
   from_gradient <- is_gradient_default(diag_sd)
   if (from_gradient) diag_sd <- 1
   check_step_size(epsilon, diag_sd)
@@ -219,6 +246,7 @@ chees <- function(epsilon = 0.1, diag_sd = "gradient", max_leapfrog = 1000,
   obj <- list(parameters = list(epsilon = epsilon, diag_sd = diag_sd,
                                 max_leapfrog = as.integer(max_leapfrog),
                                 adapt_metric = adapt_metric, metric = metric,
+                                warmup_rescue = check_flag(warmup_rescue, "warmup_rescue"),
                                 diag_sd_from_gradient = from_gradient),
               name = "chees")
   class(obj) <- c("chees sampler", "sampler")
@@ -263,7 +291,8 @@ slice <- function(max_doublings = 5, adapt_metric = c("pooled", "per_chain")) {
 #' @export
 hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = "gradient",
                 adapt_metric = c("pooled", "per_chain"),
-                metric = c("auto", "diagonal", "dense")) {
+                metric = c("auto", "diagonal", "dense"),
+                adapt_step_size = c("per_chain", "shared"), warmup_rescue = TRUE) {
   check_count(Lmin, "Lmin", minimum = 1)
   check_count(Lmax, "Lmax", minimum = 1)
   if (Lmax < Lmin) stop("`Lmax` must be at least `Lmin`", call. = FALSE)
@@ -272,9 +301,12 @@ hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = "gradient",
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
   metric <- check_metric(metric, diag_sd)
+  adapt_step_size <- check_choice(adapt_step_size, c("per_chain", "shared"), "adapt_step_size")
   obj <- list(parameters = list(Lmin = as.integer(Lmin), Lmax = as.integer(Lmax),
                                 epsilon = epsilon, diag_sd = diag_sd,
                                 adapt_metric = adapt_metric, metric = metric,
+                                adapt_step_size = adapt_step_size,
+                                warmup_rescue = check_flag(warmup_rescue, "warmup_rescue"),
                                 diag_sd_from_gradient = from_gradient),
               name = "hmc")
   class(obj) <- c("hmc sampler", "sampler")
@@ -361,4 +393,12 @@ check_count <- function(x, arg, minimum = 0) {
          call. = FALSE)
   }
   invisible(as.integer(x))
+}
+
+# A single TRUE or FALSE, else an error naming the argument.
+check_flag <- function(x, arg) {
+  if (!is.logical(x) || length(x) != 1 || is.na(x)) {
+    stop("`", arg, "` must be TRUE or FALSE", call. = FALSE)
+  }
+  x
 }

@@ -331,6 +331,12 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
       for (double k : as<std::vector<double>>(covered)) spec.metric_coordinates.push_back(static_cast<long>(k) - 1);
   }
   spec.epsilon = as<double>(parameters["epsilon"]);
+  // each chain's tuned step size, restarting a run (restart_sampler())
+  if (has("step_sizes")) spec.step_sizes = as<std::vector<double>>(parameters["step_sizes"]);
+  // (a sampler object from before adapt_step_size has none: shared, as then)
+  spec.per_chain_step_size = has("adapt_step_size") &&
+                             as<std::string>(parameters["adapt_step_size"]) == "per_chain";
+  spec.warmup_rescue = !has("warmup_rescue") || as<bool>(parameters["warmup_rescue"]);
   // diag_sd: one value, one per free parameter, or (restarting a run whose
   // warmup adapted a metric per chain) a chains x dim matrix, one row per chain
   SEXP sd_arg = parameters["diag_sd"];
@@ -503,10 +509,11 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
       tracer->values(model_x.data(), C, values.data() + (n_kept - 1) * C * width, width, 1);
     }
     if (keep_all_free) kept.push_back(model_x);
+    const std::vector<double> eps = smp.step_sizes();
     for (long c = 0; c < C; ++c) {
       accept_stat.push_back(accept[c]);
       energy.push_back(en[c]);
-      step_size.push_back(smp.epsilon());
+      step_size.push_back(eps[c]);
       n_leapfrog.push_back(leapfrogs[c]);
       tree_depth.push_back(depth[c]);
       divergent.push_back(div[c]);
@@ -610,6 +617,21 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   }
   const bool interrupted = made < n || stop_now();
   if (interrupted) R_interrupts_pending = 0;
+  // the chains warmup moved so far (1-based; moved_to NA: none was healthy)
+  const std::vector<lockstep::WarmupRescue>& moved = smp.rescues();
+  IntegerVector rescue_iteration(moved.size()), rescue_chain(moved.size()),
+      rescue_to(moved.size());
+  NumericVector rescue_accept(moved.size()), rescue_lag(moved.size());
+  for (size_t k = 0; k < moved.size(); ++k) {
+    rescue_iteration[k] = static_cast<int>(moved[k].iteration);
+    rescue_chain[k] = static_cast<int>(moved[k].chain + 1);
+    rescue_to[k] = moved[k].from < 0 ? NA_INTEGER : static_cast<int>(moved[k].from + 1);
+    rescue_accept[k] = moved[k].accept;
+    rescue_lag[k] = moved[k].lag;
+  }
+  DataFrame rescues = DataFrame::create(
+      _["iteration"] = rescue_iteration, _["chain"] = rescue_chain, _["moved_to"] = rescue_to,
+      _["accept"] = rescue_accept, _["lag"] = rescue_lag);
   DataFrame diagnostics = DataFrame::create(
       _["accept_stat__"] = accept_stat, _["stepsize__"] = step_size,
       _["treedepth__"] = tree_depth, _["n_leapfrog__"] = n_leapfrog,
@@ -619,11 +641,12 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
                       _["accepted"] = NumericVector(acc.begin(), acc.end()),
                       _["bad"] = NumericVector(bad.begin(), bad.end()),
                       _["max_treedepth"] = max_depth_all,
-                      _["epsilon"] = smp.epsilon(),
+                      _["epsilon"] = smp.step_sizes(),
                       _["diag_sd"] = diag_sd,
                       _["metric_factor"] = metric_factor,
                       _["lag_at_warmup_end"] = NumericVector(smp.lag_at_warmup_end().begin(),
                                                              smp.lag_at_warmup_end().end()),
+                      _["rescues"] = rescues,
                       _["iterations"] = made, _["interrupted"] = interrupted,
                       _["traced"] = IntegerVector(nodes.begin(), nodes.end()),
                       _["free_kept"] = keep_all_free);

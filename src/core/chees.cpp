@@ -26,6 +26,7 @@ Chees::Chees(Target& target, CheesSettings settings, const std::vector<double>& 
       settings_(settings),
       T_(settings.epsilon) {
   step_size_adaptation_.pool_harmonically();
+  set_warmup_rescue(settings_.warmup_rescue);
 }
 
 void Chees::transition() {

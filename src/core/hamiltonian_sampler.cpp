@@ -76,42 +76,60 @@ void HamiltonianSampler::take_proposals(const ChainMask& take) {
   vectors().copy(g_v_, g_new_v_, take);
 }
 
-double HamiltonianSampler::find_reasonable_epsilon() {
-  // Hoffman & Gelman (2014), algorithm 4, on the mean acceptance of all chains,
-  // with Stan's threshold (its init_stepsize): double or halve epsilon until
-  // a short trajectory crosses acceptance 0.8; four leapfrog steps rather than
-  // one: beyond the leapfrog's stability limit (2 sd for a Gaussian) the
-  // energy error grows geometrically with the steps, but one step can still
-  // look acceptable, and a step chosen there makes every long trajectory
-  // diverge.
-  double eps = epsilon_;
-  int direction = 0;
-  sync_vectors();
+std::vector<double> HamiltonianSampler::search_step_sizes() {
+  // Hoffman & Gelman (2014), algorithm 4, with Stan's threshold (its
+  // init_stepsize): double or halve epsilon until a short trajectory crosses
+  // acceptance 0.8; four leapfrog steps rather than one: beyond the
+  // leapfrog's stability limit (2 sd for a Gaussian) the energy error grows
+  // geometrically with the steps, but one step can still look acceptable,
+  // and a step chosen there makes every long trajectory diverge. Per chain,
+  // each chain searches on its own acceptance (all chains step every try; a
+  // chain whose search has ended keeps its step size); shared, every chain
+  // on the mean acceptance of all.
+  const bool per_chain = per_chain_step_size();
+  std::vector<double> eps = step_sizes();
+  std::vector<int> direction(C_, 0);
+  std::vector<char> searching(C_, 1);
   const ChainMask all = ChainMask::all(C_);
+  std::vector<double> accept(C_);
   for (int tries = 0; tries < 60; ++tries) {
+    set_step_sizes(eps);
+    sync_vectors();
     draw_momentum(p_v_);
     const std::vector<double> k0 = kinetic_energies(p_v_, all);
-    trajectory(4, eps, p_v_, false);  // (a cut iteration's window end still searches whole)
+    trajectory(4, epsilon_, p_v_, false);  // (a cut iteration's window end still searches whole)
     const std::vector<double> k1 = kinetic_energies(p_v_, all);
     double mean_accept = 0;
     for (long c = 0; c < C_; ++c) {
       const double h0 = -lp_[c] + k0[c];
       const double log_a = h0 - (-lpn_[c] + k1[c]);
-      mean_accept += std::isfinite(log_a) ? std::exp(std::fmin(0.0, log_a)) : 0.0;
+      accept[c] = std::isfinite(log_a) ? std::exp(std::fmin(0.0, log_a)) : 0.0;
+      mean_accept += accept[c];
     }
     mean_accept /= C_;
-    const int want = mean_accept > 0.8 ? 1 : -1;
-    if (direction == 0) direction = want;
-    if (want != direction) {
-      // Going up, this step is the first that is too large: keep the last
-      // acceptable one (Stan keeps the first too large, and leaves the rest
-      // to dual averaging, which a short warmup may not have time for).
-      if (direction > 0) eps /= 2;
-      break;
+    bool any = false;
+    for (long c = 0; c < C_; ++c) {
+      if (!searching[c]) continue;
+      const int want = (per_chain ? accept[c] : mean_accept) > 0.8 ? 1 : -1;
+      if (direction[c] == 0) direction[c] = want;
+      if (want != direction[c]) {
+        // Going up, this step is the first that is too large: keep the last
+        // acceptable one (Stan keeps the first too large, and leaves the
+        // rest to dual averaging, which a short warmup may not have time
+        // for).
+        if (direction[c] > 0) eps[c] /= 2;
+        searching[c] = 0;
+        continue;
+      }
+      const double next = direction[c] > 0 ? eps[c] * 2 : eps[c] / 2;
+      if (!(next > 1e-10 && next < 1e7)) {
+        searching[c] = 0;
+        continue;
+      }
+      eps[c] = next;
+      any = true;
     }
-    const double next = direction > 0 ? eps * 2 : eps / 2;
-    if (!(next > 1e-10 && next < 1e7)) break;
-    eps = next;
+    if (!any) break;
   }
   return eps;
 }

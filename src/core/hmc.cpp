@@ -18,12 +18,15 @@ Hmc::Hmc(Target& target, HmcSettings settings, const std::vector<double>& init, 
          uint32_t key1)
     : HamiltonianSampler(target, settings.epsilon, settings.diag_sd, settings.target_accept, init,
                          key0, key1, "hmc", settings.per_chain_metric),
-      settings_(checked(settings)) {}
+      settings_(checked(settings)) {
+  adapt_step_size_per_chain(settings_.per_chain_step_size);
+  set_warmup_rescue(settings_.warmup_rescue);
+}
 
 std::unique_ptr<Sampler> Hmc::make_group_sampler(Target& target, const std::vector<double>& init,
                                                  const std::vector<double>& sd) const {
   HmcSettings s = settings_;
-  s.epsilon = epsilon_;
+  s.epsilon = epsilon();  // (to_groups() hands the group its chains' own)
   s.diag_sd = sd;
   return std::make_unique<Hmc>(target, s, init, 0, 0);
 }

@@ -22,12 +22,14 @@ Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& ini
       settings_(checked(settings)),
       tree_(settings_.max_treedepth) {
   step_size_adaptation_.pool_harmonically();
+  adapt_step_size_per_chain(settings_.per_chain_step_size);
+  set_warmup_rescue(settings_.warmup_rescue);
 }
 
 std::unique_ptr<Sampler> Nuts::make_group_sampler(Target& target, const std::vector<double>& init,
                                                   const std::vector<double>& sd) const {
   NutsSettings s = settings_;
-  s.epsilon = epsilon_;
+  s.epsilon = epsilon();  // (to_groups() hands the group its chains' own)
   s.diag_sd = sd;
   return std::make_unique<Nuts>(target, s, init, 0, 0);
 }

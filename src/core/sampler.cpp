@@ -40,6 +40,7 @@ Sampler::Sampler(Target& target, double epsilon, const std::vector<double>& diag
   for (double s : sd_)
     if (!(s > 0)) throw std::invalid_argument(name + ": diag_sd must be positive");
   epsilon_ = epsilon;
+  step_scale_.assign(C_, 1.0);
   x_ = init;
   lp_.assign(C_, 0);
   grad_.assign(C_ * D_, 0);
@@ -80,14 +81,56 @@ void Sampler::sync_vectors() {
     v.upload(g_v_, grad_.data());
     state_in_vectors_ = true;
   }
-  if (metric_in_vectors_ != metric_version_) {
-    // the inverse mass sd^2 is derived here: the host keeps sd alone
-    std::vector<double> sd2(sd_.size());
-    for (size_t k = 0; k < sd_.size(); ++k) sd2[k] = sd_[k] * sd_[k];
-    v.upload(sd_v_, sd_.data());
+  if (metric_in_vectors_ != metric_version_ || scale_in_vectors_ != scale_version_) {
+    // the inverse mass sd^2 is derived here: the host keeps sd alone; each
+    // chain's row scaled by its step size's scale (per-chain step sizes)
+    std::vector<double> sd(sd_.size()), sd2(sd_.size());
+    for (long c = 0; c < C_; ++c)
+      for (long i = 0; i < D_; ++i) {
+        const long k = c * D_ + i;
+        sd[k] = sd_[k] * step_scale_[c];
+        sd2[k] = sd[k] * sd[k];
+      }
+    v.upload(sd_v_, sd.data());
     v.upload(m_v_, sd2.data());
     metric_in_vectors_ = metric_version_;
+    scale_in_vectors_ = scale_version_;
   }
+}
+
+std::vector<double> Sampler::step_sizes() const {
+  std::vector<double> eps(C_);
+  for (long c = 0; c < C_; ++c) eps[c] = epsilon_ * step_scale_[c];
+  return eps;
+}
+
+void Sampler::set_step_sizes(const std::vector<double>& epsilon) {
+  if (static_cast<long>(epsilon.size()) != C_)
+    throw std::invalid_argument(name_ + ": step sizes must have one value per chain");
+  for (double e : epsilon)
+    if (!(e > 0 && std::isfinite(e)))
+      throw std::invalid_argument(name_ + ": step sizes must be positive and finite");
+  if (!per_chain_step_size()) {
+    epsilon_ = epsilon[0];
+    return;
+  }
+  if (epsilon == step_scale_) return;
+  step_scale_ = epsilon;
+  ++scale_version_;
+}
+
+void Sampler::adapt_step_size_per_chain(bool on) {
+  if (on == per_chain_step_size()) return;
+  const std::vector<double> eps = step_sizes();
+  step_size_adaptation_.adapt_per_chain(on);
+  if (on) {
+    epsilon_ = 1;
+    step_scale_ = eps;
+  } else {
+    epsilon_ = eps[0];
+    step_scale_.assign(C_, 1.0);
+  }
+  ++scale_version_;
 }
 
 void Sampler::use_dense_metric(DenseMetric& metric) {
@@ -155,11 +198,13 @@ void Sampler::metric_from_gradient() {
 void Sampler::begin_warmup(long n) {
   warmup_total_ = n;
   warmup_done_ = 0;
+  window_accept_.assign(C_, 0.0);
+  window_iterations_ = 0;
   metric_adaptation_.begin(n, vectors());
   const bool from_gradient = metric_from_gradient_ && n > 0 && !dense_;
   if (from_gradient) metric_from_gradient();
-  if (n > 0) epsilon_ = find_reasonable_epsilon();
-  step_size_adaptation_.restart(epsilon_);
+  if (n > 0) set_step_sizes(search_step_sizes());
+  step_size_adaptation_.restart(step_sizes());
   if (from_gradient) metric_changed();
 }
 
@@ -228,10 +273,18 @@ void Sampler::step_in_groups(std::unique_ptr<ChainGroups> groups) {
 }
 
 void Sampler::to_groups() {
+  const std::vector<double> eps = step_sizes();
   for (long k = 0; k < groups_->size(); ++k) {
     Sampler& g = *group_samplers_[k];
     const long c0 = groups_->first[k], c1 = groups_->first[k + 1];
-    g.epsilon_ = epsilon_;
+    g.set_step_sizes(std::vector<double>(eps.begin() + c0, eps.begin() + c1));
+    if (states_to_groups_) {
+      // chains moved by rescue_stuck_chains(): the groups take every state
+      std::copy(x_.begin() + c0 * D_, x_.begin() + c1 * D_, g.x_.begin());
+      std::copy(grad_.begin() + c0 * D_, grad_.begin() + c1 * D_, g.grad_.begin());
+      std::copy(lp_.begin() + c0, lp_.begin() + c1, g.lp_.begin());
+      g.state_changed_on_host();
+    }
     if (group_metric_[k] != metric_version()) {
       g.set_diag_sd(sd_.data() + c0 * D_);
       if (dense_) {
@@ -252,6 +305,7 @@ void Sampler::to_groups() {
     std::fill(g.accepted_.begin(), g.accepted_.end(), 0);
     std::fill(g.bad_.begin(), g.bad_.end(), 0);
   }
+  states_to_groups_ = false;
 }
 
 void Sampler::from_groups() {
@@ -310,11 +364,13 @@ ChainMask Sampler::steering_chains() const {
 
 void Sampler::adapt() {
   ++warmup_done_;
-  if (adapt_step_size_) epsilon_ = step_size_adaptation_.update(stats_.accept_stat);
+  for (long c = 0; c < C_; ++c) window_accept_[c] += stats_.accept_stat[c];
+  ++window_iterations_;
+  if (adapt_step_size_) set_step_sizes(step_size_adaptation_.update(stats_.accept_stat));
   if (metric_adaptation_.in_window(warmup_done_)) adapt_metric();
   if (warmup_done_ == warmup_total_) {
     lag_at_warmup_end_ = lags();
-    if (adapt_step_size_) epsilon_ = step_size_adaptation_.final_epsilon();
+    if (adapt_step_size_) set_step_sizes(step_size_adaptation_.final_epsilon());
   }
 }
 
@@ -350,11 +406,67 @@ void Sampler::adapt_metric() {
     metric_adaptation_.end_diagonal(v, sd_v_, m_v_);
     v.download(sd_.data(), sd_v_);
     ++metric_version_;
-    metric_in_vectors_ = metric_version_;
+    // (per chain step sizes: the mirrors' rows are scaled, so they are
+    // uploaded again)
+    if (!per_chain_step_size()) metric_in_vectors_ = metric_version_;
   }
-  epsilon_ = find_reasonable_epsilon();
-  step_size_adaptation_.restart(epsilon_);
+  rescue_stuck_chains();
+  set_step_sizes(search_step_sizes());
+  step_size_adaptation_.restart(step_sizes());
   metric_changed();
+}
+
+void Sampler::rescue_stuck_chains() {
+  const long n = window_iterations_;
+  std::vector<double> accept(C_, 0.0);
+  for (long c = 0; c < C_; ++c) accept[c] = n > 0 ? window_accept_[c] / n : 1.0;
+  std::fill(window_accept_.begin(), window_accept_.end(), 0.0);
+  window_iterations_ = 0;
+  if (!warmup_rescue() || C_ < 2 || n == 0) return;
+  if (dense_ && per_chain_metric()) return;
+  const std::vector<double> lag = lags();
+  std::vector<long> stuck, healthy;
+  for (long c = 0; c < C_; ++c) {
+    std::vector<double> others;
+    for (long k = 0; k < C_; ++k)
+      if (k != c) others.push_back(accept[k]);
+    std::sort(others.begin(), others.end());
+    const size_t m = others.size();
+    const double median = m % 2 ? others[m / 2] : 0.5 * (others[m / 2 - 1] + others[m / 2]);
+    const bool is_stuck = accept[c] < 0.05 || (accept[c] < 0.5 * median && accept[c] < 0.5) ||
+                          lag[c] > 1;
+    (is_stuck ? stuck : healthy).push_back(c);
+  }
+  if (stuck.empty()) return;
+  if (healthy.empty()) {
+    for (long c : stuck) rescues_.push_back({warmup_done_, c, -1, accept[c], lag[c]});
+    return;
+  }
+  // the states on the host: the draw is (state_to_host()), the gradient
+  // may be in the vectors alone
+  if (state_in_vectors_) vectors().download(grad_.data(), g_v_);
+  std::vector<double> eps = step_sizes();
+  for (long c : stuck) {
+    // (from the shared stream, so that every MPI rank picks alike)
+    const uint32_t purpose = run_stream_.purpose;
+    run_stream_.purpose = purpose_rescue;
+    const long pick = static_cast<long>(run_stream_.uniform() * static_cast<double>(healthy.size()));
+    run_stream_.purpose = purpose;
+    const long h = healthy[std::min<long>(pick, static_cast<long>(healthy.size()) - 1)];
+    std::copy(x_.begin() + h * D_, x_.begin() + (h + 1) * D_, x_.begin() + c * D_);
+    std::copy(grad_.begin() + h * D_, grad_.begin() + (h + 1) * D_, grad_.begin() + c * D_);
+    lp_[c] = lp_[h];
+    eps[c] = eps[h];
+    if (per_chain_metric()) {
+      // (the window's metric of a stuck chain fits where it was stuck)
+      std::copy(sd_.begin() + h * D_, sd_.begin() + (h + 1) * D_, sd_.begin() + c * D_);
+      ++metric_version_;
+    }
+    rescues_.push_back({warmup_done_, c, h, accept[c], lag[c]});
+  }
+  set_step_sizes(eps);
+  state_changed_on_host();
+  states_to_groups_ = true;
 }
 
 }  // namespace lockstep

@@ -78,20 +78,45 @@ template <class Settings> Settings with_shared(Settings s, const SamplerSpec& sp
   return s;
 }
 
-std::unique_ptr<Sampler> new_sampler(const SamplerSpec& spec, Target& target,
-                                     const std::vector<double>& start, uint32_t key0,
-                                     uint32_t key1) {
-  if (spec.kind == "hmc")
-    return std::make_unique<Hmc>(target, with_shared(spec.hmc, spec), start, key0, key1);
-  if (spec.kind == "nuts")
-    return std::make_unique<Nuts>(target, with_shared(spec.nuts, spec), start, key0, key1);
-  if (spec.kind == "chees")
-    return std::make_unique<Chees>(target, with_shared(spec.chees, spec), start, key0, key1);
+std::unique_ptr<Sampler> new_kind(const SamplerSpec& spec, Target& target,
+                                  const std::vector<double>& start, uint32_t key0,
+                                  uint32_t key1) {
+  if (spec.kind == "hmc") {
+    HmcSettings s = with_shared(spec.hmc, spec);
+    s.per_chain_step_size = spec.per_chain_step_size;
+    s.warmup_rescue = spec.warmup_rescue;
+    return std::make_unique<Hmc>(target, s, start, key0, key1);
+  }
+  if (spec.kind == "nuts") {
+    NutsSettings s = with_shared(spec.nuts, spec);
+    s.per_chain_step_size = spec.per_chain_step_size;
+    s.warmup_rescue = spec.warmup_rescue;
+    return std::make_unique<Nuts>(target, s, start, key0, key1);
+  }
+  if (spec.kind == "chees") {
+    CheesSettings s = with_shared(spec.chees, spec);
+    s.warmup_rescue = spec.warmup_rescue;
+    return std::make_unique<Chees>(target, s, start, key0, key1);
+  }
   if (spec.kind == "rwmh")
     return std::make_unique<Rwmh>(target, with_shared(spec.rwmh, spec), start, key0, key1);
   if (spec.kind == "slice")
     return std::make_unique<Slice>(target, with_shared(spec.slice, spec), start, key0, key1);
   throw std::invalid_argument("unknown sampler '" + spec.kind + "'");
+}
+
+// The sampler, at the step sizes of a restarted run where spec has them.
+std::unique_ptr<Sampler> new_sampler(const SamplerSpec& spec, Target& target,
+                                     const std::vector<double>& start, uint32_t key0,
+                                     uint32_t key1) {
+  std::unique_ptr<Sampler> s = new_kind(spec, target, start, key0, key1);
+  if (!spec.step_sizes.empty()) {
+    if (static_cast<long>(spec.step_sizes.size()) != target.chains())
+      throw std::invalid_argument("step sizes: " + std::to_string(spec.step_sizes.size()) +
+                                  " values for " + std::to_string(target.chains()) + " chains");
+    s->set_step_sizes(spec.step_sizes);
+  }
+  return s;
 }
 
 }  // namespace

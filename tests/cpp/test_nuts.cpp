@@ -228,23 +228,31 @@ namespace {
 
 // A sampler of the kind the chain-group tests run: NUTS, or HMC with a
 // number of steps drawn each iteration from the stream all chains share.
+// With per_chain_step, each chain adapts its own step size.
 std::unique_ptr<lockstep::Sampler> group_test_sampler(bool hmc, lockstep::Target& t,
-                                                              const std::vector<double>& init) {
-  if (!hmc) return std::make_unique<Nuts>(t, NutsSettings(), init, 21, 22);
+                                                      const std::vector<double>& init,
+                                                      bool per_chain_step) {
+  if (!hmc) {
+    NutsSettings s;
+    s.per_chain_step_size = per_chain_step;
+    return std::make_unique<Nuts>(t, s, init, 21, 22);
+  }
   lockstep::HmcSettings s;
   s.Lmin = 2;
   s.Lmax = 9;
+  s.per_chain_step_size = per_chain_step;
   return std::make_unique<lockstep::Hmc>(t, s, init, 21, 22);
 }
 
 // Warmup then sampling of NUTS (or HMC) on an executor over `chains` chains
 // of `program`, in `groups` chain groups on `threads` threads (groups 0:
 // lockstep): every iteration's draws, tree depths, leapfrog steps and
-// acceptance statistics, then the step size and metric.
+// acceptance statistics, then the step sizes and metric.
 // With `dense`, through a dense metric (each group's over its executor) of
 // that choice: the dense metric's factor, or the one chosen automatically.
 std::vector<double> nuts_trace(const Program& program, long chains, long groups, int threads,
-                               bool hmc = false, const lockstep::DenseMetric::Choice* dense = nullptr) {
+                               bool hmc = false, const lockstep::DenseMetric::Choice* dense = nullptr,
+                               bool per_chain_step = false) {
   Executor<double> ex(program, chains, lockstep::ExecOptions());
   const long D = ex.dim();
   std::vector<double> init(chains * D);
@@ -256,7 +264,7 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
     metric->set_choice(*dense);
     target = metric.get();
   }
-  std::unique_ptr<lockstep::Sampler> sampler = group_test_sampler(hmc, *target, init);
+  std::unique_ptr<lockstep::Sampler> sampler = group_test_sampler(hmc, *target, init, per_chain_step);
   lockstep::Sampler& nuts = *sampler;
   if (dense) nuts.use_dense_metric(*metric);
   if (groups > 0)
@@ -303,7 +311,8 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
   // after the chunks, the sampler's own state is the last iteration's
   out.insert(out.end(), nuts.state().begin(), nuts.state().end());
   out.insert(out.end(), nuts.log_density().begin(), nuts.log_density().end());
-  out.push_back(nuts.epsilon());
+  const std::vector<double> eps = nuts.step_sizes();
+  out.insert(out.end(), eps.begin(), eps.end());
   out.insert(out.end(), nuts.diag_sd().begin(), nuts.diag_sd().end());
   if (metric) out.insert(out.end(), metric->factor().begin(), metric->factor().end());
   for (long c = 0; c < chains; ++c) {
@@ -339,6 +348,26 @@ TEST_CASE("nuts in chain groups draws exactly what nuts in lockstep draws",
   for (long c = 0; c < chains; ++c) CHECK(first[c * D] != last[c * D]);
   CHECK(*std::min_element(depths.begin(), depths.end()) <
         *std::max_element(depths.begin(), depths.end()));
+}
+
+TEST_CASE("nuts and hmc with per-chain step sizes in chain groups draw what they draw in lockstep",
+          "[nuts][hmc][chain_groups][step_size]") {
+  const Program planned = eight_schools_shape();
+  const long chains = 5;
+  for (bool hmc : {false, true}) {
+    const std::vector<double> lockstep_run = nuts_trace(planned, chains, 0, 1, hmc, nullptr, true);
+    for (long groups : {2L, 5L}) {
+      INFO((hmc ? "hmc" : "nuts") << ", groups " << groups);
+      CHECK(nuts_trace(planned, chains, groups, 2, hmc, nullptr, true) == lockstep_run);
+    }
+    // and the chains' step sizes differ (the trace ends with them, the
+    // metric and the tallies)
+    const long D = 9;
+    const double* eps = lockstep_run.data() + lockstep_run.size() - (chains + chains * D + 2 * chains);
+    CHECK(*std::min_element(eps, eps + chains) < *std::max_element(eps, eps + chains));
+    // and differ from the shared run's
+    CHECK(nuts_trace(planned, chains, 0, 1, hmc) != lockstep_run);
+  }
 }
 
 TEST_CASE("hmc in chain groups draws exactly what hmc in lockstep draws",

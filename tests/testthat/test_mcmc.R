@@ -523,6 +523,105 @@ test_that("nuts() checks its arguments", {
   expect_error(nuts(adapt_delta = c(0.8, 0.9)), "`adapt_delta`")
   expect_error(nuts(epsilon = -1), "`epsilon`")
   expect_error(nuts(diag_sd = 0), "`diag_sd`")
+  expect_error(nuts(adapt_step_size = "each"), "`adapt_step_size` must be \"per_chain\" or \"shared\"")
+  expect_error(hmc(adapt_step_size = NA), "`adapt_step_size`")
+  expect_error(nuts(warmup_rescue = NA), "`warmup_rescue` must be TRUE or FALSE")
+  expect_error(chees(warmup_rescue = "yes"), "`warmup_rescue` must be TRUE or FALSE")
+})
+
+test_that("warmup moves a stuck chain to a healthy chain's state, records it and says so (issue 49)", {
+  # the one-line message, from a table of moves as the sampler reports them
+  now <- data.frame(iteration = c(100L, 100L, 150L), chain = c(2L, 4L, 3L),
+                    moved_to = c(1L, 3L, NA), accept = c(0.01, 0.2, 0), lag = c(0, 3, 0))
+  expect_message(lockstep:::report_rescues(now, now[1:2, ], TRUE),
+                 "^warmup iteration 150: chain 3 stuck too, with no healthy chain to move to: going on \\(mean acceptance 0.00")
+  expect_message(lockstep:::report_rescues(now[1:2, ], NULL, TRUE),
+                 "^warmup iteration 100: chains 2, 4 moved to the state of chains 1, 3 \\(mean acceptance 0.01, 0.20 in the last window\\)")
+  expect_silent(lockstep:::report_rescues(now, now, TRUE))
+  expect_silent(lockstep:::report_rescues(now, NULL, FALSE))
+  # a funnel, chain 4 started deep in its neck, where the one step size the
+  # chains share (adapt_step_size = "shared") is far too large for it: its
+  # acceptance over the first window is far below the others'. (With its own
+  # step size, the default, it adapts and comes out by itself.)
+  s <- lognormal(0, 1)
+  z <- normal(0, s, dim = 10)
+  m <- model(s, z)
+  inits <- c(rep(list(initials(s = 1, z = rep(0.1, 10))), 3),
+             list(initials(s = 1e-5, z = rep(0, 10))))
+  run <- function(...) {
+    set.seed(49)
+    suppressWarnings(mcmc(m, sampler = hmc(epsilon = 0.5, Lmin = 5, Lmax = 5,
+                                           adapt_step_size = "shared", ...), warmup = 150,
+                          n_samples = 50, chains = 4, verbose = FALSE, initial_values = inits))
+  }
+  d <- run()
+  moved <- attr(d, "model_info")$warmup_rescues
+  expect_s3_class(moved, "data.frame")
+  expect_named(moved, c("iteration", "chain", "moved_to", "accept", "lag"))
+  expect_true(4L %in% moved$chain)
+  expect_true(all(moved$iteration == 100L))  # the one window's end of a 150-iteration warmup
+  expect_true(all(moved$moved_to %in% 1:3))
+  # then it samples as the others do
+  accept <- vapply(get_sampler_params(d), function(p) mean(p[, "accept_stat__"]), numeric(1))
+  expect_gt(accept[4], 0.3)
+  # without the rescue it stays stuck, and nothing is recorded
+  kept <- run(warmup_rescue = FALSE)
+  expect_equal(nrow(attr(kept, "model_info")$warmup_rescues), 0)
+  accept_kept <- vapply(get_sampler_params(kept), function(p) mean(p[, "accept_stat__"]), numeric(1))
+  expect_lt(accept_kept[4], 0.3)
+  # verbose says it in one line
+  msgs <- character()
+  withCallingHandlers({
+    set.seed(49)
+    capture.output(suppressWarnings(mcmc(m, sampler = hmc(epsilon = 0.5, Lmin = 5, Lmax = 5,
+                                                          adapt_step_size = "shared"),
+                                         warmup = 150, n_samples = 10, chains = 4,
+                                         initial_values = inits)), type = "message")
+  }, message = function(msg) {
+    msgs <<- c(msgs, conditionMessage(msg))
+    invokeRestart("muffleMessage")
+  })
+  expect_length(grep("^warmup iteration 100: chain", msgs), 1)
+  # extra_samples() keeps the table of its run's warmup
+  more <- suppressWarnings(extra_samples(d, n_samples = 10, verbose = FALSE))
+  expect_identical(attr(more, "model_info")$warmup_rescues, moved)
+})
+
+test_that("each chain adapts its own step size by default; adapt_step_size = \"shared\" gives one (issue 49)", {
+  expect_identical(nuts()$parameters$adapt_step_size, "per_chain")
+  expect_identical(hmc()$parameters$adapt_step_size, "per_chain")
+  expect_output(print(nuts(adapt_step_size = "shared")), "adapt_step_size = shared")
+  # a funnel, whose chains' step sizes differ as their regions do
+  s <- lognormal(0, 1)
+  z <- normal(0, s, dim = 5)
+  m <- model(s, z)
+  set.seed(5301)
+  d <- suppressWarnings(mcmc(m, n_samples = 100, warmup = 200, chains = 4, verbose = FALSE))
+  eps <- vapply(get_sampler_params(d), function(p) {
+    expect_length(unique(p[, "stepsize__"]), 1)  # fixed after warmup
+    p[1, "stepsize__"]
+  }, numeric(1))
+  expect_length(unique(eps), 4)
+  expect_equal(attr(d, "model_info")$run$epsilon, unname(eps))
+  # in warmup each chain's changes on its own
+  w <- get_sampler_params(d, inc_warmup = TRUE)
+  expect_false(isTRUE(all.equal(w[[1]][150:200, "stepsize__"], w[[2]][150:200, "stepsize__"])))
+  # extra_samples() goes on at each chain's own, also with the sampler gone
+  more <- suppressWarnings(extra_samples(d, n_samples = 20, verbose = FALSE))
+  expect_equal(vapply(get_sampler_params(more), function(p) p[120, "stepsize__"], numeric(1)), eps)
+  path <- tempfile(fileext = ".rds")
+  saveRDS(d, path)
+  more2 <- suppressWarnings(suppressMessages(extra_samples(readRDS(path), n_samples = 20,
+                                                           verbose = FALSE)))
+  expect_equal(vapply(get_sampler_params(more2), function(p) p[120, "stepsize__"], numeric(1)), eps)
+  # shared: one step size for every chain
+  set.seed(5302)
+  d1 <- suppressWarnings(mcmc(m, sampler = nuts(adapt_step_size = "shared"), n_samples = 50,
+                              warmup = 100, chains = 3, verbose = FALSE))
+  shared <- unique(unlist(lapply(get_sampler_params(d1, inc_warmup = TRUE),
+                                 function(p) p[, "stepsize__"][c(1, 50, 150)])))
+  expect_length(shared, 3)
+  expect_length(unique(attr(d1, "model_info")$run$epsilon), 1)
 })
 
 test_that("adapt_metric = \"per_chain\" samples a normal model correctly; pooled stays the default", {

@@ -50,6 +50,7 @@ struct CheesSettings {
   double epsilon = 0.1;
   std::vector<double> diag_sd;
   bool per_chain_metric = false;  // Sampler: adapt each chain's diag_sd alone
+  bool warmup_rescue = true;  // Sampler: move stuck chains at warmup's window ends
   double target_accept = 0.651;
   double learning_rate = 0.025;  // Adam's, on log T
   int max_leapfrog = 1000;       // most leapfrog steps in one iteration

@@ -1,7 +1,7 @@
-// Step-size adaptation by dual averaging (Hoffman & Gelman 2014, section 3.2),
-// driven by one acceptance statistic for all chains (StepSizeAdaptation::
-// pooled(): their mean, or harmonic mean), so every chain shares one step
-// size, as all chains step together.
+// Step-size adaptation by dual averaging (Hoffman & Gelman 2014, section 3.2)
+// of one step size, driven by one acceptance statistic per iteration: one
+// chain's (a step size per chain), or all chains' pooled (one shared step
+// size): StepSizeAdaptation holds one of these per chain or one for all.
 #ifndef LOCKSTEP_SAMPLER_DUAL_AVERAGING_HPP
 #define LOCKSTEP_SAMPLER_DUAL_AVERAGING_HPP
 

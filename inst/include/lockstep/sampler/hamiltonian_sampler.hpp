@@ -48,9 +48,11 @@ class HamiltonianSampler : public Sampler {
   // states and gradients.
   double metropolis_step(long c, double h0, double h1, int L, ChainMask& take);
   void take_proposals(const ChainMask& take);
-  // Hoffman & Gelman's heuristic, on the mean acceptance of all chains (see
-  // the definition).
-  double find_reasonable_epsilon() override;
+  bool rescues_stuck_chains() const override { return true; }
+  // Hoffman & Gelman's heuristic, on each chain's acceptance (per-chain step
+  // sizes) or on the mean acceptance of all chains (shared): see the
+  // definition.
+  std::vector<double> search_step_sizes() override;
 
   // [chains, dim] in vectors(): the end point of a trajectory (position and
   // gradient) and the momenta

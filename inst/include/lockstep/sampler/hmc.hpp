@@ -21,6 +21,8 @@ struct HmcSettings {
   double epsilon = 0.1;
   std::vector<double> diag_sd;  // one value, one per dim, or [chains, dim]
   bool per_chain_metric = false;  // Sampler: adapt each chain's diag_sd alone
+  bool per_chain_step_size = false;  // Sampler: adapt each chain's step size alone
+  bool warmup_rescue = true;  // Sampler: move stuck chains at warmup's window ends
   double target_accept = 0.8;
 };
 

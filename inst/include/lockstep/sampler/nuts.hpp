@@ -51,6 +51,8 @@ struct NutsSettings {
   std::vector<double> diag_sd;
   double adapt_delta = 0.8;
   bool per_chain_metric = false;  // Sampler: adapt each chain's diag_sd alone
+  bool per_chain_step_size = false;  // Sampler: adapt each chain's step size alone
+  bool warmup_rescue = true;  // Sampler: move stuck chains at warmup's window ends
 };
 
 class Nuts : public HamiltonianSampler {

@@ -14,8 +14,9 @@
 // its coordinates. Random numbers come from each chain's own Philox stream.
 //
 // All chains step together: one Target::log_density call evaluates every
-// chain. Warmup adapts one step size from the acceptance statistic of the
-// chains pooled, and the metric from the draws in Stan's windows (initial
+// chain. Warmup adapts the step size, each chain's own from its acceptance
+// statistic (per chain: NUTS's and HMC's default) or one from every chain's
+// pooled (shared), and the metric from the draws in Stan's windows (initial
 // buffer, doubling windows, terminal buffer): by default pooled over the
 // chains (one metric for every chain, steadier with many chains); with
 // per_chain_metric, each chain's own.
@@ -33,6 +34,15 @@
 // same), so the leapfrog, kinetic energy, momentum draws and U-turn checks
 // read chain c's row without branching on the mode, and the pooled
 // arithmetic is exactly what it was with one shared [dim] vector.
+//
+// Per-chain step sizes reach the vectors through that metric, so no vector
+// operation (host or GPU) takes more than one step size: a leapfrog step of
+// size s e with inverse mass M^-1 from momentum p is, exactly, one of size
+// e with inverse mass s^2 M^-1 from momentum p / s (p / s ~ N(0, M / s^2),
+// the momenta of that metric, and the kinetic energy, the Hamiltonian and
+// the U-turn checks' signs are the same). So chain c's row of the vectors'
+// metric is s_c diag_sd_c (step_scale_), its step size s_c epsilon_; the
+// host's diag_sd stays the metric itself.
 //
 // The samplers' vector work (momenta, trajectories, Metropolis moves, the
 // step size search, warmup's window sums) runs on the target's ChainVectors
@@ -57,6 +67,16 @@
 #include "step_size_adaptation.hpp"
 
 namespace lockstep {
+
+// A chain that warmup found stuck at the end of a metric window and moved
+// (Sampler::rescue_stuck_chains()): at which warmup iteration (1-based),
+// which chain (0-based), to the state of which (-1: no chain was healthy, it
+// stayed), and why: its mean acceptance over the window and its lag (see
+// Sampler::lags()).
+struct WarmupRescue {
+  long iteration, chain, from;
+  double accept, lag;
+};
 
 // Per chain, what the last iteration did (Stan's sampler diagnostics).
 struct IterationStats {
@@ -150,7 +170,15 @@ class Sampler {
   void to_model(const double* y, double* x, long rows) const;
   const std::vector<double>& state() const { return x_; }
   const std::vector<double>& log_density() const { return lp_; }
-  double epsilon() const { return epsilon_; }
+  // The step size of each chain ([chains]; shared: all the same), and of
+  // the first chain.
+  std::vector<double> step_sizes() const;
+  double epsilon() const { return epsilon_ * step_scale_[0]; }
+  // Sets them: per chain, each chain's; shared, the first is every chain's.
+  // (To restart from a tuned sampler's step_sizes().)
+  void set_step_sizes(const std::vector<double>& epsilon);
+  // Whether warmup adapts a step size per chain (else one for all chains).
+  bool per_chain_step_size() const { return step_size_adaptation_.per_chain(); }
   // [chains, dim], chain-major; with a pooled metric every row is the same.
   const std::vector<double>& diag_sd() const { return sd_; }
   bool per_chain_metric() const { return metric_adaptation_.per_chain(); }
@@ -166,6 +194,12 @@ class Sampler {
   // chains' median, in units of lagging_gap() (above 1: the chain had not
   // come in, and did not steer the pooled metric); empty before then.
   const std::vector<double>& lag_at_warmup_end() const { return lag_at_warmup_end_; }
+  // Whether warmup moves stuck chains (rescue_stuck_chains(); on unless a
+  // sampler's settings turn it off: the Hamiltonian samplers' warmup_rescue).
+  void set_warmup_rescue(bool on) { warmup_rescue_ = on; }
+  bool warmup_rescue() const { return warmup_rescue_ && rescues_stuck_chains(); }
+  // Every chain moved in warmup so far (rescue_stuck_chains()), in order.
+  const std::vector<WarmupRescue>& rescues() const { return rescues_; }
 
  protected:
   // One transition of every chain from (x_, lp_, grad_), which it updates,
@@ -219,6 +253,9 @@ class Sampler {
   // After a transition changed x_ on the host (rwmh, slice): the mirrors are
   // refreshed when next needed (warmup's window sums).
   void state_changed_on_host();
+  // Each chain its own step size (per_chain) or one for every chain: a
+  // sampler's constructor chooses; the chains start at the current one.
+  void adapt_step_size_per_chain(bool on);
   // Replaces diag_sd ([chains, dim]) with another sampler's: the mirrors
   // take it up before the next transition.
   void set_diag_sd(const double* sd);
@@ -230,11 +267,11 @@ class Sampler {
   // asks the check until it says so, then stays true until the next
   // iteration.
   bool cut_short() { return cut_ || (cut_check_ && (cut_ = cut_check_())); }
-  // The step size warmup starts from and restarts at after each metric
-  // window: the current one, or (Hamiltonian samplers) a search.
-  virtual double find_reasonable_epsilon() { return epsilon_; }
-  // Whether warmup tunes the step size by dual averaging on the pooled
-  // acceptance statistic (a sampler that always moves, such as slice, does not).
+  // The step sizes ([chains]) warmup starts from and restarts at after each
+  // metric window: the current ones, or (Hamiltonian samplers) a search.
+  virtual std::vector<double> search_step_sizes() { return step_sizes(); }
+  // Whether warmup tunes the step size by dual averaging on the acceptance
+  // statistic (a sampler that always moves, such as slice, does not).
   bool adapt_step_size_ = true;
   // The chains whose log density lp_ is within lagging_gap() of the chains'
   // median: the ones whose draws adapt the pooled metric and (ChEES) the
@@ -249,6 +286,10 @@ class Sampler {
   double lagging_gap() const;
   // Warmup's step size: its pooling and dual averaging.
   StepSizeAdaptation step_size_adaptation_;
+  // Whether warmup moves stuck chains (rescue_stuck_chains()): the
+  // Hamiltonian samplers, whose chains can get stuck where their step size
+  // does not fit; rwmh and slice always move or accept as they do.
+  virtual bool rescues_stuck_chains() const { return false; }
   // Called at the end of each metric window, after the new metric and the
   // step size it restarts from: for what a sampler adapts in the metric's
   // units (ChEES's trajectory length).
@@ -273,7 +314,11 @@ class Sampler {
   double *x_v_ = nullptr, *g_v_ = nullptr, *sd_v_ = nullptr, *m_v_ = nullptr;
   // diag_sd, [chains, dim]: read it through chain_sd(c)
   std::vector<double> sd_;
+  // chain c's step size is epsilon_ * step_scale_[c]: shared, every scale is
+  // 1; per chain, epsilon_ is 1 and the scales are the step sizes, applied
+  // through the vectors' metric (see the top of this file)
   double epsilon_;
+  std::vector<double> step_scale_;
   std::vector<Stream> chain_streams_;
   Stream run_stream_;
   std::vector<long> accepted_, bad_;
@@ -284,6 +329,17 @@ class Sampler {
   // Adds the chains' states of a warmup iteration to the metric's window
   // and, at the window's end, makes the new metric.
   void adapt_metric();
+  // At the end of a metric window: a chain is stuck when its mean
+  // acceptance over the window is below 0.05, or below half the other
+  // chains' median and below 0.5 (the rule of R's warn_stuck_chains()), or
+  // its log density lags the others' (lags() above 1); each stuck chain
+  // moves to the state (position, log density, gradient) and step size of
+  // a healthy chain drawn at random from the stream all chains share.
+  // Only in warmup, whose draws are not kept, so what sampling draws from
+  // is unchanged; no single-chain sampler can do this (Stan's chains never
+  // meet). Recorded in rescues_. Not with a dense metric per chain (the
+  // chains' coordinates differ) nor with one chain.
+  void rescue_stuck_chains();
   std::unique_ptr<ChainVectors> v_;
   void to_groups();
   void from_groups();
@@ -292,6 +348,8 @@ class Sampler {
   std::vector<long> group_metric_;  // the metric_version() each group holds
   bool state_in_vectors_ = false;
   long metric_in_vectors_ = -1;  // the metric_version_ the mirrors hold
+  // counts the changes of step_scale_, and the count the mirrors hold
+  long scale_version_ = 0, scale_in_vectors_ = 0;
   bool (*cut_check_)() = nullptr;  // set_cut_check()
   bool cut_ = false;               // this iteration's trajectory was cut
   MetricAdaptation metric_adaptation_;
@@ -299,12 +357,22 @@ class Sampler {
   bool metric_from_gradient_ = false;  // start_metric_from_gradient()
   long metric_version_ = 0;
   std::vector<double> lag_at_warmup_end_;
+  // each chain's acceptance statistics summed over the current metric
+  // window (since the last window's end), and the iterations summed
+  std::vector<double> window_accept_;
+  long window_iterations_ = 0;
+  std::vector<WarmupRescue> rescues_;
+  bool warmup_rescue_ = true;
+  // rescue_stuck_chains() moved chains: the chain groups take this
+  // sampler's states before their next transition
+  bool states_to_groups_ = false;
   // A dense metric: the target is it (use_dense_metric())
   DenseMetric* dense_ = nullptr;
 };
 
 // Stream purposes within a chain's stream id (rng.hpp).
-constexpr uint32_t purpose_momentum = 1, purpose_accept = 2, purpose_direction = 3;
+constexpr uint32_t purpose_momentum = 1, purpose_accept = 2, purpose_direction = 3,
+                   purpose_rescue = 4;
 constexpr double divergence_threshold = 1000;
 
 }  // namespace lockstep

@@ -38,6 +38,12 @@ struct SamplerSpec {
   std::vector<double> metric_factor;
   std::vector<long> metric_coordinates;
   double epsilon = 0.1;
+  // Each chain's step size (restarting a run: [chains]), empty: epsilon for
+  // every chain; and whether warmup adapts each chain's alone (hmc, nuts)
+  std::vector<double> step_sizes;
+  bool per_chain_step_size = false;
+  // whether warmup moves stuck chains (hmc, nuts, chees)
+  bool warmup_rescue = true;
   // one value, one per free parameter, or [chains, dim] (restarting a run
   // whose warmup adapted a metric per chain)
   std::vector<double> diag_sd = {1.0};
