@@ -523,7 +523,7 @@ test_that("nuts() checks its arguments", {
   expect_error(nuts(adapt_delta = c(0.8, 0.9)), "`adapt_delta`")
   expect_error(nuts(epsilon = -1), "`epsilon`")
   expect_error(nuts(diag_sd = 0), "`diag_sd`")
-  expect_error(nuts(adapt_step_size = "each"), "`adapt_step_size` must be \"per_chain\" or \"shared\"")
+  expect_error(nuts(adapt_step_size = "each"), "`adapt_step_size` must be \"shared\" or \"per_chain\"")
   expect_error(hmc(adapt_step_size = NA), "`adapt_step_size`")
   expect_error(nuts(warmup_rescue = NA), "`warmup_rescue` must be TRUE or FALSE")
   expect_error(chees(warmup_rescue = "yes"), "`warmup_rescue` must be TRUE or FALSE")
@@ -587,16 +587,17 @@ test_that("warmup moves a stuck chain to a healthy chain's state, records it and
   expect_identical(attr(more, "model_info")$warmup_rescues, moved)
 })
 
-test_that("each chain adapts its own step size by default; adapt_step_size = \"shared\" gives one (issue 49)", {
-  expect_identical(nuts()$parameters$adapt_step_size, "per_chain")
-  expect_identical(hmc()$parameters$adapt_step_size, "per_chain")
-  expect_output(print(nuts(adapt_step_size = "shared")), "adapt_step_size = shared")
+test_that("adapt_step_size = \"per_chain\": each chain adapts its own step size; shared is the default (issue 49)", {
+  expect_identical(nuts()$parameters$adapt_step_size, "shared")
+  expect_identical(hmc()$parameters$adapt_step_size, "shared")
+  expect_output(print(nuts(adapt_step_size = "per_chain")), "adapt_step_size = per_chain")
   # a funnel, whose chains' step sizes differ as their regions do
   s <- lognormal(0, 1)
   z <- normal(0, s, dim = 5)
   m <- model(s, z)
   set.seed(5301)
-  d <- suppressWarnings(mcmc(m, n_samples = 100, warmup = 200, chains = 4, verbose = FALSE))
+  d <- suppressWarnings(mcmc(m, sampler = nuts(adapt_step_size = "per_chain"), n_samples = 100,
+                             warmup = 200, chains = 4, verbose = FALSE))
   eps <- vapply(get_sampler_params(d), function(p) {
     expect_length(unique(p[, "stepsize__"]), 1)  # fixed after warmup
     p[1, "stepsize__"]
@@ -614,10 +615,9 @@ test_that("each chain adapts its own step size by default; adapt_step_size = \"s
   more2 <- suppressWarnings(suppressMessages(extra_samples(readRDS(path), n_samples = 20,
                                                            verbose = FALSE)))
   expect_equal(vapply(get_sampler_params(more2), function(p) p[120, "stepsize__"], numeric(1)), eps)
-  # shared: one step size for every chain
+  # shared (the default): one step size for every chain
   set.seed(5302)
-  d1 <- suppressWarnings(mcmc(m, sampler = nuts(adapt_step_size = "shared"), n_samples = 50,
-                              warmup = 100, chains = 3, verbose = FALSE))
+  d1 <- suppressWarnings(mcmc(m, n_samples = 50, warmup = 100, chains = 3, verbose = FALSE))
   shared <- unique(unlist(lapply(get_sampler_params(d1, inc_warmup = TRUE),
                                  function(p) p[, "stepsize__"][c(1, 50, 150)])))
   expect_length(shared, 3)
