@@ -4,7 +4,7 @@
 #   Rscript bench/hlogit_nuts.R [--N 1e6] [--G N/10] [--chains 4] [--threads 2]
 #                               [--precision double] [--warmup 200] [--samples 200]
 #                               [--rstan-grad seconds] [--rstan-run no|yes]
-#                               [--start gradient|unit] [--seed 1]
+#                               [--start gradient|unit] [--seed 1] [--save file.rds]
 #
 # Prints the wall time, the leapfrog steps of warmup and sampling, the time per
 # chain-gradient, the traced parameters' posterior means against the values the data were
@@ -22,13 +22,15 @@
 # whole run, warmup included, and of sampling alone): the sampler's quality at scale
 # (steps per iteration, step size, ESS per draw) as well as the gradient's cost. Only for
 # small N: rstan's NUTS at N = 2e4, G = 500 takes about half an hour on 2 cores.
+# With --save, lockstep's sampler parameters by iteration (warmup included, a data frame
+# per chain) and the traced draws are saved there, to see where the leapfrog steps went.
 suppressPackageStartupMessages(library(lockstep))
 
 script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)[1]))
 source(file.path(dirname(script), "hlogit_model.R"))
 opt <- bench_options(list(N = "1e6", G = "", chains = "4", threads = "2", precision = "double",
                           warmup = "200", samples = "200", `rstan-grad` = "", `rstan-run` = "no",
-                          start = "gradient", seed = "1"))
+                          start = "gradient", seed = "1", save = ""))
 if (!opt$start %in% c("gradient", "unit")) stop("--start must be gradient or unit", call. = FALSE)
 N <- as.numeric(opt$N); chains <- as.integer(opt$chains); threads <- as.integer(opt$threads)
 G <- if (nzchar(opt$G)) as.integer(opt$G) else NULL
@@ -77,8 +79,9 @@ set.seed(as.integer(opt$seed))
 wall <- system.time(draws <- mcmc(m, sampler = sampler, warmup = warmup, n_samples = samples,
                                   chains = chains, verbose = TRUE,  # progress on stderr: a run at scale is long
                                   compute_options = cpu_only(threads = threads)))[["elapsed"]]
-ours <- report("lockstep nuts()", wall,
-               lapply(get_sampler_params(draws, inc_warmup = TRUE), as.data.frame), draws)
+params <- lapply(get_sampler_params(draws, inc_warmup = TRUE), as.data.frame)
+ours <- report("lockstep nuts()", wall, params, draws)
+if (nzchar(opt$save)) saveRDS(list(params = params, draws = draws, wall = wall), opt$save)
 if (nzchar(opt$`rstan-grad`)) {
   rstan_s <- as.numeric(opt$`rstan-grad`) * ours$gradients
   cat(sprintf("  rstan for as many gradients (estimate): %.0f s (%.1f h), %.0fx lockstep's wall time\n",

@@ -329,7 +329,7 @@ for (posterior in which) {
     busy <- busy_cores()
     l <- run_lockstep(posterior, d, names, th)
     l$busy <- busy
-    cat(sprintf("  lockstep (%d thread%s): %.1f s, min bulk ESS %.0f (coda %.0f), max|z| %.2f, %d divergent, %d at max tree depth, %.0f leapfrog steps/iteration, %.0f in warmup a chain; busy cores before: %.2f\n",
+    cat(sprintf("  lockstep (%d thread%s): %.2f s, min bulk ESS %.0f (coda %.0f), max|z| %.2f, %d divergent, %d at max tree depth, %.0f leapfrog steps/iteration, %.0f in warmup a chain; busy cores before: %.2f\n",
                 l$threads, if (l$threads == 1) "" else "s", l$seconds, l$bulk_ess, l$coda_ess,
                 l$max_z, l$divergent, l$treedepth_hits, l$leapfrog, l$warmup_leapfrog, busy))
     ls_runs[[th]] <- l

@@ -30,6 +30,17 @@ using namespace Rcpp;
 
 namespace {
 
+// A data frame of named columns, each `rows` long, made as R stores one
+// (class and compact row names set on the list). Rcpp's DataFrame::create
+// goes through R's as.data.frame(), which deparses its arguments: two of them
+// per ls_sampler_run() call were a quarter of a small model's mcmc().
+List data_frame(List columns, long rows) {
+  columns.attr("row.names") =
+      rows > 0 ? IntegerVector::create(NA_INTEGER, -static_cast<int>(rows)) : IntegerVector(0);
+  columns.attr("class") = "data.frame";
+  return columns;
+}
+
 // Tracing reads node values, in double whatever the precision, from the
 // subprogram the traced nodes are computed from (so that tracing parameters
 // never computes the likelihood's observation-sized values), op by op.
@@ -629,13 +640,15 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
     rescue_accept[k] = moved[k].accept;
     rescue_lag[k] = moved[k].lag;
   }
-  DataFrame rescues = DataFrame::create(
-      _["iteration"] = rescue_iteration, _["chain"] = rescue_chain, _["moved_to"] = rescue_to,
-      _["accept"] = rescue_accept, _["lag"] = rescue_lag);
-  DataFrame diagnostics = DataFrame::create(
-      _["accept_stat__"] = accept_stat, _["stepsize__"] = step_size,
-      _["treedepth__"] = tree_depth, _["n_leapfrog__"] = n_leapfrog,
-      _["divergent__"] = divergent, _["energy__"] = energy);
+  List rescues = data_frame(
+      List::create(_["iteration"] = rescue_iteration, _["chain"] = rescue_chain,
+                   _["moved_to"] = rescue_to, _["accept"] = rescue_accept, _["lag"] = rescue_lag),
+      static_cast<long>(moved.size()));
+  List diagnostics = data_frame(
+      List::create(_["accept_stat__"] = accept_stat, _["stepsize__"] = step_size,
+                   _["treedepth__"] = tree_depth, _["n_leapfrog__"] = n_leapfrog,
+                   _["divergent__"] = divergent, _["energy__"] = energy),
+      accept_stat.size());
   return List::create(_["values"] = traced_values, _["free"] = free,
                       _["diagnostics"] = diagnostics,
                       _["accepted"] = NumericVector(acc.begin(), acc.end()),
