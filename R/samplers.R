@@ -40,7 +40,8 @@
 #'   [mcmc()]'s Details). `FALSE` keeps every chain on its own path through
 #'   warmup, as Stan's are: for studying how chains started apart behave
 #'   (their lag and stuck-chain warnings), or a posterior whose modes should
-#'   each keep their chains
+#'   each keep their chains. With one chain there is nothing to move to, and
+#'   nothing is pooled: warmup is Stan's for its one chain
 #' @param diag_sd an estimate of the posterior standard deviations of the free
 #'   parameters (one value, or one per free parameter), a starting value:
 #'   warmup re-estimates it from the draws, as `adapt_metric` says. For
