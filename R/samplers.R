@@ -161,8 +161,8 @@
 #'   way in from initial values far out in the tails. Its draws would
 #'   otherwise stretch the pooled metric to its own scales, and every chain
 #'   would then barely move. It still counts in the step size (its own, with
-#'   `adapt_step_size = "per_chain"`), so that the step size lets it come in. Stan does not meet this: each of its chains
-#'   adapts alone. A chain still lagging at the end of warmup is named in a
+#'   `adapt_step_size = "per_chain"`), so that the step size lets it come in.
+#'   Stan does not meet this: each of its chains adapts alone. A chain still lagging at the end of warmup is named in a
 #'   warning: its first draws are from the tails.
 #'
 #'   `chees()` is ChEES-HMC (Hoffman, Radul and Sountsov 2021), made for
@@ -223,7 +223,7 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
   metric <- check_metric(metric, diag_sd)
-  adapt_step_size <- check_choice(adapt_step_size, c("shared", "per_chain"), "adapt_step_size")
+  adapt_step_size <- check_adapt_step_size(adapt_step_size)
   obj <- list(parameters = list(max_treedepth = as.integer(max_treedepth),
                                 adapt_delta = adapt_delta, epsilon = epsilon, diag_sd = diag_sd,
                                 adapt_metric = adapt_metric, metric = metric,
@@ -307,7 +307,7 @@ hmc <- function(Lmin = 5, Lmax = 10, epsilon = 0.1, diag_sd = "gradient",
   check_step_size(epsilon, diag_sd)
   adapt_metric <- check_adapt_metric(adapt_metric)
   metric <- check_metric(metric, diag_sd)
-  adapt_step_size <- check_choice(adapt_step_size, c("shared", "per_chain"), "adapt_step_size")
+  adapt_step_size <- check_adapt_step_size(adapt_step_size)
   obj <- list(parameters = list(Lmin = as.integer(Lmin), Lmax = as.integer(Lmax),
                                 epsilon = epsilon, diag_sd = diag_sd,
                                 adapt_metric = adapt_metric, metric = metric,
@@ -366,6 +366,10 @@ check_choice <- function(x, choices, arg) {
 
 check_adapt_metric <- function(adapt_metric) {
   check_choice(adapt_metric, c("pooled", "per_chain"), "adapt_metric")
+}
+
+check_adapt_step_size <- function(adapt_step_size) {
+  check_choice(adapt_step_size, c("shared", "per_chain"), "adapt_step_size")
 }
 
 # "auto", "diagonal" or "dense"; a dense metric is learnt whole in warmup, so
