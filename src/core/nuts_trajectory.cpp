@@ -29,8 +29,16 @@ void NutsTrajectory::ensure_vectors() {
 
 void NutsTrajectory::ensure_levels(int depth) {
   ChainVectors& v = s_->vectors();
-  while (static_cast<int>(levels_.size()) < depth)
-    levels_.push_back(Level{v.make(), v.make(), v.make(), v.make()});
+  while (static_cast<int>(levels_.size()) < depth) {
+    // level 0 never stores a left end (its left sibling's is level 1's begin)
+    levels_.push_back(Level{levels_.empty() ? nullptr : v.make(), v.make()});
+    starts_.push_back(Start{v.make(), v.make()});
+  }
+  start_of_.resize(levels_.size(), 0);
+}
+
+const double* NutsTrajectory::outer_begin(int j, int d) const {
+  return j + 1 < d ? start(j + 1).begin : subtree_p_first_;
 }
 
 std::vector<int> NutsTrajectory::criteria(const Check* checks, int n, const ChainMask& on) {
@@ -152,30 +160,41 @@ void NutsTrajectory::build_subtree(int d) {
     lv.first = k == 0 ? subtree_p_first_ : nullptr;
     int starts = 0;  // blocks of 2^j leaves starting at this leaf: j < starts
     while (starts < d && k % (1L << starts) == 0) ++starts;
-    lv.starts = std::min(starts, LeafVectors::max_starts);
-    for (int j = 0; j < lv.starts; ++j) {
-      lv.begin[j] = levels_[j].begin;
-      lv.prefix[j] = levels_[j].prefix;
+    if (starts > 1) {
+      // Levels 1 ... starts - 1 start here: one Start for them all, one that
+      // no level still open above them holds.
+      int free = 0;
+      while (std::find(start_of_.begin() + starts, start_of_.begin() + d, free) !=
+             start_of_.begin() + d)
+        ++free;
+      for (int j = 1; j < starts; ++j) start_of_[j] = free;
+      lv.starts = 1;
+      lv.begin[0] = starts_[free].begin;
+      lv.prefix[0] = starts_[free].prefix;
     }
     // Blocks of 2^j leaves completed by this leaf: a right sibling for
     // j < merges, merged with its stored left sibling and checked; then a
-    // left sibling (j = merges), stored.
+    // left sibling (j = merges), stored. (A leaf that starts levels above 0
+    // completes none but level 0's, so what it writes is not read here.)
     int merges = 0;
     while (merges < d && (k + 1) % (1L << merges) == 0 && ((k >> merges) & 1) == 1) ++merges;
     const bool stores_left = merges < d && (k + 1) % (1L << merges) == 0;
     auto subtree = [&](int j) {
-      // the right sibling's rho is subtree_rho - prefix (SubtreeChecksTerm)
-      const Level& l = levels_[j];
-      const double* left_begin = j + 1 < d ? levels_[j + 1].begin : subtree_p_first_;
-      return SubtreeVectors{subtree_rho_, l.prefix, l.left_rho, left_begin,
-                            p_leaf_,      l.begin,  l.left_end};
+      // the right sibling's rho is subtree_rho - prefix (SubtreeChecksTerm);
+      // at level 0 it is this leaf alone (a null prefix: S - p)
+      const double* left_begin = outer_begin(j, d);
+      if (j == 0)
+        return SubtreeVectors{subtree_rho_, nullptr, levels_[0].left_rho, left_begin,
+                              p_leaf_,      p_leaf_, left_begin};
+      return SubtreeVectors{subtree_rho_, start(j).prefix, levels_[j].left_rho, left_begin,
+                            p_leaf_,      start(j).begin,  levels_[j].left_end};
     };
     lv.checks = std::min(merges, LeafVectors::max_checks);
     for (int j = 0; j < lv.checks; ++j) lv.check[j] = subtree(j);
     if (stores_left) {
-      lv.left_end = levels_[merges].left_end;
+      lv.left_end = levels_[merges].left_end;  // null at level 0
       lv.left_rho = levels_[merges].left_rho;
-      lv.left_prefix = levels_[merges].prefix;
+      lv.left_prefix = merges == 0 ? nullptr : start(merges).prefix;
     }
     const int n_sums = lv.sums();
     leaf_sums_.resize(C * n_sums);
@@ -206,11 +225,6 @@ void NutsTrajectory::build_subtree(int d) {
         building_[c] = 0;
         on.set(c, false);
       }
-    // the starts beyond what one pass takes (only at k = 0 of deep trees)
-    for (int j = lv.starts; j < starts; ++j) {
-      v.copy(levels_[j].begin, p_leaf_, on);
-      v.add(levels_[j].prefix, subtree_rho_, p_leaf_, -1, on);
-    }
     auto positive = [](double x) { return x > 0; };
     for (int j = 0; j < merges && on.any(); ++j) {
       const double* six = leaf_sums_.data() + 1 + 6 * j;

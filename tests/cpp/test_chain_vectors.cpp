@@ -340,6 +340,97 @@ TEST_CASE("chain vectors: NUTS's fused leaf equals its operations one by one",
   });
 }
 
+TEST_CASE("chain vectors: NUTS's fused leaf with level 0's prefix inline, as NUTS calls it",
+          "[chain_vectors][nuts]") {
+  // What NutsTrajectory asks of an odd leaf (a level-0 merge check whose
+  // prefix is null, S - p, whose right begin is the leaf's own momentum and
+  // whose left end is the left sibling's begin, then a level-1 check) and of
+  // an even one (a start shared by its levels, and the level-0 left store:
+  // no left end, the prefix S - p), against the operations one by one with
+  // the prefix S - p made by add(). Dims past the CPU pass's chunk of 512
+  // elements, so that the chunk's inline prefixes change within a vector.
+  std::mt19937 rng(47);
+  each_place({5L, 1300L}, [&](ChainVectors& v, long C, long D) {
+    // 0 p, 1 g, 2 sd, 3 S, 4 begin, 5 prefix, 6 left_rho, 7 check 0's
+    // left_rho, 8 its left_begin, 9-13 check 1's prefix, left_rho,
+    // left_begin, right_begin, left_end, 14 m
+    const int n = 15;
+    std::vector<std::vector<double>> host;
+    for (int k = 0; k < n; ++k)
+      host.push_back(random_values(C * D, rng, k == 2 || k == 14 ? 0.1 : -2, 2));
+    auto fresh = [&] {
+      std::vector<double*> a;
+      for (int k = 0; k < n; ++k) {
+        a.push_back(v.make());
+        v.upload(a.back(), host[k].data());
+      }
+      return a;
+    };
+    const ChainMask on = C == 1 ? ChainMask::all(1) : alternate(C);
+    ChainMask back;
+    for (long c = 0; c < C; c += 2) back.set(c);
+    const double kick = -0.021;
+    for (const bool odd : {true, false}) {
+      INFO((odd ? "odd" : "even") << " leaf");
+      const std::vector<double*> f = fresh(), r = fresh();
+      auto check0 = [](const std::vector<double*>& a, const double* prefix) {
+        return lockstep::SubtreeVectors{a[3], prefix, a[7], a[8], a[0], a[0], a[8]};
+      };
+      auto check1 = [](const std::vector<double*>& a) {
+        return lockstep::SubtreeVectors{a[3], a[9], a[10], a[11], a[0], a[12], a[13]};
+      };
+      lockstep::LeafVectors lv{};
+      lv.p = f[0], lv.g = f[1], lv.kick = kick, lv.sd = f[2], lv.S = f[3];
+      if (odd) {
+        lv.checks = 2;
+        lv.check[0] = check0(f, nullptr), lv.check[1] = check1(f);
+      } else {
+        lv.starts = 1;
+        lv.begin[0] = f[4], lv.prefix[0] = f[5];
+        lv.left_rho = f[6];  // left_end and left_prefix null
+      }
+      const int sums = lv.sums();
+      std::vector<double> fused(C * sums, -1.0);
+      v.leaf(lv, f[14], on, back, fused.data());
+
+      v.leapfrog(nullptr, nullptr, r[0], r[1], r[14], kick, 1.0, false, on, back);
+      const DotSpec kin{r[0], r[2], nullptr, lockstep::DotKind::square};
+      std::vector<double> unfused(C * sums, 0.0), part(C * 6);
+      v.dots(&kin, 1, r[14], on, part.data());
+      for (long c = 0; c < C; ++c) unfused[c * sums] = part[c];
+      v.add(r[3], r[3], r[0], 1, on);
+      double* inline_prefix = v.make();
+      v.add(inline_prefix, r[3], r[0], -1, on);
+      if (odd) {
+        for (int j = 0; j < 2; ++j) {
+          v.subtree_checks(j == 0 ? check0(r, inline_prefix) : check1(r), r[14], on,
+                           part.data());
+          for (long c = 0; c < C; ++c)
+            for (int s = 0; s < 6; ++s) unfused[c * sums + 1 + 6 * j + s] = part[c * 6 + s];
+        }
+      } else {
+        v.copy(r[4], r[0], on);
+        v.copy(r[5], inline_prefix, on);
+        v.add(r[6], r[3], inline_prefix, -1, on);
+      }
+      for (long k = 0; k < C * sums; ++k) {
+        INFO("chain " << k / sums << ", sum " << k % sums);
+        CHECK(fused[k] == Approx(unfused[k]).epsilon(1e-13).margin(1e-13));
+        if (!on[k / sums]) CHECK(fused[k] == 0);
+      }
+      std::vector<double> got(C * D), want(C * D);
+      for (int a = 0; a < n; ++a) {
+        v.download(got.data(), f[a]);
+        v.download(want.data(), r[a]);
+        long differ = 0;
+        for (long k = 0; k < C * D; ++k) differ += got[k] != want[k];
+        INFO("vector " << a);
+        CHECK(differ == 0);
+      }
+    }
+  });
+}
+
 // Every chain, and every third chain from the second on (the first alone when
 // there is one): the chains a masked operation reads.
 std::vector<ChainMask> some_masks(long C) {

@@ -335,15 +335,23 @@ struct DotTerm {
 // five slots over the chains [c0, ...): chain c's six sums go to
 // out[c * 6, c * 6 + 6), the first (the ChainSum's value, out stride 6) then
 // the five slots.
+// A null prefix is S - p (inline_prefix()): the right sibling is the newest
+// leaf alone, whose prefix NUTS does not store (its block of one leaf starts
+// and ends in the same pass).
 struct SubtreeVectors {
   const double *S, *prefix, *left_rho, *left_begin, *p, *right_begin, *left_end;
 };
 
-// Element k's terms of the six sums: the first returned, the other five
-// added to sums[0, 5).
-LS_HD double subtree_check_terms(const SubtreeVectors& v, const double* m, long k,
-                                 double* sums) {
-  const double right_rho = v.S[k] - v.prefix[k], both = v.left_rho[k] + right_rho;
+// The rho prefix before the newest leaf, from the subtree's rho S after it
+// and the leaf's momentum p: the expression NUTS stored as a level's prefix
+// when it wrote one for every leaf, so the numbers are the same.
+LS_HD double inline_prefix(double S, double p) { return S + -1.0 * p; }
+
+// Element k's terms of the six sums with the prefix `prefix` (v.prefix is
+// not read): the first returned, the other five added to sums[0, 5).
+LS_HD double subtree_check_terms_at(const SubtreeVectors& v, const double* m, long k,
+                                    double prefix, double* sums) {
+  const double right_rho = v.S[k] - prefix, both = v.left_rho[k] + right_rho;
   const double left = v.left_rho[k] + v.right_begin[k], right = right_rho + v.left_end[k];
   sums[0] += m[k] * v.p[k] * both;
   sums[1] += m[k] * v.left_begin[k] * left;
@@ -351,6 +359,14 @@ LS_HD double subtree_check_terms(const SubtreeVectors& v, const double* m, long 
   sums[3] += m[k] * v.left_end[k] * right;
   sums[4] += m[k] * v.p[k] * right;
   return m[k] * v.left_begin[k] * both;
+}
+
+// Element k's terms of the six sums: the first returned, the other five
+// added to sums[0, 5).
+LS_HD double subtree_check_terms(const SubtreeVectors& v, const double* m, long k,
+                                 double* sums) {
+  const double prefix = v.prefix ? v.prefix[k] : inline_prefix(v.S[k], v.p[k]);
+  return subtree_check_terms_at(v, m, k, prefix, sums);
 }
 
 struct SubtreeChecksTerm {
@@ -382,9 +398,11 @@ struct SubtreeChecksTerm {
 //   S += p (the subtree's rho so far), first = p (the subtree's first leaf),
 //   begin[j] = p and prefix[j] = S - p for the blocks of leaves this leaf
 //   starts (levels j), left_end = p and left_rho = S - left_prefix for the
-//   left sibling this leaf completes (none when left_end is null),
-//   and the six merge-check sums (SubtreeChecksTerm's) of each right
-//   sibling this leaf completes (check[j]: their S and p are this S and p).
+//   left sibling this leaf completes (none when left_rho is null; no
+//   left_end when it is null, left_prefix S - p, inline_prefix(), when it
+//   is null), and the six merge-check sums (SubtreeChecksTerm's) of each
+//   right sibling this leaf completes (check[j]: their S and p are this S
+//   and p; a null prefix is S - p).
 // Each value is computed by the same expression as by the separate
 // operations (KickDrift, DotKind::square, RowsCopy, RowsAdd, SubtreeChecksTerm),
 // so on one lane the results are the same numbers. Writing a start or a
@@ -403,8 +421,8 @@ struct LeafVectors {
   double* begin[max_starts];
   double* prefix[max_starts];
   double* left_end;  // or nullptr
-  double* left_rho;
-  const double* left_prefix;
+  double* left_rho;  // or nullptr: no left sibling completed
+  const double* left_prefix;  // or nullptr: S - p
   int checks;
   SubtreeVectors check[max_checks];
   // Sums per chain: the kinetic energy's, then six per check.
@@ -443,9 +461,9 @@ struct LeafTerm {
     const bool counted = i >= counted_from;
     for (int j = 0; j < v.checks && counted; ++j)
       sums[6 * j] += subtree_check_terms(v.check[j], m, k, sums + 6 * j + 1);
-    if (v.left_end) {
-      v.left_end[k] = p;
-      v.left_rho[k] = S + -1.0 * v.left_prefix[k];
+    if (v.left_rho) {
+      if (v.left_end) v.left_end[k] = p;
+      v.left_rho[k] = S + -1.0 * (v.left_prefix ? v.left_prefix[k] : inline_prefix(S, p));
     }
     return counted ? e * e : 0.0;
   }
@@ -466,6 +484,14 @@ struct LeafTerm {
     const double* sd = v.sd + base;
     double kinetic = 0;
     constexpr long chunk = 512;
+    // The null prefixes' S - p, a chunk at a time (a branch in the loops
+    // would stop them vectorising): the checks' and the left store's, at
+    // base + i of the arrays they read.
+    double inline_prefixes[chunk];
+    const double* left_prefix = v.left_prefix ? v.left_prefix + base : nullptr;
+    const bool inline_needed = (v.left_rho && !left_prefix) ||
+                               (v.checks > 0 && !v.check[0].prefix) ||
+                               (v.checks > 1 && !v.check[1].prefix);
     for (long i0 = 0; i0 < size; i0 += chunk) {
       const long n = size - i0 < chunk ? size - i0 : chunk;
       for (long i = i0; i < i0 + n; ++i) p[i] += kick * g[i];
@@ -485,21 +511,30 @@ struct LeafTerm {
           prefix[i] = S[i] + -1.0 * p[i];
         }
       }
+      if (inline_needed)
+        for (long i = 0; i < n; ++i) inline_prefixes[i] = inline_prefix(S[i0 + i], p[i0 + i]);
       for (int j = 0; j < v.checks; ++j) {
+        // the check's arrays from this chunk's first element on
+        const SubtreeVectors& w = v.check[j];
+        const long at = base + i0;
+        const SubtreeVectors here{w.S + at,           w.prefix ? w.prefix + at : inline_prefixes,
+                                  w.left_rho + at,    w.left_begin + at,
+                                  w.p + at,           w.right_begin + at,
+                                  w.left_end + at};
         double acc[6];
         for (int s = 0; s < 6; ++s) acc[s] = sums[6 * j + s];
-        for (long i = from; i < i0 + n; ++i)
-          acc[0] += subtree_check_terms(v.check[j], m, base + i, acc + 1);
+        for (long i = from - i0; i < n; ++i)
+          acc[0] += subtree_check_terms_at(here, m + at, i, here.prefix[i], acc + 1);
         for (int s = 0; s < 6; ++s) sums[6 * j + s] = acc[s];
       }
-      if (v.left_end) {
-        double* left_end = v.left_end + base;
-        double* left_rho = v.left_rho + base;
-        const double* left_prefix = v.left_prefix + base;
-        for (long i = i0; i < i0 + n; ++i) {
-          left_end[i] = p[i];
-          left_rho[i] = S[i] + -1.0 * left_prefix[i];
+      if (v.left_rho) {
+        double* left_rho = v.left_rho + base + i0;
+        const double* prefix = left_prefix ? left_prefix + i0 : inline_prefixes;
+        if (v.left_end) {
+          double* left_end = v.left_end + base;
+          for (long i = i0; i < i0 + n; ++i) left_end[i] = p[i];
         }
+        for (long i = 0; i < n; ++i) left_rho[i] = S[i0 + i] + -1.0 * prefix[i];
       }
     }
     return kinetic;

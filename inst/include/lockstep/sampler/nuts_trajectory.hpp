@@ -40,8 +40,18 @@ class NutsTrajectory {
   // The per-level memory of the subtree being built: for level j, the first
   // momentum of the open block (begin), the rho prefix before it (prefix),
   // and the completed left sibling's last momentum and rho (left_end, left_rho).
+  // The levels a leaf starts all start with the same begin and prefix, so
+  // they are written once, to a Start that the levels share (start_of_);
+  // level 0, a block of one leaf that starts and ends in the leaf's own pass,
+  // has none (its begin is the leaf's momentum, its prefix S - p, and its
+  // left sibling's end the begin of level 1). Which levels share which
+  // Start, and which leaves store what, depends on the leaf's index alone,
+  // the same for every chain.
   struct Level {
-    double *begin, *prefix, *left_end, *left_rho;
+    double *left_end, *left_rho;
+  };
+  struct Start {
+    double *begin, *prefix;
   };
   // Generalised U-turn criterion (Betancourt 2017): no U-turn while
   // rho . M^-1 p_minus > 0 and rho . M^-1 p_plus > 0, in chain c's metric.
@@ -82,6 +92,13 @@ class NutsTrajectory {
   std::vector<double> lp_fwd_, lp_bck_, lp_leaf_, lp_propose_;  // [chains]
   std::vector<double> leaf_sums_;  // [chains, LeafVectors::sums()]
   std::vector<Level> levels_;
+  std::vector<Start> starts_;  // at least as many as levels
+  std::vector<int> start_of_;  // level j's index in starts_ (j >= 1)
+  // The begin and prefix of level j >= 1, and the begin of the block of
+  // 2^(j + 1) leaves that holds level j's block (the subtree's first
+  // momentum at the top), for the subtree of depth d.
+  const Start& start(int j) const { return starts_[start_of_[j]]; }
+  const double* outer_begin(int j, int d) const;
 
   // Per chain, the transition under way: the initial energy; the log sums
   // of the leaves' weights of the trajectory and of the subtree being built;
