@@ -1350,8 +1350,21 @@ TEST_CASE("cuda executor: sampler vectors in device memory equal host vectors",
         std::vector<double> leaf(C * lv.sums());
         v.leaf(lv, a[3], on, back, leaf.data());
         dots.insert(dots.end(), leaf.begin(), leaf.end());
+        // and as NUTS calls it: level 0's prefix inline (null), its right
+        // begin the leaf's momentum, its left end the left begin; a left
+        // store with neither left end nor prefix (S - p)
+        double* lr0 = v.make();
+        lockstep::LeafVectors inl{};
+        inl.p = mom, inl.g = a[1], inl.kick = -0.1, inl.sd = a[3], inl.S = S;
+        inl.left_rho = lr0;
+        inl.checks = 1;
+        inl.check[0] = {S, nullptr, a[2], b1, mom, mom, b1};
+        leaf.assign(C * inl.sums(), 0.0);
+        v.leaf(inl, a[3], on, back, leaf.data());
+        dots.insert(dots.end(), leaf.begin(), leaf.end());
         std::vector<double> out;
-        for (double* arr : {a[0], a[1], a[2], a[3], mom, mean, m2, S, b0, b1, pre0, pre1, le, lr}) {
+        for (double* arr :
+             {a[0], a[1], a[2], a[3], mom, mean, m2, S, b0, b1, pre0, pre1, le, lr, lr0}) {
           std::vector<double> h(n);
           v.download(h.data(), arr);
           out.insert(out.end(), h.begin(), h.end());
