@@ -13,6 +13,22 @@
 #'   plain mean would let the others hide it. Higher values give smaller
 #'   steps and fewer divergences
 #'
+#' @param max_energy_error WALNUTS's split steps (Bou-Rabee, Carpenter,
+#'   Kleppe and Liu, 2025): a leapfrog step of the trajectory whose energy
+#'   error is at least `max_energy_error` is taken again as 2, 4, ..., 64
+#'   steps of a half, a quarter, ... the step size, the fewest that keep the
+#'   error below it, so that a trajectory passing through a region that needs
+#'   a much smaller step than the rest (the neck of a hierarchical model's
+#'   funnel) goes through it instead of diverging there; a split step that
+#'   the same rule would not pick from its end, going back, is not
+#'   reversible, and the trajectory's points past it get no weight, which
+#'   keeps the draws exact. A step that no split keeps within the error is a
+#'   divergence. `Inf` takes every step whole, as Stan's NUTS does. Split
+#'   steps count in `n_leapfrog__` ([get_sampler_params()]); a step that
+#'   needs none costs nothing more than NUTS's, but the trajectory then
+#'   writes each new point beside the last rather than over it (two more
+#'   vectors' memory traffic a step, noticeable only on models with millions
+#'   of parameters)
 #' @param Lmin,Lmax the number of leapfrog steps of each iteration is drawn
 #'   uniformly from `Lmin` to `Lmax`
 #' @param epsilon the leapfrog step size, a starting value: warmup tunes it by
@@ -211,7 +227,8 @@ NULL
 nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd = "gradient",
                  adapt_metric = c("pooled", "per_chain"),
                  metric = c("auto", "diagonal", "dense"),
-                 adapt_step_size = c("shared", "per_chain"), warmup_rescue = TRUE) {
+                 adapt_step_size = c("shared", "per_chain"), warmup_rescue = TRUE,
+                 max_energy_error = Inf) {
   check_count(max_treedepth, "max_treedepth", minimum = 1)
   if (max_treedepth > 30) stop("`max_treedepth` must be at most 30", call. = FALSE)
   if (!is.numeric(adapt_delta) || length(adapt_delta) != 1 || !is.finite(adapt_delta) ||
@@ -229,6 +246,7 @@ nuts <- function(max_treedepth = 10, adapt_delta = 0.8, epsilon = 0.1, diag_sd =
                                 adapt_metric = adapt_metric, metric = metric,
                                 adapt_step_size = adapt_step_size,
                                 warmup_rescue = check_flag(warmup_rescue, "warmup_rescue"),
+                                max_energy_error = check_energy_error(max_energy_error),
                                 diag_sd_from_gradient = from_gradient),
               name = "nuts")
   class(obj) <- c("nuts sampler", "sampler")
@@ -370,6 +388,16 @@ check_adapt_metric <- function(adapt_metric) {
 
 check_adapt_step_size <- function(adapt_step_size) {
   check_choice(adapt_step_size, c("shared", "per_chain"), "adapt_step_size")
+}
+
+# nuts()'s max_energy_error: one positive number, Inf allowed (no split steps).
+check_energy_error <- function(max_energy_error) {
+  if (!is.numeric(max_energy_error) || length(max_energy_error) != 1 ||
+      is.na(max_energy_error) || max_energy_error <= 0) {
+    stop("`max_energy_error` must be a single positive number (or Inf: no split steps)",
+         call. = FALSE)
+  }
+  as.numeric(max_energy_error)
 }
 
 # "auto", "diagonal" or "dense"; a dense metric is learnt whole in warmup, so

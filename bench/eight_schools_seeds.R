@@ -6,6 +6,7 @@
 #   Rscript bench/eight_schools_seeds.R [--seeds 50] [--rstan yes|no]
 #                                       [--adapt_delta 0.8]
 #                                       [--adapt_step_size default|per_chain|shared]
+#                                       [--max_energy_error default|number]
 #
 # (--adapt_step_size default: nuts()'s own, also for a lockstep from before
 # the argument, issue 49.) The table also counts the runs whose warmup moved
@@ -33,7 +34,7 @@
 
 source("bench/seed_runs.R")  # verdict(), seeds_table()
 opt <- seeds_options(list(seeds = "50", rstan = "yes", adapt_delta = "0.8",
-                          adapt_step_size = "default"))
+                          adapt_step_size = "default", max_energy_error = "default"))
 n_seeds <- as.integer(opt$seeds)
 adapt_delta <- as.numeric(opt$adapt_delta)
 use_rstan <- identical(opt$rstan, "yes")
@@ -66,7 +67,8 @@ exact_mu_theta <- function(points = 1200) {
 
 run_lockstep <- function(seed, m, exact) {
   lockstep_verdict(seed, function() {
-    mcmc(m, sampler = seeds_sampler(adapt_delta, opt$adapt_step_size), verbose = FALSE)
+    mcmc(m, sampler = seeds_sampler(adapt_delta, opt$adapt_step_size, opt$max_energy_error),
+         verbose = FALSE)
   }, "mu_theta", exact[["mean"]])
 }
 

@@ -5,6 +5,7 @@
 #                               [--precision double] [--warmup 200] [--samples 200]
 #                               [--rstan-grad seconds] [--rstan-run no|yes]
 #                               [--start gradient|unit] [--seed 1] [--save file.rds]
+#                               [--max_energy_error default|number]
 #
 # Prints the wall time, the leapfrog steps of warmup and sampling, the time per
 # chain-gradient, the traced parameters' posterior means against the values the data were
@@ -22,6 +23,7 @@
 # whole run, warmup included, and of sampling alone): the sampler's quality at scale
 # (steps per iteration, step size, ESS per draw) as well as the gradient's cost. Only for
 # small N: rstan's NUTS at N = 2e4, G = 500 takes about half an hour on 2 cores.
+# --max_energy_error passes nuts() its WALNUTS threshold (split steps, ?nuts).
 # With --save, lockstep's sampler parameters by iteration (warmup included, a data frame
 # per chain) and the traced draws are saved there, to see where the leapfrog steps went.
 suppressPackageStartupMessages(library(lockstep))
@@ -30,7 +32,8 @@ script <- normalizePath(sub("^--file=", "", grep("^--file=", commandArgs(FALSE),
 source(file.path(dirname(script), "hlogit_model.R"))
 opt <- bench_options(list(N = "1e6", G = "", chains = "4", threads = "2", precision = "double",
                           warmup = "200", samples = "200", `rstan-grad` = "", `rstan-run` = "no",
-                          start = "gradient", seed = "1", save = ""))
+                          start = "gradient", seed = "1", save = "",
+                          max_energy_error = "default"))
 if (!opt$start %in% c("gradient", "unit")) stop("--start must be gradient or unit", call. = FALSE)
 N <- as.numeric(opt$N); chains <- as.integer(opt$chains); threads <- as.integer(opt$threads)
 G <- if (nzchar(opt$G)) as.integer(opt$G) else NULL
@@ -74,7 +77,12 @@ report <- function(label, wall, params, draws) {
 cat(sprintf("N = %g, G = %d, %d chains, %d threads, %s: %d warmup + %d sampling iterations (%d free parameters), warmup's metric starting from %s\n",
             N, sim$data$G, chains, threads, opt$precision, warmup, samples, m$n_free,
             if (opt$start == "unit") "the unit metric" else "the gradient"))
-sampler <- if (opt$start == "unit") nuts(diag_sd = 1) else nuts()
+sampler_args <- if (opt$start == "unit") list(diag_sd = 1) else list()
+# (default: nuts()'s own, also for a lockstep from before the argument)
+if (opt$max_energy_error != "default") {
+  sampler_args$max_energy_error <- as.numeric(opt$max_energy_error)
+}
+sampler <- do.call(nuts, sampler_args)
 set.seed(as.integer(opt$seed))
 wall <- system.time(draws <- mcmc(m, sampler = sampler, warmup = warmup, n_samples = samples,
                                   chains = chains, verbose = TRUE,  # progress on stderr: a run at scale is long

@@ -6,6 +6,7 @@
 #                               [--cores 2] [--threads default,1] [--seed 1]
 #                               [--rstan yes|no] [--metric auto|diagonal|dense]
 #                               [--sampler nuts|chees] [--start gradient|unit]
+#                               [--max_energy_error default|number]
 #   Rscript bench/posteriordb.R --compile-only yes   # compile (and cache) the Stan programs
 #
 # Run from the repository root, with an installed lockstep (R_LIBS may point at a
@@ -30,6 +31,8 @@
 # chees() (with the same metric) against rstan's NUTS. lockstep's warmup starts
 # from a metric scaled to the gradient at the initial values (its default);
 # with --start unit, from the unit metric as Stan's does (diag_sd = 1).
+# --max_energy_error passes nuts() its WALNUTS threshold (default: nuts()'s own,
+# also for a lockstep from before the argument).
 # "seconds" is the wall time of the mcmc() /
 # sampling() call, warmup included (model building and rstan's compilation are
 # not; rstan's includes starting its worker processes). ESS is the bulk ESS of
@@ -42,7 +45,8 @@
 args <- commandArgs(trailingOnly = TRUE)
 opt <- list(posteriors = "fast", warmup = "1000", samples = "1000", chains = "4", cores = "2",
             threads = "default,1", seed = "1", rstan = "yes", compile_only = "no",
-            metric = "auto", sampler = "nuts", start = "gradient")
+            metric = "auto", sampler = "nuts", start = "gradient",
+            max_energy_error = "default")
 i <- 1
 while (i <= length(args)) {
   key <- gsub("-", "_", sub("^--", "", args[i]))
@@ -61,8 +65,13 @@ if (!opt$sampler %in% c("nuts", "chees")) stop("--sampler must be nuts or chees"
 if (!opt$start %in% c("gradient", "unit")) stop("--start must be gradient or unit")
 lockstep_sampler <- function() {
   sampler <- if (opt$sampler == "chees") lockstep::chees else lockstep::nuts
-  if (opt$start == "unit") sampler(metric = opt$metric, diag_sd = 1)
-  else sampler(metric = opt$metric)
+  args <- list(metric = opt$metric)
+  if (opt$start == "unit") args$diag_sd <- 1
+  if (opt$max_energy_error != "default") {
+    if (opt$sampler != "nuts") stop("--max_energy_error is nuts()'s")
+    args$max_energy_error <- as.numeric(opt$max_energy_error)
+  }
+  do.call(sampler, args)
 }
 threads <- strsplit(opt$threads, ",")[[1]]  # lockstep's thread counts; "default": cpu_only()'s
 

@@ -53,11 +53,15 @@ rstan_verdict <- function(seed, fit, name, reference) {
   verdict(lapply(seq_len(ncol(arr)), function(k) as.numeric(arr[, k])), got$warnings, reference)
 }
 
-# nuts() at adapt_delta, with adapt_step_size unless "default" (nuts()'s own,
-# also for a lockstep from before the argument).
-seeds_sampler <- function(adapt_delta, adapt_step_size) {
-  if (identical(adapt_step_size, "default")) return(nuts(adapt_delta = adapt_delta))
-  nuts(adapt_delta = adapt_delta, adapt_step_size = adapt_step_size)
+# nuts() at adapt_delta, with adapt_step_size and max_energy_error unless
+# "default" (nuts()'s own, also for a lockstep from before the arguments).
+seeds_sampler <- function(adapt_delta, adapt_step_size, max_energy_error = "default") {
+  args <- list(adapt_delta = adapt_delta)
+  if (!identical(adapt_step_size, "default")) args$adapt_step_size <- adapt_step_size
+  if (!identical(max_energy_error, "default")) {
+    args$max_energy_error <- as.numeric(max_energy_error)
+  }
+  do.call(nuts, args)
 }
 
 # The table over seeds 1..n_seeds of each sampler in `samplers` (named

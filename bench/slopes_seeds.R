@@ -8,6 +8,7 @@
 #   Rscript bench/slopes_seeds.R [--seeds 50] [--rstan yes|no]
 #                                [--adapt_delta 0.8]
 #                                [--adapt_step_size default|per_chain|shared]
+#                                [--max_energy_error default|number]
 #
 # Run from the repository root, with an installed lockstep (R_LIBS may point
 # at a private library) and rstan (make bench-setup), which also makes the
@@ -26,7 +27,7 @@
 
 source("bench/seed_runs.R")
 opt <- seeds_options(list(seeds = "50", rstan = "yes", adapt_delta = "0.8",
-                          adapt_step_size = "default"))
+                          adapt_step_size = "default", max_energy_error = "default"))
 n_seeds <- as.integer(opt$seeds)
 adapt_delta <- as.numeric(opt$adapt_delta)
 use_rstan <- identical(opt$rstan, "yes")
@@ -94,7 +95,8 @@ cat(sprintf("reference posterior of int: mean %.4f (MCSE %.4f), sd %.4f\n", refe
 
 samplers <- list(lockstep = function(seed) {
   lockstep_verdict(seed, function() {
-    mcmc(m, sampler = seeds_sampler(adapt_delta, opt$adapt_step_size), verbose = FALSE)
+    mcmc(m, sampler = seeds_sampler(adapt_delta, opt$adapt_step_size, opt$max_energy_error),
+         verbose = FALSE)
   }, "int", reference[["mean"]])
 })
 if (use_rstan) {

@@ -364,6 +364,9 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   } else if (kind == "nuts") {
     spec.nuts.max_treedepth = as<int>(parameters["max_treedepth"]);
     spec.nuts.adapt_delta = as<double>(parameters["adapt_delta"]);
+    // (a sampler object from before this option has none: NUTS's leaves)
+    if (has("max_energy_error"))
+      spec.nuts.max_energy_error = as<double>(parameters["max_energy_error"]);
   } else if (kind == "chees") {
     spec.chees.max_leapfrog = as<int>(parameters["max_leapfrog"]);
   } else if (kind == "rwmh") {

@@ -295,6 +295,7 @@ void DeviceShardsVectors::leaf(const LeafVectors& v, const double* m, const Chai
     mine.sd = at(v.sd, s);
     mine.S = at(v.S, s);
     mine.first = at(v.first, s);
+    mine.p_from = at(v.p_from, s);
     for (int k = 0; k < v.starts; ++k) {
       mine.begin[k] = at(v.begin[k], s);
       mine.prefix[k] = at(v.prefix[k], s);

@@ -10,6 +10,10 @@ namespace {
 NutsSettings checked(NutsSettings s) {
   if (s.max_treedepth < 1 || s.max_treedepth > 30)
     throw std::invalid_argument("nuts: max_treedepth must be between 1 and 30");
+  if (!(s.max_energy_error > 0))
+    throw std::invalid_argument("nuts: max_energy_error must be positive (or infinite)");
+  if (s.max_micro_depth < 1 || s.max_micro_depth > 12)
+    throw std::invalid_argument("nuts: max_micro_depth must be between 1 and 12");
   return s;
 }
 
@@ -20,7 +24,7 @@ Nuts::Nuts(Target& target, NutsSettings settings, const std::vector<double>& ini
     : HamiltonianSampler(target, settings.epsilon, settings.diag_sd, settings.adapt_delta, init,
                          key0, key1, "nuts", settings.per_chain_metric),
       settings_(checked(settings)),
-      tree_(settings_.max_treedepth) {
+      tree_(settings_.max_treedepth, settings_.max_energy_error, settings_.max_micro_depth) {
   step_size_adaptation_.pool_harmonically();
   adapt_step_size_per_chain(settings_.per_chain_step_size);
   set_warmup_rescue(settings_.warmup_rescue);

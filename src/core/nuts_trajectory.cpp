@@ -25,6 +25,10 @@ void NutsTrajectory::ensure_vectors() {
                      &subtree_p_first_, &subtree_rho_})
     *a = v.make();
   for (auto* v : {&lp_fwd_, &lp_bck_, &lp_leaf_, &lp_propose_}) v->assign(s_->C_, 0.0);
+  if (!adaptive()) return;
+  for (double** a : {&z_next_, &p_next_, &g_next_, &p_start_, &z_w_, &p_w_, &g_w_, &zeros_})
+    *a = v.make();
+  for (auto* v : {&lp_next_, &lp_w_}) v->assign(s_->C_, 0.0);
 }
 
 void NutsTrajectory::ensure_levels(int depth) {
@@ -95,12 +99,15 @@ void NutsTrajectory::start() {
   log_sum_weight_.assign(C, 0.0);
   log_sum_weight_subtree_.assign(C, -HUGE_VAL);
   sum_metro_prob_.assign(C, 0.0);
-  for (auto* a : {&depth_, &done_, &building_, &valid_, &n_leapfrog_, &divergent_, &moved_})
+  for (auto* a : {&depth_, &done_, &building_, &valid_, &n_leapfrog_, &n_leaves_, &divergent_,
+                  &moved_})
     a->assign(C, 0);
   direction_.assign(C, 1);
   merge_sums_.resize(C * 6);
   const std::vector<double> k = s.kinetic_energies(p_sample_, all);
   for (long c = 0; c < C; ++c) H0_[c] = -s.lp_[c] + k[c];
+  H_fwd_ = H0_, H_bck_ = H0_, H_leaf_ = H0_;
+  for (auto* a : {&blocked_fwd_, &blocked_bck_, &micro_failed_}) a->assign(C, 0);
 }
 
 bool NutsTrajectory::all_done() const {
@@ -125,6 +132,7 @@ void NutsTrajectory::choose_directions() {
     direction_[c] = stream.uniform() > 0.5 ? 1 : -1;
     (direction_[c] > 0 ? forward_ : backward_).set(c);
     lp_leaf_[c] = direction_[c] > 0 ? lp_fwd_[c] : lp_bck_[c];
+    H_leaf_[c] = direction_[c] > 0 ? H_fwd_[c] : H_bck_[c];
   }
   const ChainMask started = ChainMask::where(building_);
   v.copy(z_leaf_, z_fwd_, forward_), v.copy(p_leaf_, p_fwd_, forward_);
@@ -146,9 +154,14 @@ void NutsTrajectory::build_subtree(int d) {
     // Cut short (set_cut_check()): the subtree being built is dropped.
     if (s.cut_short()) break;
     // Leapfrog: half kick and drift for every chain still building; the
-    // others wait, their leaf unchanged.
-    v.leapfrog(z_leaf_, z_leaf_, p_leaf_, g_leaf_, s.m_v_, 0.5 * eps, eps, true, on, backward_);
-    v.log_density(z_leaf_, lp_leaf_.data(), g_leaf_);
+    // others wait, their leaf unchanged. (WALNUTS: the new leaf beside the
+    // old, which stays the start a split step starts from.)
+    const bool walnuts = adaptive();
+    double* z_new = walnuts ? z_next_ : z_leaf_;
+    double* p_new = walnuts ? p_next_ : p_leaf_;
+    double* g_new = walnuts ? g_next_ : g_leaf_;
+    v.leapfrog(z_new, z_leaf_, p_leaf_, g_leaf_, s.m_v_, 0.5 * eps, eps, true, on, backward_);
+    v.log_density(z_new, (walnuts ? lp_next_ : lp_leaf_).data(), g_new);
     // The second half kick and everything else this leaf does to the
     // vectors, in one pass (ChainVectors::leaf): the kinetic energy, the
     // subtree's rho, the blocks of leaves it starts, the left sibling it
@@ -156,7 +169,8 @@ void NutsTrajectory::build_subtree(int d) {
     // (up to LeafVectors::max_checks of them; the rest below). Which of
     // these a leaf does depends on k alone.
     LeafVectors lv{};
-    lv.p = p_leaf_, lv.g = g_leaf_, lv.kick = 0.5 * eps, lv.sd = s.sd_v_, lv.S = subtree_rho_;
+    lv.p = p_new, lv.g = g_new, lv.kick = 0.5 * eps, lv.sd = s.sd_v_, lv.S = subtree_rho_;
+    if (walnuts) lv.p_from = p_leaf_;
     lv.first = k == 0 ? subtree_p_first_ : nullptr;
     int starts = 0;  // blocks of 2^j leaves starting at this leaf: j < starts
     while (starts < d && k % (1L << starts) == 0) ++starts;
@@ -185,9 +199,9 @@ void NutsTrajectory::build_subtree(int d) {
       const double* left_begin = outer_begin(j, d);
       if (j == 0)
         return SubtreeVectors{subtree_rho_, nullptr, levels_[0].left_rho, left_begin,
-                              p_leaf_,      p_leaf_, left_begin};
+                              p_new,        p_new,   left_begin};
       return SubtreeVectors{subtree_rho_, start(j).prefix, levels_[j].left_rho, left_begin,
-                            p_leaf_,      start(j).begin,  levels_[j].left_end};
+                            p_new,        start(j).begin,  levels_[j].left_end};
     };
     lv.checks = std::min(merges, LeafVectors::max_checks);
     for (int j = 0; j < lv.checks; ++j) lv.check[j] = subtree(j);
@@ -199,14 +213,22 @@ void NutsTrajectory::build_subtree(int d) {
     const int n_sums = lv.sums();
     leaf_sums_.resize(C * n_sums);
     v.leaf(lv, s.m_v_, on, backward_, leaf_sums_.data());
+    if (walnuts) {
+      refine_leaves(lv, on);
+      std::swap(z_leaf_, z_next_), std::swap(p_leaf_, p_next_), std::swap(g_leaf_, g_next_);
+      std::swap(lp_leaf_, lp_next_);
+    }
     ChainMask take;  // chains whose subtree's proposal becomes this leaf
     for (long c = 0; c < C; ++c) {
       if (!on[c]) continue;
-      ++n_leapfrog_[c];
+      ++n_leapfrog_[c], ++n_leaves_[c];
       double H = -lp_leaf_[c] + 0.5 * leaf_sums_[c * n_sums];
-      if (std::isnan(H)) H = HUGE_VAL;
+      if (std::isnan(H) || micro_failed_[c]) H = HUGE_VAL;
+      H_leaf_[c] = H;
       if (H - H0_[c] > divergence_threshold) divergent_[c] = 1;
-      const double w = H0_[c] - H;  // the leaf's log weight
+      // the leaf's log weight: none past a step that is not reversible
+      const bool blocked = direction_[c] > 0 ? blocked_fwd_[c] : blocked_bck_[c];
+      const double w = blocked ? -HUGE_VAL : H0_[c] - H;
       sum_metro_prob_[c] += w > 0 ? 1 : std::exp(w);
       log_sum_weight_subtree_[c] = log_add_exp(log_sum_weight_subtree_[c], w);
       // streaming multinomial draw within the subtree
@@ -244,6 +266,98 @@ void NutsTrajectory::build_subtree(int d) {
   }
 }
 
+std::vector<double> NutsTrajectory::micro_steps(const double* z, const double* p,
+                                                const double* g, long n, double h,
+                                                const ChainMask& on, const ChainMask& back) {
+  HamiltonianSampler& s = *s_;
+  ChainVectors& v = s.vectors();
+  v.copy(z_w_, z, on), v.copy(p_w_, p, on), v.copy(g_w_, g, on);
+  for (long i = 0; i < n; ++i) {
+    // the half kick that ends one step merged with the next one's
+    v.leapfrog(z_w_, z_w_, p_w_, g_w_, s.m_v_, i == 0 ? 0.5 * h : h, h, true, on, back);
+    v.log_density(z_w_, lp_w_.data(), g_w_);
+  }
+  v.leapfrog(nullptr, nullptr, p_w_, g_w_, s.m_v_, 0.5 * h, 0.0, false, on, back);
+  const std::vector<double> k = s.kinetic_energies(p_w_, on);
+  std::vector<double> H(s.C_, NAN);
+  for (long c = 0; c < s.C_; ++c)
+    if (on[c]) H[c] = -lp_w_[c] + k[c];
+  return H;
+}
+
+void NutsTrajectory::refine_leaves(const LeafVectors& lv, const ChainMask& on) {
+  HamiltonianSampler& s = *s_;
+  const long C = s.C_;
+  ChainVectors& v = s.vectors();
+  const double eps = s.epsilon_, delta = max_energy_error_;
+  const int n_sums = lv.sums();
+  // (a NaN energy is never within the error)
+  auto within = [delta](double a, double b) { return std::fabs(a - b) < delta; };
+  ChainMask split;  // chains whose one step's energy error is too large
+  for (long c = 0; c < C; ++c) {
+    micro_failed_[c] = 0;
+    if (on[c] && !within(-lp_next_[c] + 0.5 * leaf_sums_[c * n_sums], H_leaf_[c])) split.set(c);
+  }
+  if (!split.any()) return;
+  // Undo the step's pass for them (its momentum out of the subtree's rho;
+  // the rest of what it wrote, the pass below writes again), and rebuild
+  // the start's momentum from the half step p_leaf_ holds.
+  v.add(subtree_rho_, subtree_rho_, p_next_, -1, split);
+  v.copy(p_start_, p_leaf_, split);
+  v.leapfrog(nullptr, nullptr, p_start_, g_leaf_, s.m_v_, -0.5 * eps, 0.0, false, split,
+             backward_);
+  ChainMask refined;
+  for (int depth = 1; depth <= max_micro_depth_ && split.any(); ++depth) {
+    const long n = 1L << depth;
+    const std::vector<double> H = micro_steps(z_leaf_, p_start_, g_leaf_, n, eps / n, split,
+                                              backward_);
+    ChainMask passed, check;
+    for (long c = 0; c < C; ++c) {
+      if (!split[c]) continue;
+      n_leapfrog_[c] += static_cast<int>(n);
+      if (!within(H[c], H_leaf_[c])) continue;
+      passed.set(c);
+      split.set(c, false);
+      lp_next_[c] = lp_w_[c];
+      // a leaf already of weight 0 needs no check
+      if (!(direction_[c] > 0 ? blocked_fwd_[c] : blocked_bck_[c])) check.set(c);
+    }
+    if (!passed.any()) continue;
+    v.copy(z_next_, z_w_, passed), v.copy(p_next_, p_w_, passed), v.copy(g_next_, g_w_, passed);
+    for (long c = 0; c < C; ++c)
+      if (passed[c]) refined.set(c);
+    // Reversible only if, from the end with the momentum reversed, no
+    // smaller depth keeps the error down.
+    ChainMask reversed;
+    for (long c = 0; c < C; ++c)
+      if (check[c] && !backward_[c]) reversed.set(c);
+    for (int r = 0; r < depth && check.any(); ++r) {
+      const long nr = 1L << r;
+      const std::vector<double> Hr = micro_steps(z_next_, p_next_, g_next_, nr, eps / nr, check,
+                                                 reversed);
+      for (long c = 0; c < C; ++c) {
+        if (!check[c]) continue;
+        n_leapfrog_[c] += static_cast<int>(nr);
+        if (!within(Hr[c], H[c])) continue;
+        (direction_[c] > 0 ? blocked_fwd_ : blocked_bck_)[c] = 1;
+        check.set(c, false);
+      }
+    }
+  }
+  for (long c = 0; c < C; ++c)
+    if (split[c]) micro_failed_[c] = 1;
+  if (!refined.any()) return;
+  // the refined leaves' pass, their momentum final (a kick of zeros)
+  LeafVectors redo = lv;
+  redo.p_from = nullptr, redo.g = zeros_, redo.kick = 0.0;
+  std::vector<double> sums(C * n_sums);
+  v.leaf(redo, s.m_v_, refined, backward_, sums.data());
+  for (long c = 0; c < C; ++c)
+    if (refined[c])
+      std::copy(sums.begin() + c * n_sums, sums.begin() + (c + 1) * n_sums,
+                leaf_sums_.begin() + c * n_sums);
+}
+
 void NutsTrajectory::join_subtrees() {
   HamiltonianSampler& s = *s_;
   const long C = s.C_;
@@ -259,6 +373,7 @@ void NutsTrajectory::join_subtrees() {
     }
     (direction_[c] > 0 ? join_fwd : join_bck).set(c);
     (direction_[c] > 0 ? lp_fwd_ : lp_bck_)[c] = lp_leaf_[c];
+    (direction_[c] > 0 ? H_fwd_ : H_bck_)[c] = H_leaf_[c];
   }
   v.copy(z_fwd_, z_leaf_, join_fwd), v.copy(p_fwd_, p_leaf_, join_fwd);
   v.copy(g_fwd_, g_leaf_, join_fwd);
@@ -306,7 +421,8 @@ void NutsTrajectory::finish() {
   const long C = s.C_;
   const std::vector<double> k = s.kinetic_energies(p_sample_, ChainMask::all(C));
   for (long c = 0; c < C; ++c) {
-    s.stats_.accept_stat[c] = n_leapfrog_[c] > 0 ? sum_metro_prob_[c] / n_leapfrog_[c] : 0;
+    // (over the leaves: a split step's smaller steps are one leaf)
+    s.stats_.accept_stat[c] = n_leaves_[c] > 0 ? sum_metro_prob_[c] / n_leaves_[c] : 0;
     s.stats_.n_leapfrog[c] = n_leapfrog_[c];
     s.stats_.tree_depth[c] = depth_[c];
     s.stats_.divergent[c] = divergent_[c];

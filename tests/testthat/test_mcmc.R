@@ -527,6 +527,38 @@ test_that("nuts() checks its arguments", {
   expect_error(hmc(adapt_step_size = NA), "`adapt_step_size`")
   expect_error(nuts(warmup_rescue = NA), "`warmup_rescue` must be TRUE or FALSE")
   expect_error(chees(warmup_rescue = "yes"), "`warmup_rescue` must be TRUE or FALSE")
+  for (bad in list(0, -1, NA, NaN, "1", c(1, 2))) {
+    expect_error(nuts(max_energy_error = bad), "`max_energy_error` must be a single positive number")
+  }
+})
+
+test_that("nuts(max_energy_error =) splits steps (WALNUTS) and samples a funnel's neck (issue 49)", {
+  expect_identical(nuts(max_energy_error = 2)$parameters$max_energy_error, 2)
+  # a funnel: log(s) ~ N(0, 1) exactly, z's scale s; its neck (s near 0)
+  # needs far smaller steps than its mouth
+  s <- lognormal(0, 1)
+  z <- normal(0, s, dim = 6)
+  m <- model(s, z)
+  run <- function(sampler) {
+    set.seed(4912)
+    suppressWarnings(mcmc(m, sampler = sampler, warmup = 500, n_samples = 1500, chains = 4,
+                          verbose = FALSE))
+  }
+  d <- run(nuts(max_energy_error = 0.5))
+  log_s <- log(as.matrix(d)[, "s"])
+  n_eff <- length(log_s) / 20
+  expect_lt(abs(mean(log_s)), 5 / sqrt(n_eff))
+  expect_lt(abs(var(log_s) - 1), 5 * sqrt(2 / n_eff))
+  # the neck: P(log s < -1.5) = 0.0668
+  expect_lt(abs(mean(log_s < -1.5) - pnorm(-1.5)), 5 * sqrt(0.0668 * 0.933 / n_eff))
+  # split steps were taken and are counted as leapfrog steps: some iterations
+  # took more than NUTS's most for their tree depth
+  more <- vapply(get_sampler_params(d), function(p) {
+    sum(p[, "n_leapfrog__"] > 2^(p[, "treedepth__"] + 1) - 1)
+  }, numeric(1))
+  expect_gt(sum(more), 0)
+  # with no step to split, the draws are plain NUTS's
+  expect_identical(as.matrix(run(nuts(max_energy_error = 1e300))), as.matrix(run(nuts())))
 })
 
 test_that("warmup moves a stuck chain to a healthy chain's state, records it and says so (issue 49)", {

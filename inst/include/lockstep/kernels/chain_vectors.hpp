@@ -393,7 +393,8 @@ struct SubtreeChecksTerm {
 
 // What NUTS does with a new leaf once its gradient is known, in one pass
 // over the vectors instead of one pass per operation (LeafTerm):
-//   p += kick g (kick negated on the chains moving backward in time),
+//   p += kick g (kick negated on the chains moving backward in time; p =
+//   p_from + kick g when p_from is not null, which leaves p_from as it was),
 //   the kinetic energy's sum (p sd)^2,
 //   S += p (the subtree's rho so far), first = p (the subtree's first leaf),
 //   begin[j] = p and prefix[j] = S - p for the blocks of leaves this leaf
@@ -417,6 +418,7 @@ struct LeafVectors {
   const double* sd;
   double* S;
   double* first;  // or nullptr
+  const double* p_from = nullptr;  // or nullptr: p itself
   int starts;
   double* begin[max_starts];
   double* prefix[max_starts];
@@ -449,7 +451,7 @@ struct LeafTerm {
     const long c = c0 + t;
     if (!on[c]) return 0;
     const long k = c * dim + i;
-    v.p[k] += (back[c] ? -v.kick : v.kick) * v.g[k];
+    v.p[k] = (v.p_from ? v.p_from[k] : v.p[k]) + (back[c] ? -v.kick : v.kick) * v.g[k];
     const double p = v.p[k], e = p * v.sd[k];
     const double S = v.S[k] + 1.0 * p;
     v.S[k] = S;
@@ -479,6 +481,7 @@ struct LeafTerm {
     const double kick = back[c] ? -v.kick : v.kick;
     const long base = c * dim;
     double* p = v.p + base;
+    const double* p_from = v.p_from ? v.p_from + base : p;
     double* S = v.S + base;
     const double* g = v.g + base;
     const double* sd = v.sd + base;
@@ -494,7 +497,7 @@ struct LeafTerm {
                                (v.checks > 1 && !v.check[1].prefix);
     for (long i0 = 0; i0 < size; i0 += chunk) {
       const long n = size - i0 < chunk ? size - i0 : chunk;
-      for (long i = i0; i < i0 + n; ++i) p[i] += kick * g[i];
+      for (long i = i0; i < i0 + n; ++i) p[i] = p_from[i] + kick * g[i];
       const long from = i0 < counted_from ? counted_from : i0;
       for (long i = from; i < i0 + n; ++i) {
         const double e = p[i] * sd[i];

@@ -53,6 +53,11 @@ struct NutsSettings {
   bool per_chain_metric = false;  // Sampler: adapt each chain's diag_sd alone
   bool per_chain_step_size = false;  // Sampler: adapt each chain's step size alone
   bool warmup_rescue = true;  // Sampler: move stuck chains at warmup's window ends
+  // WALNUTS's leaves (nuts_trajectory.hpp): a leapfrog step whose energy
+  // error is at least max_energy_error is split into up to 2^max_micro_depth
+  // steps; infinite: NUTS's leaves.
+  double max_energy_error = HUGE_VAL;
+  int max_micro_depth = 6;
 };
 
 class Nuts : public HamiltonianSampler {
