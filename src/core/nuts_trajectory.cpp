@@ -106,7 +106,7 @@ void NutsTrajectory::start() {
   merge_sums_.resize(C * 6);
   const std::vector<double> k = s.kinetic_energies(p_sample_, all);
   for (long c = 0; c < C; ++c) H0_[c] = -s.lp_[c] + k[c];
-  H_fwd_ = H0_, H_bck_ = H0_, H_leaf_ = H0_;
+  H_fwd_ = H0_, H_bck_ = H0_, H_leaf_ = H0_, H_whole_ = H0_;
   for (auto* a : {&blocked_fwd_, &blocked_bck_, &micro_failed_}) a->assign(C, 0);
 }
 
@@ -229,7 +229,14 @@ void NutsTrajectory::build_subtree(int d) {
       // the leaf's log weight: none past a step that is not reversible
       const bool blocked = direction_[c] > 0 ? blocked_fwd_[c] : blocked_bck_[c];
       const double w = blocked ? -HUGE_VAL : H0_[c] - H;
-      sum_metro_prob_[c] += w > 0 ? 1 : std::exp(w);
+      // The acceptance statistic of warmup's step size is the step's as NUTS
+      // took it, whole: split steps keep their energy error small whatever
+      // the step size, so counting theirs would let the step size grow
+      // until most steps were split (on kilpisjarvi, 6x the gradients).
+      double u = walnuts ? H_whole_[c] : H;
+      if (std::isnan(u)) u = HUGE_VAL;
+      const double a = H0_[c] - u;
+      sum_metro_prob_[c] += a > 0 ? 1 : std::exp(a);
       log_sum_weight_subtree_[c] = log_add_exp(log_sum_weight_subtree_[c], w);
       // streaming multinomial draw within the subtree
       Stream& stream = s.chain_streams_[c];
@@ -296,7 +303,9 @@ void NutsTrajectory::refine_leaves(const LeafVectors& lv, const ChainMask& on) {
   ChainMask split;  // chains whose one step's energy error is too large
   for (long c = 0; c < C; ++c) {
     micro_failed_[c] = 0;
-    if (on[c] && !within(-lp_next_[c] + 0.5 * leaf_sums_[c * n_sums], H_leaf_[c])) split.set(c);
+    if (!on[c]) continue;
+    H_whole_[c] = -lp_next_[c] + 0.5 * leaf_sums_[c * n_sums];
+    if (!within(H_whole_[c], H_leaf_[c])) split.set(c);
   }
   if (!split.any()) return;
   // Undo the step's pass for them (its momentum out of the subtree's rho;

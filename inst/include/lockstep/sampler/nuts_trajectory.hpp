@@ -131,11 +131,12 @@ class NutsTrajectory {
   // WALNUTS's (adaptive() only): the new leaf, written beside the one it
   // steps from; the start's momentum rebuilt, and the micro steps' state;
   // zeros (a kick that leaves the momentum as it is); per chain, the
-  // energies at the trajectory's ends and at the newest leaf, whether the
+  // energies at the trajectory's ends, at the newest leaf, and at the newest
+  // leaf as one whole step made it (the acceptance statistic's), whether the
   // trajectory has passed a step that is not reversible forward, backward,
   // and whether the newest leaf's step could not be kept within the error.
   double *z_next_ = nullptr, *p_next_, *g_next_, *p_start_, *z_w_, *p_w_, *g_w_, *zeros_;
-  std::vector<double> lp_next_, lp_w_, H_fwd_, H_bck_, H_leaf_;
+  std::vector<double> lp_next_, lp_w_, H_fwd_, H_bck_, H_leaf_, H_whole_;
   std::vector<int> blocked_fwd_, blocked_bck_, micro_failed_;
   std::vector<double> leaf_sums_;  // [chains, LeafVectors::sums()]
   std::vector<Level> levels_;
