@@ -14,7 +14,7 @@
 #'   steps and fewer divergences
 #'
 #' @param max_energy_error WALNUTS's split steps (Bou-Rabee, Carpenter,
-#'   Kleppe and Liu, 2025): a leapfrog step of the trajectory whose energy
+#'   Kleppe and Liu, 2025): in sampling, a leapfrog step whose energy
 #'   error is at least `max_energy_error` is taken again as 2, 4, ..., 64
 #'   steps of a half, a quarter, ... the step size, the fewest that keep the
 #'   error below it, so that a trajectory passing through a region that needs
@@ -23,7 +23,10 @@
 #'   the same rule would not pick from its end, going back, is not
 #'   reversible, and the trajectory's points past it get no weight, which
 #'   keeps the draws exact. A step that no split keeps within the error is a
-#'   divergence. `Inf` takes every step whole, as Stan's NUTS does. Split
+#'   divergence. Warmup takes its steps whole (its early step sizes fit
+#'   badly enough that most would split, and its rescue moves a stuck chain),
+#'   and tunes the step size on the whole steps' acceptance, as NUTS's.
+#'   `Inf` takes every step whole, as Stan's NUTS does. Split
 #'   steps count in `n_leapfrog__` ([get_sampler_params()]); a step that
 #'   needs none costs nothing more than NUTS's, but the trajectory then
 #'   writes each new point beside the last rather than over it (two more

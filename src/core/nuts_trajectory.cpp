@@ -156,7 +156,10 @@ void NutsTrajectory::build_subtree(int d) {
     // Leapfrog: half kick and drift for every chain still building; the
     // others wait, their leaf unchanged. (WALNUTS: the new leaf beside the
     // old, which stays the start a split step starts from.)
-    const bool walnuts = adaptive();
+    // Only in sampling: warmup's early step sizes and metrics fit badly
+    // enough that most steps would split (earnings: 3x the warmup
+    // gradients), and warmup has its own remedy for a stuck chain (rescue).
+    const bool walnuts = adaptive() && !s.adapting_;
     double* z_new = walnuts ? z_next_ : z_leaf_;
     double* p_new = walnuts ? p_next_ : p_leaf_;
     double* g_new = walnuts ? g_next_ : g_leaf_;

@@ -302,6 +302,7 @@ void Sampler::to_groups() {
     // and every group from the stream all chains share
     std::copy(chain_streams_.begin() + c0, chain_streams_.begin() + c1, g.chain_streams_.begin());
     g.run_stream_ = run_stream_;
+    g.adapting_ = adapting_;  // (what a transition does may depend on it: NUTS's split steps)
     std::fill(g.accepted_.begin(), g.accepted_.end(), 0);
     std::fill(g.bad_.begin(), g.bad_.end(), 0);
   }

@@ -228,13 +228,16 @@ namespace {
 
 // A sampler of the kind the chain-group tests run: NUTS, or HMC with a
 // number of steps drawn each iteration from the stream all chains share.
-// With per_chain_step, each chain adapts its own step size.
+// With per_chain_step, each chain adapts its own step size; NUTS splits
+// steps whose energy error reaches max_energy_error (WALNUTS).
 std::unique_ptr<lockstep::Sampler> group_test_sampler(bool hmc, lockstep::Target& t,
                                                       const std::vector<double>& init,
-                                                      bool per_chain_step) {
+                                                      bool per_chain_step,
+                                                      double max_energy_error) {
   if (!hmc) {
     NutsSettings s;
     s.per_chain_step_size = per_chain_step;
+    s.max_energy_error = max_energy_error;
     return std::make_unique<Nuts>(t, s, init, 21, 22);
   }
   lockstep::HmcSettings s;
@@ -252,7 +255,8 @@ std::unique_ptr<lockstep::Sampler> group_test_sampler(bool hmc, lockstep::Target
 // that choice: the dense metric's factor, or the one chosen automatically.
 std::vector<double> nuts_trace(const Program& program, long chains, long groups, int threads,
                                bool hmc = false, const lockstep::DenseMetric::Choice* dense = nullptr,
-                               bool per_chain_step = false) {
+                               bool per_chain_step = false,
+                               double max_energy_error = HUGE_VAL) {
   Executor<double> ex(program, chains, lockstep::ExecOptions());
   const long D = ex.dim();
   std::vector<double> init(chains * D);
@@ -264,7 +268,8 @@ std::vector<double> nuts_trace(const Program& program, long chains, long groups,
     metric->set_choice(*dense);
     target = metric.get();
   }
-  std::unique_ptr<lockstep::Sampler> sampler = group_test_sampler(hmc, *target, init, per_chain_step);
+  std::unique_ptr<lockstep::Sampler> sampler =
+      group_test_sampler(hmc, *target, init, per_chain_step, max_energy_error);
   lockstep::Sampler& nuts = *sampler;
   if (dense) nuts.use_dense_metric(*metric);
   if (groups > 0)
@@ -348,6 +353,34 @@ TEST_CASE("nuts in chain groups draws exactly what nuts in lockstep draws",
   for (long c = 0; c < chains; ++c) CHECK(first[c * D] != last[c * D]);
   CHECK(*std::min_element(depths.begin(), depths.end()) <
         *std::max_element(depths.begin(), depths.end()));
+}
+
+TEST_CASE("nuts with split steps (WALNUTS) in chain groups draws what it draws in lockstep",
+          "[nuts][walnuts][chain_groups]") {
+  // Split steps only in sampling: warmup is NUTS's own, in lockstep and in
+  // groups alike (a group's sampler knows it is in warmup).
+  const Program planned = eight_schools_shape();
+  const long chains = 5, D = 9, per_iteration = chains * D + 4 * chains;
+  const double error = 0.05;  // small: many sampling steps are split
+  const std::vector<double> lockstep_run = nuts_trace(planned, chains, 0, 1, false, nullptr,
+                                                      false, error);
+  for (long groups : {2L, 5L}) {
+    INFO("groups " << groups);
+    CHECK(nuts_trace(planned, chains, groups, 2, false, nullptr, false, error) == lockstep_run);
+  }
+  const std::vector<double> plain = nuts_trace(planned, chains, 0, 1);
+  CHECK(std::equal(plain.begin(), plain.begin() + 60 * per_iteration, lockstep_run.begin()));
+  // and steps were split in sampling: more leapfrog steps than a tree of
+  // that depth holds
+  long split = 0;
+  for (long it = 60; it < 80; ++it)
+    for (long c = 0; c < chains; ++c) {
+      // (an iteration's row: states, then acceptance, depths, steps, energies)
+      const double* depth = lockstep_run.data() + it * per_iteration + chains * D + chains;
+      const double* steps = depth + chains;
+      split += steps[c] > std::pow(2.0, depth[c] + 1) - 1;
+    }
+  CHECK(split > 0);
 }
 
 TEST_CASE("nuts and hmc with per-chain step sizes in chain groups draw what they draw in lockstep",

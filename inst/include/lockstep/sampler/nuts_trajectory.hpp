@@ -20,7 +20,8 @@
 //                          subtree, ends the chain's tree
 //   finish()             the iteration's statistics
 //
-// With a finite max_energy_error, each leaf is a macro step of WALNUTS (Bou-
+// With a finite max_energy_error, each leaf of a sampling iteration (warmup's
+// steps are taken whole) is a macro step of WALNUTS (Bou-
 // Rabee, Carpenter, Kleppe and Liu 2025, "the within-orbit adaptive step-
 // length no-U-turn sampler"), for the chains whose leapfrog step changed the
 // energy by that much or more: the step is taken again as 2^c steps of eps /
