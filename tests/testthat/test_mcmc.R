@@ -473,7 +473,7 @@ test_that("a chain stuck where the shared step size is too large for it is named
   stuck <- grep("barely moved", warned, value = TRUE)
   expect_length(stuck, 1)
   expect_match(stuck, "^chain 4 barely moved: mean acceptance 0.00 against 0.[0-9]+ for the other chains")
-  expect_match(stuck, "consider nuts\\(adapt_delta = 0.95\\)")
+  expect_match(stuck, "nuts\\(adapt_delta = 0.95\\)")
   expect_match(grep("divergent", warned, value = TRUE), "\\(chain 4: 100")
   # healthy chains: no such warning (the unit test of the rule)
   d_ok <- data.frame(accept_stat__ = rep(c(0.9, 0.8, 0.6, 0.85), 25), divergent__ = 0)
@@ -481,6 +481,12 @@ test_that("a chain stuck where the shared step size is too large for it is named
   d_bad <- transform(d_ok, accept_stat__ = rep(c(0.9, 0.1, 0.85, 0.2), 25))
   expect_warning(lockstep:::warn_stuck_chains(d_bad, nuts(), 4),
                  "^chains 2, 4 barely moved: mean acceptance 0.10, 0.20 against 0.88")
+  # nuts() without split steps is pointed to them; with them, not again
+  expect_warning(lockstep:::warn_stuck_chains(d_bad, nuts(), 4),
+                 "consider split steps \\(nuts\\(max_energy_error = 2\\)\\), a smaller step size")
+  expect_warning(lockstep:::warn_stuck_chains(d_bad, nuts(max_energy_error = 2), 4),
+                 "consider a smaller step size")
+  expect_warning(lockstep:::warn_stuck_chains(d_bad, hmc(), 4), "consider nuts\\(adapt_delta = 0.95\\)")
   expect_no_warning(lockstep:::warn_stuck_chains(d_bad, rwmh(), 4))  # rwmh() accepts as it does
   expect_no_warning(lockstep:::warn_stuck_chains(d_bad[c(1, 5), ], nuts(), 1))
 })
