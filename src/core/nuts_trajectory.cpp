@@ -230,8 +230,7 @@ void NutsTrajectory::build_subtree(int d) {
       H_leaf_[c] = H;
       if (H - H0_[c] > divergence_threshold) divergent_[c] = 1;
       // the leaf's log weight: none past a step that is not reversible
-      const bool blocked = direction_[c] > 0 ? blocked_fwd_[c] : blocked_bck_[c];
-      const double w = blocked ? -HUGE_VAL : H0_[c] - H;
+      const double w = blocked(c) ? -HUGE_VAL : H0_[c] - H;
       // The acceptance statistic of warmup's step size is the step's as NUTS
       // took it, whole: split steps keep their energy error small whatever
       // the step size, so counting theirs would let the step size grow
@@ -332,7 +331,7 @@ void NutsTrajectory::refine_leaves(const LeafVectors& lv, const ChainMask& on) {
       split.set(c, false);
       lp_next_[c] = lp_w_[c];
       // a leaf already of weight 0 needs no check
-      if (!(direction_[c] > 0 ? blocked_fwd_[c] : blocked_bck_[c])) check.set(c);
+      if (!blocked(c)) check.set(c);
     }
     if (!passed.any()) continue;
     v.copy(z_next_, z_w_, passed), v.copy(p_next_, p_w_, passed), v.copy(g_next_, g_w_, passed);
@@ -351,7 +350,7 @@ void NutsTrajectory::refine_leaves(const LeafVectors& lv, const ChainMask& on) {
         if (!check[c]) continue;
         n_leapfrog_[c] += static_cast<int>(nr);
         if (!within(Hr[c], H[c])) continue;
-        (direction_[c] > 0 ? blocked_fwd_ : blocked_bck_)[c] = 1;
+        blocked(c) = 1;
         check.set(c, false);
       }
     }

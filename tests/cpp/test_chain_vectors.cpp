@@ -51,6 +51,16 @@ std::vector<double> random_values(long n, std::mt19937& rng, double lo = -2, dou
   return v;
 }
 
+// New arrays of v holding the values of each of `host`, in order.
+std::vector<double*> uploaded(ChainVectors& v, const std::vector<std::vector<double>>& host) {
+  std::vector<double*> a;
+  for (const std::vector<double>& h : host) {
+    a.push_back(v.make());
+    v.upload(a.back(), h.data());
+  }
+  return a;
+}
+
 // Runs f(v, C, D) with fresh host vectors of C chains and dimension D, for
 // every chain count, dimension and place (backend and threads).
 template <class F> void each_place(std::initializer_list<long> dims, F&& f) {
@@ -272,15 +282,7 @@ TEST_CASE("chain vectors: NUTS's fused leaf equals its operations one by one",
     std::vector<std::vector<double>> host;
     for (int k = 0; k < n; ++k)
       host.push_back(random_values(C * D, rng, k == 2 || k == 21 ? 0.1 : -2, 2));
-    auto fresh = [&] {
-      std::vector<double*> a;
-      for (int k = 0; k < n; ++k) {
-        a.push_back(v.make());
-        v.upload(a.back(), host[k].data());
-      }
-      return a;
-    };
-    const std::vector<double*> f = fresh(), r = fresh();
+    const std::vector<double*> f = uploaded(v, host), r = uploaded(v, host);
     const ChainMask on = C == 1 ? ChainMask::all(1) : alternate(C);
     ChainMask back;
     for (long c = 0; c < C; c += 3) back.set(c);
@@ -358,21 +360,13 @@ TEST_CASE("chain vectors: NUTS's fused leaf with level 0's prefix inline, as NUT
     std::vector<std::vector<double>> host;
     for (int k = 0; k < n; ++k)
       host.push_back(random_values(C * D, rng, k == 2 || k == 14 ? 0.1 : -2, 2));
-    auto fresh = [&] {
-      std::vector<double*> a;
-      for (int k = 0; k < n; ++k) {
-        a.push_back(v.make());
-        v.upload(a.back(), host[k].data());
-      }
-      return a;
-    };
     const ChainMask on = C == 1 ? ChainMask::all(1) : alternate(C);
     ChainMask back;
     for (long c = 0; c < C; c += 2) back.set(c);
     const double kick = -0.021;
     for (const bool odd : {true, false}) {
       INFO((odd ? "odd" : "even") << " leaf");
-      const std::vector<double*> f = fresh(), r = fresh();
+      const std::vector<double*> f = uploaded(v, host), r = uploaded(v, host);
       auto check0 = [](const std::vector<double*>& a, const double* prefix) {
         return lockstep::SubtreeVectors{a[3], prefix, a[7], a[8], a[0], a[0], a[8]};
       };

@@ -139,6 +139,9 @@ class NutsTrajectory {
   double *z_next_ = nullptr, *p_next_, *g_next_, *p_start_, *z_w_, *p_w_, *g_w_, *zeros_;
   std::vector<double> lp_next_, lp_w_, H_fwd_, H_bck_, H_leaf_, H_whole_;
   std::vector<int> blocked_fwd_, blocked_bck_, micro_failed_;
+  // Whether chain c's trajectory has passed a step that is not reversible in
+  // the direction it is building now.
+  int& blocked(long c) { return (direction_[c] > 0 ? blocked_fwd_ : blocked_bck_)[c]; }
   std::vector<double> leaf_sums_;  // [chains, LeafVectors::sums()]
   std::vector<Level> levels_;
   std::vector<Start> starts_;  // at least as many as levels
