@@ -9,6 +9,10 @@ ls_cuda_elementwise <- function(op, a, b = NULL) {
     .Call(`_lockstep_ls_cuda_elementwise`, op, a, b)
 }
 
+ls_checksum <- function(bytes) {
+    .Call(`_lockstep_ls_checksum`, bytes)
+}
+
 ls_rows_by_chain <- function(previous, chunks, chains, thin) {
     .Call(`_lockstep_ls_rows_by_chain`, previous, chunks, chains, thin)
 }
@@ -39,6 +43,14 @@ ls_sampler_exchanged <- function(sampler) {
 
 ls_sampler_begin_warmup <- function(sampler, n) {
     invisible(.Call(`_lockstep_ls_sampler_begin_warmup`, sampler, n))
+}
+
+ls_sampler_state <- function(sampler) {
+    .Call(`_lockstep_ls_sampler_state`, sampler)
+}
+
+ls_sampler_restore <- function(sampler, state) {
+    invisible(.Call(`_lockstep_ls_sampler_restore`, sampler, state))
 }
 
 ls_sampler_run <- function(sampler, n, warmup, thin, offset, traced, keep_free) {

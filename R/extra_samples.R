@@ -44,7 +44,7 @@
 #' @export
 extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, verbose = TRUE,
                           pb_update = 50, one_by_one = FALSE, trace_batch_size = 100,
-                          compute_options = NULL) {
+                          compute_options = NULL, checkpoint = NULL, checkpoint_every = NULL) {
   info <- if (inherits(draws, "greta_mcmc_list")) attr(draws, "model_info") else NULL
   if (is.null(info$run)) {
     if (inherits(draws, "greta_mcmc_list") && !is.null(info$model)) {
@@ -75,12 +75,16 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
   } else {
     run$options
   }
+  checkpoint <- check_checkpoint(checkpoint, checkpoint_every, options)
   check_draws_fit(run$model, coda::niter(draws) + n_samples %/% thin, run$chains)
   # a new sampler where the old one is gone, moves, or has gone on since
   # these draws (an extra_samples() of them before)
   moved_on <- !is.null(run$cursor) && !identical(run$cursor$calls, run$at)
-  if (ls_pointer_is_null(run$handle) || !identical(options, run$options) || moved_on) {
-    run$handle <- restart_sampler(run, info$last_free, options)
+  # (and, for a checkpoint, where how the sampler was made is not known: a
+  # run from an older lockstep)
+  if (ls_pointer_is_null(run$handle) || !identical(options, run$options) || moved_on ||
+      (!is.null(checkpoint) && is.null(run$construction))) {
+    run <- restart_sampler(run, info$last_free, options)
     run$cursor <- sampler_cursor()
     run$options <- options
   }
@@ -95,12 +99,16 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
                    last_free = info$last_free, diagnostics = info$diagnostics,
                    warmup_diagnostics = info$warmup_diagnostics,
                    warmup_rescues = info$warmup_rescues)
-  end_run(run, sample_run(run, 0L, n_samples, pb_update, verbose, previous), previous)
+  writer <- if (!is.null(checkpoint)) {
+    checkpoint_open(checkpoint, checkpoint_start(run, info$last_free, 0L, n_samples,
+                                                 checkpoint$every, previous))
+  }
+  end_run(run, sample_run(run, 0L, n_samples, pb_update, verbose, previous, writer), previous)
 }
 
-# A sampler that starts at each chain's last draw (`last`, a row per chain),
-# with the tuned step size and diag_sd (or dense metric), for a run whose own
-# sampler is gone.
+# `run` with a new sampler (its handle, and how it was made) that starts at
+# each chain's last draw (`last`, a row per chain), with the tuned step size
+# and diag_sd (or dense metric), for a run whose own sampler is gone.
 restart_sampler <- function(run, last, options) {
   parameters <- run$sampler$parameters
   if (!is.null(run$epsilon)) {
@@ -114,8 +122,10 @@ restart_sampler <- function(run, last, options) {
   }
   if (!is.null(run$metric_factor)) parameters$metric_factor <- run$metric_factor
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
-  ls_sampler_new(model_engine(run$model), last, run$sampler$name, parameters, seeds[1], seeds[2],
-                 options)
+  run$handle <- ls_sampler_new(model_engine(run$model), last, run$sampler$name, parameters,
+                               seeds[1], seeds[2], options)
+  run$construction <- list(name = run$sampler$name, parameters = parameters, seeds = seeds)
+  run
 }
 
 #' @rdname extra_samples

@@ -36,6 +36,16 @@
 #' @param trace_batch_size accepted for compatibility with greta: lockstep
 #'   computes the traced values of each kept draw as the sampler makes it
 #' @param compute_options where the model runs: [cpu_only()] (the default)
+#' @param checkpoint `NULL` (the default: none), or the path of a directory
+#'   (new or empty) to which the run writes checkpoints as it goes: its draws
+#'   so far and everything needed to go on, so that [resume()] continues a
+#'   run that was killed and returns the draws the uninterrupted run would
+#'   have made
+#' @param checkpoint_every with `checkpoint`, the iterations (warmup and
+#'   sampling counted together) between checkpoints; `NULL` (the default)
+#'   writes one each time the run has gone on for 50 times as long as the
+#'   last one took to write, and at least 30 seconds (so writing costs at
+#'   most 2% of the run), and at the end of the run
 #'
 #' @details Random numbers come from R's generator (through the seeds of
 #'   lockstep's own counter-based generator), so `set.seed()` repeats a run
@@ -74,6 +84,16 @@
 #'   stuck after warmup is named in a warning. With one chain, or a dense
 #'   metric adapted per chain, nothing is moved.
 #'
+#'   With `checkpoint`, the run writes checkpoints to that directory (see
+#'   [resume()] for what it holds): every `checkpoint_every` iterations, or
+#'   by default as often as costs at most 2% of the run, and once it ends. A
+#'   run killed by a batch system's time limit, the out-of-memory killer or a
+#'   crash then loses only the iterations since its last checkpoint:
+#'   `resume(checkpoint, model)` goes on from there, and with the same seed
+#'   and threads returns draws identical to those of a run that was never
+#'   stopped. (An interrupt, Esc or Ctrl-C, writes none: its iteration under
+#'   way is cut short, which the uninterrupted run would not do.)
+#'
 #'   Before it starts, a run checks that its kept draws (the targets' values
 #'   and each draw's diagnostics, twice over while they are gathered) fit in
 #'   the memory available (`MemAvailable` in `/proc/meminfo`, or
@@ -111,7 +131,8 @@
 mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1000,
                  chains = 4, n_cores = NULL, verbose = TRUE, pb_update = 50,
                  one_by_one = FALSE, initial_values = initials(), trace_batch_size = 100,
-                 compute_options = cpu_only(threads = n_cores)) {
+                 compute_options = cpu_only(threads = n_cores), checkpoint = NULL,
+                 checkpoint_every = NULL) {
   if (!inherits(model, "greta_model")) {
     stop("`model` must be a greta_model created by model()", call. = FALSE)
   }
@@ -126,6 +147,7 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   warmup <- check_count(warmup, "warmup", 0)
   chains <- check_count(chains, "chains", 1)
   options <- check_compute_options(compute_options)
+  checkpoint <- check_checkpoint(checkpoint, checkpoint_every, options)
   check_ranks_agree(model, options)
   check_draws_fit(model, n_samples %/% thin, chains)
   engine <- model_engine(model)
@@ -138,8 +160,13 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   raw_mb <- raw_draws_mb(model, n_samples %/% thin, chains)
   run <- list(model = model, handle = handle, cursor = sampler_cursor(), sampler = sampler,
               chains = chains, thin = thin, warmup = warmup, options = options,
-              keep_raw = keeps_raw_draws(raw_mb, verbose))
-  end_run(run, sample_run(run, warmup, n_samples, pb_update, verbose))
+              keep_raw = keeps_raw_draws(raw_mb, verbose),
+              construction = list(name = sampler$name, parameters = sampler$parameters,
+                                  seeds = seeds))
+  writer <- if (!is.null(checkpoint)) {
+    checkpoint_open(checkpoint, checkpoint_start(run, init, warmup, n_samples, checkpoint$every))
+  }
+  end_run(run, sample_run(run, warmup, n_samples, pb_update, verbose, checkpoint = writer))
 }
 
 # What mcmc() and extra_samples() do with a run's kept draws. An interrupt in
@@ -283,13 +310,15 @@ sampler_cursor <- function() {
 # also stashed for stashed_samples(), so that nothing is lost to an interrupt.
 # `previous`: the draws an extra_samples() run continues, which
 # stashed_samples() puts before the new ones.
-sample_run <- function(run, warmup, n_samples, pb_update, verbose, previous = NULL) {
+# `checkpoint`: the run's checkpoint writer (checkpoint_open()), or NULL.
+sample_run <- function(run, warmup, n_samples, pb_update, verbose, previous = NULL,
+                       checkpoint = NULL) {
   kept_env <- new.env(parent = emptyenv())
   kept_env$run <- run
   kept_env$previous <- previous
   lockstep_stash$last <- kept_env
   kept_env$status <- run_phases(run$handle, warmup, n_samples, run$thin, run$chains, pb_update,
-                                verbose, kept_env)
+                                verbose, kept_env, checkpoint = checkpoint)
   kept_env
 }
 
@@ -604,24 +633,33 @@ sampler_params_matrix <- function(d) {
 # kept_env$chunks and kept_env$diagnostics as they are made (rows:
 # iteration-major, chains within); the last kept state (a row per chain),
 # the step size and diag_sd to kept_env.
-run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env) {
+# With `checkpoint` (checkpoint_open()), checkpoints are written as they fall
+# due (checkpoint_due()) and at the end, after chunks that were not
+# interrupted. `resume_at`: list(phase, done), where a resumed run
+# (resume()) goes on from, its sampler restored and kept_env filled.
+run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbose, kept_env,
+                       resume_at = NULL, checkpoint = NULL) {
   width_total <- max(warmup, n_samples)
   run <- kept_env$run
   traced <- vapply(run$model$traced, function(t) as.integer(t$ir), integer(1))
-  kept_env$values <- list()
-  kept_env$chunks <- list()
-  kept_env$diagnostics <- list()
-  kept_env$warmup_diagnostics <- list()
+  if (is.null(resume_at)) {  # (a resumed run's kept_env holds its draws so far)
+    kept_env$values <- list()
+    kept_env$chunks <- list()
+    kept_env$diagnostics <- list()
+    kept_env$warmup_diagnostics <- list()
+  }
   cursor <- run$cursor
   bad_so_far <- if (is.null(cursor)) 0 else cursor$bad  # the sampler's tally is cumulative
   seconds_per_iteration <- 0
+  phases <- c("warmup", "sampling")
+  first <- if (is.null(resume_at)) 1L else match(resume_at$phase, phases)
   status <- tryCatch({
-    ls_sampler_begin_warmup(handle, warmup)
-    for (phase in c("warmup", "sampling")) {
+    if (is.null(resume_at)) ls_sampler_begin_warmup(handle, warmup)
+    for (phase in phases[first:2]) {
       total <- if (phase == "warmup") warmup else n_samples
-      bar <- progress_bar(phase, total, width_total, chains, verbose)
+      done <- if (!is.null(resume_at) && phase == resume_at$phase) resume_at$done else 0L
+      bar <- progress_bar(phase, total, width_total, chains, verbose, done)
       bad_at_start <- bad_so_far
-      done <- 0L
       while (done < total) {
         n <- min(pb_update, total - done)
         n <- if (seconds_per_iteration > 0) {
@@ -632,6 +670,8 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         # across MPI ranks every call is collective (ranks that own their
         # groups gather the metric at its end): all make rank 0's calls
         n <- same_on_every_rank(n, run$options)
+        position <- done + if (phase == "sampling") warmup else 0L
+        n <- min(n, checkpoint_room(checkpoint, position))
         started <- proc.time()[["elapsed"]]
         suspendInterrupts({
           sampling <- phase == "sampling"
@@ -660,6 +700,14 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
           if (phase == "warmup") {
             w <- kept_env$warmup_diagnostics
             kept_env$warmup_diagnostics[[length(w) + 1L]] <- res$diagnostics
+          }
+          # (not after an interrupt: its cut trajectory is not the run's)
+          finished <- phase == "sampling" && done == total
+          if (!is.null(checkpoint) && !res$interrupted &&
+              (finished || checkpoint_due(checkpoint, position + res$iterations))) {
+            checkpoint_write(checkpoint, handle, kept_env,
+                             list(phase = phase, done = done,
+                                  status = if (finished) "complete" else "running"))
           }
         })
         if (res$interrupted) {

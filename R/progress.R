@@ -4,7 +4,9 @@
 # written with carriage returns to stderr (as progress bars are), so that
 # knitted output and captured stdout stay clean.
 
-progress_bar <- function(phase, total, width_total, chains, verbose) {
+# `done`: the iterations already made (a resumed run's), which the eta leaves
+# out of its rate.
+progress_bar <- function(phase, total, width_total, chains, verbose, done = 0) {
   bar <- new.env(parent = emptyenv())
   bar$name <- switch(phase, warmup = "  warmup", svi = "     svi", "sampling")
   bar$total <- total
@@ -13,13 +15,15 @@ progress_bar <- function(phase, total, width_total, chains, verbose) {
   bar$start <- Sys.time()
   bar$verbose <- verbose && total > 0
   bar$last_width <- 0
+  bar$done0 <- done
   bar
 }
 
 progress_update <- function(bar, done, bad = 0, final = FALSE, note = "") {
   if (!bar$verbose) return(invisible())
   elapsed <- as.numeric(difftime(Sys.time(), bar$start, units = "secs"))
-  eta <- if (done > 0) elapsed / done * (bar$total - done) else NA
+  made <- done - bar$done0
+  eta <- if (made > 0) elapsed / made * (bar$total - done) else NA
   eta_text <- if (is.na(eta)) "  ?" else format_seconds(eta)
   bad_text <- ""
   if (bad > 0) {

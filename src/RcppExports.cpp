@@ -33,6 +33,17 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_checksum
+std::string ls_checksum(RawVector bytes);
+RcppExport SEXP _lockstep_ls_checksum(SEXP bytesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< RawVector >::type bytes(bytesSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_checksum(bytes));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_rows_by_chain
 List ls_rows_by_chain(List previous, List chunks, int chains, double thin);
 RcppExport SEXP _lockstep_ls_rows_by_chain(SEXP previousSEXP, SEXP chunksSEXP, SEXP chainsSEXP, SEXP thinSEXP) {
@@ -133,6 +144,28 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< SEXP >::type sampler(samplerSEXP);
     Rcpp::traits::input_parameter< int >::type n(nSEXP);
     ls_sampler_begin_warmup(sampler, n);
+    return R_NilValue;
+END_RCPP
+}
+// ls_sampler_state
+List ls_sampler_state(SEXP sampler);
+RcppExport SEXP _lockstep_ls_sampler_state(SEXP samplerSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type sampler(samplerSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_sampler_state(sampler));
+    return rcpp_result_gen;
+END_RCPP
+}
+// ls_sampler_restore
+void ls_sampler_restore(SEXP sampler, List state);
+RcppExport SEXP _lockstep_ls_sampler_restore(SEXP samplerSEXP, SEXP stateSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type sampler(samplerSEXP);
+    Rcpp::traits::input_parameter< List >::type state(stateSEXP);
+    ls_sampler_restore(sampler, state);
     return R_NilValue;
 END_RCPP
 }
@@ -321,6 +354,7 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_backend_info", (DL_FUNC) &_lockstep_ls_backend_info, 0},
     {"_lockstep_ls_cuda_elementwise", (DL_FUNC) &_lockstep_ls_cuda_elementwise, 3},
+    {"_lockstep_ls_checksum", (DL_FUNC) &_lockstep_ls_checksum, 1},
     {"_lockstep_ls_rows_by_chain", (DL_FUNC) &_lockstep_ls_rows_by_chain, 4},
     {"_lockstep_ls_engine_new", (DL_FUNC) &_lockstep_ls_engine_new, 1},
     {"_lockstep_ls_pointer_is_null", (DL_FUNC) &_lockstep_ls_pointer_is_null, 1},
@@ -329,6 +363,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_sampler_new", (DL_FUNC) &_lockstep_ls_sampler_new, 7},
     {"_lockstep_ls_sampler_exchanged", (DL_FUNC) &_lockstep_ls_sampler_exchanged, 1},
     {"_lockstep_ls_sampler_begin_warmup", (DL_FUNC) &_lockstep_ls_sampler_begin_warmup, 2},
+    {"_lockstep_ls_sampler_state", (DL_FUNC) &_lockstep_ls_sampler_state, 1},
+    {"_lockstep_ls_sampler_restore", (DL_FUNC) &_lockstep_ls_sampler_restore, 2},
     {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 7},
     {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},
     {"_lockstep_ls_optimise", (DL_FUNC) &_lockstep_ls_optimise, 7},

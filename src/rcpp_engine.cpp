@@ -423,6 +423,36 @@ void ls_sampler_begin_warmup(SEXP sampler, int n) {
   checked_pointer<SamplerHandle>(sampler, "sampler")->bundle.sampler->begin_warmup(n);
 }
 
+// The sampler's state between iterations (Sampler::save_state()), a named
+// list of numeric vectors for a checkpoint (R/checkpoint.R); across ranks
+// that own their groups, this rank's part.
+// [[Rcpp::export]]
+List ls_sampler_state(SEXP sampler) {
+  SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
+  const lockstep::SamplerState state = h->bundle.sampler->save_state();
+  List out(state.parts().size());
+  CharacterVector names(state.parts().size());
+  for (size_t k = 0; k < state.parts().size(); ++k) {
+    names[k] = state.parts()[k].first;
+    out[k] = NumericVector(state.parts()[k].second.begin(), state.parts()[k].second.end());
+  }
+  out.attr("names") = names;
+  return out;
+}
+
+// Restores a state from ls_sampler_state() into a sampler made with the same
+// settings, seeds and chains (Sampler::restore_state(), which refuses one of
+// another shape, naming what differs).
+// [[Rcpp::export]]
+void ls_sampler_restore(SEXP sampler, List state) {
+  SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
+  lockstep::SamplerState s;
+  const CharacterVector names = state.names();
+  for (R_xlen_t k = 0; k < state.size(); ++k)
+    s.put(as<std::string>(names[k]), as<std::vector<double>>(state[k]));
+  h->bundle.sampler->restore_state(s);
+}
+
 // Whether the user has interrupted (Esc, Ctrl-C, RStudio's stop button), as
 // R's signal handler notes it. mcmc() runs ls_sampler_run() with interrupts
 // suspended, so that no draw made is lost; R_CheckUserInterrupt() then

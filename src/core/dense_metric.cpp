@@ -105,6 +105,15 @@ DenseMetric::DenseMetric(std::unique_ptr<Target> model, const std::vector<double
   owned_ = std::move(model);
 }
 
+void DenseMetric::set_factors(const std::vector<double>& factor,
+                              const std::vector<double>& scale) {
+  if (factor.size() != L_.size() || scale.size() != scale_.size())
+    throw std::invalid_argument("a saved dense metric has another shape than this sampler's");
+  L_ = factor;
+  scale_ = scale;
+  find_diagonal_factors();
+}
+
 void DenseMetric::find_diagonal_factors() {
   const long GG = G_ * G_;
   diagonal_.assign(C_, 1);

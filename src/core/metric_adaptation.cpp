@@ -2,6 +2,7 @@
 #include "lockstep/sampler/metric_adaptation.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace lockstep {
 
@@ -90,6 +91,44 @@ void MetricAdaptation::end_dense(DenseMetric& dense, double* x) {
   std::fill(dense_g2_.begin(), dense_g2_.end(), 0.0);
   ++next_window_;
   window_n_ = 0;
+}
+
+void MetricAdaptation::save(SamplerState& s, ChainVectors& v, bool sums) const {
+  s.put("metric_window", {static_cast<double>(next_window_), static_cast<double>(window_n_)});
+  if (!sums) return;  // (sampling: a model of millions of parameters writes less)
+  if (window_mean_v_) {
+    std::vector<double> mean(C_ * D_), m2(C_ * D_);
+    v.download(mean.data(), window_mean_v_);
+    v.download(m2.data(), window_m2_v_);
+    s.put("metric_window_mean", std::move(mean));
+    s.put("metric_window_m2", std::move(m2));
+  }
+  s.put("metric_dense_mean", dense_mean_);
+  s.put("metric_dense_m2", dense_m2_);
+  s.put("metric_dense_g2", dense_g2_);
+  s.put("metric_rest_mean", rest_mean_);
+  s.put("metric_rest_m2", rest_m2_);
+}
+
+void MetricAdaptation::restore(const SamplerState& s, ChainVectors& v) {
+  const std::vector<double>& at = s.get("metric_window", 2);
+  next_window_ = static_cast<size_t>(at[0]);
+  window_n_ = static_cast<long>(at[1]);
+  if (next_window_ > schedule_.window_ends.size())
+    throw std::invalid_argument("the sampler's saved metric window is past its warmup's");
+  if (!s.has("metric_window_mean")) return;  // saved in sampling, where the sums are unused
+  if (window_mean_v_) {
+    v.upload(window_mean_v_, s.get("metric_window_mean", C_ * D_).data());
+    v.upload(window_m2_v_, s.get("metric_window_m2", C_ * D_).data());
+  }
+  auto take = [&s](const char* name, std::vector<double>& to) {
+    to = s.get(name, static_cast<long>(to.size()));
+  };
+  take("metric_dense_mean", dense_mean_);
+  take("metric_dense_m2", dense_m2_);
+  take("metric_dense_g2", dense_g2_);
+  take("metric_rest_mean", rest_mean_);
+  take("metric_rest_m2", rest_m2_);
 }
 
 }  // namespace lockstep

@@ -470,4 +470,127 @@ void Sampler::rescue_stuck_chains() {
   states_to_groups_ = true;
 }
 
+namespace {
+// A random stream as five numbers, and back (key, id, purpose, position).
+void put_streams(SamplerState& s, const std::string& name, const std::vector<Stream>& streams) {
+  std::vector<double> v;
+  for (const Stream& r : streams)
+    for (double x : {static_cast<double>(r.key0), static_cast<double>(r.key1),
+                     static_cast<double>(r.id), static_cast<double>(r.purpose),
+                     static_cast<double>(r.position)})
+      v.push_back(x);
+  s.put(name, std::move(v));
+}
+std::vector<Stream> get_streams(const SamplerState& s, const std::string& name, long n) {
+  const std::vector<double>& v = s.get(name, 5 * n);
+  std::vector<Stream> out(n);
+  for (long k = 0; k < n; ++k) {
+    const double* r = v.data() + 5 * k;
+    out[k] = Stream{static_cast<uint32_t>(r[0]), static_cast<uint32_t>(r[1]),
+                    static_cast<uint32_t>(r[2]), static_cast<uint32_t>(r[3]),
+                    static_cast<uint64_t>(r[4])};
+  }
+  return out;
+}
+}  // namespace
+
+SamplerState Sampler::save_state() {
+  SamplerState s;
+  s.put("shape", {static_cast<double>(C_), static_cast<double>(D_)});
+  s.put("x", x_);
+  s.put("lp", lp_);
+  std::vector<double> g = grad_;  // (the gradient may be in the vectors alone)
+  if (state_in_vectors_) vectors().download(g.data(), g_v_);
+  s.put("grad", std::move(g));
+  s.put("diag_sd", sd_);
+  s.put("epsilon", epsilon_);
+  s.put("step_scale", step_scale_);
+  s.put("per_chain_step_size", per_chain_step_size() ? 1.0 : 0.0);
+  put_streams(s, "chain_streams", chain_streams_);
+  put_streams(s, "run_stream", {run_stream_});
+  s.put_numbers("accepted", accepted_);
+  s.put_numbers("bad", bad_);
+  s.put("stats_accept", stats_.accept_stat);
+  s.put("stats_energy", stats_.energy);
+  s.put_numbers("stats_leapfrog", stats_.n_leapfrog);
+  s.put_numbers("stats_depth", stats_.tree_depth);
+  s.put_numbers("stats_divergent", stats_.divergent);
+  s.put("warmup", {static_cast<double>(warmup_total_), static_cast<double>(warmup_done_),
+                   static_cast<double>(window_iterations_)});
+  s.put("window_accept", window_accept_);
+  s.put("lag_at_warmup_end", lag_at_warmup_end_);
+  std::vector<double> moved;
+  for (const WarmupRescue& r : rescues_)
+    for (double x : {static_cast<double>(r.iteration), static_cast<double>(r.chain),
+                     static_cast<double>(r.from), r.accept, r.lag})
+      moved.push_back(x);
+  s.put("rescues", std::move(moved));
+  step_size_adaptation_.save(s);
+  metric_adaptation_.save(s, vectors(), warmup_done_ < warmup_total_);
+  if (dense_) {
+    s.put("dense_factor", dense_->factor());
+    s.put("dense_scale", dense_->scales());
+  }
+  save_own(s);
+  return s;
+}
+
+void Sampler::restore_state(const SamplerState& s) {
+  const std::vector<double>& shape = s.get("shape", 2);
+  if (shape[0] != static_cast<double>(C_) || shape[1] != static_cast<double>(D_))
+    throw std::invalid_argument(name_ + ": the saved state is of " +
+                                std::to_string(static_cast<long>(shape[0])) + " chains of " +
+                                std::to_string(static_cast<long>(shape[1])) +
+                                " free parameters, this sampler has " + std::to_string(C_) +
+                                " of " + std::to_string(D_));
+  if ((s.scalar("per_chain_step_size") != 0) != per_chain_step_size())
+    throw std::invalid_argument(name_ + ": the saved state adapted its step size " +
+                                (per_chain_step_size() ? "shared" : "per chain") +
+                                ", this sampler " +
+                                (per_chain_step_size() ? "per chain" : "shared"));
+  if ((s.has("dense_factor")) != (dense_ != nullptr))
+    throw std::invalid_argument(name_ + ": the saved state's metric is " +
+                                (dense_ ? "diagonal" : "dense") + ", this sampler's " +
+                                (dense_ ? "dense" : "diagonal"));
+  x_ = s.get("x", C_ * D_);
+  lp_ = s.get("lp", C_);
+  grad_ = s.get("grad", C_ * D_);
+  sd_ = s.get("diag_sd", C_ * D_);
+  epsilon_ = s.scalar("epsilon");
+  step_scale_ = s.get("step_scale", C_);
+  chain_streams_ = get_streams(s, "chain_streams", C_);
+  run_stream_ = get_streams(s, "run_stream", 1)[0];
+  accepted_ = s.numbers<long>("accepted", C_);
+  bad_ = s.numbers<long>("bad", C_);
+  stats_.accept_stat = s.get("stats_accept", C_);
+  stats_.energy = s.get("stats_energy", C_);
+  stats_.n_leapfrog = s.numbers<int>("stats_leapfrog", C_);
+  stats_.tree_depth = s.numbers<int>("stats_depth", C_);
+  stats_.divergent = s.numbers<int>("stats_divergent", C_);
+  const std::vector<double>& warmup = s.get("warmup", 3);
+  warmup_total_ = static_cast<long>(warmup[0]);
+  warmup_done_ = static_cast<long>(warmup[1]);
+  window_iterations_ = static_cast<long>(warmup[2]);
+  window_accept_ = s.get("window_accept", C_);
+  lag_at_warmup_end_ = s.get("lag_at_warmup_end");
+  const std::vector<double>& moved = s.get("rescues");
+  if (moved.size() % 5 != 0) throw std::invalid_argument(name_ + ": the saved rescues are damaged");
+  rescues_.clear();
+  for (size_t k = 0; k < moved.size(); k += 5)
+    rescues_.push_back({static_cast<long>(moved[k]), static_cast<long>(moved[k + 1]),
+                        static_cast<long>(moved[k + 2]), moved[k + 3], moved[k + 4]});
+  // warmup's schedule from its length, then where it had reached
+  metric_adaptation_.begin(warmup_total_, vectors());
+  metric_adaptation_.restore(s, vectors());
+  step_size_adaptation_.restore(s, C_);
+  if (dense_) dense_->set_factors(s.get("dense_factor"), s.get("dense_scale"));
+  restore_own(s);
+  // every copy elsewhere (the vectors' mirrors, the chain groups' states,
+  // metrics and dense factors) is taken up again before the next transition
+  state_in_vectors_ = false;
+  ++metric_version_;
+  ++scale_version_;
+  states_to_groups_ = true;
+}
+
 }  // namespace lockstep

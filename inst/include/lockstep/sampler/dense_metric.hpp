@@ -120,6 +120,12 @@ class DenseMetric final : public Target {
              const double* rest_m2 = nullptr);
   // [chains, g, g]: each chain's factor over the dense coordinates.
   const std::vector<double>& factor() const { return L_; }
+  // [chains, dim]: the sds of the coordinates that are not dense (1 at the
+  // dense ones)
+  const std::vector<double>& scales() const { return scale_; }
+  // Replaces every chain's factor and scales with ones saved from a metric
+  // of the same shape (factor(), scales()): restoring a sampler's state.
+  void set_factors(const std::vector<double>& factor, const std::vector<double>& scale);
   // [chains, dim]: each chain's standard deviation of every coordinate in
   // the model's coordinates, sqrt(diag(L L')) and the others' scales.
   std::vector<double> model_sd() const;

@@ -33,6 +33,13 @@ class DualAveraging {
   // The averaged step size, used after warmup.
   double final_epsilon() const { return std::exp(x_bar_); }
   long count() const { return count_; }
+  // Its state (mu, s_bar, x_bar, count), to save and restore (sampler_state.hpp).
+  void state(double* out) const {
+    out[0] = mu_, out[1] = s_bar_, out[2] = x_bar_, out[3] = static_cast<double>(count_);
+  }
+  void set_state(const double* in) {
+    mu_ = in[0], s_bar_ = in[1], x_bar_ = in[2], count_ = static_cast<long>(in[3]);
+  }
 
  private:
   double target_;

@@ -19,6 +19,7 @@
 
 #include "chain_vectors.hpp"
 #include "dense_metric.hpp"
+#include "sampler_state.hpp"
 #include "warmup_schedule.hpp"
 
 namespace lockstep {
@@ -62,6 +63,13 @@ class MetricAdaptation {
   // start again, for the next window.
   void end_diagonal(ChainVectors& v, double* sd_v, double* m_v);
   void end_dense(DenseMetric& dense, double* x);
+
+  // Its state, to save and restore (sampler_state.hpp): the window reached
+  // and, with `sums` (warmup not over), the current window's sums (a
+  // diagonal metric's from `v`). restore() follows begin() of the same
+  // warmup, which makes the schedule.
+  void save(SamplerState& s, ChainVectors& v, bool sums) const;
+  void restore(const SamplerState& s, ChainVectors& v);
 
  private:
   long C_, D_;

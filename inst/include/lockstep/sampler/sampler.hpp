@@ -64,6 +64,7 @@
 #include "chain_vectors.hpp"
 #include "dense_metric.hpp"
 #include "metric_adaptation.hpp"
+#include "sampler_state.hpp"
 #include "step_size_adaptation.hpp"
 
 namespace lockstep {
@@ -201,6 +202,17 @@ class Sampler {
   // Every chain moved in warmup so far (rescue_stuck_chains()), in order.
   const std::vector<WarmupRescue>& rescues() const { return rescues_; }
 
+  // Between iterations: everything the next iterations depend on
+  // (sampler_state.hpp). A sampler made with the same settings, seeds and
+  // chains over the same target (with begin_warmup() of the same warmup,
+  // or none) and given this state by restore_state() then makes exactly the
+  // draws this one would have made: a checkpoint's resume (R/checkpoint.R).
+  // Only the current window's adaptation sums are left out once warmup is
+  // over, where nothing reads them. Refused when the state is another
+  // shape's (naming what differs).
+  SamplerState save_state();
+  void restore_state(const SamplerState& s);
+
  protected:
   // One transition of every chain from (x_, lp_, grad_), which it updates,
   // filling stats_ (and accepted_, bad_). In chain groups, a sampler's
@@ -294,6 +306,10 @@ class Sampler {
   // step size it restarts from: for what a sampler adapts in the metric's
   // units (ChEES's trajectory length).
   virtual void metric_changed() {}
+  // What a sampler keeps across iterations beyond this base's (ChEES's
+  // trajectory length and its Adam moments), into and out of a saved state.
+  virtual void save_own(SamplerState& /*s*/) const {}
+  virtual void restore_own(const SamplerState& /*s*/) {}
   // Whether the current transition is a warmup iteration that adapts.
   bool adapting_ = false;
   // Whether it is one of warmup's initial buffer (before the first metric

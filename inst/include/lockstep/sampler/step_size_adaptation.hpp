@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "dual_averaging.hpp"
+#include "sampler_state.hpp"
 
 namespace lockstep {
 
@@ -79,6 +80,23 @@ class StepSizeAdaptation {
       if (d.count() >= 10) eps[c] = d.final_epsilon();
     }
     return eps;
+  }
+
+  // Its state (each dual averaging's, and the step sizes it restarted
+  // from), to save and restore (sampler_state.hpp); the settings are the
+  // sampler's.
+  void save(SamplerState& s) const {
+    std::vector<double> dual(4 * dual_.size());
+    for (size_t k = 0; k < dual_.size(); ++k) dual_[k].state(dual.data() + 4 * k);
+    s.put("step_size_dual", dual);
+    s.put("step_size_restart", restart_epsilon_);
+  }
+  void restore(const SamplerState& s, long chains) {
+    const long n = per_chain_ ? chains : 1;
+    const std::vector<double>& dual = s.get("step_size_dual", 4 * n);
+    dual_.assign(n, DualAveraging(target_accept_));
+    for (long k = 0; k < n; ++k) dual_[k].set_state(dual.data() + 4 * k);
+    restart_epsilon_ = s.get("step_size_restart", chains);
   }
 
  private:
