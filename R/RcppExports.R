@@ -105,6 +105,14 @@ ls_svi_restore <- function(handle) {
     invisible(.Call(`_lockstep_ls_svi_restore`, handle))
 }
 
+ls_svi_state <- function(handle) {
+    .Call(`_lockstep_ls_svi_state`, handle)
+}
+
+ls_svi_set_state <- function(handle, state) {
+    invisible(.Call(`_lockstep_ls_svi_set_state`, handle, state))
+}
+
 ls_svi_guide <- function(handle, full_rank) {
     .Call(`_lockstep_ls_svi_guide`, handle, full_rank)
 }

@@ -242,11 +242,12 @@ read_checkpoint <- function(path) {
 
 #' Resume a run from its checkpoint
 #'
-#' `resume()` goes on with a run of [mcmc()] or [extra_samples()] that wrote
-#' checkpoints (their `checkpoint` argument) from its last checkpoint, and
-#' returns what the run would have returned had it not been stopped: with
-#' the same seed and threads, the draws are identical to those of the run
-#' that was never interrupted, warmup included. A run killed by a batch
+#' `resume()` goes on with a run of [mcmc()], [extra_samples()] or [svi()]
+#' that wrote checkpoints (their `checkpoint` argument) from its last
+#' checkpoint, and returns what the run would have returned had it not been
+#' stopped: with the same seed and threads, the draws (or the fit) are
+#' identical to those of the run that was never interrupted, warmup
+#' included. A run killed by a batch
 #' system's time limit, the out-of-memory killer, a crashed R session or
 #' `kill -9` thus loses at most the iterations since its last checkpoint.
 #' The resumed run goes on writing checkpoints to the same directory; a
@@ -259,7 +260,8 @@ read_checkpoint <- function(path) {
 #'   free parameters, traced arrays, graph or data) is refused with a message
 #'   saying what differs
 #' @param verbose whether to show progress bars
-#' @param pb_update how many iterations between progress bar updates, at most
+#' @param pb_update how many iterations between progress bar updates, at
+#'   most: by default 50 for [mcmc()] and 100 for [svi()], their defaults
 #' @details A checkpoint directory holds `start.rds` (the run's settings,
 #'   written once), `state.rds` (where the run is and the sampler's state:
 #'   the chains' positions and gradients, step sizes, metric, warmup's
@@ -274,8 +276,12 @@ read_checkpoint <- function(path) {
 #'   whole, and each carries a checksum that `resume()` checks: a truncated
 #'   or damaged file is refused with a message. The run is resumed with the
 #'   compute options it was written with (its threads), and needs the same
-#'   lockstep.
-#' @return a `greta_mcmc_list`, as [mcmc()] returns
+#'   lockstep. A checkpoint of [svi()] holds `start.rds` and `state.rds`
+#'   alone (its losses are in the state), and its resumed fit draws the
+#'   guide's `draws` from R's generator as it was when the fit started, as
+#'   the uninterrupted fit did.
+#' @return a `greta_mcmc_list`, as [mcmc()] returns, or for a checkpoint of
+#'   [svi()] a `lockstep_svi` fit
 #' @seealso [mcmc()]'s `checkpoint` and `checkpoint_every`
 #' @examples
 #' mu <- normal(0, 1)
@@ -288,7 +294,7 @@ read_checkpoint <- function(path) {
 #' identical(as.matrix(again), as.matrix(draws))
 #' unlink(path, recursive = TRUE)
 #' @export
-resume <- function(checkpoint, model, verbose = TRUE, pb_update = 50) {
+resume <- function(checkpoint, model, verbose = TRUE, pb_update = NULL) {
   ck <- read_checkpoint(checkpoint)
   if (!inherits(model, "greta_model")) {
     stop("`model` must be the greta_model the checkpoint's run sampled, built again with ",
@@ -297,7 +303,7 @@ resume <- function(checkpoint, model, verbose = TRUE, pb_update = 50) {
   if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose)) {
     stop("`verbose` must be TRUE or FALSE", call. = FALSE)
   }
-  pb_update <- check_count(pb_update, "pb_update", 1)
+  if (!is.null(pb_update)) pb_update <- check_count(pb_update, "pb_update", 1)
   start <- ck$start
   state <- ck$state
   check_model_identity(start$identity, model, checkpoint)
@@ -306,6 +312,12 @@ resume <- function(checkpoint, model, verbose = TRUE, pb_update = 50) {
             start$lockstep_version, ", this is ", utils::packageVersion("lockstep"),
             ": its draws may differ from the run that was not interrupted", call. = FALSE)
   }
+  writer <- checkpoint_resumed(checkpoint, start, state)
+  if (identical(start$kind, "svi")) {
+    return(resume_svi(start, state, model, verbose, if (is.null(pb_update)) 100L else pb_update,
+                      writer))
+  }
+  if (is.null(pb_update)) pb_update <- 50L
   options <- check_compute_options(start$options)
   made <- start$construction
   handle <- ls_sampler_new(model_engine(model), made$init, made$name, made$parameters,
@@ -327,16 +339,9 @@ resume <- function(checkpoint, model, verbose = TRUE, pb_update = 50) {
   kept_env$warmup_diagnostics <- part("warmup_diagnostics")
   for (name in names(state$kept)) kept_env[[name]] <- state$kept[[name]]
   lockstep_stash$last <- kept_env
-  writer <- new.env(parent = emptyenv())
-  writer$path <- checkpoint
-  writer$every <- start$checkpoint_every
-  writer$start <- state$start
-  writer$files <- state$files
   writer$written <- c(values = length(kept_env$values), chunks = length(kept_env$chunks),
                       diagnostics = length(kept_env$diagnostics),
                       warmup_diagnostics = length(kept_env$warmup_diagnostics))
-  writer$last_write <- proc.time()[["elapsed"]]
-  writer$write_seconds <- 0
   if (!identical(state$status, "complete")) {
     kept_env$status <- run_phases(handle, start$warmup, start$n_samples, start$thin,
                                   start$chains, pb_update, verbose, kept_env,
@@ -357,4 +362,54 @@ checkpoint_start <- function(run, init, warmup, n_samples, every, previous = NUL
        sampler = run$sampler, chains = run$chains, thin = run$thin, warmup = warmup,
        n_samples = n_samples, keep_raw = run$keep_raw, options = run$options,
        checkpoint_every = every, previous = previous)
+}
+
+# The writer of a resumed run, going on in the checkpoint's directory.
+checkpoint_resumed <- function(path, start, state) {
+  writer <- new.env(parent = emptyenv())
+  writer$path <- path
+  writer$every <- start$checkpoint_every
+  writer$start <- state$start
+  writer$files <- state$files
+  writer$written <- c(values = 0L, chunks = 0L, diagnostics = 0L, warmup_diagnostics = 0L)
+  writer$last_write <- proc.time()[["elapsed"]]
+  writer$write_seconds <- 0
+  writer
+}
+
+# A variational fit's checkpoint: its state (ls_svi_state()) and the loop's
+# (svi_iterations(): the losses, convergence's windows); `finished`: the
+# iterations are over.
+svi_checkpoint_write <- function(ck, handle, loop, finished) {
+  started <- proc.time()[["elapsed"]]
+  write_state_file(list(status = if (finished) "complete" else "running", start = ck$start,
+                        files = ck$files, svi = ls_svi_state(handle), loop = loop),
+                   file.path(ck$path, "state.rds"))
+  ck$last_write <- proc.time()[["elapsed"]]
+  ck$write_seconds <- ck$last_write - started
+  invisible(NULL)
+}
+
+# resume() of an svi() fit: the fit made again from its settings, its state
+# restored, its iterations gone on from the checkpoint's, and R's generator
+# where the uninterrupted fit's was after its iterations (its guide's draws
+# use it).
+resume_svi <- function(start, state, model, verbose, pb_update, writer) {
+  options <- check_compute_options(start$options)
+  settings <- start$settings
+  handle <- svi_handle(model_engine(model), settings, options)
+  ls_svi_set_state(handle, state$svi)
+  if (!identical(as.numeric(state$svi$svi_t), as.numeric(length(state$loop$loss)))) {
+    stop("the checkpoint's fit and its losses disagree (", state$svi$svi_t, " iterations against ",
+         length(state$loop$loss), "): it is damaged", call. = FALSE)
+  }
+  if (!is.null(start$random_seed)) assign(".Random.seed", start$random_seed, envir = globalenv())
+  run <- if (identical(state$status, "complete")) {
+    c(state$loop, list(interrupted = FALSE))
+  } else {
+    svi_iterations(handle, settings$n_iterations, pb_update, settings$tolerance,
+                   verbose && mpi_rank() == 0, checkpoint = writer, resume_at = state$loop)
+  }
+  svi_fit(model, handle, run[c("loss", "converged", "diverged", "interrupted")], settings,
+          options)
 }

@@ -74,6 +74,11 @@
 #'   the loss (minus the bound)
 #' @param pb_update how many iterations between updates of the progress bar
 #'   (and checks for convergence and interrupts)
+#' @param checkpoint,checkpoint_every as [mcmc()]'s: a directory to which
+#'   the fit writes checkpoints (its iteration, guide, optimiser's state and
+#'   losses), every `checkpoint_every` iterations or, by default, as often as
+#'   costs at most 2% of the fit, and at its end; [resume()] goes on from the
+#'   last one and returns the fit the uninterrupted run would have returned
 #' @param compute_options where the model runs: [cpu_only()] or [gpu_only()];
 #'   across MPI processes whose rows are whole groups ([mpi]), each process
 #'   holds and fits its own groups' guide parameters (mean-field, low-rank
@@ -145,7 +150,7 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
                 optimiser = adam(learning_rate = 0.01), batch_size = NULL, n_iterations = 10000,
                 decay_rate = 1, decay_steps = 1000, tolerance = 0.01, n_draws = 1000,
                 initial_values = initials(), verbose = TRUE, pb_update = 100,
-                compute_options = cpu_only()) {
+                compute_options = cpu_only(), checkpoint = NULL, checkpoint_every = NULL) {
   particles_given <- !missing(particles)
   if (!inherits(model, "greta_model")) {
     stop("`model` must be a greta_model created by model()", call. = FALSE)
@@ -188,15 +193,47 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
     stop("`verbose` must be TRUE or FALSE", call. = FALSE)
   }
   options <- check_compute_options(compute_options)
+  checkpoint <- check_checkpoint(checkpoint, checkpoint_every, options)
   check_ranks_agree(model, options)
   engine <- model_engine(model)
   fraction <- batch_fraction(batch_size, engine, options)
   init <- initial_free_state(model, initial_values, 1, options, parent.frame(), "guide")
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
-  handle <- ls_svi_new(engine, init[1, ], particles, guide, rank, alpha, optimiser$name,
-                       optimiser$parameters, decay_rate, decay_steps, 0.1, seeds[1], seeds[2],
-                       fraction, options)
-  run <- svi_iterations(handle, n_iterations, pb_update, tolerance, verbose && mpi_rank() == 0)
+  settings <- list(guide = guide, rank = rank, particles = particles, alpha = alpha,
+                   optimiser = optimiser, decay_rate = decay_rate, decay_steps = decay_steps,
+                   fraction = fraction, batch_size = batch_size, n_iterations = n_iterations,
+                   tolerance = tolerance, n_draws = n_draws, init = init[1, ], seeds = seeds)
+  handle <- svi_handle(engine, settings, options)
+  writer <- if (!is.null(checkpoint)) {
+    # (R's generator as it is now: the guide's draws after the fit use it,
+    # and a resumed fit starts them from here too)
+    checkpoint_open(checkpoint, list(kind = "svi",
+                                     lockstep_version = as.character(utils::packageVersion("lockstep")),
+                                     identity = model_identity(model), settings = settings,
+                                     options = options, checkpoint_every = checkpoint$every,
+                                     random_seed = get0(".Random.seed", globalenv())))
+  }
+  run <- svi_iterations(handle, n_iterations, pb_update, tolerance, verbose && mpi_rank() == 0,
+                        checkpoint = writer)
+  svi_fit(model, handle, run, settings, options)
+}
+
+# A fit's engine handle, made from its settings (svi()'s, checked).
+svi_handle <- function(engine, settings, options) {
+  with(settings, ls_svi_new(engine, init, particles, guide, rank, alpha, optimiser$name,
+                            optimiser$parameters, decay_rate, decay_steps, 0.1, seeds[1],
+                            seeds[2], fraction, options))
+}
+
+# The lockstep_svi object of a fit whose iterations are done (`run`, from
+# svi_iterations()): the guide, its draws and their Pareto k.
+svi_fit <- function(model, handle, run, settings, options) {
+  guide <- settings$guide
+  alpha <- settings$alpha
+  particles <- settings$particles
+  fraction <- settings$fraction
+  batch_size <- settings$batch_size
+  n_draws <- settings$n_draws
   if (run$diverged) ls_svi_restore(handle)  # where the bound was last finite
   fitted <- ls_svi_guide(handle, guide == "full_rank")
   fit <- list(guide = list(type = guide, mean = fitted$mean, sd = fitted$sd,
@@ -262,8 +299,11 @@ batch_fraction <- function(batch_size, engine, options) {
 # loss's running average, as NumPyro shows it), convergence (Stan ADVI's
 # rule on the ELBO's relative changes between windows of 100 iterations),
 # 20 non-finite iterations in a row (divergence) and interrupts.
-svi_iterations <- function(handle, n_iterations, pb_update, tolerance, verbose) {
-  bar <- progress_bar("svi", n_iterations, n_iterations, 1, verbose)
+# With `checkpoint` (checkpoint_open()), checkpoints are written as they
+# fall due and at the end; `resume_at`: the loop's state from a checkpoint
+# (svi_loop_state()), where a resumed fit goes on from.
+svi_iterations <- function(handle, n_iterations, pb_update, tolerance, verbose,
+                           checkpoint = NULL, resume_at = NULL) {
   loss <- numeric(0)
   window <- 100
   changes <- numeric(0)
@@ -271,13 +311,27 @@ svi_iterations <- function(handle, n_iterations, pb_update, tolerance, verbose) 
   previous <- NA
   windows <- 0
   converged <- diverged <- interrupted <- FALSE
+  if (!is.null(resume_at)) {
+    loss <- resume_at$loss
+    changes <- resume_at$changes
+    previous <- resume_at$previous
+    windows <- resume_at$windows
+    converged <- resume_at$converged
+    diverged <- resume_at$diverged
+  }
+  bar <- progress_bar("svi", n_iterations, n_iterations, 1, verbose, length(loss))
+  loop_state <- function() {
+    list(loss = loss, changes = changes, previous = previous, windows = windows,
+         converged = converged, diverged = diverged)
+  }
   note <- function() {
     recent <- utils::tail(loss[is.finite(loss)], window)
     if (length(recent)) sprintf(" | avg. loss %s", format(mean(recent), digits = 5)) else ""
   }
   tryCatch({
     while (length(loss) < n_iterations && !converged && !diverged) {
-      loss <- c(loss, ls_svi_step(handle, min(pb_update, n_iterations - length(loss))))
+      n <- min(pb_update, n_iterations - length(loss), checkpoint_room(checkpoint, length(loss)))
+      suspendInterrupts(loss <- c(loss, ls_svi_step(handle, n)))  # (the fit and its losses agree)
       done <- length(loss)
       bad <- rle(is.na(loss))
       diverged <- utils::tail(bad$values, 1) && utils::tail(bad$lengths, 1) >= 20
@@ -292,8 +346,11 @@ svi_iterations <- function(handle, n_iterations, pb_update, tolerance, verbose) 
         }
         previous <- elbo
       }
-      progress_update(bar, done, note = note(), final = converged || diverged ||
-                        done == n_iterations)
+      finished <- converged || diverged || done == n_iterations
+      if (!is.null(checkpoint) && (finished || checkpoint_due(checkpoint, done))) {
+        suspendInterrupts(svi_checkpoint_write(checkpoint, handle, loop_state(), finished))
+      }
+      progress_update(bar, done, note = note(), final = finished)
     }
   }, interrupt = function(e) {
     interrupted <<- TRUE

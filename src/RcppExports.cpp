@@ -338,6 +338,28 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
+// ls_svi_state
+List ls_svi_state(SEXP handle);
+RcppExport SEXP _lockstep_ls_svi_state(SEXP handleSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type handle(handleSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_svi_state(handle));
+    return rcpp_result_gen;
+END_RCPP
+}
+// ls_svi_set_state
+void ls_svi_set_state(SEXP handle, List state);
+RcppExport SEXP _lockstep_ls_svi_set_state(SEXP handleSEXP, SEXP stateSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type handle(handleSEXP);
+    Rcpp::traits::input_parameter< List >::type state(stateSEXP);
+    ls_svi_set_state(handle, state);
+    return R_NilValue;
+END_RCPP
+}
 // ls_svi_guide
 List ls_svi_guide(SEXP handle, bool full_rank);
 RcppExport SEXP _lockstep_ls_svi_guide(SEXP handleSEXP, SEXP full_rankSEXP) {
@@ -378,6 +400,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 15},
     {"_lockstep_ls_svi_step", (DL_FUNC) &_lockstep_ls_svi_step, 2},
     {"_lockstep_ls_svi_restore", (DL_FUNC) &_lockstep_ls_svi_restore, 1},
+    {"_lockstep_ls_svi_state", (DL_FUNC) &_lockstep_ls_svi_state, 1},
+    {"_lockstep_ls_svi_set_state", (DL_FUNC) &_lockstep_ls_svi_set_state, 2},
     {"_lockstep_ls_svi_guide", (DL_FUNC) &_lockstep_ls_svi_guide, 2},
     {NULL, NULL, 0}
 };

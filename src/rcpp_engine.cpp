@@ -25,6 +25,7 @@
 #include "lockstep/targets.hpp"
 #include "mpi_world.h"
 #include "rcpp_engine.h"
+#include "rcpp_saved_state.h"
 
 using namespace Rcpp;
 
@@ -428,16 +429,7 @@ void ls_sampler_begin_warmup(SEXP sampler, int n) {
 // that own their groups, this rank's part.
 // [[Rcpp::export]]
 List ls_sampler_state(SEXP sampler) {
-  SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
-  const lockstep::SamplerState state = h->bundle.sampler->save_state();
-  List out(state.parts().size());
-  CharacterVector names(state.parts().size());
-  for (size_t k = 0; k < state.parts().size(); ++k) {
-    names[k] = state.parts()[k].first;
-    out[k] = NumericVector(state.parts()[k].second.begin(), state.parts()[k].second.end());
-  }
-  out.attr("names") = names;
-  return out;
+  return saved_state_to_list(checked_pointer<SamplerHandle>(sampler, "sampler")->bundle.sampler->save_state());
 }
 
 // Restores a state from ls_sampler_state() into a sampler made with the same
@@ -445,12 +437,8 @@ List ls_sampler_state(SEXP sampler) {
 // another shape, naming what differs).
 // [[Rcpp::export]]
 void ls_sampler_restore(SEXP sampler, List state) {
-  SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
-  lockstep::SamplerState s;
-  const CharacterVector names = state.names();
-  for (R_xlen_t k = 0; k < state.size(); ++k)
-    s.put(as<std::string>(names[k]), as<std::vector<double>>(state[k]));
-  h->bundle.sampler->restore_state(s);
+  checked_pointer<SamplerHandle>(sampler, "sampler")->bundle.sampler->restore_state(
+      saved_state_from_list(state));
 }
 
 // Whether the user has interrupted (Esc, Ctrl-C, RStudio's stop button), as

@@ -16,6 +16,7 @@
 #include "lockstep/svi.hpp"
 #include "lockstep/targets.hpp"
 #include "rcpp_engine.h"
+#include "rcpp_saved_state.h"
 
 using namespace Rcpp;
 
@@ -150,6 +151,17 @@ NumericVector ls_svi_step(SEXP handle, int n) {
 // Svi::restore_last_finite; every rank alike).
 // [[Rcpp::export]]
 void ls_svi_restore(SEXP handle) { checked_svi(handle)->svi->restore_last_finite(); }
+
+// The fit's state between iterations (Svi::save_state()), a named list of
+// numeric vectors for a checkpoint (R/checkpoint.R), and back into a fit
+// made with the same settings and seeds (Svi::restore_state()).
+// [[Rcpp::export]]
+List ls_svi_state(SEXP handle) { return saved_state_to_list(checked_svi(handle)->svi->save_state()); }
+
+// [[Rcpp::export]]
+void ls_svi_set_state(SEXP handle, List state) {
+  checked_svi(handle)->svi->restore_state(saved_state_from_list(state));
+}
 
 // The guide's mean, standard deviations and, for a full-rank guide, its
 // scale (a lower triangular matrix L: the guide's covariance is L L'; NULL

@@ -111,11 +111,11 @@ void Chees::metric_changed() {
   adam_t_ = 0;
 }
 
-void Chees::save_own(SamplerState& s) const {
+void Chees::save_own(SavedState& s) const {
   s.put("chees", {T_, adam_m_, adam_v_, static_cast<double>(adam_t_)});
 }
 
-void Chees::restore_own(const SamplerState& s) {
+void Chees::restore_own(const SavedState& s) {
   const std::vector<double>& v = s.get("chees", 4);
   T_ = v[0], adam_m_ = v[1], adam_v_ = v[2], adam_t_ = static_cast<long>(v[3]);
 }

@@ -93,7 +93,7 @@ void MetricAdaptation::end_dense(DenseMetric& dense, double* x) {
   window_n_ = 0;
 }
 
-void MetricAdaptation::save(SamplerState& s, ChainVectors& v, bool sums) const {
+void MetricAdaptation::save(SavedState& s, ChainVectors& v, bool sums) const {
   s.put("metric_window", {static_cast<double>(next_window_), static_cast<double>(window_n_)});
   if (!sums) return;  // (sampling: a model of millions of parameters writes less)
   if (window_mean_v_) {
@@ -110,7 +110,7 @@ void MetricAdaptation::save(SamplerState& s, ChainVectors& v, bool sums) const {
   s.put("metric_rest_m2", rest_m2_);
 }
 
-void MetricAdaptation::restore(const SamplerState& s, ChainVectors& v) {
+void MetricAdaptation::restore(const SavedState& s, ChainVectors& v) {
   const std::vector<double>& at = s.get("metric_window", 2);
   next_window_ = static_cast<size_t>(at[0]);
   window_n_ = static_cast<long>(at[1]);

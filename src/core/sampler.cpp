@@ -472,7 +472,7 @@ void Sampler::rescue_stuck_chains() {
 
 namespace {
 // A random stream as five numbers, and back (key, id, purpose, position).
-void put_streams(SamplerState& s, const std::string& name, const std::vector<Stream>& streams) {
+void put_streams(SavedState& s, const std::string& name, const std::vector<Stream>& streams) {
   std::vector<double> v;
   for (const Stream& r : streams)
     for (double x : {static_cast<double>(r.key0), static_cast<double>(r.key1),
@@ -481,7 +481,7 @@ void put_streams(SamplerState& s, const std::string& name, const std::vector<Str
       v.push_back(x);
   s.put(name, std::move(v));
 }
-std::vector<Stream> get_streams(const SamplerState& s, const std::string& name, long n) {
+std::vector<Stream> get_streams(const SavedState& s, const std::string& name, long n) {
   const std::vector<double>& v = s.get(name, 5 * n);
   std::vector<Stream> out(n);
   for (long k = 0; k < n; ++k) {
@@ -494,15 +494,17 @@ std::vector<Stream> get_streams(const SamplerState& s, const std::string& name, 
 }
 }  // namespace
 
-SamplerState Sampler::save_state() {
-  SamplerState s;
+SavedState Sampler::save_state() {
+  SavedState s;
   s.put("shape", {static_cast<double>(C_), static_cast<double>(D_)});
   s.put("x", x_);
   s.put("lp", lp_);
   std::vector<double> g = grad_;  // (the gradient may be in the vectors alone)
   if (state_in_vectors_) vectors().download(g.data(), g_v_);
   s.put("grad", std::move(g));
-  s.put("diag_sd", sd_);
+  // (pooled, every chain's row is the same: one is saved, a tenth of a
+  // 2-million-parameter model's state)
+  s.put("diag_sd", per_chain_metric() ? sd_ : std::vector<double>(sd_.begin(), sd_.begin() + D_));
   s.put("epsilon", epsilon_);
   s.put("step_scale", step_scale_);
   s.put("per_chain_step_size", per_chain_step_size() ? 1.0 : 0.0);
@@ -535,7 +537,7 @@ SamplerState Sampler::save_state() {
   return s;
 }
 
-void Sampler::restore_state(const SamplerState& s) {
+void Sampler::restore_state(const SavedState& s) {
   const std::vector<double>& shape = s.get("shape", 2);
   if (shape[0] != static_cast<double>(C_) || shape[1] != static_cast<double>(D_))
     throw std::invalid_argument(name_ + ": the saved state is of " +
@@ -555,7 +557,9 @@ void Sampler::restore_state(const SamplerState& s) {
   x_ = s.get("x", C_ * D_);
   lp_ = s.get("lp", C_);
   grad_ = s.get("grad", C_ * D_);
-  sd_ = s.get("diag_sd", C_ * D_);
+  const std::vector<double>& sd = s.get("diag_sd", per_chain_metric() ? C_ * D_ : D_);
+  for (long c = 0; c < (per_chain_metric() ? 1 : C_); ++c)
+    std::copy(sd.begin(), sd.end(), sd_.begin() + c * D_);
   epsilon_ = s.scalar("epsilon");
   step_scale_ = s.get("step_scale", C_);
   chain_streams_ = get_streams(s, "chain_streams", C_);

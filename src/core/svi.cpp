@@ -605,4 +605,64 @@ void Svi::restore_last_finite() {
   stepped_ = false;
 }
 
+SavedState Svi::save_state() const {
+  SavedState s;
+  const long n = static_cast<long>(phi_.size());
+  s.put("svi_shape", {static_cast<double>(C_), static_cast<double>(D_), static_cast<double>(n)});
+  s.put("svi_t", static_cast<double>(t_));
+  s.put("svi_stepped", stepped_ ? 1.0 : 0.0);
+  pull();
+  s.put("svi_phi", phi_);
+  std::vector<double> before = phi_before_, a = rule_.a, b = rule_.b, u = rule_.u;
+  if (resident_) {  // (the optimiser's state and the last finite guide live there)
+    before.resize(n);
+    for (auto* v : {&a, &b, &u}) v->resize(n);
+    const Resident& r = *resident_;
+    r.vectors->download_flat(before.data(), r.phi_before, n);
+    r.vectors->download_flat(a.data(), r.a, n);
+    r.vectors->download_flat(b.data(), r.b, n);
+    r.vectors->download_flat(u.data(), r.u, n);
+  }
+  s.put("svi_phi_before", std::move(before));
+  s.put("svi_moment_a", std::move(a));
+  s.put("svi_moment_b", std::move(b));
+  s.put("svi_moment_u", std::move(u));
+  s.put("svi_schedule", rule_.m_schedule);
+  return s;
+}
+
+void Svi::restore_state(const SavedState& s) {
+  const long n = static_cast<long>(phi_.size());
+  const std::vector<double>& shape = s.get("svi_shape", 3);
+  if (shape[0] != static_cast<double>(C_) || shape[1] != static_cast<double>(D_) ||
+      shape[2] != static_cast<double>(n))
+    throw std::invalid_argument(
+        "svi: the saved fit has " + std::to_string(static_cast<long>(shape[0])) +
+        " particles, " + std::to_string(static_cast<long>(shape[1])) + " free parameters and " +
+        std::to_string(static_cast<long>(shape[2])) + " guide parameters; this one " +
+        std::to_string(C_) + ", " + std::to_string(D_) + " and " + std::to_string(n));
+  t_ = static_cast<long>(s.scalar("svi_t"));
+  stepped_ = s.scalar("svi_stepped") != 0;
+  phi_ = s.get("svi_phi", n);
+  const std::vector<double>& before = s.get("svi_phi_before");
+  if (!before.empty() && static_cast<long>(before.size()) != n)
+    throw std::invalid_argument("svi: the saved fit's last finite guide is damaged");
+  phi_before_ = before;
+  const long moments = static_cast<long>(rule_.a.size());
+  rule_.a = s.get("svi_moment_a", resident_ ? n : moments);
+  rule_.b = s.get("svi_moment_b", resident_ ? n : moments);
+  rule_.u = s.get("svi_moment_u", resident_ ? n : moments);
+  rule_.m_schedule = s.get("svi_schedule", static_cast<long>(rule_.m_schedule.size()));
+  rule_.lr = lr0_ * std::pow(s_.decay_rate, static_cast<double>(std::max(0L, t_ - 1)) / s_.decay_steps);
+  if (resident_) {
+    Resident& r = *resident_;
+    r.vectors->upload_flat(r.phi, phi_.data(), n);
+    if (!phi_before_.empty()) r.vectors->upload_flat(r.phi_before, phi_before_.data(), n);
+    r.vectors->upload_flat(r.a, rule_.a.data(), n);
+    r.vectors->upload_flat(r.b, rule_.b.data(), n);
+    r.vectors->upload_flat(r.u, rule_.u.data(), n);
+    phi_stale_ = false;
+  }
+}
+
 }  // namespace lockstep

@@ -77,6 +77,7 @@
 #include "sampler/chain_vectors.hpp"
 #include "optimiser.hpp"
 #include "rng.hpp"
+#include "saved_state.hpp"
 
 namespace lockstep {
 
@@ -152,6 +153,14 @@ class Svi {
   // set_guide()). A fit whose optimiser diverged (its bound no longer
   // finite) ends there.
   void restore_last_finite();
+  // Between iterations: everything the next ones depend on (the iteration,
+  // the guide, its last finite copy, the optimiser's moments: saved_state.hpp;
+  // the particles and minibatches are drawn by the iteration's number). A
+  // fit made with the same settings and seeds over the same target and given
+  // this state by restore_state() goes on exactly as this one would: a
+  // checkpoint's resume (R/checkpoint.R). Refused when of another shape.
+  SavedState save_state() const;
+  void restore_state(const SavedState& s);
   // Replaces the guide's parameters: its mean, and its scale ([dim, dim]
   // lower triangular, positive diagonal; off-diagonal values must be 0 but
   // for a full-rank guide; ignored for a point mass).

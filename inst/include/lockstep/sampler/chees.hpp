@@ -65,8 +65,8 @@ class Chees : public HamiltonianSampler {
  protected:
   void transition() override;
   void metric_changed() override;
-  void save_own(SamplerState& s) const override;
-  void restore_own(const SamplerState& s) override;
+  void save_own(SavedState& s) const override;
+  void restore_own(const SavedState& s) override;
 
  private:
   CheesSettings settings_;

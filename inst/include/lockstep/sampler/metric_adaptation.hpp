@@ -19,7 +19,7 @@
 
 #include "chain_vectors.hpp"
 #include "dense_metric.hpp"
-#include "sampler_state.hpp"
+#include "../saved_state.hpp"
 #include "warmup_schedule.hpp"
 
 namespace lockstep {
@@ -68,8 +68,8 @@ class MetricAdaptation {
   // and, with `sums` (warmup not over), the current window's sums (a
   // diagonal metric's from `v`). restore() follows begin() of the same
   // warmup, which makes the schedule.
-  void save(SamplerState& s, ChainVectors& v, bool sums) const;
-  void restore(const SamplerState& s, ChainVectors& v);
+  void save(SavedState& s, ChainVectors& v, bool sums) const;
+  void restore(const SavedState& s, ChainVectors& v);
 
  private:
   long C_, D_;

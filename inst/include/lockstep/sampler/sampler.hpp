@@ -64,7 +64,7 @@
 #include "chain_vectors.hpp"
 #include "dense_metric.hpp"
 #include "metric_adaptation.hpp"
-#include "sampler_state.hpp"
+#include "../saved_state.hpp"
 #include "step_size_adaptation.hpp"
 
 namespace lockstep {
@@ -210,8 +210,8 @@ class Sampler {
   // Only the current window's adaptation sums are left out once warmup is
   // over, where nothing reads them. Refused when the state is another
   // shape's (naming what differs).
-  SamplerState save_state();
-  void restore_state(const SamplerState& s);
+  SavedState save_state();
+  void restore_state(const SavedState& s);
 
  protected:
   // One transition of every chain from (x_, lp_, grad_), which it updates,
@@ -308,8 +308,8 @@ class Sampler {
   virtual void metric_changed() {}
   // What a sampler keeps across iterations beyond this base's (ChEES's
   // trajectory length and its Adam moments), into and out of a saved state.
-  virtual void save_own(SamplerState& /*s*/) const {}
-  virtual void restore_own(const SamplerState& /*s*/) {}
+  virtual void save_own(SavedState& /*s*/) const {}
+  virtual void restore_own(const SavedState& /*s*/) {}
   // Whether the current transition is a warmup iteration that adapts.
   bool adapting_ = false;
   // Whether it is one of warmup's initial buffer (before the first metric

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "dual_averaging.hpp"
-#include "sampler_state.hpp"
+#include "../saved_state.hpp"
 
 namespace lockstep {
 
@@ -85,13 +85,13 @@ class StepSizeAdaptation {
   // Its state (each dual averaging's, and the step sizes it restarted
   // from), to save and restore (sampler_state.hpp); the settings are the
   // sampler's.
-  void save(SamplerState& s) const {
+  void save(SavedState& s) const {
     std::vector<double> dual(4 * dual_.size());
     for (size_t k = 0; k < dual_.size(); ++k) dual_[k].state(dual.data() + 4 * k);
     s.put("step_size_dual", dual);
     s.put("step_size_restart", restart_epsilon_);
   }
-  void restore(const SamplerState& s, long chains) {
+  void restore(const SavedState& s, long chains) {
     const long n = per_chain_ ? chains : 1;
     const std::vector<double>& dual = s.get("step_size_dual", 4 * n);
     dual_.assign(n, DualAveraging(target_accept_));

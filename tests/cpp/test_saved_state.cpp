@@ -1,4 +1,4 @@
-// A sampler's saved state (sampler/sampler_state.hpp): a sampler made anew
+// A sampler's saved state (saved_state.hpp, Sampler::save_state()): a sampler made anew
 // with the same settings and seeds, given the state another saved between
 // iterations, goes on to make exactly the draws the first makes, wherever it
 // was saved (warmup's initial buffer, inside a metric window, at a window's
@@ -6,11 +6,14 @@
 // what a checkpoint's resume rests on (R/checkpoint.R).
 #include <catch2/catch.hpp>
 
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "helpers.hpp"
 #include "lockstep/sampler/sampler_factory.hpp"
+#include "lockstep/svi.hpp"
 #include "models.hpp"
 
 using namespace lstest;
@@ -65,7 +68,7 @@ void run_span(lockstep::Sampler& s, long warmup, long from, long to, std::vector
 
 TEST_CASE("sampler state: a sampler restored from a saved state makes the same draws as the one "
           "that saved it",
-          "[sampler_state]") {
+          "[saved_state][sampler]") {
   const Program p = small_hierarchy();
   const long C = 4, D = 8, warmup = 150, total = 200;
   const std::vector<double> init = start_values(C, D);
@@ -110,7 +113,7 @@ TEST_CASE("sampler state: a sampler restored from a saved state makes the same d
       first.sampler->begin_warmup(warmup);
       std::vector<double> before;
       run_span(*first.sampler, warmup, 0, at, before);
-      const lockstep::SamplerState saved = first.sampler->save_state();
+      const lockstep::SavedState saved = first.sampler->save_state();
       // a new sampler of the same settings and seeds, from other initial
       // values: only the state says where the chains are
       std::vector<double> elsewhere = start_values(C, D);
@@ -133,7 +136,7 @@ TEST_CASE("sampler state: a sampler restored from a saved state makes the same d
 }
 
 TEST_CASE("sampler state: a state of another shape or sampler is refused, naming what differs",
-          "[sampler_state]") {
+          "[saved_state][sampler]") {
   const Program p = small_hierarchy();
   const long C = 2, D = 8;
   SamplerSpec spec;
@@ -142,7 +145,7 @@ TEST_CASE("sampler state: a state of another shape or sampler is refused, naming
   lockstep::SamplerBundle a = lockstep::make_sampler(p, spec, start_values(C, D), C, o, false, 1, 2);
   a.sampler->begin_warmup(10);
   a.sampler->iterate(true);
-  const lockstep::SamplerState saved = a.sampler->save_state();
+  const lockstep::SavedState saved = a.sampler->save_state();
   // more chains
   lockstep::SamplerBundle b = lockstep::make_sampler(p, spec, start_values(3, D), 3, o, false, 1, 2);
   CHECK_THROWS_WITH(b.sampler->restore_state(saved),
@@ -159,12 +162,92 @@ TEST_CASE("sampler state: a state of another shape or sampler is refused, naming
   lockstep::SamplerBundle d = lockstep::make_sampler(p, dense, start_values(C, D), C, o, false, 1, 2);
   CHECK_THROWS_WITH(d.sampler->restore_state(saved), Catch::Contains("metric is diagonal"));
   // a part missing, or of the wrong length
-  lockstep::SamplerState damaged;
+  lockstep::SavedState damaged;
   for (const auto& part : saved.parts())
     if (part.first != "grad") damaged.put(part.first, part.second);
   lockstep::SamplerBundle e = lockstep::make_sampler(p, spec, start_values(C, D), C, o, false, 1, 2);
   CHECK_THROWS_WITH(e.sampler->restore_state(damaged), Catch::Contains("no `grad`"));
   damaged.put("grad", std::vector<double>(3, 0.0));
   CHECK_THROWS_WITH(e.sampler->restore_state(damaged),
-                    Catch::Contains("`grad` has 3 values where this sampler has 16"));
+                    Catch::Contains("`grad` has 3 values where this one has 16"));
+}
+
+// A variational fit's saved state (Svi::save_state()): a fit made anew with
+// the same settings and seeds, given the state of another after t
+// iterations, makes the same losses and guide as the first, for every guide,
+// with the guide on the host or on the target's vectors (resident: a GPU's
+// memory, run lane by lane by the emulated backend), a decaying learning
+// rate and minibatches.
+TEST_CASE("saved state: a variational fit restored from a saved state goes on as the one that "
+          "saved it",
+          "[saved_state][svi]") {
+  std::mt19937 rng(17);
+  lstest::Demand d = lstest::demand(300, 7, 4, rng);
+  lockstep::plan(d.p);
+  struct Case {
+    std::string guide, method;
+    int resident;
+    lockstep::Backend backend;
+    double fraction;
+  };
+  const std::vector<Case> cases = {
+      {"mean_field", "adam", -1, lockstep::Backend::cpu, 1.0},
+      {"mean_field", "adam", 1, lockstep::Backend::emulated, 0.5},
+      {"low_rank", "adam", -1, lockstep::Backend::cpu, 0.5},
+      {"low_rank", "rms_prop", 1, lockstep::Backend::emulated, 1.0},
+      {"full_rank", "adam", -1, lockstep::Backend::cpu, 1.0},
+      {"delta", "nadam", -1, lockstep::Backend::cpu, 1.0},
+      {"delta", "adam", 1, lockstep::Backend::cpu, 0.5}};
+  for (const Case& k : cases) {
+    INFO(k.guide << " " << k.method << ", resident " << k.resident << ", backend "
+                 << static_cast<int>(k.backend) << ", fraction " << k.fraction);
+    lockstep::SviSettings s;
+    s.guide = k.guide;
+    s.rank = 2;
+    s.optimiser.method = k.method;
+    s.optimiser.params["learning_rate"] = 0.05;
+    s.decay_rate = 0.5;
+    s.decay_steps = 10;
+    s.batch_fraction = k.fraction;
+    s.resident = k.resident;
+    lockstep::ExecOptions o;
+    o.backend = k.backend;
+    o.tile_rows = 16;
+    const long particles = k.guide == "delta" ? 1 : 3;
+    const std::vector<double> init(d.p.n_free, 0.1);
+    auto fit = [&](lockstep::Executor<double>& target) {
+      return std::make_unique<lockstep::Svi>(target, s, init, 7, 8);
+    };
+    lockstep::Executor<double> t1(d.p, particles, o), t2(d.p, particles, o), t3(d.p, particles, o);
+    auto whole = fit(t1);
+    CHECK(whole->resident() == (k.resident == 1));
+    std::vector<double> expected;
+    for (int t = 0; t < 30; ++t) expected.push_back(whole->step());
+    auto first = fit(t2);
+    std::vector<double> got;
+    for (int t = 0; t < 12; ++t) got.push_back(first->step());
+    const lockstep::SavedState saved = first->save_state();
+    auto second = fit(t3);
+    second->restore_state(saved);
+    CHECK(second->iterations() == 12);
+    for (int t = 12; t < 30; ++t) got.push_back(second->step());
+    REQUIRE(got.size() == expected.size());
+    for (size_t t = 0; t < got.size(); ++t) {
+      INFO("iteration " << t);
+      CHECK(got[t] == expected[t]);
+    }
+    CHECK(second->mean() == whole->mean());
+    if (k.guide != "delta") CHECK(second->sd() == whole->sd());
+    // restore_last_finite() goes back to the same guide in both
+    second->restore_last_finite();
+    whole->restore_last_finite();
+    CHECK(second->mean() == whole->mean());
+  }
+  // a fit of another shape is refused
+  lockstep::Executor<double> t4(d.p, 3, lockstep::ExecOptions{}), t5(d.p, 2, lockstep::ExecOptions{});
+  lockstep::SviSettings s;
+  s.optimiser.method = "adam";
+  lockstep::Svi a(t4, s, std::vector<double>(d.p.n_free, 0.0), 1, 2);
+  lockstep::Svi b(t5, s, std::vector<double>(d.p.n_free, 0.0), 1, 2);
+  CHECK_THROWS_WITH(b.restore_state(a.save_state()), Catch::Contains("saved fit has 3 particles"));
 }

@@ -1,15 +1,16 @@
-// A sampler's state between two iterations (Sampler::save_state()): named
-// arrays of numbers holding everything its next iterations depend on (the
-// chains' states and gradients, step sizes, metric, warmup's adaptation sums,
-// the random streams' positions), so that a sampler made anew with the same
-// settings over the same target and given it (Sampler::restore_state())
-// makes exactly the draws the first would have made. This is what a
-// checkpoint keeps of the sampler (R/checkpoint.R); R holds it as a named
-// list of numeric vectors, which R serialises itself, so the core needs no
-// file format of its own. Doubles hold every count and stream position
-// exactly (they stay below 2^53).
-#ifndef LOCKSTEP_SAMPLER_SAMPLER_STATE_HPP
-#define LOCKSTEP_SAMPLER_SAMPLER_STATE_HPP
+// The state of a sampler (Sampler::save_state()) or of a variational fit
+// (Svi::save_state()) between two iterations: named arrays of numbers
+// holding everything the next iterations depend on (a sampler's chains'
+// states and gradients, step sizes, metric, warmup's adaptation sums and
+// random streams' positions; a fit's guide and optimiser moments), so that
+// one made anew with the same settings over the same target and given it
+// (restore_state()) goes on exactly as the first would have. This is what a
+// checkpoint keeps of it (R/checkpoint.R); R holds it as a named list of
+// numeric vectors, which R serialises itself, so the core needs no file
+// format of its own. Doubles hold every count and stream position exactly
+// (they stay below 2^53).
+#ifndef LOCKSTEP_SAVED_STATE_HPP
+#define LOCKSTEP_SAVED_STATE_HPP
 
 #include <stdexcept>
 #include <string>
@@ -18,7 +19,7 @@
 
 namespace lockstep {
 
-class SamplerState {
+class SavedState {
  public:
   using Part = std::pair<std::string, std::vector<double>>;
 
@@ -41,10 +42,10 @@ class SamplerState {
   // size >= 0, has another length: a state from another sampler or model.
   const std::vector<double>& get(const std::string& name, long size = -1) const {
     const std::vector<double>* v = find(name);
-    if (!v) throw std::invalid_argument("the sampler's saved state has no `" + name + "`");
+    if (!v) throw std::invalid_argument("the saved state has no `" + name + "`");
     if (size >= 0 && static_cast<long>(v->size()) != size)
-      throw std::invalid_argument("the sampler's saved `" + name + "` has " +
-                                  std::to_string(v->size()) + " values where this sampler has " +
+      throw std::invalid_argument("the saved `" + name + "` has " +
+                                  std::to_string(v->size()) + " values where this one has " +
                                   std::to_string(size));
     return *v;
   }
