@@ -77,6 +77,10 @@ ls_mpi_finalize <- function() {
     invisible(.Call(`_lockstep_ls_mpi_finalize`))
 }
 
+ls_mpi_abort <- function(message) {
+    invisible(.Call(`_lockstep_ls_mpi_abort`, message))
+}
+
 ls_mpi_stats <- function(reset) {
     .Call(`_lockstep_ls_mpi_stats`, reset)
 }

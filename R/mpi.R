@@ -38,7 +38,23 @@
 #' run the model ([mcmc()], `model_log_density`): they are collective. A
 #' likelihood that lockstep cannot split by rows (its data are not
 #' row-aligned with the rows of its terms) is refused with an error, and so
-#' are ranks whose models differ (an error on every rank, not a hang).
+#' are ranks whose models differ (other free parameters, distributions,
+#' operations or traced arrays: an error on every rank at the model's first
+#' collective call, not a hang or a wrong answer).
+#'
+#' @section A failing rank ends the job:
+#' In a script (`Rscript`, not an interactive session) whose R error handler
+#' is R's own (`getOption("error")` unset), an error on any rank once MPI has
+#' started (the first of these functions or of a model's collective calls
+#' starts it) ends every rank at once, rather than leaving the others waiting
+#' in their next collective call until the job's time limit: after R prints
+#' the error, that rank prints `lockstep: MPI rank r of P failed, ending every
+#' rank: <the error>` and calls `MPI_Abort()`, and the job's exit status is
+#' non-zero. This covers R's errors (`stop()`, bad data such as a missing
+#' value) and the engine's (a C++ exception reaches R as an error). A rank
+#' killed by a signal (`kill -9`, the out-of-memory killer) ends the job too:
+#' OpenMPI's `mpirun` does that by default (keep it so). `tests/mpi/faults.sh`
+#' runs each of these cases.
 #'
 #' @section Which parameters each rank holds:
 #' A hierarchical model's group-level parameters (one value, or one row, per
@@ -201,7 +217,22 @@ mpi_start <- function() {
   }
   mpi_state$info <- ls_mpi_init()
   reg.finalizer(mpi_state, function(e) ls_mpi_finalize(), onexit = TRUE)
+  # An error on one rank must end them all, not leave the others waiting in
+  # their next collective call (an R script's error would otherwise finalise
+  # MPI on its way out, which waits for the others): in a script whose
+  # error handler is R's own, lockstep's ends the job (mpi_abort_on_error()).
+  if (mpi_state$info$size > 1 && !interactive() && is.null(getOption("error"))) {
+    options(error = mpi_abort_on_error)
+  }
   mpi_state$info
+}
+
+# options(error =) of a script across MPI processes (mpi_start()): after R
+# has printed the error, every rank ends at once (MPI_Abort()), this rank's
+# stderr saying which it is and why, and the job's exit status is non-zero.
+mpi_abort_on_error <- function() {
+  message <- sub("\\s+$", "", geterrmessage())
+  ls_mpi_abort(sub("^Error[^:]*: ", "", message))
 }
 
 # x as rank 0 has it, on every rank of a run across processes (random numbers
@@ -216,6 +247,9 @@ same_on_every_rank <- function(x, options) {
 # A run across processes needs the same model on every rank (each with its
 # own rows): ranks that disagree would wait on each other forever, in
 # collective calls of different sizes. A clear error on every rank instead.
+# Beyond the free parameters, the models' shapes: the sequence of their
+# operations, distributions and transforms and what they trace (not the
+# data, whose rows are each rank's own), as a checksum.
 check_ranks_agree <- function(model, options) {
   if (!isTRUE(options$mpi)) return(invisible(NULL))
   mine <- as.numeric(model$n_free)
@@ -226,5 +260,21 @@ check_ranks_agree <- function(model, options) {
                         "own rows"), as.integer(root), mpi_rank(), as.integer(mine)),
          call. = FALSE)
   }
+  if (!ls_mpi_same(model_shape_signature(model))) {
+    stop(sprintf(paste0("the MPI ranks' models differ in their distributions, operations or ",
+                        "traced arrays (this is rank %d): every rank must build the same model ",
+                        "from its own rows"), mpi_rank()), call. = FALSE)
+  }
   invisible(NULL)
+}
+
+# A model's shape as two numbers (a checksum of its nodes' operations,
+# families and transforms, and its traced arrays' names), for
+# check_ranks_agree().
+model_shape_signature <- function(model) {
+  shape <- list(lapply(model$ir$nodes, function(n) n[intersect(names(n), c("op", "family",
+                                                                           "transform"))]),
+                vapply(model$traced, `[[`, "", "name"))
+  hex <- ls_checksum(serialize(shape, NULL, xdr = TRUE, version = 3))
+  c(strtoi(substr(hex, 1, 7), 16L), strtoi(substr(hex, 8, 14), 16L))
 }

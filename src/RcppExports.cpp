@@ -246,6 +246,16 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
+// ls_mpi_abort
+void ls_mpi_abort(std::string message);
+RcppExport SEXP _lockstep_ls_mpi_abort(SEXP messageSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type message(messageSEXP);
+    ls_mpi_abort(message);
+    return R_NilValue;
+END_RCPP
+}
 // ls_mpi_stats
 List ls_mpi_stats(bool reset);
 RcppExport SEXP _lockstep_ls_mpi_stats(SEXP resetSEXP) {
@@ -393,6 +403,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_mpi_available", (DL_FUNC) &_lockstep_ls_mpi_available, 0},
     {"_lockstep_ls_mpi_init", (DL_FUNC) &_lockstep_ls_mpi_init, 0},
     {"_lockstep_ls_mpi_finalize", (DL_FUNC) &_lockstep_ls_mpi_finalize, 0},
+    {"_lockstep_ls_mpi_abort", (DL_FUNC) &_lockstep_ls_mpi_abort, 1},
     {"_lockstep_ls_mpi_stats", (DL_FUNC) &_lockstep_ls_mpi_stats, 1},
     {"_lockstep_ls_mpi_broadcast", (DL_FUNC) &_lockstep_ls_mpi_broadcast, 1},
     {"_lockstep_ls_mpi_same", (DL_FUNC) &_lockstep_ls_mpi_same, 1},

@@ -10,8 +10,10 @@
 // so; mpi_world() throws.
 #include <Rcpp.h>
 
+#include <cstdio>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "mpi_world.h"
@@ -89,6 +91,31 @@ void ls_mpi_finalize() {
   world.reset();
   if (initialised_here && mpi_initialised() && !mpi_finalised()) MPI_Finalize();
   initialised_here = false;
+#endif
+}
+
+// Ends every rank of the job at once: an error on one rank (R's, or a C++
+// exception that reached R) would otherwise leave the others waiting in
+// their next collective call until the job's time limit (issue 51). Prints
+// which rank failed and why to this rank's stderr (mpirun passes it on with
+// the others' output), then MPI_Abort(), which ends every rank with a
+// non-zero status. Without MPI running, only the message. R's
+// options(error =) calls it (mpi_abort_on_error(), R/mpi.R).
+// [[Rcpp::export]]
+void ls_mpi_abort(std::string message) {
+#ifdef LOCKSTEP_HAS_MPI
+  const bool running = mpi_initialised() && !mpi_finalised();
+  int rank = 0, size = 1;
+  if (running) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
+  std::fprintf(stderr, "lockstep: MPI rank %d of %d failed, ending every rank: %s\n", rank, size,
+               message.c_str());
+  std::fflush(stderr);
+  if (running) MPI_Abort(MPI_COMM_WORLD, 1);
+#else
+  std::fprintf(stderr, "lockstep: %s\n", message.c_str());
 #endif
 }
 

@@ -15,7 +15,9 @@
 #              on ERROR or WARNING), then the testthat suite against the
 #              package that check installed (tools/run_testthat.R: its files
 #              in LOCKSTEP_TEST_JOBS processes at once, default the cores, at
-#              most 4), then an SPMD fit under `mpirun -np 2`
+#              most 4), then an SPMD fit under `mpirun -np 2`, and the MPI
+#              fault cases (tests/mpi/faults.sh: one rank fails, every rank
+#              ends within seconds)
 #
 # Each translation unit is compiled once (issue 48): every compiler call goes
 # through ccache (tools/setup.sh installs it; its cache in build/ccache, or
@@ -388,6 +390,23 @@ suite_r() {
   else
     echo "FAIL SPMD fit: MPI is not installed (make setup installs it)"
     failed=$((failed + 1))
+  fi
+
+  # MPI jobs that fail fast: each way one rank can fail ends every rank
+  # within seconds (tests/mpi/faults.sh)
+  local faults="$dir/faults.log"
+  if command -v mpirun >/dev/null 2>&1; then
+    R_LIBS="$lib${R_LIBS:+:$R_LIBS}" MPI_FLAGS="${flags[*]}" timeout 900 bash tests/mpi/faults.sh \
+      2>&1 | tee "$faults"
+    counts=$(grep -E '^fault-counts: [0-9]+ [0-9]+$' "$faults" | tail -n 1)
+    if [ -n "$counts" ]; then
+      set -- $counts
+      passed=$((passed + $2))
+      failed=$((failed + $3))
+    else
+      echo "FAIL MPI faults (no counts: tests/mpi/faults.sh did not finish)"
+      failed=$((failed + 1))
+    fi
   fi
   record R "$passed" "$failed" "$skipped" $(($(now) - t0))
 }
