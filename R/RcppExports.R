@@ -93,6 +93,10 @@ ls_mpi_same <- function(x) {
     .Call(`_lockstep_ls_mpi_same`, x)
 }
 
+ls_mpi_min <- function(x) {
+    .Call(`_lockstep_ls_mpi_min`, x)
+}
+
 ls_svi_rows <- function(engine, options) {
     .Call(`_lockstep_ls_svi_rows`, engine, options)
 }

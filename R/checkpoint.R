@@ -8,12 +8,19 @@
 #                    values) and, for extra_samples(), the draws it continues
 #   draws_NNNNNN.rds the draws of each stretch between two checkpoints (plain
 #                    R objects: readRDS() reads them without lockstep)
-#   state.rds        rewritten at each checkpoint: where the run is, the
-#                    sampler's state (ls_sampler_state()), the draws files
-#                    that belong to it with their checksums
+#   state_0.rds, state_1.rds
+#                    the checkpoints' states, alternately (checkpoint k in
+#                    state_<k mod 2>.rds): where the run is, the sampler's
+#                    state (ls_sampler_state()), the draws files that belong
+#                    to it with their checksums; the newer is resumed
+# Across MPI processes each rank writes its own files, rank r's named
+# rank<r>_start.rds and so on (rank 0's as above): its part of the sampler's
+# state (its groups' coordinates) and what it traced. The ranks write each
+# checkpoint at the same iteration; a resume goes on from the newest one that
+# every rank has written, which is why each rank keeps two.
 # Each file is written to a temporary name and renamed (atomic on one file
-# system), so a kill during a write leaves the previous checkpoint whole; a
-# draws file is written before the state that names it. Every file carries a
+# system), so a kill during a write leaves the earlier files whole; a draws
+# file is written before the state that names it. Every file carries a
 # checksum (ls_checksum()) of its bytes, checked on reading, so a truncated
 # or damaged file is refused, never read as draws.
 
@@ -36,11 +43,12 @@ check_checkpoint <- function(checkpoint, checkpoint_every, options) {
   }
   if (!is.null(checkpoint_every)) checkpoint_every <- check_count(checkpoint_every,
                                                                   "checkpoint_every", 1)
-  if (isTRUE(options$mpi)) {
-    stop("checkpoints are not yet written across MPI processes: run without `checkpoint`",
-         call. = FALSE)
-  }
-  if (dir.exists(checkpoint) && length(list.files(checkpoint, all.files = TRUE, no.. = TRUE))) {
+  # (across MPI processes every rank sees the same directory: rank 0 says
+  # whether it is fit to write to, and every rank gets its answer)
+  holds_files <- dir.exists(checkpoint) &&
+    length(list.files(checkpoint, all.files = TRUE, no.. = TRUE)) > 0
+  holds_files <- as.logical(same_on_every_rank(holds_files, options))
+  if (holds_files) {
     stop("`checkpoint` (\"", checkpoint, "\") already holds files: resume that run with ",
          "resume(\"", checkpoint, "\", model), or give a new directory (or delete this one: ",
          "unlink(\"", checkpoint, "\", recursive = TRUE))", call. = FALSE)
@@ -125,7 +133,7 @@ read_checked <- function(file, expected, what) {
   unserialize(bytes)
 }
 
-# The state file holds its own checksum: its object is list(checksum, bytes
+# A state file holds its own checksum: its object is list(checksum, bytes
 # = the serialised state), so that readRDS() gives the raw state and the
 # checksum of those bytes, whatever was cut from the file.
 write_state_file <- function(state, file) {
@@ -135,10 +143,6 @@ write_state_file <- function(state, file) {
 }
 
 read_state_file <- function(file, path) {
-  if (!file.exists(file)) {
-    stop("\"", path, "\" holds no checkpoint state (state.rds): it is not a lockstep ",
-         "checkpoint, or its run was killed before the first checkpoint", call. = FALSE)
-  }
   outer <- tryCatch(readRDS(file), error = function(e) NULL, warning = function(w) NULL)
   if (!is.list(outer) || is.null(outer$lockstep_checkpoint) || !is.raw(outer$state) ||
       !identical(ls_checksum(outer$state), outer$checksum)) {
@@ -152,24 +156,37 @@ read_state_file <- function(file, path) {
   unserialize(outer$state)
 }
 
-# A run's checkpoint writer: creates the directory and writes start.rds.
-# `start`: what resume() needs that never changes (see start.rds above).
-checkpoint_open <- function(spec, start) {
-  dir.create(spec$path, recursive = TRUE, showWarnings = FALSE)
+# A run's checkpoint writer: creates the directory and writes this rank's
+# start file. `start`: what resume() needs that never changes (see the top
+# of this file).
+checkpoint_open <- function(spec, start, options) {
+  rank <- if (isTRUE(options$mpi)) mpi_rank() else 0L
+  if (rank == 0) dir.create(spec$path, recursive = TRUE, showWarnings = FALSE)
+  if (isTRUE(options$mpi)) ls_mpi_same(1)  # (the others wait for rank 0's directory)
   if (!dir.exists(spec$path)) {
     stop("could not create the checkpoint directory \"", spec$path, "\"", call. = FALSE)
   }
   ck <- new.env(parent = emptyenv())
   ck$path <- spec$path
   ck$every <- spec$every
-  ck$start <- write_atomically(start, file.path(spec$path, "start.rds"))
+  ck$options <- options
+  ck$prefix <- rank_prefix(rank)
+  ck$ranks <- if (isTRUE(options$mpi)) mpi_size() else 1L
+  start$ranks <- ck$ranks
+  ck$start <- write_atomically(start, checkpoint_file(ck, "start.rds"))
   ck$files <- data.frame(file = character(0), checksum = character(0), bytes = numeric(0),
                          stringsAsFactors = FALSE)
+  ck$number <- 0L
   ck$written <- c(values = 0L, chunks = 0L, diagnostics = 0L, warmup_diagnostics = 0L)
   ck$last_write <- proc.time()[["elapsed"]]
   ck$write_seconds <- 0
   ck
 }
+
+# The prefix of rank r's files in a checkpoint directory, and the path of
+# one of this writer's.
+rank_prefix <- function(rank) if (rank == 0) "" else paste0("rank", rank, "_")
+checkpoint_file <- function(ck, name) file.path(ck$path, paste0(ck$prefix, name))
 
 # The most iterations the next chunk may run (a checkpoint every `every`
 # iterations falls at a chunk's end), `position` iterations into the run.
@@ -181,12 +198,25 @@ checkpoint_room <- function(ck, position) {
 # Whether a checkpoint is due after a chunk that ended `position` iterations
 # into the run. Every `every` iterations; automatically, once the run has
 # gone on for 50 times as long as the last checkpoint took to write (so that
-# writing costs at most 2% of the run) and at least 30 seconds.
+# writing costs at most 2% of the run) and at least 30 seconds: rank 0's
+# clock decides for every rank.
 checkpoint_due <- function(ck, position) {
   if (is.null(ck)) return(FALSE)
   if (!is.null(ck$every)) return(position %% ck$every == 0)
   since <- proc.time()[["elapsed"]] - ck$last_write
-  since >= max(30, 50 * ck$write_seconds)
+  as.logical(same_on_every_rank(since >= max(30, 50 * ck$write_seconds), ck$options))
+}
+
+# Writes the next checkpoint's state (this rank's), `state` a list of its
+# parts: into state_<k mod 2>.rds, with the checkpoint's number k, the
+# ranks, and where its start and draws files are.
+write_checkpoint_state <- function(ck, state) {
+  ck$number <- ck$number + 1L
+  state$number <- ck$number
+  state$ranks <- ck$ranks
+  state$start <- ck$start
+  state$files <- ck$files
+  write_state_file(state, checkpoint_file(ck, sprintf("state_%d.rds", ck$number %% 2L)))
 }
 
 # Writes a checkpoint: the draws kept since the last one, then the state.
@@ -204,40 +234,81 @@ checkpoint_write <- function(ck, handle, kept_env, where) {
     draws <- list(values = new_part("values"), free = new_part("chunks"),
                   diagnostics = new_part("diagnostics"),
                   warmup_diagnostics = new_part("warmup_diagnostics"))
-    name <- sprintf("draws_%06d.rds", nrow(ck$files) + 1L)
+    name <- sprintf("%sdraws_%06d.rds", ck$prefix, nrow(ck$files) + 1L)
     written <- write_atomically(draws, file.path(ck$path, name))
     ck$files <- rbind(ck$files, data.frame(file = name, checksum = written$checksum,
                                            bytes = written$bytes, stringsAsFactors = FALSE))
     ck$written <- n
   }
-  state <- list(phase = where$phase, done = where$done, status = where$status,
-                start = ck$start, files = ck$files,
-                sampler = ls_sampler_state(handle),
-                kept = list(epsilon = kept_env$epsilon, diag_sd = kept_env$diag_sd,
-                            metric_factor = kept_env$metric_factor, rescues = kept_env$rescues,
-                            last_free = kept_env$last_free, traced_here = kept_env$traced_here))
-  write_state_file(state, file.path(ck$path, "state.rds"))
+  write_checkpoint_state(ck, list(
+    phase = where$phase, done = where$done, status = where$status,
+    sampler = ls_sampler_state(handle),
+    kept = list(epsilon = kept_env$epsilon, diag_sd = kept_env$diag_sd,
+                metric_factor = kept_env$metric_factor, rescues = kept_env$rescues,
+                last_free = kept_env$last_free, traced_here = kept_env$traced_here)))
   ck$last_write <- proc.time()[["elapsed"]]
   ck$write_seconds <- ck$last_write - started
   invisible(NULL)
 }
 
+# This rank's checkpoint states in `path` (state_0.rds, state_1.rds, with
+# its prefix), each checked: a list of those present.
+checkpoint_states <- function(path, prefix) {
+  files <- file.path(path, paste0(prefix, c("state_0.rds", "state_1.rds")))
+  files <- files[file.exists(files)]
+  lapply(files, read_state_file, path = path)
+}
+
+# The newest checkpoint state in `path` (of rank 0): for tests and for
+# resume() to know whether the run went across MPI processes.
+latest_checkpoint_state <- function(path) {
+  states <- checkpoint_states(path, "")
+  if (!length(states)) return(NULL)
+  states[[which.max(vapply(states, function(s) s$number, numeric(1)))]]
+}
+
 # Everything in a checkpoint directory, checked: list(start, state, draws),
-# draws a list of each draws file's contents in order.
+# draws a list of each draws file's contents in order. Across MPI processes
+# (the run's ranks, under mpirun again), this rank's files, at the newest
+# checkpoint every rank has written (collective).
 read_checkpoint <- function(path) {
   if (!is.character(path) || length(path) != 1 || is.na(path)) {
     stop("`checkpoint` must be the path of a checkpoint directory written by mcmc(..., ",
          "checkpoint = )", call. = FALSE)
   }
   if (!dir.exists(path)) stop("there is no checkpoint directory \"", path, "\"", call. = FALSE)
-  state <- read_state_file(file.path(path, "state.rds"), path)
-  start <- read_checked(file.path(path, "start.rds"), state$start,
+  newest <- latest_checkpoint_state(path)
+  if (is.null(newest)) {
+    stop("\"", path, "\" holds no checkpoint state (state_0.rds or state_1.rds): it is not a ",
+         "lockstep checkpoint, or its run was killed before the first checkpoint", call. = FALSE)
+  }
+  ranks <- if (is.null(newest$ranks)) 1L else newest$ranks
+  states <- checkpoint_states(path, "")
+  prefix <- ""
+  if (ranks > 1) {
+    if (!mpi_available() || mpi_size() != ranks) {
+      stop("the checkpoint \"", path, "\" was written by ", ranks, " MPI processes: resume it ",
+           "under mpirun with as many (mpirun -np ", ranks, " Rscript ...)", call. = FALSE)
+    }
+    prefix <- rank_prefix(mpi_rank())
+    states <- checkpoint_states(path, prefix)
+  }
+  numbers <- vapply(states, function(s) s$number, numeric(1))
+  mine <- if (length(numbers)) max(numbers) else 0
+  common <- if (ranks > 1) ls_mpi_min(mine) else mine
+  if (!common %in% numbers) {
+    stop("the checkpoint \"", path, "\" has no state of checkpoint ", common, " for this rank",
+         if (ranks > 1) sprintf(" (rank %d)", mpi_rank()), ": it cannot be resumed",
+         call. = FALSE)
+  }
+  state <- states[[match(common, numbers)]]
+  start <- read_checked(file.path(path, paste0(prefix, "start.rds")), state$start,
                         "the checkpoint's start file")
   draws <- lapply(seq_len(nrow(state$files)), function(k) {
     read_checked(file.path(path, state$files$file[k]), state$files[k, ],
                  paste0("the checkpoint's draws file ", state$files$file[k]))
   })
-  list(start = start, state = state, draws = draws)
+  list(start = start, state = state, draws = draws, prefix = prefix)
 }
 
 #' Resume a run from its checkpoint
@@ -312,7 +383,7 @@ resume <- function(checkpoint, model, verbose = TRUE, pb_update = NULL) {
             start$lockstep_version, ", this is ", utils::packageVersion("lockstep"),
             ": its draws may differ from the run that was not interrupted", call. = FALSE)
   }
-  writer <- checkpoint_resumed(checkpoint, start, state)
+  writer <- checkpoint_resumed(checkpoint, start, state, ck$prefix)
   if (identical(start$kind, "svi")) {
     return(resume_svi(start, state, model, verbose, if (is.null(pb_update)) 100L else pb_update,
                       writer))
@@ -364,13 +435,18 @@ checkpoint_start <- function(run, init, warmup, n_samples, every, previous = NUL
        checkpoint_every = every, previous = previous)
 }
 
-# The writer of a resumed run, going on in the checkpoint's directory.
-checkpoint_resumed <- function(path, start, state) {
+# The writer of a resumed run, going on in the checkpoint's directory from
+# its checkpoint `state` (this rank's, whose files have `prefix`).
+checkpoint_resumed <- function(path, start, state, prefix) {
   writer <- new.env(parent = emptyenv())
   writer$path <- path
   writer$every <- start$checkpoint_every
+  writer$options <- start$options
+  writer$prefix <- prefix
+  writer$ranks <- if (is.null(state$ranks)) 1L else state$ranks
   writer$start <- state$start
   writer$files <- state$files
+  writer$number <- state$number
   writer$written <- c(values = 0L, chunks = 0L, diagnostics = 0L, warmup_diagnostics = 0L)
   writer$last_write <- proc.time()[["elapsed"]]
   writer$write_seconds <- 0
@@ -382,9 +458,8 @@ checkpoint_resumed <- function(path, start, state) {
 # iterations are over.
 svi_checkpoint_write <- function(ck, handle, loop, finished) {
   started <- proc.time()[["elapsed"]]
-  write_state_file(list(status = if (finished) "complete" else "running", start = ck$start,
-                        files = ck$files, svi = ls_svi_state(handle), loop = loop),
-                   file.path(ck$path, "state.rds"))
+  write_checkpoint_state(ck, list(status = if (finished) "complete" else "running",
+                                  svi = ls_svi_state(handle), loop = loop))
   ck$last_write <- proc.time()[["elapsed"]]
   ck$write_seconds <- ck$last_write - started
   invisible(NULL)

@@ -101,7 +101,7 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
                    warmup_rescues = info$warmup_rescues)
   writer <- if (!is.null(checkpoint)) {
     checkpoint_open(checkpoint, checkpoint_start(run, info$last_free, 0L, n_samples,
-                                                 checkpoint$every, previous))
+                                                 checkpoint$every, previous), options)
   }
   end_run(run, sample_run(run, 0L, n_samples, pb_update, verbose, previous, writer), previous)
 }

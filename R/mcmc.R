@@ -164,7 +164,8 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
               construction = list(name = sampler$name, parameters = sampler$parameters,
                                   seeds = seeds))
   writer <- if (!is.null(checkpoint)) {
-    checkpoint_open(checkpoint, checkpoint_start(run, init, warmup, n_samples, checkpoint$every))
+    checkpoint_open(checkpoint, checkpoint_start(run, init, warmup, n_samples, checkpoint$every),
+                    options)
   }
   end_run(run, sample_run(run, warmup, n_samples, pb_update, verbose, checkpoint = writer))
 }

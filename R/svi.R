@@ -211,7 +211,8 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
                                      lockstep_version = as.character(utils::packageVersion("lockstep")),
                                      identity = model_identity(model), settings = settings,
                                      options = options, checkpoint_every = checkpoint$every,
-                                     random_seed = get0(".Random.seed", globalenv())))
+                                     random_seed = get0(".Random.seed", globalenv())),
+                    options)
   }
   run <- svi_iterations(handle, n_iterations, pb_update, tolerance, verbose && mpi_rank() == 0,
                         checkpoint = writer)

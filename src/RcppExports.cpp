@@ -289,6 +289,17 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_mpi_min
+double ls_mpi_min(double x);
+RcppExport SEXP _lockstep_ls_mpi_min(SEXP xSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< double >::type x(xSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_mpi_min(x));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_svi_rows
 NumericVector ls_svi_rows(SEXP engine, List options);
 RcppExport SEXP _lockstep_ls_svi_rows(SEXP engineSEXP, SEXP optionsSEXP) {
@@ -407,6 +418,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_mpi_stats", (DL_FUNC) &_lockstep_ls_mpi_stats, 1},
     {"_lockstep_ls_mpi_broadcast", (DL_FUNC) &_lockstep_ls_mpi_broadcast, 1},
     {"_lockstep_ls_mpi_same", (DL_FUNC) &_lockstep_ls_mpi_same, 1},
+    {"_lockstep_ls_mpi_min", (DL_FUNC) &_lockstep_ls_mpi_min, 1},
     {"_lockstep_ls_svi_rows", (DL_FUNC) &_lockstep_ls_svi_rows, 2},
     {"_lockstep_ls_svi_new", (DL_FUNC) &_lockstep_ls_svi_new, 15},
     {"_lockstep_ls_svi_step", (DL_FUNC) &_lockstep_ls_svi_step, 2},

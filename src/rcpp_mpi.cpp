@@ -162,3 +162,17 @@ bool ls_mpi_same(NumericVector x) {
   return true;
 #endif
 }
+
+// The smallest of x over the ranks (collective): the newest checkpoint
+// every rank has written (R/checkpoint.R).
+// [[Rcpp::export]]
+double ls_mpi_min(double x) {
+#ifdef LOCKSTEP_HAS_MPI
+  mpi_world();
+  double out = x;
+  MPI_Allreduce(&x, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  return out;
+#else
+  return x;
+#endif
+}

@@ -28,8 +28,7 @@ killed_run <- function(path, sampler, threads, seed, after) {
                  shQuote(fixture), shQuote(path), sampler, threads, seed, shQuote(log))
   pid <- as.integer(system(cmd, intern = TRUE))
   position <- function() {
-    s <- tryCatch(lockstep:::read_state_file(file.path(path, "state.rds"), path),
-                  error = function(e) NULL)
+    s <- tryCatch(lockstep:::latest_checkpoint_state(path), error = function(e) NULL)
     if (is.null(s)) return(-1)
     if (sampler == "svi") return(length(s$loop$loss))
     s$done + if (s$phase == "sampling") 300 else 0
@@ -114,7 +113,8 @@ test_that("a run that writes checkpoints draws what one without them draws", {
   expect_identical(run_result(with), run_result(without))
   # every 20 iterations: 8 draws files, and the start and the state
   files <- list.files(path)
-  expect_setequal(files, c("start.rds", "state.rds", sprintf("draws_%06d.rds", 1:8)))
+  expect_setequal(files, c("start.rds", "state_0.rds", "state_1.rds",
+                           sprintf("draws_%06d.rds", 1:8)))
   # the draws files are plain R objects
   last <- readRDS(file.path(path, "draws_000008.rds"))
   expect_equal(nrow(last$values), 20 * 4)
@@ -141,7 +141,7 @@ test_that("a truncated or damaged checkpoint is refused with a clear message", {
   checkpoint_fit(m, "nuts", 1L, seed = 3, path = path, warmup = 40, n_samples = 40)
   copy <- paste0(path, "_copy")
   set.seed(99)
-  for (file in c("state.rds", "start.rds", "draws_000002.rds")) {
+  for (file in c("state_0.rds", "state_1.rds", "start.rds", "draws_000002.rds")) {
     size <- file.size(file.path(path, file))
     for (cut in sort(sample(size - 1, 10))) {
       unlink(copy, recursive = TRUE)
