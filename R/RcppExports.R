@@ -9,8 +9,8 @@ ls_cuda_elementwise <- function(op, a, b = NULL) {
     .Call(`_lockstep_ls_cuda_elementwise`, op, a, b)
 }
 
-ls_checksum <- function(bytes) {
-    .Call(`_lockstep_ls_checksum`, bytes)
+ls_checksum <- function(x) {
+    .Call(`_lockstep_ls_checksum`, x)
 }
 
 ls_rows_by_chain <- function(previous, chunks, chains, thin) {

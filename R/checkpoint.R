@@ -20,9 +20,10 @@
 # every rank has written, which is why each rank keeps two.
 # Each file is written to a temporary name and renamed (atomic on one file
 # system), so a kill during a write leaves the earlier files whole; a draws
-# file is written before the state that names it. Every file carries a
-# checksum (ls_checksum()) of its bytes, checked on reading, so a truncated
-# or damaged file is refused, never read as draws.
+# file is written before the state that names it. The state records the
+# checksum of each file's contents (ls_checksum()) and its length, and holds
+# its own, checked on reading, so a truncated or damaged file is refused,
+# never read as draws.
 
 checkpoint_format <- 1L
 
@@ -70,12 +71,11 @@ model_identity <- function(model) {
     n$values <- NULL
     n
   })
-  hash <- function(x) ls_checksum(serialize(x, NULL, xdr = TRUE, version = 3))
   list(n_free = model$n_free,
        traced = vapply(model$traced, function(t) paste0(t$name, "[", paste(t$dim, collapse = ","),
                                                         "]"), ""),
-       graph = hash(list(graph, model$ir[setdiff(names(model$ir), "nodes")])),
-       data = hash(values))
+       graph = ls_checksum(list(graph, model$ir[setdiff(names(model$ir), "nodes")])),
+       data = ls_checksum(values))
 }
 
 # Refuses `model` when it is not the one `identity` (model_identity()) was
@@ -100,25 +100,30 @@ check_model_identity <- function(identity, model, path) {
 }
 
 # Writes `x` to `file` atomically (a temporary file in the same directory,
-# then a rename), as serialize()'s bytes, which readRDS() reads. Returns the
-# bytes' checksum and length.
+# then a rename), as saveRDS() would (uncompressed, in this machine's byte
+# order: written as it is serialised, with no copy in memory). Returns the
+# checksum of its contents (ls_checksum()) and the file's length.
 write_atomically <- function(x, file) {
-  bytes <- serialize(x, NULL, xdr = TRUE, version = 3)
   tmp <- file.path(dirname(file), paste0(".", basename(file), ".tmp"))
   con <- file(tmp, "wb")
   ok <- FALSE
-  on.exit(if (!ok) unlink(tmp))
-  writeBin(bytes, con)
+  on.exit({
+    if (!ok) {
+      try(close(con), silent = TRUE)
+      unlink(tmp)
+    }
+  })
+  serialize(x, con, xdr = FALSE, version = 3)
   flush(con)
   close(con)
   if (!file.rename(tmp, file)) stop("could not write the checkpoint file ", file, call. = FALSE)
   ok <- TRUE
-  list(checksum = ls_checksum(bytes), bytes = length(bytes))
+  list(checksum = ls_checksum(x), bytes = file.size(file))
 }
 
-# Reads a file written by write_atomically(), checking its length and
-# checksum against `expected` (list(checksum, bytes)); `what` names it in
-# the errors.
+# Reads a file written by write_atomically(), checking its length and its
+# contents' checksum against `expected` (list(checksum, bytes)); `what`
+# names it in the errors.
 read_checked <- function(file, expected, what) {
   if (!file.exists(file)) stop(what, " is missing (", file, ")", call. = FALSE)
   size <- file.size(file)
@@ -126,25 +131,24 @@ read_checked <- function(file, expected, what) {
     stop(what, " (", file, ") is ", format(size), " bytes where ", format(expected$bytes),
          " were written: it is truncated or damaged", call. = FALSE)
   }
-  bytes <- readBin(file, "raw", size)
-  if (!identical(ls_checksum(bytes), expected$checksum)) {
+  x <- tryCatch(readRDS(file), error = function(e) NULL, warning = function(w) NULL)
+  if (is.null(x) || !identical(ls_checksum(x), expected$checksum)) {
     stop(what, " (", file, ") does not match its checksum: it is damaged", call. = FALSE)
   }
-  unserialize(bytes)
+  x
 }
 
-# A state file holds its own checksum: its object is list(checksum, bytes
-# = the serialised state), so that readRDS() gives the raw state and the
-# checksum of those bytes, whatever was cut from the file.
+# A state file holds its own checksum: its object is list(checksum, state),
+# the checksum that of the state's contents, so that whatever was cut from
+# the file or changed in it, the state read back is refused.
 write_state_file <- function(state, file) {
-  bytes <- serialize(state, NULL, xdr = TRUE, version = 3)
-  write_atomically(list(lockstep_checkpoint = checkpoint_format, checksum = ls_checksum(bytes),
-                        state = bytes), file)
+  write_atomically(list(lockstep_checkpoint = checkpoint_format, checksum = ls_checksum(state),
+                        state = state), file)
 }
 
 read_state_file <- function(file, path) {
   outer <- tryCatch(readRDS(file), error = function(e) NULL, warning = function(w) NULL)
-  if (!is.list(outer) || is.null(outer$lockstep_checkpoint) || !is.raw(outer$state) ||
+  if (!is.list(outer) || is.null(outer$lockstep_checkpoint) || !is.list(outer$state) ||
       !identical(ls_checksum(outer$state), outer$checksum)) {
     stop("the checkpoint state \"", file, "\" is truncated or damaged (its checksum does not ",
          "match): it cannot be resumed", call. = FALSE)
@@ -153,7 +157,7 @@ read_state_file <- function(file, path) {
     stop("the checkpoint \"", path, "\" is of format ", outer$lockstep_checkpoint,
          "; this lockstep reads format ", checkpoint_format, call. = FALSE)
   }
-  unserialize(outer$state)
+  outer$state
 }
 
 # A run's checkpoint writer: creates the directory and writes this rank's

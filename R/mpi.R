@@ -275,6 +275,6 @@ model_shape_signature <- function(model) {
   shape <- list(lapply(model$ir$nodes, function(n) n[intersect(names(n), c("op", "family",
                                                                            "transform"))]),
                 vapply(model$traced, `[[`, "", "name"))
-  hex <- ls_checksum(serialize(shape, NULL, xdr = TRUE, version = 3))
+  hex <- ls_checksum(shape)
   c(strtoi(substr(hex, 1, 7), 16L), strtoi(substr(hex, 8, 14), 16L))
 }

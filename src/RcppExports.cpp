@@ -34,13 +34,13 @@ BEGIN_RCPP
 END_RCPP
 }
 // ls_checksum
-std::string ls_checksum(RawVector bytes);
-RcppExport SEXP _lockstep_ls_checksum(SEXP bytesSEXP) {
+std::string ls_checksum(SEXP x);
+RcppExport SEXP _lockstep_ls_checksum(SEXP xSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< RawVector >::type bytes(bytesSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_checksum(bytes));
+    Rcpp::traits::input_parameter< SEXP >::type x(xSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_checksum(x));
     return rcpp_result_gen;
 END_RCPP
 }
