@@ -43,9 +43,9 @@
 #'   have made
 #' @param checkpoint_every with `checkpoint`, the iterations (warmup and
 #'   sampling counted together) between checkpoints; `NULL` (the default)
-#'   writes one each time the run has gone on for 50 times as long as the
+#'   writes one each time the run has gone on for 100 times as long as the
 #'   last one took to write, and at least 30 seconds (so writing costs at
-#'   most 2% of the run), and at the end of the run
+#'   most 1% of the run), and at the end of the run
 #'
 #' @details Random numbers come from R's generator (through the seeds of
 #'   lockstep's own counter-based generator), so `set.seed()` repeats a run
@@ -86,7 +86,7 @@
 #'
 #'   With `checkpoint`, the run writes checkpoints to that directory (see
 #'   [resume()] for what it holds): every `checkpoint_every` iterations, or
-#'   by default as often as costs at most 2% of the run, and once it ends. A
+#'   by default as often as costs at most 1% of the run, and once it ends. A
 #'   run killed by a batch system's time limit, the out-of-memory killer or a
 #'   crash then loses only the iterations since its last checkpoint:
 #'   `resume(checkpoint, model)` goes on from there, and with the same seed

@@ -77,7 +77,7 @@
 #' @param checkpoint,checkpoint_every as [mcmc()]'s: a directory to which
 #'   the fit writes checkpoints (its iteration, guide, optimiser's state and
 #'   losses), every `checkpoint_every` iterations or, by default, as often as
-#'   costs at most 2% of the fit, and at its end; [resume()] goes on from the
+#'   costs at most 1% of the fit, and at its end; [resume()] goes on from the
 #'   last one and returns the fit the uninterrupted run would have returned
 #' @param compute_options where the model runs: [cpu_only()] or [gpu_only()];
 #'   across MPI processes whose rows are whole groups ([mpi]), each process

@@ -1430,54 +1430,6 @@ TEST_CASE("cuda executor: device-resident NUTS, HMC and ChEES follow them with h
   device_follows_host<lockstep::Chees>(chees, 6);  // adapting: the chains' means too
 }
 
-// A checkpoint's resume (issue 51) with the sampler's vectors on the GPU: its
-// state (the chains' positions and gradients, warmup's window sums, kept in
-// GPU memory) saved after some warmup iterations and restored into a new
-// sampler over the same executor makes exactly the draws of the sampler that
-// went on.
-TEST_CASE("cuda executor: a device-resident sampler restored from its saved state makes the same "
-          "draws",
-          "[cuda][sampler][saved_state]") {
-  require_gpu();
-  const Case k = logistic_regression_case();
-  const long C = 3;
-  std::unique_ptr<lockstep::cuda::DeviceExecutor> ex =
-      lockstep::cuda::make_executor(k.p, C, k.options, false);
-  std::mt19937 rng(78);
-  const std::vector<double> init = draw_state(k, C, rng);
-  lockstep::NutsSettings s;
-  s.epsilon = 0.001;
-  s.max_treedepth = 6;
-  const int warmup = 120, total = 130, at = 105;  // (saved inside the first metric window)
-  auto trace = [&](lockstep::Nuts& n, int from, int to, std::vector<double>& out) {
-    for (int i = from; i < to; ++i) {
-      n.iterate(i < warmup);
-      out.insert(out.end(), n.state().begin(), n.state().end());
-      out.push_back(n.epsilon());
-    }
-  };
-  std::vector<double> whole, resumed;
-  {
-    lockstep::Nuts a(*ex, s, init, 5, 6);
-    a.begin_warmup(warmup);
-    trace(a, 0, total, whole);
-  }
-  lockstep::SavedState saved;
-  {
-    lockstep::Nuts b(*ex, s, init, 5, 6);
-    b.begin_warmup(warmup);
-    trace(b, 0, at, resumed);
-    saved = b.save_state();
-  }
-  lockstep::Nuts c(*ex, s, init, 5, 6);
-  c.restore_state(saved);
-  trace(c, at, total, resumed);
-  REQUIRE(resumed.size() == whole.size());
-  long differ = 0;
-  for (size_t j = 0; j < whole.size(); ++j) differ += resumed[j] != whole[j];
-  CHECK(differ == 0);
-}
-
 TEST_CASE("cuda executor on several GPUs: device-resident NUTS follows it with host vectors",
           "[cuda][sampler][nuts][multi]") {
   require_gpu();
@@ -1806,4 +1758,53 @@ TEST_CASE("Executor refuses Backend::cuda which has its own executor", "[cuda][e
   CHECK_THROWS_AS(Executor<double>(k.p, 2, o), std::invalid_argument);
   CHECK_THROWS_AS(Executor<float>(k.p, 2, o), std::invalid_argument);
   CHECK_THROWS_AS(Executor<double>(k.p, 2, Backend::cuda), std::invalid_argument);
+}
+
+// A checkpoint's resume (issue 51) with the sampler's vectors on the GPU: its
+// state (the chains' positions and gradients, warmup's window sums, kept in
+// GPU memory) saved after some warmup iterations and restored into a new
+// sampler over the same executor makes exactly the draws of the sampler that
+// went on.
+TEST_CASE("cuda executor: a device-resident sampler restored from its saved state makes the same "
+          "draws",
+          "[cuda][sampler][saved_state]") {
+  require_gpu();
+  const Case k = logistic_regression_case();
+  const long C = 3;
+  // (the stand-in build: the emulated backend, whose vectors are host memory
+  // run lane by lane)
+  std::unique_ptr<Target> ex = make_gpu(k.p, C, k.options, false);
+  std::mt19937 rng(78);
+  const std::vector<double> init = draw_state(k, C, rng);
+  lockstep::NutsSettings s;
+  s.epsilon = 0.001;
+  s.max_treedepth = 6;
+  const int warmup = 120, total = 130, at = 105;  // (saved inside the first metric window)
+  auto trace = [&](lockstep::Nuts& n, int from, int to, std::vector<double>& out) {
+    for (int i = from; i < to; ++i) {
+      n.iterate(i < warmup);
+      out.insert(out.end(), n.state().begin(), n.state().end());
+      out.push_back(n.epsilon());
+    }
+  };
+  std::vector<double> whole, resumed;
+  {
+    lockstep::Nuts a(*ex, s, init, 5, 6);
+    a.begin_warmup(warmup);
+    trace(a, 0, total, whole);
+  }
+  lockstep::SavedState saved;
+  {
+    lockstep::Nuts b(*ex, s, init, 5, 6);
+    b.begin_warmup(warmup);
+    trace(b, 0, at, resumed);
+    saved = b.save_state();
+  }
+  lockstep::Nuts c(*ex, s, init, 5, 6);
+  c.restore_state(saved);
+  trace(c, at, total, resumed);
+  REQUIRE(resumed.size() == whole.size());
+  long differ = 0;
+  for (size_t j = 0; j < whole.size(); ++j) differ += resumed[j] != whole[j];
+  CHECK(differ == 0);
 }
