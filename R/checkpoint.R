@@ -170,21 +170,45 @@ checkpoint_open <- function(spec, start, options) {
   if (!dir.exists(spec$path)) {
     stop("could not create the checkpoint directory \"", spec$path, "\"", call. = FALSE)
   }
-  ck <- new.env(parent = emptyenv())
-  ck$path <- spec$path
-  ck$every <- spec$every
-  ck$options <- options
-  ck$prefix <- rank_prefix(rank)
-  ck$ranks <- if (isTRUE(options$mpi)) mpi_size() else 1L
+  ck <- checkpoint_writer(spec$path, spec$every, options, rank_prefix(rank),
+                          if (isTRUE(options$mpi)) mpi_size() else 1L)
   start$ranks <- ck$ranks
   ck$start <- write_atomically(start, checkpoint_file(ck, "start.rds"))
-  ck$files <- data.frame(file = character(0), checksum = character(0), bytes = numeric(0),
-                         stringsAsFactors = FALSE)
-  ck$number <- 0L
+  ck
+}
+
+# A checkpoint writer (an environment, updated as it writes): where it
+# writes, how often, this rank's file prefix and the ranks; the start file
+# and draws files written so far (`files`), the checkpoints' count
+# (`number`), how many of the run's kept chunks are written (`written`:
+# kept_counts()), and when the last write ended and how long it took.
+checkpoint_writer <- function(path, every, options, prefix, ranks, start = NULL, files = NULL,
+                              number = 0L) {
+  ck <- new.env(parent = emptyenv())
+  ck$path <- path
+  ck$every <- every
+  ck$options <- options
+  ck$prefix <- prefix
+  ck$ranks <- ranks
+  ck$start <- start
+  ck$files <- if (is.null(files)) {
+    data.frame(file = character(0), checksum = character(0), bytes = numeric(0),
+               stringsAsFactors = FALSE)
+  } else {
+    files
+  }
+  ck$number <- number
   ck$written <- c(values = 0L, chunks = 0L, diagnostics = 0L, warmup_diagnostics = 0L)
   ck$last_write <- proc.time()[["elapsed"]]
   ck$write_seconds <- 0
   ck
+}
+
+# How many chunks of each kind a run's kept_env holds.
+kept_counts <- function(kept_env) {
+  c(values = length(kept_env$values), chunks = length(kept_env$chunks),
+    diagnostics = length(kept_env$diagnostics),
+    warmup_diagnostics = length(kept_env$warmup_diagnostics))
 }
 
 # The prefix of rank r's files in a checkpoint directory, and the path of
@@ -228,9 +252,7 @@ write_checkpoint_state <- function(ck, state) {
 # `where`: list(phase, done, status).
 checkpoint_write <- function(ck, handle, kept_env, where) {
   started <- proc.time()[["elapsed"]]
-  n <- c(values = length(kept_env$values), chunks = length(kept_env$chunks),
-         diagnostics = length(kept_env$diagnostics),
-         warmup_diagnostics = length(kept_env$warmup_diagnostics))
+  n <- kept_counts(kept_env)
   if (any(n > ck$written)) {
     new_part <- function(name) {
       part <- kept_env[[name]]
@@ -339,9 +361,10 @@ read_checkpoint <- function(path) {
 #' @param pb_update how many iterations between progress bar updates, at
 #'   most: by default 50 for [mcmc()] and 100 for [svi()], their defaults
 #' @details A checkpoint directory holds `start.rds` (the run's settings,
-#'   written once), `state.rds` (where the run is and the sampler's state:
-#'   the chains' positions and gradients, step sizes, metric, warmup's
-#'   adaptation, the random streams; rewritten at each checkpoint) and one
+#'   written once), `state_0.rds` and `state_1.rds` (where the run is and the
+#'   sampler's state: the chains' positions and gradients, step sizes,
+#'   metric, warmup's adaptation, the random streams; written alternately at
+#'   each checkpoint, the newer resumed) and one
 #'   `draws_NNNNNN.rds` per checkpoint with the draws made since the one
 #'   before: plain R objects, which `readRDS()` reads without lockstep (a
 #'   list of `values`, the traced values, a row per chain and iteration,
@@ -352,7 +375,7 @@ read_checkpoint <- function(path) {
 #'   whole, and each carries a checksum that `resume()` checks: a truncated
 #'   or damaged file is refused with a message. The run is resumed with the
 #'   compute options it was written with (its threads), and needs the same
-#'   lockstep. A checkpoint of [svi()] holds `start.rds` and `state.rds`
+#'   lockstep. A checkpoint of [svi()] holds `start.rds` and its states
 #'   alone (its losses are in the state), and its resumed fit draws the
 #'   guide's `draws` from R's generator as it was when the fit started, as
 #'   the uninterrupted fit did.
@@ -415,9 +438,7 @@ resume <- function(checkpoint, model, verbose = TRUE, pb_update = NULL) {
   kept_env$warmup_diagnostics <- part("warmup_diagnostics")
   for (name in names(state$kept)) kept_env[[name]] <- state$kept[[name]]
   lockstep_stash$last <- kept_env
-  writer$written <- c(values = length(kept_env$values), chunks = length(kept_env$chunks),
-                      diagnostics = length(kept_env$diagnostics),
-                      warmup_diagnostics = length(kept_env$warmup_diagnostics))
+  writer$written <- kept_counts(kept_env)
   if (!identical(state$status, "complete")) {
     kept_env$status <- run_phases(handle, start$warmup, start$n_samples, start$thin,
                                   start$chains, pb_update, verbose, kept_env,
@@ -443,19 +464,9 @@ checkpoint_start <- function(run, init, warmup, n_samples, every, previous = NUL
 # The writer of a resumed run, going on in the checkpoint's directory from
 # its checkpoint `state` (this rank's, whose files have `prefix`).
 checkpoint_resumed <- function(path, start, state, prefix) {
-  writer <- new.env(parent = emptyenv())
-  writer$path <- path
-  writer$every <- start$checkpoint_every
-  writer$options <- start$options
-  writer$prefix <- prefix
-  writer$ranks <- if (is.null(state$ranks)) 1L else state$ranks
-  writer$start <- state$start
-  writer$files <- state$files
-  writer$number <- state$number
-  writer$written <- c(values = 0L, chunks = 0L, diagnostics = 0L, warmup_diagnostics = 0L)
-  writer$last_write <- proc.time()[["elapsed"]]
-  writer$write_seconds <- 0
-  writer
+  checkpoint_writer(path, start$checkpoint_every, start$options, prefix,
+                    if (is.null(state$ranks)) 1L else state$ranks, start = state$start,
+                    files = state$files, number = state$number)
 }
 
 # A variational fit's checkpoint: its state (ls_svi_state()) and the loop's
