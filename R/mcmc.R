@@ -517,6 +517,9 @@ report_rescues <- function(now, before, verbose) {
   seen <- if (is.null(before)) 0L else nrow(before)
   if (nrow(now) <= seen) return(invisible(NULL))
   new <- now[seq(seen + 1L, nrow(now)), , drop = FALSE]
+  # (the progress bar's line, drawn after a carriage return, has no newline
+  # of its own yet: end it, so that the message is a line of its own)
+  cat("\n", file = stderr())
   for (it in unique(new$iteration)) {
     r <- new[new$iteration == it, , drop = FALSE]
     moved <- !is.na(r$moved_to)
