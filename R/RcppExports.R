@@ -21,6 +21,10 @@ ls_engine_new <- function(ir) {
     .Call(`_lockstep_ls_engine_new`, ir)
 }
 
+ls_engine_memory <- function(engine) {
+    .Call(`_lockstep_ls_engine_memory`, engine)
+}
+
 ls_pointer_is_null <- function(x) {
     .Call(`_lockstep_ls_pointer_is_null`, x)
 }

@@ -38,7 +38,7 @@ gather_positions <- function(node, positions, dim = kept_dim(positions)) {
   if (identical(positions, seq_len(prod(node$dim))) && identical(dim, node$dim)) {
     return(as_greta_array_from_node(node))
   }
-  new_operation("gather", list(node), dim, index = positions - 1L)
+  new_operation("gather", list(node), dim, index = positions)
 }
 
 # `x` (a greta array or R numbers) expanded to dimension `dim` by taking its
@@ -73,7 +73,7 @@ reshape_node <- function(node, dim) {
   dim <- as.integer(dim)
   if (identical(dim, node$dim)) return(as_greta_array_from_node(node))
   new_operation("gather", list(node), dim,
-                index = rep_len(seq_len(prod(node$dim)), prod(dim)) - 1L)
+                index = rep_len(seq_len(prod(node$dim)), prod(dim)))
 }
 
 # Dimensions of a greta array, or of R values as as_data() would give them.
@@ -830,7 +830,7 @@ tapply.greta_array <- function(X, INDEX, FUN = c("sum", "max", "mean", "min", "p
 # there are. A mean is the sum over the group's count.
 tapply_groups <- function(node, group, G, fun) {
   op <- if (fun == "mean") "sum" else fun
-  index <- ifelse(is.na(group), -1L, as.integer(group) - 1L)
+  index <- ifelse(is.na(group), 0L, as.integer(group))  # (0: left out)
   out <- new_operation(paste0("segment_", op), list(node), c(G, 1L), index = index)
   if (fun == "mean") out / tabulate(group, nbins = G) else out
 }

@@ -49,7 +49,10 @@ data_array <- function(x, arg) {
   dim <- dim(x)
   if (is.null(dim)) dim <- c(length(x), 1L)
   if (length(dim) == 1L) dim <- c(dim, 1L)
-  list(dim = dim, value = as.numeric(x))
+  # integers without attributes (counts, as R reads them) are kept as they
+  # are, sharing the user's memory: the engine reads them as doubles itself
+  value <- if (is.integer(x) && is.null(attributes(x))) x else as.numeric(x)
+  list(dim = dim, value = value)
 }
 
 #' Data whose values can be replaced

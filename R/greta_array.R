@@ -249,6 +249,17 @@ print.summary.greta_array <- function(x, ...) {
 `[.greta_array` <- function(x, i, j, ..., drop = FALSE) {
   node <- get_node(x)
   n_index <- nargs() - 1L - !missing(drop)
+  # An index of the user's own (positive integers in range, as a group
+  # column is) is kept as it is, sharing R's memory: at 10^8 rows, a copy
+  # of each index vector is 400 MB.
+  whole_rows <- n_index == 2L && length(node$dim) == 2L && !missing(i) && missing(j)
+  if ((n_index == 1L && !missing(i)) || whole_rows) {
+    if (is_plain_positions(i, if (whole_rows) node$dim[1] else prod(node$dim))) {
+      op <- if (whole_rows) "gather_rows" else "gather"
+      dim <- c(length(i), if (whole_rows) node$dim[2] else 1L)
+      return(new_operation(op, list(node), dim, index = i))
+    }
+  }
   positions <- array(seq_len(prod(node$dim)), dim = node$dim)
   selected <- tryCatch(
     if (n_index <= 1L) positions[i] else positions[i, j, ..., drop = FALSE],
@@ -265,13 +276,19 @@ print.summary.greta_array <- function(x, ...) {
   if (prod(dim) == 0) stop("indexing a greta array must select at least one element", call. = FALSE)
   if (n_index == 2L && length(node$dim) == 2L && !missing(i) && missing(j)) {
     # x[i, ]: whole rows. The first column of `selected` holds the row numbers.
-    return(new_operation("gather_rows", list(node), dim,
-                         index = as.integer(selected[, 1L]) - 1L))
+    return(new_operation("gather_rows", list(node), dim, index = as.integer(selected[, 1L])))
   }
-  new_operation("gather", list(node), dim, index = as.integer(selected) - 1L)
+  new_operation("gather", list(node), dim, index = as.integer(selected))
 }
 
 # Records an operation node and returns its greta array.
 new_operation <- function(op, parents, dim, ...) {
   as_greta_array_from_node(new_node("operation", dim, parents, op = op, ...))
+}
+
+# Whether `i` is an integer vector of positions 1..n, no attributes, no NA:
+# an index that selects exactly its own positions.
+is_plain_positions <- function(i, n) {
+  is.integer(i) && is.null(attributes(i)) && length(i) > 0L && !anyNA(i) &&
+    min(i) >= 1L && max(i) <= n
 }

@@ -75,7 +75,9 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
     list(name = names[k], ir = lowered$ids[[as.character(roots[[k]]$id)]], dim = roots[[k]]$dim)
   })
   engine <- new.env(parent = emptyenv())
+  check_engine_memory(lowered$ir)
   engine$pointer <- ls_engine_new(lowered$ir)
+  check_executor_memory(engine$pointer)
   # the IR ids of data whose values data_values<- may replace, by node id
   mutable_data <- list()
   for (n in nodes) {
@@ -205,6 +207,7 @@ model_engine <- function(model) {
   if (!inherits(model, "greta_model")) stop("`model` must be a greta_model", call. = FALSE)
   if (ls_pointer_is_null(model$engine$pointer)) {
     message("rebuilding the lockstep engine of this model (it was saved and reloaded)")
+    check_engine_memory(model$ir)
     model$engine$pointer <- ls_engine_new(model$ir)
   }
   model$engine$pointer

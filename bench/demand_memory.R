@@ -10,7 +10,10 @@ shared <- Sys.getenv("LOCKSTEP_SHARED", normalizePath(file.path(dirname(script),
 source(file.path(shared, "peers", "demand_sim.R"))
 products <- if (length(commandArgs(TRUE))) as.numeric(commandArgs(TRUE)[1]) else 1e4
 r0 <- rss()
-sim <- sim_demand(products); d <- sim$data; rm(sim); invisible(gc())
+# (the large size, 1e6 products, by chunks: bench/demand_sim_chunks.R)
+source(file.path(dirname(script), "demand_sim_chunks.R"))
+sim <- if (products > 2e5) sim_demand_chunks(products) else sim_demand(products)
+d <- sim$data; rm(sim); invisible(gc())
 r1 <- rss()
 N <- d$n_obs
 user_mb <- (object.size(d$units) + object.size(d$log_price) + object.size(d$product) + object.size(d$week_cat)) / 2^20

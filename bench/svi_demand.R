@@ -42,7 +42,10 @@ script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)
 shared <- normalizePath(file.path(dirname(script), "..", "..", "shared"))
 source(file.path(shared, "peers", "demand_sim.R"))
 
-sim <- sim_demand(as.numeric(opt$products))
+# (the large size, 1e6 products, by chunks: bench/demand_sim_chunks.R)
+source(file.path(dirname(script), "demand_sim_chunks.R"))
+sim <- if (as.numeric(opt$products) > 2e5) sim_demand_chunks(as.numeric(opt$products)) else
+  sim_demand(as.numeric(opt$products))
 d <- sim$data
 cat(sprintf("sim_demand(%s): %d rows, %d products, %d categories, %d week-category cells\n",
             opt$products, d$n_obs, d$n_product, d$n_cat, d$n_week_cat))

@@ -69,6 +69,17 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_engine_memory
+NumericVector ls_engine_memory(SEXP engine);
+RcppExport SEXP _lockstep_ls_engine_memory(SEXP engineSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type engine(engineSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_engine_memory(engine));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_pointer_is_null
 bool ls_pointer_is_null(SEXP x);
 RcppExport SEXP _lockstep_ls_pointer_is_null(SEXP xSEXP) {
@@ -400,6 +411,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_checksum", (DL_FUNC) &_lockstep_ls_checksum, 1},
     {"_lockstep_ls_rows_by_chain", (DL_FUNC) &_lockstep_ls_rows_by_chain, 4},
     {"_lockstep_ls_engine_new", (DL_FUNC) &_lockstep_ls_engine_new, 1},
+    {"_lockstep_ls_engine_memory", (DL_FUNC) &_lockstep_ls_engine_memory, 1},
     {"_lockstep_ls_pointer_is_null", (DL_FUNC) &_lockstep_ls_pointer_is_null, 1},
     {"_lockstep_ls_engine_log_density", (DL_FUNC) &_lockstep_ls_engine_log_density, 4},
     {"_lockstep_ls_engine_values", (DL_FUNC) &_lockstep_ls_engine_values, 4},

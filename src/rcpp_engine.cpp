@@ -104,6 +104,10 @@ struct Engine {
   // fault per 4 KB page at every call, twice the engine's own time there.
   // (Every executor writes the whole gradient.)
   std::vector<double> state_buffer, grad_buffer;
+  // One copy of the program's row data for all its executors (and the
+  // samplers' and svi()'s: shared, since they may be made after the engine's
+  // pointer is gone)
+  std::shared_ptr<lockstep::RowStore> rows;
   std::unique_ptr<lockstep::TargetCache> executors;  // over *program
   std::map<std::tuple<long, int, std::vector<int>>, std::unique_ptr<Tracer>> tracers;
 
@@ -127,6 +131,7 @@ struct Engine {
 // to the engine's pointer).
 struct SamplerHandle {
   std::shared_ptr<lockstep::Program> program;
+  std::shared_ptr<lockstep::RowStore> rows;  // the engine's (Engine::rows)
   lockstep::SamplerBundle bundle;
   // MPI ranks must make the same leapfrog steps and iterations (each is a
   // collective call), so a rank never ends one early on its own interrupt.
@@ -174,6 +179,34 @@ std::vector<long> as_longs(SEXP x) {
   return out;
 }
 
+// R's numbers (integer, logical or double) as doubles, read in place:
+// Rcpp's as<std::vector<double>>() of an integer vector first makes a double
+// copy of it in R (at 10^8 rows, 800 MB more at the peak).
+std::vector<double> as_doubles(SEXP x) {
+  const R_xlen_t n = Rf_xlength(x);
+  if (TYPEOF(x) == REALSXP) return std::vector<double>(REAL(x), REAL(x) + n);
+  if (TYPEOF(x) != INTSXP && TYPEOF(x) != LGLSXP) stop("lockstep: data values must be numbers");
+  const int* v = TYPEOF(x) == INTSXP ? INTEGER(x) : LOGICAL(x);
+  return std::vector<double>(v, v + n);
+}
+
+// An index R records 1-based (R's own positions; 0 where a segment op
+// leaves a row out) as the engine's 0-based one, read in place.
+std::vector<long> as_index(SEXP x) {
+  const R_xlen_t n = Rf_xlength(x);
+  std::vector<long> out(static_cast<size_t>(n));
+  if (TYPEOF(x) == INTSXP) {
+    const int* v = INTEGER(x);
+    for (R_xlen_t k = 0; k < n; ++k) out[k] = static_cast<long>(v[k]) - 1;
+  } else if (TYPEOF(x) == REALSXP) {
+    const double* v = REAL(x);
+    for (R_xlen_t k = 0; k < n; ++k) out[k] = static_cast<long>(v[k]) - 1;
+  } else {
+    stop("lockstep: an index must be numbers");
+  }
+  return out;
+}
+
 double scalar_or(const List& l, const char* name, double fallback) {
   if (!l.containsElementNamed(name) || Rf_isNull(l[name])) return fallback;
   return as<double>(l[name]);
@@ -195,15 +228,16 @@ lockstep::Program program_from_ir(const List& ir) {
     node.size = 1;
     for (long d : node.dim) node.size *= d;
     if (n.containsElementNamed("values") && !Rf_isNull(n["values"]))
-      node.values = as<std::vector<double>>(n["values"]);
+      node.values = as_doubles(n["values"]);
     if (n.containsElementNamed("offset")) node.offset = static_cast<long>(as<double>(n["offset"]));
     if (n.containsElementNamed("transform"))
       node.transform = lockstep::transform_from_name(as<std::string>(n["transform"]));
     node.lower = scalar_or(n, "lower", -HUGE_VAL);
     node.upper = scalar_or(n, "upper", HUGE_VAL);
-    if (n.containsElementNamed("index")) node.index = as_longs(n["index"]);
-    // R records a segment op's grouping (0-based group per input row, -1:
-    // left out); its kernels read the rows sorted by group as well
+    if (n.containsElementNamed("index") && !Rf_isNull(n["index"])) node.index = as_index(n["index"]);
+    // R records a segment op's grouping (its group per input row, 0: left
+    // out; -1 after as_index()); its kernels read the rows sorted by group
+    // as well
     if (lockstep::op_family(node.op) == lockstep::OpFamily::segment)
       node.index = lockstep::segment_layout(node.index, node.dim[0]);
     if (n.containsElementNamed("family"))
@@ -261,9 +295,11 @@ std::vector<double> chain_major(const NumericMatrix& m) {
 
 lockstep::ExecOptions engine_exec_options(const List& options) { return exec_options(options); }
 
-std::shared_ptr<lockstep::Program> engine_program(SEXP engine, bool* single) {
+std::shared_ptr<lockstep::Program> engine_program(SEXP engine, bool* single,
+                                                  std::shared_ptr<lockstep::RowStore>* rows) {
   Engine* e = checked_pointer<Engine>(engine, "engine");
   *single = e->single;
+  if (rows) *rows = e->rows;
   return e->program;
 }
 
@@ -273,11 +309,28 @@ SEXP ls_engine_new(List ir) {
   engine->program = std::make_shared<lockstep::Program>(program_from_ir(ir));
   engine->single = ir.containsElementNamed("precision") &&
                    as<std::string>(ir["precision"]) == "single";
-  engine->executors = std::make_unique<lockstep::TargetCache>(*engine->program, engine->single);
+  engine->rows = std::make_shared<lockstep::RowStore>(*engine->program);
+  engine->executors =
+      std::make_unique<lockstep::TargetCache>(*engine->program, engine->single, engine->rows.get());
   XPtr<Engine> ptr(engine.release(), false);
   R_RegisterCFinalizerEx(ptr, finalize<Engine>, TRUE);
   ptr.attr("class") = "lockstep_engine";
   return ptr;
+}
+
+// What the engine's data take (bytes): the program's arrays (data values
+// and indices), the most rows of one likelihood, and what its first
+// executor's observation stages add at most (stage_row_bytes()).
+// [[Rcpp::export]]
+NumericVector ls_engine_memory(SEXP engine) {
+  Engine* e = checked_pointer<Engine>(engine, "engine");
+  const lockstep::Program& p = *e->program;
+  double program = 0, rows = 0;
+  for (const lockstep::Node& n : p.nodes)
+    program += static_cast<double>(n.values.size() * sizeof(double) + n.index.size() * sizeof(long));
+  for (long r : p.extents) rows = std::max(rows, static_cast<double>(r));
+  const double stages = static_cast<double>(lockstep::stage_row_bytes(p, e->single ? 4 : 8));
+  return NumericVector::create(_["program"] = program, _["rows"] = rows, _["stages"] = stages);
 }
 
 // [[Rcpp::export]]
@@ -377,7 +430,9 @@ SEXP ls_sampler_new(SEXP engine, NumericMatrix init, std::string kind, List para
   }
   auto h = std::make_unique<SamplerHandle>();
   h->program = e->program;
+  h->rows = e->rows;
   h->options = exec_options(options);
+  h->options.row_store = h->rows.get();
   h->across_processes = h->options.world != nullptr;
   h->bundle = lockstep::make_sampler(*h->program, spec, chain_major(init), init.nrow(),
                                      h->options, e->single, static_cast<uint32_t>(key0),

@@ -13,8 +13,10 @@
 
 // An engine's planned program (shared: it outlives the engine's pointer
 // while anything made from it holds it) and whether it runs in float32;
-// an R error for what is not an engine.
-std::shared_ptr<lockstep::Program> engine_program(SEXP engine, bool* single);
+// an R error for what is not an engine. With `rows`, also the store of the
+// program's row data that its executors share (ExecOptions::row_store).
+std::shared_ptr<lockstep::Program> engine_program(SEXP engine, bool* single,
+                                                  std::shared_ptr<lockstep::RowStore>* rows = nullptr);
 // Compute options from R (R/compute_options.R), as the engine reads them.
 lockstep::ExecOptions engine_exec_options(const Rcpp::List& options);
 

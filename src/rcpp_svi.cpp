@@ -27,6 +27,7 @@ namespace {
 // engine's pointer).
 struct SviHandle {
   std::shared_ptr<lockstep::Program> program;
+  std::shared_ptr<lockstep::RowStore> rows;  // the engine's store of its row data
   // across MPI ranks that own their groups: this rank's slice, and its part
   // of the guide made whole
   std::unique_ptr<lockstep::GroupSlice> slice;
@@ -80,7 +81,7 @@ SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guid
                 List options) {
   auto h = std::make_unique<SviHandle>();
   bool single = false;
-  h->program = engine_program(engine, &single);
+  h->program = engine_program(engine, &single, &h->rows);
   if (init.size() != h->program->n_free)
     stop("the initial values do not match the model's free parameters");
   lockstep::SviSettings s;
@@ -96,6 +97,7 @@ SEXP ls_svi_new(SEXP engine, NumericVector init, int particles, std::string guid
   s.init_scale = init_scale;
   s.batch_fraction = batch_fraction;
   lockstep::ExecOptions o = engine_exec_options(options);
+  o.row_store = h->rows.get();
   // a GPU's executor has no host threads: a guide kept on the host (all but
   // a mean-field guide fitted by adam, which lives on the GPU: Svi::resident)
   // gets some for its own work (4 x D normals a step)

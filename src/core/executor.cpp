@@ -81,6 +81,20 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
   for (const Node& node : program.nodes)
     work_per_chain_ = std::max(work_per_chain_, workspace_per_chain(program, node));
   work_.assign(chains * work_per_chain_, 0.0);
+  // Nodes without the chain dimension do not depend on the state: evaluate
+  // them once, here (the observation stage copies its row data from them).
+  // When tiled, the stages read the row data of data nodes from the program
+  // itself (or share one copy of it: row_store.hpp), so those are left
+  // empty, a whole copy of the data fewer at the peak, unless another node
+  // without the chain dimension is computed from them.
+  std::vector<char> computed(n, 0);
+  for (size_t k = n; k-- > 0;) {
+    const Node& node = program.nodes[k];
+    if (node.chain) continue;
+    if (!(tiled_ && node.op == Op::data && node.extent >= 0)) computed[k] = 1;
+    if (computed[k])
+      for (int in : node.inputs) computed[in] = 1;
+  }
   for (size_t id = 0; id < n; ++id) {
     const Node& node = program.nodes[id];
     // Row-aligned values with the chain dimension exist only tile by tile (a
@@ -89,15 +103,13 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     // them, for tracing).
     if (node.chain && !global(static_cast<int>(id)) && node.op != Op::density) continue;
     if (node.chain && tiled_ && !node.live) continue;
+    if (!node.chain && !computed[id]) continue;
     const long len = node.chain ? chains * node.size : node.size;
     values_[id].assign(len, T(0));
     if (node.chain && node.op != Op::density) adjoints_[id].assign(len, T(0));
   }
-  // Nodes without the chain dimension do not depend on the state: evaluate
-  // them once, here (the observation stage copies its row data from them).
   for (size_t id = 0; id < n; ++id)
-    if (!program.nodes[id].chain)
-      run_forward(make_call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, 1), launch_);
+    if (computed[id]) run_forward(make_call(static_cast<int>(id), nullptr, nullptr, nullptr, 0, 1), launch_);
   if (options.world) {
     // Every rank holds different rows: a likelihood over data that is not in
     // the observation stage would be evaluated on each rank's rows without
@@ -117,6 +129,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     so.reorder_rows = options.reorder_rows;
     so.jacobian = options.jacobian;
     so.tile_kernel = options.tile_kernel && options.backend == Backend::emulated;
+    so.row_store = options.row_store;
     if (so.tile_kernel && options.world)
       throw std::invalid_argument("lockstep: the tile kernel does not run across processes");
     for (size_t e = 0; e < program.extents.size(); ++e)

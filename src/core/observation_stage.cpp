@@ -8,6 +8,9 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 
 namespace lockstep {
 
@@ -35,10 +38,11 @@ bool reads_by_row(const Node& n, size_t k, const Node& b) {
 }
 
 // Copies a column-major [rows, cols] array into tile order: tile t's rows, in
-// the order given by perm, as a column-major block starting at start[t] * cols.
+// the order given by perm (nullptr: their own), as a column-major block
+// starting at start[t] * cols. With row_major, each tile's block is stored
+// row by row instead.
 template <class In, class Out>
-// With row_major, each tile's block is stored row by row instead.
-std::vector<Out> to_tile_order(const In* x, long rows, long cols, const std::vector<long>& perm,
+std::vector<Out> to_tile_order(const In* x, long rows, long cols, const long* perm,
                                const std::vector<long>& start, bool row_major = false) {
   std::vector<Out> out(static_cast<size_t>(rows * cols));
   for (size_t t = 0; t < start.size(); ++t) {
@@ -46,9 +50,17 @@ std::vector<Out> to_tile_order(const In* x, long rows, long cols, const std::vec
     Out* block = out.data() + r0 * cols;
     for (long j = 0; j < cols; ++j)
       for (long r = 0; r < n; ++r)
-        block[row_major ? r * cols + j : r + j * n] = static_cast<Out>(x[perm[r0 + r] + j * rows]);
+        block[row_major ? r * cols + j : r + j * n] =
+            static_cast<Out>(x[(perm ? perm[r0 + r] : r0 + r) + j * rows]);
   }
   return out;
+}
+
+// A data node's values as a stage's row data, where they are that already
+// (double, and the rows in order): the program's own array. Else nullptr.
+template <class T> std::shared_ptr<const std::vector<T>> program_values(const Node& n) {
+  if constexpr (std::is_same<T, double>::value) return unowned(n.values);
+  else return nullptr;
 }
 
 }  // namespace
@@ -72,6 +84,28 @@ DrawnTiles draw_tiles(const Minibatch& batch, long tiles, int extent) {
   std::sort(order.begin(), order.end());
   drawn.weight = static_cast<double>(tiles) / static_cast<double>(b);
   return drawn;
+}
+
+long stage_row_bytes(const Program& program, long value_bytes) {
+  long bytes = 0;
+  for (size_t e = 0; e < program.extents.size(); ++e) {
+    const int extent = static_cast<int>(e);
+    const bool in_order = rows_in_order(program, extent);
+    if (!in_order) bytes += program.extents[e] * static_cast<long>(sizeof(long));
+    for (const Node& n : program.nodes) {
+      if (n.extent != extent) continue;
+      if (!n.chain) {
+        // (as the stage's constructor: the program's array where it is one)
+        const bool own = n.op == Op::data && in_order && cols_of(n) == 1 && value_bytes == 8;
+        if (!own) bytes += n.size * value_bytes;
+      } else if (n.op == Op::gather || n.op == Op::gather_rows || n.op == Op::rowdot_rows) {
+        const bool own = in_order && (n.op != Op::gather || (cols_of(n) == 1 &&
+                                                             program.nodes[n.inputs[0]].extent != extent));
+        if (!own) bytes += static_cast<long>(n.index.size() * sizeof(long));
+      }
+    }
+  }
+  return bytes;
 }
 
 template <class T>
@@ -103,10 +137,81 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   }
   boundary_.assign(boundary.begin(), boundary.end());
 
-  // Row order: by the index of the gather from the largest global value.
-  std::vector<long> perm(rows_);
-  std::iota(perm.begin(), perm.end(), 0L);
-  if (options.reorder_rows) perm = row_order(program, extent);
+  // Row data read only as the covariates (input 0) of row dot products is
+  // stored row by row: the CPU's dot product of a row with the group's
+  // coefficients, and the backward's sums over a run of rows, then read
+  // contiguous values (kernels/rowdot.hpp).
+  row_major_.assign(n_nodes, false);
+  for (int id : nodes_) {
+    const Node& n = program.nodes[id];
+    if (n.op != Op::rowdot_rows) continue;
+    const Node& a = program.nodes[n.inputs[0]];
+    if (!a.chain && a.extent == extent) row_major_[n.inputs[0]] = true;
+  }
+  for (int id : nodes_) {
+    const Node& n = program.nodes[id];
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (!(n.op == Op::rowdot_rows && k == 0)) row_major_[n.inputs[k]] = false;
+  }
+
+  // Row order: by the index of the gather from the largest global value,
+  // made only when the rows are not in it already and some array must be
+  // copied in it (a 64-bit entry a row).
+  const bool in_order = !options.reorder_rows || rows_in_order(program, extent);
+  std::vector<long> perm_made;
+  auto perm = [&]() -> const long* {
+    if (in_order) return nullptr;
+    if (perm_made.empty()) perm_made = row_order(program, extent);
+    return perm_made.data();
+  };
+
+  // The arrays that are the same in every stage of the program (one column,
+  // or stored row by row, and the per-row indices of gathers from global
+  // values: their tile order is the rows' order alone): the program's own
+  // where the rows are in order, else from the row store.
+  row_data_.resize(n_nodes);
+  row_index_.resize(n_nodes);
+  RowStore* store = options.row_store && options.row_store->holds(program) ? options.row_store : nullptr;
+  const std::vector<long> whole = {0};  // one block: the rows' order alone
+  // Node id's row data in tile order for tiles starting at `starts`, from
+  // the executor's values or, where it left them to the program, the
+  // program's data.
+  auto copy_rows = [&](int id, const std::vector<long>& starts) {
+    const Node& n = program.nodes[id];
+    const bool own = values[id].empty();
+    if (own && n.op != Op::data)
+      throw std::logic_error("lockstep: row data of node " + std::to_string(id) + " was not computed");
+    return std::make_shared<const std::vector<T>>(
+        own ? to_tile_order<double, T>(n.values.data(), rows_, cols_of(n), perm(), starts, row_major_[id])
+            : to_tile_order<T, T>(values[id].data(), rows_, cols_of(n), perm(), starts, row_major_[id]));
+  };
+  auto shared = [&](int id, auto make) {
+    using V = typename decltype(make())::element_type::value_type;
+    return store ? store->get<V>(id, options.reorder_rows, make) : make();
+  };
+  for (size_t i = 0; i < n_nodes; ++i) {
+    const int id = static_cast<int>(i);
+    const Node& n = program.nodes[id];
+    if (n.extent != extent) continue;
+    const long cols = cols_of(n);
+    if (!n.chain) {
+      if (!options.row_data || !(cols == 1 || row_major_[id])) continue;
+      // (a data node the executor left to the program, in order: its array)
+      if (values[id].empty() && in_order && cols == 1)
+        if ((row_data_[id] = program_values<T>(n))) continue;
+      row_data_[id] = shared(id, [&] { return copy_rows(id, whole); });
+    } else if (n.op == Op::gather_rows || n.op == Op::rowdot_rows ||
+               (n.op == Op::gather && cols == 1 && program.nodes[n.inputs[0]].extent != extent)) {
+      if (in_order) {
+        row_index_[id] = unowned(n.index);
+        continue;
+      }
+      row_index_[id] = shared(id, [&] {
+        return std::make_shared<const std::vector<long>>(
+            to_tile_order<long, long>(n.index.data(), rows_, 1, perm(), whole));
+      });
+    }
+  }
 
   // Tiles: as many rows as fit the cache budget, and at least one tile for
   // every worker of every shard when there are rows enough.
@@ -135,7 +240,7 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   // the workers can then add to the global adjoint directly (direct_ below).
   // Where no such row is near (a group longer than a tile, or indices that
   // disagree), the boundary stays, and so do the private copies.
-  std::vector<std::vector<long>> keys;
+  std::vector<const long*> keys;
   for (int b : boundary_) {
     std::vector<int> readers;
     bool by_row = true;
@@ -148,17 +253,17 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
         }
     }
     if (!by_row) continue;
+    // (each such reader's index is one a row, from a global value: shared above)
     for (int id : readers) {
-      std::vector<long> key(rows_);
-      for (long r = 0; r < rows_; ++r) key[r] = program.nodes[id].index[perm[r]];
-      if (std::is_sorted(key.begin(), key.end()) &&
-          std::find(keys.begin(), keys.end(), key) == keys.end())
-        keys.push_back(std::move(key));
+      const long* key = row_index_[id]->data();
+      bool known = false;
+      for (const long* k : keys) known = known || std::equal(k, k + rows_, key);
+      if (std::is_sorted(key, key + rows_) && !known) keys.push_back(key);
     }
   }
   auto starts_group = [&](long r) {
     if (r <= 0 || r >= rows_) return true;
-    for (const std::vector<long>& key : keys)
+    for (const long* key : keys)
       if (key[r - 1] == key[r]) return false;
     return true;
   };
@@ -189,46 +294,28 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   long longest = 0;
   for (long t = 0; t < tiles(); ++t) longest = std::max(longest, tile_length(t));
 
-  // Row data read only as the covariates (input 0) of row dot products is
-  // stored row by row: the CPU's dot product of a row with the group's
-  // coefficients, and the backward's sums over a run of rows, then read
-  // contiguous values (kernels/rowdot.hpp).
-  row_major_.assign(n_nodes, false);
-  for (int id : nodes_) {
-    const Node& n = program.nodes[id];
-    if (n.op != Op::rowdot_rows) continue;
-    const Node& a = program.nodes[n.inputs[0]];
-    if (!a.chain && a.extent == extent) row_major_[n.inputs[0]] = true;
-  }
-  for (int id : nodes_) {
-    const Node& n = program.nodes[id];
-    for (size_t k = 0; k < n.inputs.size(); ++k)
-      if (!(n.op == Op::rowdot_rows && k == 0)) row_major_[n.inputs[k]] = false;
-  }
-
-  row_data_.resize(n_nodes);
-  row_index_.resize(n_nodes);
-  for (size_t id = 0; id < n_nodes; ++id) {
+  // The arrays whose tile order depends on the tiles (row data of several
+  // columns, stored column by column in each tile, and gathers' indices of
+  // several entries a row or within rows of this extent): the stage's own.
+  for (size_t i = 0; i < n_nodes; ++i) {
+    const int id = static_cast<int>(i);
     const Node& n = program.nodes[id];
     if (n.extent != extent) continue;
+    const long cols = cols_of(n);
     if (!n.chain) {
-      if (!options.row_data) continue;
-      const T* full = values[id].data();
-      row_data_[id] = to_tile_order<T, T>(full, rows_, cols_of(n), perm, tile_start_, row_major_[id]);
-    } else if (n.op == Op::gather_rows || n.op == Op::rowdot_rows) {
-      row_index_[id] = to_tile_order<long, long>(n.index.data(), rows_, 1, perm, tile_start_);
-    } else if (n.op == Op::gather) {
-      std::vector<long>& index = row_index_[id] =
-          to_tile_order<long, long>(n.index.data(), rows_, cols_of(n), perm, tile_start_);
+      if (options.row_data && !row_data_[id]) row_data_[id] = copy_rows(id, tile_start_);
+    } else if (n.op == Op::gather && !row_index_[id]) {
+      std::vector<long> index = to_tile_order<long, long>(n.index.data(), rows_, cols, perm(), tile_start_);
       if (program.nodes[n.inputs[0]].extent == extent) {
         // A selection within rows of a row-aligned input, which exists as a
         // tile: input row r, column j is at r + j * (the tile's rows).
         for (long t = 0; t < tiles(); ++t) {
           const long r0 = tile_start_[t], rows = tile_length(t);
-          long* block = index.data() + r0 * cols_of(n);
-          for (long k = 0; k < rows * cols_of(n); ++k) block[k] = k % rows + block[k] / rows_ * rows;
+          long* block = index.data() + r0 * cols;
+          for (long k = 0; k < rows * cols; ++k) block[k] = k % rows + block[k] / rows_ * rows;
         }
       }
+      row_index_[id] = std::make_shared<const std::vector<long>>(std::move(index));
     }
   }
   // (the CPU's gathers read a run of equal or consecutive entries at a time)
@@ -237,8 +324,8 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
   run_starts_.assign(n_nodes, {});
   run_offsets_.assign(n_nodes, {});
   for (size_t id = 0; id < n_nodes; ++id) {
-    index_in_runs_[id] = index_in_runs(row_index_[id]);
-    index_in_steps_[id] = index_in_steps(row_index_[id]);
+    index_in_runs_[id] = index_in_runs(row_index(id));
+    index_in_steps_[id] = index_in_steps(row_index(id));
     const Op op = program.nodes[id].op;
     if (!(index_in_runs_[id] || index_in_steps_[id]) || !(op == Op::gather || op == Op::gather_rows))
       continue;
@@ -247,7 +334,7 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     const long per_row = op == Op::gather ? cols_of(program.nodes[id]) : 1;
     for (long t = 0; t < tiles(); ++t) {
       run_offsets_[id].push_back(static_cast<long>(run_starts_[id].size()));
-      append_run_starts(row_index_[id].data() + tile_start_[t] * per_row, tile_length(t) * per_row,
+      append_run_starts(row_index(id).data() + tile_start_[t] * per_row, tile_length(t) * per_row,
                         index_in_steps_[id], run_starts_[id]);
     }
     run_offsets_[id].push_back(static_cast<long>(run_starts_[id].size()));
@@ -259,11 +346,11 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     const Node& n = program.nodes[id];
     if (n.op != Op::density || n.inputs.empty()) continue;
     const int x = n.inputs[0];
-    if (row_data_[x].empty()) continue;
+    if (row_data(x).empty()) continue;
     std::vector<double> sums(tiles());
     bool splits = true;
     for (long t = 0; t < tiles() && splits; ++t)
-      splits = sum_data_term(n.family, row_data_[x].data() + tile_start_[t] * cols_of(program.nodes[x]),
+      splits = sum_data_term(n.family, row_data(x).data() + tile_start_[t] * cols_of(program.nodes[x]),
                              tile_length(t) * cols_of(program.nodes[x]), &sums[t]);
     if (splits) data_terms_[id] = std::move(sums);
   }
@@ -334,9 +421,10 @@ std::pair<long, long> ObservationStage<T>::touched_rows(int b, long first, long 
       if (!reads_by_row(n, k, bn)) return {0, all};
       const long r0 = first < tiles() ? tile_start_[first] : rows_;
       const long r1 = end < tiles() ? tile_start_[end] : rows_;
+      const long* index = row_index(id).data();
       for (long r = r0; r < r1; ++r) {
-        lo = std::min(lo, row_index_[id][r]);
-        hi = std::max(hi, row_index_[id][r] + 1);
+        lo = std::min(lo, index[r]);
+        hi = std::max(hi, index[r] + 1);
       }
     }
   }
@@ -376,7 +464,7 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
       s.value = w.values[k].data();
       s.adjoint = gradient ? w.adjoints[k].data() : nullptr;
     } else {  // a tile of row data
-      s.value = row_data_[k].data() + start * s.cols;
+      s.value = row_data(k).data() + start * s.cols;
       s.adjoint = nullptr;
       s.row_major = row_major_[k];
     }
@@ -392,9 +480,9 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
   }
   for (size_t k = 0; k < node.inputs.size(); ++k) set_slot(c.in[k], node.inputs[k]);
   c.index = nullptr;
-  if (node.op == Op::gather) c.index = row_index_[id].data() + start * cols_of(node);
+  if (node.op == Op::gather) c.index = row_index(id).data() + start * cols_of(node);
   if (node.op == Op::gather_rows || node.op == Op::rowdot_rows)
-    c.index = row_index_[id].data() + start;
+    c.index = row_index(id).data() + start;
   c.index_in_runs = index_in_runs_[id];
   c.index_in_steps = index_in_steps_[id];
   c.index_runs = RunStarts{};
@@ -463,8 +551,8 @@ template <class T> TilePlacement<T> ObservationStage<T>::host_placement(GlobalBu
   const size_t n = program_.nodes.size();
   TilePlacement<T> at(n);
   for (size_t id = 0; id < n; ++id) {
-    at.rows[id] = row_data_[id].empty() ? nullptr : row_data_[id].data();
-    at.index[id] = row_index_[id].empty() ? nullptr : row_index_[id].data();
+    at.rows[id] = row_data(id).empty() ? nullptr : row_data(id).data();
+    at.index[id] = row_index(id).empty() ? nullptr : row_index(id).data();
   }
   // every global value a node reads: the boundary's, and constants
   for (int id : nodes_)
@@ -544,7 +632,7 @@ template <class T> TileLayout<T> ObservationStage<T>::tile_layout(const TilePlac
       step.out = binding(id);
     }
     for (size_t k = 0; k < n.inputs.size(); ++k) step.in[k] = binding(n.inputs[k]);
-    if (!row_index_[id].empty()) {
+    if (!row_index(id).empty()) {
       step.index = at.index[id];
       step.index_cols = n.op == Op::gather ? cols_of(n) : 1;
       step.index_in_runs = index_in_runs_[id];

@@ -6,10 +6,11 @@
 
 namespace lockstep {
 
-std::vector<long> row_order(const Program& p, int extent) {
-  const long rows = p.extents[extent];
-  std::vector<long> perm(rows);
-  std::iota(perm.begin(), perm.end(), 0L);
+namespace {
+
+// The gather whose index orders the extent's rows: the one from the largest
+// global value (nullptr: none, the rows keep their order).
+const Node* order_key(const Program& p, int extent) {
   const Node* key = nullptr;
   // the value a gather reads from (rowdot_rows: its b)
   auto source = [&](const Node& x) {
@@ -22,11 +23,25 @@ std::vector<long> row_order(const Program& p, int extent) {
     const bool gathers = n.op == Op::gather || n.op == Op::gather_rows || n.op == Op::rowdot_rows;
     if (gathers && source(n).extent < 0 && (!key || source(n).size > source(*key).size)) key = &n;
   }
-  if (key) {
+  return key;
+}
+
+}  // namespace
+
+std::vector<long> row_order(const Program& p, int extent) {
+  const long rows = p.extents[extent];
+  std::vector<long> perm(rows);
+  std::iota(perm.begin(), perm.end(), 0L);
+  if (const Node* key = order_key(p, extent)) {
     const std::vector<long>& index = key->index;
     std::stable_sort(perm.begin(), perm.end(), [&](long a, long b) { return index[a] < index[b]; });
   }
   return perm;
+}
+
+bool rows_in_order(const Program& p, int extent) {
+  const Node* key = order_key(p, extent);
+  return !key || std::is_sorted(key->index.begin(), key->index.begin() + p.extents[extent]);
 }
 
 Program with_rows_ordered(const Program& p) {

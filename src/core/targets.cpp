@@ -68,7 +68,9 @@ std::unique_ptr<Target> make_target(const Program& program, long chains, const E
   return std::make_unique<Executor<double>>(program, chains, o);
 }
 
-Target& TargetCache::get(long chains, const ExecOptions& o) {
+Target& TargetCache::get(long chains, const ExecOptions& options) {
+  ExecOptions o = options;
+  if (rows_) o.row_store = rows_;
   for (Entry& e : entries_)
     if (e.chains == chains && e.options.fields() == o.fields()) return *e.target;
   std::unique_ptr<Target> target = make_target(program_, chains, o, single_);

@@ -496,7 +496,7 @@ test_that("x[i, ] gathers whole rows, with repeated rows, and matches R", {
   rows <- a[c(3, 1, 1, 2, 3), ]
   node <- lockstep:::get_node(rows)
   expect_equal(node$op, "gather_rows")
-  expect_equal(node$index, c(2L, 0L, 0L, 1L, 2L))
+  expect_equal(node$index, c(3L, 1L, 1L, 2L, 3L))
   expect_equal(dim(rows), c(5L, 4L))
   # other patterns keep the flat gather
   expect_equal(lockstep:::get_node(a[, 2])$op, "gather")

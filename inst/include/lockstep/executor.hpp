@@ -78,13 +78,18 @@ struct ExecOptions {
   // its kernel holds the stage (backends/cuda_executor.hpp). Not with
   // `world`.
   bool tile_kernel = false;
+  // Where the observation stages take the row data and indices that every
+  // executor of the program holds alike (row_store.hpp): one copy for all
+  // of a model's executors. nullptr: each executor's own. Read only while
+  // an executor is made; a store of another program is not used.
+  RowStore* row_store = nullptr;
 
   // Every field, for comparing options (TargetCache): a field added above is
   // added here too.
   auto fields() const {
     return std::tie(backend, geometry, threads, devices, observation_stage, tile_rows,
                     max_tile_rows, reorder_rows, world, jacobian, gpu, gpus, threads_auto, alias_parameters,
-                    first_writers, tile_kernel);
+                    first_writers, tile_kernel, row_store);
   }
 };
 

@@ -37,6 +37,7 @@
 #include "launcher.hpp"
 #include "cpu_kernels.hpp"
 #include "node_kernels.hpp"
+#include "row_store.hpp"
 #include "tile_kernel.hpp"
 #include "thread_pool.hpp"
 
@@ -90,6 +91,10 @@ struct StageOptions {
   // tile kernel so), without the host copy of its row data, which it then
   // cannot run.
   bool row_data = true;
+  // Where the stage takes the row data and indices that every stage of the
+  // program holds alike (row_store.hpp), or nullptr: copies of its own.
+  // Used only while the stage is made.
+  RowStore* row_store = nullptr;
 };
 
 // Where the tile kernel finds what a stage reads and writes, per program
@@ -138,10 +143,20 @@ template <class T> struct GlobalBuffers {
   T* adjoint(int k) const { return stride(k) ? (*alias_adjoint)[k] : (*adjoints)[k].data(); }
 };
 
+// The bytes the first executor of planned `program` in values of
+// `value_bytes` (8: double, 4: single) allocates for its observation stages'
+// row data and indices, at most (while it is made: the rows' order too),
+// beyond the program's own arrays: nothing for arrays the program holds in
+// the stages' order already, a copy for the others (shared by the
+// program's later executors: row_store.hpp). What R's model() checks
+// against the memory free before it plans a large model's runs.
+long stage_row_bytes(const Program& program, long value_bytes);
+
 template <class T> class ObservationStage {
  public:
   // `values` holds the full values of the extent's nodes that do not carry the
-  // chain dimension (row data), which the stage copies into tile order.
+  // chain dimension (row data), which the stage copies into tile order; a
+  // data node's may be empty, and the stage then reads the program's.
   ObservationStage(const Program& program, int extent, long chains, StageOptions options,
                    const std::vector<std::vector<T>>& values);
 
@@ -177,8 +192,10 @@ template <class T> class ObservationStage {
                                      const long* tile_start) const;
   // Row data of the extent in tile order (empty for other nodes), and a
   // gather's index in tile order (empty for other nodes).
-  const std::vector<T>& row_data(int id) const { return row_data_[id]; }
-  const std::vector<long>& row_index(int id) const { return row_index_[id]; }
+  const std::vector<T>& row_data(int id) const { return row_data_[id] ? *row_data_[id] : no_data_; }
+  const std::vector<long>& row_index(int id) const {
+    return row_index_[id] ? *row_index_[id] : no_index_;
+  }
   // The stage's nodes that carry the chain dimension, in program order, and
   // the global values they read.
   const std::vector<int>& nodes() const { return nodes_; }
@@ -249,10 +266,14 @@ template <class T> class ObservationStage {
   long tile_rows_ = 0;            // the longest a tile may be
   std::vector<char> direct_;      // per program node: see direct()
   // Row data and gather indices in tile order: tile t's block starts at
-  // tile_start_[t] * cols (cols = 1 for a per-row index).
-  std::vector<std::vector<T>> row_data_;
+  // tile_start_[t] * cols (cols = 1 for a per-row index). Shared with the
+  // program's other stages where they hold the same (row_store.hpp), or the
+  // program's own arrays; null for other nodes.
+  std::vector<std::shared_ptr<const std::vector<T>>> row_data_;
   std::vector<bool> row_major_;  // row data stored row by row within each tile
-  std::vector<std::vector<long>> row_index_;
+  std::vector<std::shared_ptr<const std::vector<long>>> row_index_;
+  std::vector<T> no_data_;
+  std::vector<long> no_index_;
   std::vector<char> index_in_runs_;  // per node: index_in_runs(row_index_) (NodeCall's)
   std::vector<char> index_in_steps_;  // per node: index_in_steps(row_index_) (NodeCall's)
   // per gather node in runs or steps: its tiles' run starts (each tile's

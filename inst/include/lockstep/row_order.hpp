@@ -18,6 +18,9 @@ namespace lockstep {
 // perm[r'] = the original row that comes r'-th; the identity when the extent
 // has no gather. `p` must be planned.
 std::vector<long> row_order(const Program& p, int extent);
+// Whether row_order(p, extent) is the identity (the rows come sorted
+// already, as data made group by group do), found without making it.
+bool rows_in_order(const Program& p, int extent);
 
 // A copy of planned `p` in which every extent's rows come in row_order: its
 // row data permuted, its gathers' indices permuted (and, where they read rows

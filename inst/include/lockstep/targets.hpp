@@ -30,8 +30,11 @@ class TargetCache {
  public:
   static constexpr size_t max_kept = 8;
 
-  // `program` must outlive the cache.
-  TargetCache(const Program& program, bool single) : program_(program), single_(single) {}
+  // `program` must outlive the cache, and `rows`, when given, each get():
+  // the store of the program's row data that its targets share
+  // (ExecOptions::row_store).
+  TargetCache(const Program& program, bool single, RowStore* rows = nullptr)
+      : program_(program), single_(single), rows_(rows) {}
 
   Target& get(long chains, const ExecOptions& o);
   size_t size() const { return entries_.size(); }
@@ -44,6 +47,7 @@ class TargetCache {
   };
   const Program& program_;
   bool single_;
+  RowStore* rows_;
   std::vector<Entry> entries_;
 };
 
