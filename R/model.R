@@ -11,6 +11,16 @@
 #' of it. Such a term is a constant, so sampling is the same either way, but the
 #' model's log density does not include it.
 #'
+#' **Memory.** The engine keeps one copy of the data (8 bytes a value and a
+#' row index); greta arrays share the user's own vectors (integer counts and
+#' group indices are not copied). Fits add little when the rows come sorted
+#' by their largest grouping (data made group by group, as panels are) and
+#' the precision is double; otherwise the fit keeps one copy of the rows in
+#' that order, shared by all its chains and runs. A model whose data take 1
+#' GB or more says how much as it is built, and one that would need more
+#' memory than the machine has free is refused with an error naming both,
+#' rather than left for the operating system to kill.
+#'
 #' @param ... greta arrays to trace, usually the model's parameters; named
 #'   arguments give the names of their draws. With none, as in greta, every
 #'   greta array in the environment `model()` is called from that is not data

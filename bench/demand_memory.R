@@ -24,7 +24,7 @@ global_a <- -2 + z_global; category_a <- global_a + z_category
 product_a <- category_a[d$category_of_product] + 2 * z_product
 product_effect <- 3 * z_effect; time_cat_effects <- 3 * z_time
 log_demand <- product_a[d$product] * d$log_price + time_cat_effects[d$week_cat] + product_effect[d$product]
-units <- d$units
+units <- as_data(d$units)  # (a plain vector shared with d would be copied by R at `distribution(units) <-`)
 distribution(units) <- poisson(exp(log_demand))
 invisible(gc()); r2 <- rss()
 m <- model(global_a, category_a, product_a)
