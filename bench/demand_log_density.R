@@ -1,0 +1,22 @@
+# Seed 003's demand model at 15.7M rows (issue 50): model_log_density() of 4 chains with its gradient, 20 calls,
+# in double and in single precision (the engine alone, without svi()).
+#   Rscript bench/demand_log_density.R   (LOCKSTEP_SHARED: the shared folder, default /work/shared)
+suppressMessages(library(lockstep))
+source(file.path(Sys.getenv("LOCKSTEP_SHARED", "/work/shared"), "peers", "demand_sim.R"))
+d <- sim_demand(1e5)$data
+z_global <- normal(0, 1); z_category <- normal(0, 1, dim = d$n_cat)
+z_product <- normal(0, 1, dim = d$n_product); z_effect <- normal(0, 1, dim = d$n_product)
+z_time <- normal(0, 1, dim = d$n_week_cat)
+global_a <- -2 + z_global; category_a <- global_a + z_category
+product_a <- category_a[d$category_of_product] + 2 * z_product
+log_demand <- product_a[d$product] * d$log_price + (3 * z_time)[d$week_cat] + (3 * z_effect)[d$product]
+units <- as_data(d$units)
+distribution(units) <- poisson(exp(log_demand))
+for (precision in c("double", "single")) {
+m <- model(global_a, precision = precision)
+free <- matrix(rnorm(4 * m$n_free, 0, 0.1), 4)
+co <- cpu_only(threads = 2)
+invisible(lockstep:::model_log_density(m, free, TRUE, co))
+t <- system.time(for (k in 1:20) lockstep:::model_log_density(m, free, TRUE, co))[["elapsed"]]
+cat(precision, sprintf("%.1f ms per log density + gradient of 4 chains\n", t / 20 * 1000))
+}
