@@ -62,7 +62,7 @@ check_engine_memory <- function(ir) {
 check_executor_memory <- function(pointer) {
   bytes <- ls_engine_memory(pointer)
   if (bytes[["stages"]] > 0) {
-    check_memory(bytes[["stages"]], "the fit's copy of the rows, in the order it runs them",
+    check_memory(bytes[["stages"]], "the fit's copy of the rows (in the order it runs them)",
                  bytes[["rows"]])
   }
 }

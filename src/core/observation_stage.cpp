@@ -56,6 +56,15 @@ std::vector<Out> to_tile_order(const In* x, long rows, long cols, const long* pe
   return out;
 }
 
+// Whether gather-like node n of `extent` has one index entry a row in an
+// order that is the rows' alone (row gathers, row dot products, gathers of
+// one column from a global value): every stage of the program holds the
+// same array (row_store.hpp), the program's own when the rows are in order.
+bool per_row_index(const Program& p, const Node& n, int extent) {
+  return n.op == Op::gather_rows || n.op == Op::rowdot_rows ||
+         (n.op == Op::gather && cols_of(n) == 1 && p.nodes[n.inputs[0]].extent != extent);
+}
+
 // A data node's values as a stage's row data, where they are that already
 // (double, and the rows in order): the program's own array. Else nullptr.
 template <class T> std::shared_ptr<const std::vector<T>> program_values(const Node& n) {
@@ -99,8 +108,7 @@ long stage_row_bytes(const Program& program, long value_bytes) {
         const bool own = n.op == Op::data && in_order && cols_of(n) == 1 && value_bytes == 8;
         if (!own) bytes += n.size * value_bytes;
       } else if (n.op == Op::gather || n.op == Op::gather_rows || n.op == Op::rowdot_rows) {
-        const bool own = in_order && (n.op != Op::gather || (cols_of(n) == 1 &&
-                                                             program.nodes[n.inputs[0]].extent != extent));
+        const bool own = in_order && per_row_index(program, n, extent);
         if (!own) bytes += static_cast<long>(n.index.size() * sizeof(long));
       }
     }
@@ -200,8 +208,7 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
       if (values[id].empty() && in_order && cols == 1)
         if ((row_data_[id] = program_values<T>(n))) continue;
       row_data_[id] = shared(id, [&] { return copy_rows(id, whole); });
-    } else if (n.op == Op::gather_rows || n.op == Op::rowdot_rows ||
-               (n.op == Op::gather && cols == 1 && program.nodes[n.inputs[0]].extent != extent)) {
+    } else if (per_row_index(program, n, extent)) {
       if (in_order) {
         row_index_[id] = unowned(n.index);
         continue;
