@@ -254,7 +254,7 @@ lockstep::Program program_from_ir(const List& ir) {
 
 // compute options from R (R/compute_options.R): list(backend, threads,
 // devices, tile_rows, observation_stage) and, where given, mpi, jacobian, gpu
-// (one or more devices), threads_auto and tile_kernel.
+// (one or more devices), threads_auto, tile_kernel and first_writers.
 lockstep::ExecOptions exec_options(const List& o) {
   lockstep::ExecOptions e;
   e.backend = lockstep::backend_from_name(as<std::string>(o["backend"]));
@@ -272,6 +272,8 @@ lockstep::ExecOptions exec_options(const List& o) {
   }
   if (o.containsElementNamed("threads_auto")) e.threads_auto = as<bool>(o["threads_auto"]);
   if (o.containsElementNamed("tile_kernel")) e.tile_kernel = as<bool>(o["tile_kernel"]);
+  // (false only for the benchmarks' comparison: bench/demand_log_density.R)
+  if (o.containsElementNamed("first_writers")) e.first_writers = as<bool>(o["first_writers"]);
   // (tracer() turns it off: tracing reads parameters' values)
   e.alias_parameters = true;
   return e;

@@ -130,6 +130,7 @@ Executor<T>::Executor(const Program& program, long chains, ExecOptions options)
     so.jacobian = options.jacobian;
     so.tile_kernel = options.tile_kernel && options.backend == Backend::emulated;
     so.row_store = options.row_store;
+    so.first_writers = options.first_writers;
     if (so.tile_kernel && options.world)
       throw std::invalid_argument("lockstep: the tile kernel does not run across processes");
     for (size_t e = 0; e < program.extents.size(); ++e)

@@ -362,6 +362,8 @@ ObservationStage<T>::ObservationStage(const Program& program, int extent, long c
     if (splits) data_terms_[id] = std::move(sums);
   }
 
+  find_stored();
+
   lps_.resize(options.shards);
   bufs_.resize(options.shards);
   workers_.resize(contexts);
@@ -438,6 +440,53 @@ std::pair<long, long> ObservationStage<T>::touched_rows(int b, long first, long 
   return lo < hi ? std::make_pair(lo, hi) : std::make_pair(0L, 0L);
 }
 
+// A tile adjoint is stored by its writer when exactly one input of one node
+// of the whole program reads it, that reader is a node of the stage whose
+// CPU path stores what it writes there (AdjointSink::store), and the two
+// have the same elements, so that the writer writes every element of it:
+// - an elementwise op (unary, binary) whose operands are each the output's
+//   shape or one value (no broadcast along an axis);
+// - a density term of the extent's rows, for its target (dx_store) or its
+//   first parameter, of the target's shape (the chunked loop's lean path);
+//   not a Jacobian's, which does not run without the Jacobian.
+// In reverse program order the writer's backward (or a density's forward)
+// comes before anything reads the adjoint.
+template <class T> void ObservationStage<T>::find_stored() {
+  const size_t n_nodes = program_.nodes.size();
+  stored_.assign(n_nodes, 0);
+  stores_inputs_.assign(n_nodes, 0u);
+  if (!options_.first_writers) return;
+  std::vector<int> readers(n_nodes, 0);
+  for (const Node& n : program_.nodes)
+    for (int in : n.inputs) ++readers[in];
+  auto tiled = [&](int k) {
+    const Node& n = program_.nodes[k];
+    return n.extent == extent_;
+  };
+  for (int w : nodes_) {
+    const Node& n = program_.nodes[w];
+    const OpFamily family = op_family(n.op);
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      const int k = n.inputs[j];
+      const Node& in = program_.nodes[k];
+      if (!tiled(k) || !in.chain || in.op == Op::density || readers[k] != 1) continue;
+      bool stores = false;
+      if (family == OpFamily::unary || family == OpFamily::binary) {
+        stores = cols_of(in) == cols_of(n);
+        for (int o : n.inputs)
+          stores = stores && ((tiled(o) && cols_of(program_.nodes[o]) == cols_of(n)) ||
+                              program_.nodes[o].size == 1);
+      } else if (n.op == Op::density && n.family != Family::log_jacobian && j <= 1) {
+        const int target = n.inputs[0];
+        stores = tiled(target) && cols_of(in) == cols_of(program_.nodes[target]);
+      }
+      if (!stores) continue;
+      stored_[k] = 1;
+      stores_inputs_[w] |= 1u << j;
+    }
+  }
+}
+
 template <class T>
 template <class F>
 void ObservationStage<T>::over_rows(int id, std::pair<long, long> rows, F&& f) const {
@@ -450,7 +499,8 @@ void ObservationStage<T>::over_rows(int id, std::pair<long, long> rows, F&& f) c
 
 template <class T>
 void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBuffers<T>& global,
-                                    const double* state, bool gradient, NodeCall<T>& c) {
+                                    const double* state, bool gradient, bool stores,
+                                    NodeCall<T>& c) {
   const long start = tile_start_[tile], rows = tile_length(tile);
   // Written field by field into the call's own slot: a Slot returned by
   // value was read back from the stack before its stores had landed, a
@@ -464,6 +514,7 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
     }
     s.row_major = false;
     s.stride = -1;
+    s.fresh = false;
     s.cols = cols_of(n);
     s.chain = n.chain;
     s.rows = rows;
@@ -485,7 +536,11 @@ void ObservationStage<T>::tile_call(Worker& w, int id, long tile, const GlobalBu
   } else {
     set_slot(c.out, id);
   }
-  for (size_t k = 0; k < node.inputs.size(); ++k) set_slot(c.in[k], node.inputs[k]);
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    set_slot(c.in[k], node.inputs[k]);
+    // (an adjoint this call alone writes, not zeroed: stored())
+    c.in[k].fresh = gradient && stores && (stores_inputs_[id] >> k & 1u);
+  }
   c.index = nullptr;
   if (node.op == Op::gather) c.index = row_index(id).data() + start * cols_of(node);
   if (node.op == Op::gather_rows || node.op == Op::rowdot_rows)
@@ -533,22 +588,24 @@ void ObservationStage<T>::run_worker(Worker& w, const long* order, long first, l
       w.sink[id] = buf.data();
     }
   NodeCall<T> call;  // each node's in turn (tile_call())
+  // (the emulated backend's lanes add every partial)
+  const bool stores = gradient && launch.backend == Backend::cpu;
   for (long k = first; k < end; ++k) {
     const long t = order ? order[k] : k;
     if (gradient)
       for (int id : nodes_) {
         // only the tile's rows of the buffer are used: [chains, length * cols]
         const Node& n = program_.nodes[id];
-        if (n.op != Op::density)
+        if (n.op != Op::density && !(stores && stored_[id]))
           std::fill_n(w.adjoints[id].begin(), chains_ * tile_length(t) * cols_of(n), T(0));
       }
     for (int id : nodes_) {
-      tile_call(w, id, t, global, state, gradient, call);
+      tile_call(w, id, t, global, state, gradient, stores, call);
       run_forward(call, launch);
     }
     if (gradient)
       for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
-        tile_call(w, *it, t, global, state, gradient, call);
+        tile_call(w, *it, t, global, state, gradient, stores, call);
         run_backward(call, launch);
       }
   }

@@ -11,6 +11,7 @@
 
 #include "helpers.hpp"
 #include "lockstep/kernels/density.hpp"
+#include "lockstep/observation_stage.hpp"
 #include "lockstep/planner.hpp"
 
 using namespace lockstep;
@@ -218,4 +219,110 @@ TEST_CASE("first writers: slices that contain, cross or touch one another", "[ex
   const std::vector<double> state = uniform_vector(rng, 2 * p.n_free, -1, 1);
   check_against_adding<double>(p, 2, state, ExecOptions{});
   check_against_adding<float>(p, 2, state, ExecOptions{});
+}
+
+namespace {
+
+// Rows of data y, x and groups g (G groups), parameters a (G), b, sd > 0:
+//   ax = a[g] * x       (read once: its adjoint stored by the sum below)
+//   eta = ax + b        (b one value: stored by exp)
+//   mu = exp(eta)       (stored by the likelihood, its first parameter)
+//   y ~ normal(mu, sd)
+//   v = a[g] + x        (stored by its density, whose target it is)
+//   v ~ normal(0, 1)
+//   w = a[g] * a[g]     (one gather read twice: zeroed, added to)
+//   sq = w * w          (w read twice by one op: not stored)
+//   sq ~ normal(1, 2)   (sq stored by its density, the target)
+//   j = a[g] + b; log_jacobian(j)   (a Jacobian's target: zeroed, added to)
+struct Tiled {
+  Program p;
+  int ax = -1, eta = -1, mu = -1, v = -1, w = -1, sq = -1, ag = -1, ag2 = -1, j = -1;
+};
+
+Tiled tiled_model(long G, long rows, std::mt19937& rng) {
+  Tiled m;
+  Program& p = m.p;
+  const int a = p.add(param_node(G, 0)), b = p.add(param_node(1, G)),
+            sd = p.add(param_node(1, G + 1, Transform::lower, 0, 0));
+  p.n_free = G + 2;
+  std::uniform_int_distribution<long> group(0, G - 1);
+  std::normal_distribution<double> norm;
+  std::vector<long> g(rows);
+  std::vector<double> x(rows), y(rows);
+  for (long r = 0; r < rows; ++r) {
+    g[r] = group(rng);
+    x[r] = norm(rng);
+    y[r] = norm(rng) + 1;
+  }
+  const int xd = p.add(data_node(x)), yd = p.add(data_node(y));
+  m.ag = p.add(gather_node(a, g));
+  m.ax = p.add(binary_node(Op::mul, m.ag, xd, p));
+  m.eta = p.add(binary_node(Op::add, m.ax, b, p));
+  m.mu = p.add(unary_node(Op::exp, m.eta, p));
+  add_term(p, density_node(Family::normal, {yd, m.mu, sd}));
+  m.ag2 = p.add(gather_node(a, g));
+  m.v = p.add(binary_node(Op::add, m.ag2, xd, p));
+  const int zero = p.add(data_node({0})), one = p.add(data_node({1})), two = p.add(data_node({2}));
+  add_term(p, density_node(Family::normal, {m.v, zero, one}));
+  const int ag3 = p.add(gather_node(a, g));
+  m.w = p.add(binary_node(Op::mul, ag3, ag3, p));
+  m.sq = p.add(binary_node(Op::mul, m.w, m.w, p));
+  add_term(p, density_node(Family::normal, {m.sq, one, two}));
+  const int ag4 = p.add(gather_node(a, g));
+  m.j = p.add(binary_node(Op::add, ag4, b, p));
+  add_term(p, density_node(Family::log_jacobian, {m.j}));
+  lockstep::plan(p);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("first writers in the observation stage: a tile adjoint one later op alone writes is "
+          "stored, not zeroed, and the gradient equals the one added to zeros",
+          "[stages][first]") {
+  std::mt19937 rng(11);
+  const Tiled m = tiled_model(9, 61, rng);
+  for (int id : {m.ax, m.eta, m.mu, m.v, m.w, m.sq, m.j}) REQUIRE(m.p.nodes[id].extent == 0);
+  const std::vector<std::vector<double>> values(m.p.nodes.size());
+  StageOptions so;
+  so.tile_rows = 7;
+  ObservationStage<double> stage(m.p, 0, 3, so, values);
+  CHECK(stage.stored(m.ax));   // by eta = ax + b (b one value)
+  CHECK(stage.stored(m.eta));  // by exp
+  CHECK(stage.stored(m.mu));   // by the likelihood, its first parameter
+  CHECK(stage.stored(m.v));    // by its density, as the target
+  CHECK(stage.stored(m.ag));   // by ax = a[g] * x
+  CHECK_FALSE(stage.stored(m.w));  // read twice by sq = w * w
+  CHECK(stage.stored(m.sq));       // by its density, as the target
+  CHECK_FALSE(stage.stored(m.j));  // a Jacobian's target
+  so.first_writers = false;
+  ObservationStage<double> off(m.p, 0, 3, so, values);
+  CHECK_FALSE(off.stored(m.ax));
+  CHECK_FALSE(off.stored(m.mu));
+
+  for (long chains : {1L, 3L, 4L}) {
+    const std::vector<double> state = uniform_vector(rng, chains * m.p.n_free, -0.7, 0.7);
+    for (long tile : {0L, 5L, 16L})
+      for (int threads : {1, 2})
+        for (int devices : {1, 2}) {
+          INFO("chains " << chains << " tile " << tile << " threads " << threads << " devices "
+                         << devices);
+          ExecOptions o;
+          o.tile_rows = tile;
+          o.threads = threads;
+          o.devices = devices;
+          check_against_adding<double>(m.p, chains, state, o);
+          check_against_adding<float>(m.p, chains, state, o);
+          // and against the plain executor, which adds every partial to zeros
+          ExecOptions plain;
+          plain.observation_stage = false;
+          std::vector<double> lp, lp_plain;
+          const std::vector<double> g = gradient<double>(m.p, chains, state, o, 0.0, &lp);
+          const std::vector<double> g_plain = gradient<double>(m.p, chains, state, plain, 0.0, &lp_plain);
+          for (long c = 0; c < chains; ++c) CHECK(close(lp[c], lp_plain[c], 1e-12, 1e-12));
+          for (size_t k = 0; k < g.size(); ++k) CHECK(close(g[k], g_plain[k], 1e-11, 1e-11));
+        }
+    // the finite differences of the stage that stores
+    check_gradient(m.p, chains, state, 1e-6, 1e-7);
+  }
 }

@@ -42,6 +42,11 @@ template <class T> struct Slot {
   // size: a parameter whose value and adjoint are its slices of the state and
   // the gradient ([chains, n_free]; ExecOptions::alias_parameters). -1: the size.
   long stride = -1;
+  // The adjoint was not zeroed: the call is its only writer and stores its
+  // partials there (AdjointSink::store). Set by the CPU's observation stage
+  // alone, for the inputs of the calls whose CPU paths store
+  // (ObservationStage::stored()).
+  bool fresh = false;
 
   LS_HD long size() const { return rows * cols; }
   LS_HD long chain_stride() const { return stride >= 0 ? stride : chain ? rows * cols : 0; }
@@ -57,6 +62,7 @@ template <class T> void set_whole_slot(Slot<T>& s, const Node& n, const T* value
   s.chain = n.chain;
   s.row_major = false;
   s.stride = -1;
+  s.fresh = false;
 }
 template <class T> Slot<T> whole_slot(const Node& n, const T* value, T* adjoint) {
   Slot<T> s;
@@ -217,7 +223,7 @@ template <class T> LS_HD AdjointSink<T> sink(const Slot<T>& in, const Slot<T>& o
   if (!in.adjoint) return AdjointSink<T>{nullptr, 0, false};
   const Addressing a = addressing(in, out);
   return AdjointSink<T>{in.adjoint, in.chain_stride(), a.scalar, a.axis, a.row_stride,
-                        a.col_stride};
+                        a.col_stride, in.fresh};
 }
 
 template <class T> LS_HD MatmulShape matmul_shape(const NodeCall<T>& call) {
@@ -290,7 +296,7 @@ LS_HD void launch_density_term(const NodeCall<T>& call, Launch&& launch) {
   term.truncated = !(ls_isinf(term.lower) && ls_isinf(term.upper));
   term.x = operand(target, target);
   term.dx = call.gradient ? sink(target, target) : AdjointSink<T>{};
-  term.dx_store = call.gradient && call.first_writer;
+  term.dx_store = call.gradient && (call.first_writer || target.fresh);
   term.weight = call.weight;
   if (call.data_term) {
     term.data_term_given = true;

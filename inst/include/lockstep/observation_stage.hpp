@@ -95,6 +95,10 @@ struct StageOptions {
   // program holds alike (row_store.hpp), or nullptr: copies of its own.
   // Used only while the stage is made.
   RowStore* row_store = nullptr;
+  // Tile adjoints that one later op alone writes are stored by it rather
+  // than zeroed and added to (stored()), on the cpu backend; false only to
+  // compare with (ExecOptions::first_writers).
+  bool first_writers = true;
 };
 
 // Where the tile kernel finds what a stage reads and writes, per program
@@ -208,6 +212,13 @@ template <class T> class ObservationStage {
   // whose groups each shard owns). Otherwise each worker has a private copy,
   // summed afterwards (all-reduced across shards).
   bool direct(int node) const { return direct_[node]; }
+  // Whether a tile's adjoint of `node` (one of nodes()) is stored by its
+  // only writer, a later elementwise op or density whose CPU path stores
+  // (AdjointSink::store), rather than zeroed before each tile and added to:
+  // a pass over the tile's buffers saved per node, a fifth of a tiled
+  // gradient's time in seed 003's demand model. On the cpu backend with
+  // StageOptions::first_writers; the emulated backend's lanes add.
+  bool stored(int node) const { return stored_[node]; }
   // Whether the stage reads the global value `node`.
   bool reads(int node) const {
     return std::find(boundary_.begin(), boundary_.end(), node) != boundary_.end();
@@ -243,13 +254,15 @@ template <class T> class ObservationStage {
   // out was most of a small model's cost here). Sets every field a tile's
   // kernels read.
   void tile_call(Worker& w, int id, long tile, const GlobalBuffers<T>& global,
-                 const double* state, bool gradient, NodeCall<T>& c);
+                 const double* state, bool gradient, bool stores, NodeCall<T>& c);
   // The tiles [first, second) of worker k (shard k / workers).
   std::pair<long, long> tile_range(long k) const { return worker_tiles_[k]; }
   long tile_length(long t) const {
     return (t + 1 < tiles() ? tile_start_[t + 1] : rows_) - tile_start_[t];
   }
   std::pair<long, long> touched_rows(int boundary, long first_tile, long end_tile) const;
+  // Sets stored_ and stores_inputs_ (stored()).
+  void find_stored();
   // Calls f(i) for the offset i of every element in rows [first, second), of
   // every column and chain, of a boundary node's [chains, rows x cols] buffer.
   template <class F> void over_rows(int id, std::pair<long, long> rows, F&& f) const;
@@ -265,6 +278,10 @@ template <class T> class ObservationStage {
   std::vector<std::pair<long, long>> worker_tiles_;  // per worker: its tiles [first, second)
   long tile_rows_ = 0;            // the longest a tile may be
   std::vector<char> direct_;      // per program node: see direct()
+  std::vector<char> stored_;      // per program node: see stored()
+  // per program node: the inputs (bit k: input k) whose adjoints its call
+  // stores (stored())
+  std::vector<unsigned> stores_inputs_;
   // Row data and gather indices in tile order: tile t's block starts at
   // tile_start_[t] * cols (cols = 1 for a per-row index). Shared with the
   // program's other stages where they hold the same (row_store.hpp), or the

@@ -154,6 +154,10 @@ template <class T, Family F> struct DensityTerm {
     // Only the chunked loop stores a target's partials, one per element;
     // the other ways add to them, once zeroed.
     if (dx_store && dx.data && (!chunked || dx.scalar || x.scalar)) zero_dx(c, size);
+    // A stored parameter's partials (AdjointSink::store): the chunked loop
+    // stores the first parameter's where it can, and zeroes it where not.
+    for (int k = 0; k < n_params; ++k)
+      if (!chunked || k > 0) zero_sink_chain(dp[k], c, size);
     if (chunked) return sum_chain_chunked(c, size, kernel_only);
     double lp = 0;
     for (long i = 0; i < size; ++i) lp += (*this)(c, i);
@@ -239,7 +243,7 @@ template <class T, Family F> struct DensityTerm {
   // partial of the chunk (wanted or not) in a local array for later passes.
   // DX = 2 stores the target's (dx_store). Kernel: the lpdf without the
   // family's data_term.
-  template <int DX, bool DP0, bool Prep, bool Kernel>
+  template <int DX, int DP0, bool Prep, bool Kernel>
   inline __attribute__((always_inline)) void lean_elements(long n, const double* xr,
                                                            const double* const* pr,
                                                            const double* pv, T* dxo, T* dp0o,
@@ -248,22 +252,24 @@ template <class T, Family F> struct DensityTerm {
                          [&](long i, double gx, const double* gp) {
                            if constexpr (DX == 1) dxo[i] += static_cast<T>(gx);
                            if constexpr (DX == 2) dxo[i] = static_cast<T>(gx);
-                           if constexpr (DP0 && n_params > 0) dp0o[i] += static_cast<T>(gp[0]);
+                           if constexpr (DP0 == 1 && n_params > 0) dp0o[i] += static_cast<T>(gp[0]);
+                           if constexpr (DP0 == 2 && n_params > 0) dp0o[i] = static_cast<T>(gp[0]);
                          });
   }
 
   // One chunk of the lean loop, its (DX, DP0, Prep) picked at run time: 0 no
   // partials, 1 the target's, 2 the first parameter's, 3 the target's
-  // stored.
+  // stored, 4 the first parameter's stored.
   template <bool Prep, bool Kernel = false>
   inline __attribute__((always_inline)) void lean_chunk(int lean, long n, const double* xr,
                                                         const double* const* pr,
                                                         const double* pv, T* dxo, T* dp0o,
                                                         double* lpb) const {
-    if (lean == 1) lean_elements<1, false, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
-    else if (lean == 2) lean_elements<0, true, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
-    else if (lean == 3) lean_elements<2, false, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
-    else lean_elements<0, false, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
+    if (lean == 1) lean_elements<1, 0, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else if (lean == 2) lean_elements<0, 1, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else if (lean == 3) lean_elements<2, 0, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else if (lean == 4) lean_elements<0, 2, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
+    else lean_elements<0, 0, Prep, Kernel>(n, xr, pr, pv, dxo, dp0o, lpb);
   }
 
   // The prepared element loops (prep), and a straight-line family's plain
@@ -352,7 +358,13 @@ template <class T, Family F> struct DensityTerm {
     for (int k = 1; k < n_params; ++k) others = others || dp[k].data;
     const bool by_element = !x.scalar && !others && (!dx.data || dxs) &&
                             (n_params == 0 || !dp[0].data || dps[0]);
-    const int lean = !by_element || (dxs && dps[0]) ? -1 : dxs ? (dx_store ? 3 : 1) : dps[0] ? 2 : 0;
+    const bool store_p0 = n_params > 0 && dp[0].store && dp[0].data;
+    const int lean = !by_element || (dxs && dps[0]) ? -1
+                     : dxs                          ? (dx_store ? 3 : 1)
+                     : dps[0]                       ? (store_p0 ? 4 : 2)
+                                                    : 0;
+    // (the other loops add the first parameter's partials: to zeros)
+    if (store_p0 && lean != 4) zero_sink_chain(dp[0], c, size);
     // A stored target's partials of more than stream_bytes a chain go past
     // the caches (detail::stream_store): written once here, they are read
     // next by a pass over other data as large, which would have pushed them

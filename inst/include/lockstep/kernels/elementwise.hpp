@@ -14,6 +14,7 @@
 #ifndef LOCKSTEP_KERNELS_ELEMENTWISE_HPP
 #define LOCKSTEP_KERNELS_ELEMENTWISE_HPP
 
+#include <stdexcept>
 #include <type_traits>
 
 #include "../lanes.hpp"
@@ -55,11 +56,32 @@ template <class T> struct AdjointSink {
   bool scalar;
   bool axis = false;
   long row_stride = 0, col_stride = 0;
+  // The destination was not zeroed, and the body is its only writer: it
+  // stores its partials there rather than adding them (Slot::fresh: the
+  // CPU's observation stage, which then skips zeroing a tile's adjoint that
+  // one later op alone writes). Honoured by the CPU's one-lane paths of the
+  // elementwise bodies and density terms; set for no other.
+  bool store = false;
   LS_HD void add(long c, long i, T v) const { lane_add(data + c * chain_stride + (scalar ? 0 : i), v); }
   LS_HD void add(long c, long r, long j, T v) const {
     lane_add(data + c * chain_stride + r * row_stride + j * col_stride, v);
   }
 };
+
+#if !defined(__CUDA_ARCH__)
+// Zeroes what a sink with `store` addresses of [chains, size] partials (one
+// element a chain for a scalar), for a CPU path that adds: it then adds to
+// zeros. (An axis sink is never stored: the stage stores only
+// element-by-element adjoints.)
+template <class T> void zero_sink_chain(const AdjointSink<T>& s, long c, long size) {
+  if (!s.data || !s.store) return;
+  if (s.axis) throw std::logic_error("lockstep: a stored adjoint broadcast along an axis");
+  for (long i = 0; i < (s.scalar ? 1 : size); ++i) s.data[c * s.chain_stride + i] = T(0);
+}
+template <class T> void zero_sink(const AdjointSink<T>& s, long chains, long size) {
+  for (long c = 0; c < chains; ++c) zero_sink_chain(s, c, size);
+}
+#endif
 
 template <class T> struct UnaryForward {
   Op op;
@@ -105,6 +127,7 @@ template <class T> struct UnaryBackward {
   LS_HD void operator()(int, const Lane& lane) const {
 #if !defined(__CUDA_ARCH__)
     if (lane.count == 1 && !dx.scalar && !x.scalar) return serial_flat();
+    if (lane.count == 1 && dx.store) zero_sink(dx, chains, size);  // (then added to)
 #endif
     with_unary_rule(op, [&](auto rule) {
       for_each_element(lane, chains, size, [&](long k, long c, long i) {
@@ -114,7 +137,7 @@ template <class T> struct UnaryBackward {
   }
 #if !defined(__CUDA_ARCH__)
   // The CPU, one lane, an adjoint per element: chain by chain through plain
-  // pointers (the same values).
+  // pointers (the same values), stored where dx.store.
   void serial_flat() const {
     if (!dx.data) return;
     with_unary_rule(op, [&](auto rule) {
@@ -122,8 +145,12 @@ template <class T> struct UnaryBackward {
         const long base = c * size;
         const T* xc = x.data + c * x.chain_stride;
         T* dxc = dx.data + c * dx.chain_stride;
-        for (long i = 0; i < size; ++i)
-          dxc[i] += dy[base + i] * decltype(rule)::deriv(xc[i], y[base + i]);
+        if (dx.store)
+          for (long i = 0; i < size; ++i)
+            dxc[i] = dy[base + i] * decltype(rule)::deriv(xc[i], y[base + i]);
+        else
+          for (long i = 0; i < size; ++i)
+            dxc[i] += dy[base + i] * decltype(rule)::deriv(xc[i], y[base + i]);
       }
     });
   }
@@ -230,6 +257,13 @@ template <class T> struct BinaryBackward {
   LS_HD void operator()(int phase, const Lane& lane) const {
     if (phases > 1 && lane.count > 1) return block_sums(phase, lane);
     if (phase > 0) return;  // one lane: everything in phase 0
+#if !defined(__CUDA_ARCH__)
+    // (flat() stores where a sink says so; the other ways add, to zeros)
+    if (lane.count == 1 && (a.axis || b.axis)) {
+      zero_sink(da, chains, size);
+      zero_sink(db, chains, size);
+    }
+#endif
     if (a.axis || b.axis) return along_axis(lane);
 #if !defined(__CUDA_ARCH__)
     if (lane.count == 1) return serial_flat();
@@ -289,51 +323,64 @@ template <class T> struct BinaryBackward {
           return static_cast<T>(detail::running_sum(
               size, [&](long i) { return static_cast<double>(term(of_a, i)); }));
         };
-        auto add_each = [&](T* d, auto of_a) {
-          for (long i = 0; i < size; ++i) d[i] += term(of_a, i);
+        auto add_each = [&](T* d, bool store, auto of_a) {
+          if (store)
+            for (long i = 0; i < size; ++i) d[i] = term(of_a, i);
+          else
+            for (long i = 0; i < size; ++i) d[i] += term(of_a, i);
         };
         using OfA = std::true_type;
         using OfB = std::false_type;
         if (!SA && !SB && !a.scalar && !b.scalar) {
           // every adjoint per element: one vectorised pass, the partials
           // computed once for both operands
-          if (dac || dbc) add_per_element<Rule>(ap, bp, yc, dyc, dac, dbc, size);
+          if (dac || dbc) add_per_element<Rule>(ap, bp, yc, dyc, dac, dbc, size, da.store, db.store);
         } else if (SA || SB) {
-          if (SA) *dac += sum(OfA{});
-          else if (dac) add_each(dac, OfA{});
-          if (SB) *dbc += sum(OfB{});
-          else if (dbc) add_each(dbc, OfB{});
+          if (SA) *dac = (da.store ? T(0) : *dac) + sum(OfA{});
+          else if (dac) add_each(dac, da.store, OfA{});
+          if (SB) *dbc = (db.store ? T(0) : *dbc) + sum(OfB{});
+          else if (dbc) add_each(dbc, db.store, OfB{});
         } else {  // a scalar operand that needs no gradient
           for (long i = 0; i < size; ++i) {
             T pa = T(0), pb = T(0);
             Rule::partials(a.at(c, i), b.at(c, i), yc[i], &pa, &pb);
-            if (dac) dac[i] += dyc[i] * pa;
-            if (dbc) dbc[i] += dyc[i] * pb;
+            if (dac) dac[i] = (da.store ? T(0) : dac[i]) + dyc[i] * pa;
+            if (dbc) dbc[i] = (db.store ? T(0) : dbc[i]) + dyc[i] * pb;
           }
         }
       }
     });
   }
   // da[i] += dy[i] * (a's partial) and db[i] += dy[i] * (b's), either
-  // nullptr when that operand needs no gradient: each element's additions in
-  // the order of one pass per operand (a's, then b's), so that the values
-  // are those of separate passes even where da and db are one array (x op x).
+  // nullptr when that operand needs no gradient, stored (=) instead where
+  // store_a, store_b: each element's additions in the order of one pass per
+  // operand (a's, then b's), so that the values are those of separate passes
+  // even where da and db are one array (x op x; never stored: a stored
+  // adjoint has one writer, and x op x writes x's twice).
   template <class Rule>
   static void add_per_element(const T* a, const T* b, const T* y, const T* dy, T* da, T* db,
-                              long n) {
-    if (da && db) add_partials<Rule, true, true>(a, b, y, dy, da, db, n);
-    else if (da) add_partials<Rule, true, false>(a, b, y, dy, da, db, n);
-    else add_partials<Rule, false, true>(a, b, y, dy, da, db, n);
+                              long n, bool store_a, bool store_b) {
+    const int sa = da ? (store_a ? 2 : 1) : 0, sb = db ? (store_b ? 2 : 1) : 0;
+    if (sa == 1 && sb == 1) add_partials<Rule, 1, 1>(a, b, y, dy, da, db, n);
+    else if (sa == 1 && sb == 0) add_partials<Rule, 1, 0>(a, b, y, dy, da, db, n);
+    else if (sa == 0 && sb == 1) add_partials<Rule, 0, 1>(a, b, y, dy, da, db, n);
+    else if (sa == 2 && sb == 0) add_partials<Rule, 2, 0>(a, b, y, dy, da, db, n);
+    else if (sa == 0 && sb == 2) add_partials<Rule, 0, 2>(a, b, y, dy, da, db, n);
+    else if (sa == 2 && sb == 2) add_partials<Rule, 2, 2>(a, b, y, dy, da, db, n);
+    else if (sa == 2) add_partials<Rule, 2, 1>(a, b, y, dy, da, db, n);
+    else add_partials<Rule, 1, 2>(a, b, y, dy, da, db, n);
   }
-  // DA, DB: whether a's, b's adjoint is added to.
-  template <class Rule, bool DA, bool DB>
+  // DA, DB: whether a's, b's adjoint is added to (1), stored (2) or neither (0).
+  template <class Rule, int DA, int DB>
   LS_CPU_VECTORISE static void add_partials(const T* a, const T* b, const T* y, const T* dy,
                                             T* da, T* db, long n) {
     for (long i = 0; i < n; ++i) {
       T pa = T(0), pb = T(0);
       Rule::partials(a[i], b[i], y[i], &pa, &pb);
-      if constexpr (DA) da[i] += dy[i] * pa;
-      if constexpr (DB) db[i] += dy[i] * pb;
+      if constexpr (DA == 1) da[i] += dy[i] * pa;
+      if constexpr (DA == 2) da[i] = dy[i] * pa;
+      if constexpr (DB == 1) db[i] += dy[i] * pb;
+      if constexpr (DB == 2) db[i] = dy[i] * pb;
     }
   }
 #endif
