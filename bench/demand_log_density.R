@@ -1,4 +1,4 @@
-# Seed 003's demand model at 15.7M rows (issue 50): model_log_density() of 4 chains with its gradient, 20 calls,
+# Seed 003's demand model at 15.7M rows (issue 50): model_log_density() of 4 chains with its gradient, 6 blocks of 8 calls,
 # in double and in single precision (the engine alone, without svi()), with tile adjoints stored by their one writer (the default) and zeroed and added to (first_writers off), alternated in one process.
 #   Rscript bench/demand_log_density.R   (LOCKSTEP_SHARED: the shared folder, default /work/shared)
 suppressMessages(library(lockstep))
