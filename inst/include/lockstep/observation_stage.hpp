@@ -215,8 +215,9 @@ template <class T> class ObservationStage {
   // Whether a tile's adjoint of `node` (one of nodes()) is stored by its
   // only writer, a later elementwise op or density whose CPU path stores
   // (AdjointSink::store), rather than zeroed before each tile and added to:
-  // a pass over the tile's buffers saved per node, a fifth of a tiled
-  // gradient's time in seed 003's demand model. On the cpu backend with
+  // a pass over the tile's buffers saved per node (13% of the samples of
+  // seed 003's demand model's tiled gradient; 7-11% of its time, measured
+  // by bench/demand_log_density.R). On the cpu backend with
   // StageOptions::first_writers; the emulated backend's lanes add.
   bool stored(int node) const { return stored_[node]; }
   // Whether the stage reads the global value `node`.
