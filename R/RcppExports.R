@@ -9,6 +9,10 @@ ls_cuda_elementwise <- function(op, a, b = NULL) {
     .Call(`_lockstep_ls_cuda_elementwise`, op, a, b)
 }
 
+ls_bound_values <- function(env, names) {
+    .Call(`_lockstep_ls_bound_values`, env, names)
+}
+
 ls_checksum <- function(x) {
     .Call(`_lockstep_ls_checksum`, x)
 }

@@ -678,7 +678,11 @@ kronecker_dim <- function(x, arg) {
 #' group of `INDEX`, R values (numbers, strings or a factor) of the same
 #' length, as greta does: the result is a column vector with one element per
 #' group present in `INDEX`, in sorted order. Elements whose `INDEX` is `NA`
-#' are left out, as base R leaves them out.
+#' are left out, as base R leaves them out. With a list of groupings (factors,
+#' or vectors that become factors), as base R: an array with a dimension per
+#' grouping, of its number of levels, one cell per combination in base R's
+#' order; a combination no element has takes `default`, which must then be a
+#' number (e.g. `default = 0`: a greta array cannot hold base R's `NA`).
 #'
 #' `FUN` is a name or the function itself (e.g. `sum`). Sums and means over the
 #' rows or columns of a matrix are row and column sums. Otherwise `"sum"`,
@@ -698,8 +702,9 @@ kronecker_dim <- function(x, arg) {
 #' @param MARGIN the dimensions to apply over, as numbers
 #' @param INDEX R values, one per element of `X`
 #' @param FUN the function to apply
-#' @param ...,simplify,default passed to base R for R values; ignored for greta
-#'   arrays
+#' @param ...,simplify passed to base R for R values; ignored for greta arrays
+#' @param default for `tapply()`, the value of a cell that no element falls in
+#'   (with several groupings; see Details)
 #' @return a greta array (for R values, what base R returns)
 #' @examples
 #' X <- variable(dim = c(4, 3))
@@ -709,6 +714,8 @@ kronecker_dim <- function(x, arg) {
 #' y <- variable(dim = 6)
 #' tapply(y, c(1, 1, 2, 2, 2, 3), "sum")
 #' tapply(y, c("a", "b", "a", "b", "a", "b"), mean)
+#' # two groupings: a 2 x 3 array of sums, one per combination
+#' tapply(y, list(c(1, 1, 2, 2, 2, 2), c("u", "v", "w", "u", "v", "w")), "sum")
 #' @export
 apply <- function(X, MARGIN, FUN, ..., simplify = TRUE) UseMethod("apply")
 
@@ -808,12 +815,14 @@ tapply.greta_array <- function(X, INDEX, FUN = c("sum", "max", "mean", "min", "p
   if (is.greta_array(INDEX)) {
     stop("`INDEX` of tapply() must be R values, not a greta array", call. = FALSE)
   }
-  if (is.list(INDEX) || !is.atomic(INDEX) || !is.null(dim(INDEX)) && length(dim(INDEX)) > 1L &&
-      min(dim(INDEX)) > 1L) {
-    stop("`INDEX` of tapply() on a greta array must be a vector (one grouping, not a list)",
-         call. = FALSE)
-  }
   n <- node$dim[1]
+  if (is.list(INDEX) && !is.data.frame(INDEX) && length(INDEX) == 1L) INDEX <- INDEX[[1]]
+  if (is.list(INDEX)) return(tapply_cells(node, INDEX, fun, default))
+  if (!is.atomic(INDEX) || !is.null(dim(INDEX)) && length(dim(INDEX)) > 1L &&
+      min(dim(INDEX)) > 1L) {
+    stop("`INDEX` of tapply() on a greta array must be a vector, or a list of them (one ",
+         "grouping each)", call. = FALSE)
+  }
   if (length(INDEX) != n) {
     stop("`INDEX` of tapply() must have one value per element of `X` (", n, "), but has ",
          length(INDEX), call. = FALSE)
@@ -822,6 +831,46 @@ tapply.greta_array <- function(X, INDEX, FUN = c("sum", "max", "mean", "min", "p
   if (length(groups) == 0L) stop("`INDEX` of tapply() has no values that are not NA", call. = FALSE)
   group <- match(INDEX, groups)
   tapply_groups(node, group, length(groups), fun)
+}
+
+# tapply() over several groupings (a list of factors, or of vectors, which
+# become factors), as base R: an array of dimension the numbers of levels,
+# one cell per combination, named by the levels. A cell no element falls in
+# takes `default`, which must then be a number (base R's NA cannot be held
+# by a greta array).
+tapply_cells <- function(node, INDEX, fun, default) {
+  n <- node$dim[1]
+  lengths_ok <- vapply(INDEX, function(f) is.atomic(f) && is.null(dim(f)) && length(f) == n,
+                       logical(1))
+  if (length(INDEX) == 0L || !all(lengths_ok)) {
+    stop("each grouping in the list `INDEX` of tapply() must be a vector (or factor) with ",
+         "one value per element of `X` (", n, ")", call. = FALSE)
+  }
+  factors <- lapply(INDEX, as.factor)
+  levels <- lapply(factors, levels)
+  dims <- lengths(levels)
+  # the cell of each element, column-major as base R's (NA: left out)
+  cell <- rep(1L, n); stride <- 1L
+  for (k in seq_along(factors)) {
+    cell <- cell + (as.integer(factors[[k]]) - 1L) * stride
+    stride <- stride * dims[k]
+  }
+  present <- sort(unique(cell[!is.na(cell)]))
+  if (length(present) == 0L) stop("`INDEX` of tapply() has no values that are not NA", call. = FALSE)
+  reduced <- tapply_groups(node, match(cell, present), length(present), fun)
+  cells <- prod(dims)
+  if (length(present) < cells) {
+    if (!is.numeric(default) || length(default) != 1L || !is.finite(default)) {
+      stop(cells - length(present), " of the ", cells, " combinations of the groupings in ",
+           "`INDEX` have no elements: give tapply() a number for them, e.g. `default = 0` ",
+           "(base R's NA cannot be a value of a greta array)", call. = FALSE)
+    }
+    # the reduced cells, then `default`, gathered into every cell's place
+    where <- match(seq_len(cells), present)
+    where[is.na(where)] <- length(present) + 1L
+    reduced <- c(reduced, default)[where]
+  }
+  reshape_node(get_node(reduced), unname(dims))
 }
 
 # Reduces the elements of column vector `node` by group (`group[i]` in 1..G,

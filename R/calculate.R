@@ -103,6 +103,16 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
   names <- names(targets)
   if (is.null(names)) names <- rep("", length(targets))
   for (k in seq_along(targets)) {
+    if (!is.greta_array(targets[[k]]) && names[k] != "") {
+      # a misspelt argument lands in `...` under its own name: say which
+      formals <- setdiff(names(formals(calculate)), "...")
+      near <- formals[utils::adist(names[k], formals, ignore.case = TRUE) <= 2]
+      stop("calculate() has no argument `", names[k], "`",
+           if (length(near)) paste0(": did you mean `", near[1], "`?") else
+             paste0(" (its arguments are greta arrays, then ",
+                    paste0("`", formals, "`", collapse = ", "), ")"),
+           call. = FALSE)
+    }
     if (!is.greta_array(targets[[k]])) {
       stop("calculate() takes greta arrays, but argument ", k, " is a ",
            class(targets[[k]])[1],
@@ -160,7 +170,9 @@ calculate <- function(..., values = list(), nsim = NULL, seed = NULL,
   if (length(needed)) {
     stop("calculate() needs values for the variable", if (length(needed) > 1) "s", " that ",
          paste(names, collapse = ", "), " depend", if (length(names) == 1) "s", " on; give ",
-         "them in `values`, or pass the draws of a model", call. = FALSE)
+         "them in `values`, pass the draws of a model, or give `nsim` to simulate ",
+         if (length(names) == 1) "it" else "them", " from the priors (e.g. calculate(",
+         names[1], ", nsim = 100))", call. = FALSE)
   }
   free <- matrix(0, 1, calculation$n_free)
   out <- ls_engine_values(calculation$engine, free, calculation$ids, options)
@@ -261,7 +273,9 @@ calculate_draws <- function(roots, names, draws, precision, batch, options) {
     if (is.null(theirs)) {
       if (!is.null(calculation$needed[[key]])) {
         stop("the greta arrays to calculate depend on a variable that is not in the model ",
-             "these draws came from", call. = FALSE)
+             "these draws came from: give `nsim` to simulate it from its prior, the model's ",
+             "variables from the draws (e.g. calculate(", names[1], ", values = draws, ",
+             "nsim = 100))", call. = FALSE)
       }
       next
     }

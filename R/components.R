@@ -14,14 +14,30 @@ component_distributions <- function(dots, what) {
     stop(what, "() must be passed at least two distributions", call. = FALSE)
   }
   components <- lapply(seq_along(dots), function(k) component_of(dots[[k]], k, what))
-  discrete <- vapply(components, `[[`, logical(1), "discrete")
+  refuse_mixed_components(vapply(components, `[[`, logical(1), "discrete"), what)
+  components
+}
+
+# Components that are some discrete, some continuous (`discrete` one flag
+# each) cannot be compounded: they have no common support.
+refuse_mixed_components <- function(discrete, what) {
   if (any(discrete) && !all(discrete)) {
     stop("cannot construct a ", what, "() from a combination of discrete (",
          paste0("argument ", which(discrete), collapse = ", "), ") and continuous (",
          paste0("argument ", which(!discrete), collapse = ", "), ") distributions",
          call. = FALSE)
   }
-  components
+}
+
+# Components whose dimensions (`dims`, one each) differ, where they must be
+# the same, are refused naming each argument's.
+refuse_unequal_dims <- function(dims, what) {
+  if (length(unique(dims)) > 1L) {
+    stop("the component distributions of ", what, "() must have the same dimensions, but ",
+         "have ", paste(vapply(seq_along(dims), function(k) {
+           sprintf("%s (argument %d)", paste(dims[[k]], collapse = " x "), k)
+         }, ""), collapse = ", "), call. = FALSE)
+  }
 }
 
 # Called by mixture() and joint() once all their checks have passed, so that a

@@ -114,7 +114,10 @@ print.lockstep_backend_info <- function(x, ...) {
 #' recommended there; it also halves the GPU memory a model takes. (On an
 #' H100, whose double precision is fast, that hierarchical logistic
 #' regression's gradient ran at about the same speed in both.) Needs lockstep built with CUDA (see
-#' [backend_info()]).
+#' [backend_info()]); where the build has no CUDA backend or no GPU is
+#' visible, `gpu_only()` warns once and returns `cpu_only(mpi = mpi)`, so that
+#' a greta script written for a GPU still runs (greta's TensorFlow places it
+#' on the CPU).
 #'
 #' `gpu_only(devices = 0:3)` runs one model on several GPUs of one machine:
 #' each GPU holds a block of the likelihood's rows (its share of the data)
@@ -206,10 +209,9 @@ print.lockstep_backend_info <- function(x, ...) {
 #' @examples
 #' cpu_only()
 #' cpu_only(threads = 2)
-#' # a GPU, where this build of lockstep has CUDA and one is visible
-#' if (isTRUE(backend_info()$cuda_built) && nrow(backend_info()$devices) > 0) {
-#'   gpu_only()
-#' }
+#' # a GPU where this build of lockstep has CUDA and one is visible; the CPU,
+#' # with a warning, where not
+#' suppressWarnings(gpu_only())
 #' @export
 cpu_only <- function(threads = NULL, devices = 1, tile_rows = NULL, mpi = FALSE) {
   # Not chosen by the user: a most, which the engine lowers for a small model
@@ -257,14 +259,18 @@ gpu_only <- function(devices = 0L, mpi = FALSE, tile_kernel = FALSE) {
     devices <- devices[mpi_rank() %% length(devices) + 1L]
   }
   info <- backend_info()
-  if (!isTRUE(info$cuda_built)) {
-    stop("gpu_only(): this build of lockstep has no CUDA backend; reinstall it where ",
-         "configure finds the CUDA toolkit's nvcc (see ?backend_info), or use cpu_only()",
-         call. = FALSE)
+  # greta runs a gpu_only() model on the CPU where there is no GPU (TensorFlow
+  # places it there): so does lockstep, saying so once, when the options are
+  # made, rather than failing in mcmc() or calculate().
+  no_gpu <- if (!isTRUE(info$cuda_built)) {
+    "this build of lockstep has no CUDA backend (reinstall it where configure finds the CUDA toolkit's nvcc: see ?backend_info)"
+  } else if (nrow(info$devices) == 0L) {
+    "lockstep was built with CUDA, but no CUDA device is visible (no GPU, or no driver)"
   }
-  if (nrow(info$devices) == 0L) {
-    stop("gpu_only(): lockstep was built with CUDA, but no CUDA device is visible ",
-         "(no GPU, or no driver); use cpu_only()", call. = FALSE)
+  if (!is.null(no_gpu)) {
+    warning("gpu_only(): ", no_gpu, "; running on the CPU instead, as cpu_only()",
+            call. = FALSE)
+    return(cpu_only(mpi = mpi))
   }
   missing <- setdiff(devices, info$devices$id)
   if (length(missing) > 0) {

@@ -562,7 +562,7 @@ distribution <- function(greta_array) {
       }
       stop("left and right hand sides of `distribution(y) <-` have different dimensions: ",
            "the data have dimension ", paste(target$dim, collapse = " x "), " but the ",
-           dist$family, "() distribution ", paste(dist$dim, collapse = " x "),
+           distribution_label(dist), "() distribution ", paste(dist$dim, collapse = " x "),
            " (", hint, ")", call. = FALSE)
     }
     dist$check_data(matrix(as.numeric(target$value), nrow = target$dim[1]))  # (columns: all the other dimensions)

@@ -13,7 +13,7 @@
 #' @param draws a `greta_mcmc_list` returned by [mcmc()], `extra_samples()` or
 #'   `stashed_samples()`
 #' @param n_samples the number of further iterations per chain (before
-#'   thinning)
+#'   thinning; a fraction is cut to its whole part, as in greta)
 #' @param thin keep every `thin`-th iteration; it must be the thinning of
 #'   `draws`, so that the draws stay evenly spaced
 #' @param n_cores the number of CPU threads for the further draws; by

@@ -420,7 +420,9 @@ t.greta_array <- function(x) {
 #' @param recursive,use.names ignored (greta arrays have no names)
 #' @param deparse.level ignored (greta arrays have no dimnames)
 #' @return a greta array: a column vector for `c()`, a matrix for `cbind()` and
-#'   `rbind()`
+#'   `rbind()`. As in greta, `c()` of a greta array and something that cannot
+#'   become one (a function, a list) is a list of its arguments instead, the
+#'   numbers among them made greta arrays.
 #' @examples
 #' a <- variable(dim = 2)
 #' b <- variable(dim = c(2, 3))
@@ -434,6 +436,15 @@ NULL
 #' @export
 c.greta_array <- function(..., recursive = FALSE, use.names = TRUE) {
   args <- Filter(Negate(is.null), list(...))
+  # As greta: with something that cannot become a greta array (a function, a
+  # list), the result is a list of the arguments, numbers made greta arrays.
+  coercible <- vapply(args, function(x) {
+    is.greta_array(x) || ((is.numeric(x) || is.logical(x)) && is.atomic(x))
+  }, logical(1))
+  if (!all(coercible)) {
+    args[coercible] <- lapply(args[coercible], as.greta_array)
+    return(args)
+  }
   parts <- lapply(seq_along(args), function(k) {
     x <- as.greta_array(args[[k]], paste0("argument ", k, " of c()"))
     n <- length(x)

@@ -95,22 +95,27 @@ as.greta_array <- function(x, arg = "x") {
 #' sampled (greta's format), the first `n` rows of a longer array
 #' with a count of the values left out; `summary()` gives its type, size
 #' and distribution and, for data, a summary of its values (greta's format);
-#' `dim()`, `length()`, `head()`, `tail()` and `str()` work as for R arrays; `as.matrix()` keeps a matrix and makes any other greta array a
-#' column of its elements, as [base::as.matrix()] does.
+#' `dim()`, `length()`, `head()`, `tail()` and `str()` work as for R arrays.
+#' `as.matrix()` of data is its values, an R matrix (as in greta); of any
+#' other greta array, a greta array: the matrix itself, or a column of the
+#' elements of an array of other dimensions, as [base::as.matrix()] makes
+#' (greta returns a matrix of unknown values instead, which cannot go into a
+#' model).
 #'
 #' @param x,object a greta array
 #' @param n the most values `print()` shows (as greta: the first `n` rows of
 #'   an array with more than `n` values)
 #' @param ... ignored
 #' @return `print()`: `x`, invisibly; `summary()`: an object of class
-#'   `summary.greta_array`, which prints; `as.matrix()`: a greta array with
-#'   two dimensions
+#'   `summary.greta_array`, which prints; `as.matrix()`: an R matrix for
+#'   data, else a greta array with two dimensions
 #' @examples
 #' x <- as_data(matrix(1:20, ncol = 1))
 #' print(x, n = 5)
 #' z <- variable(dim = c(2, 3))
 #' summary(z)
 #' dim(as.matrix(variable(dim = c(2, 2, 2))))
+#' as.matrix(as_data(matrix(1:4, 2)))  # an R matrix
 #' @name greta_array_methods
 NULL
 
@@ -123,7 +128,10 @@ length.greta_array <- function(x) prod(get_node(x)$dim)
 #' @rdname greta_array_methods
 #' @export
 as.matrix.greta_array <- function(x, ...) {
-  d <- get_node(x)$dim
+  node <- get_node(x)
+  # data: its R values, as greta returns them (as.matrix() of an R array)
+  if (node$type == "data") return(base::as.matrix(array(as.numeric(node$value), node$dim)))
+  d <- node$dim
   if (length(d) == 2L) x else reshape_node(get_node(x), c(prod(d), 1L))
 }
 
@@ -273,7 +281,16 @@ print.summary.greta_array <- function(x, ...) {
   }
   dim <- if (is.null(dim(selected))) c(length(selected), 1L) else dim(selected)
   if (length(dim) == 1L) dim <- c(dim, 1L)
-  if (prod(dim) == 0) stop("indexing a greta array must select at least one element", call. = FALSE)
+  if (prod(dim) == 0) {
+    # R's zero-extent selection, for data (greta allows it): an empty data
+    # array of R's dimensions, which has no values to reach a model
+    if (node$type == "data") {
+      return(as_greta_array_from_node(new_node("data", dim, value = numeric(0))))
+    }
+    stop("indexing a greta array must select at least one element, except of data ",
+         "(this selects none of a greta array of dimension ", paste(node$dim, collapse = " x "),
+         ")", call. = FALSE)
+  }
   if (n_index == 2L && length(node$dim) == 2L && !missing(i) && missing(j)) {
     # x[i, ]: whole rows. The first column of `selected` holds the row numbers.
     return(new_operation("gather_rows", list(node), dim, index = as.integer(selected[, 1L])))

@@ -138,11 +138,13 @@ chol2inv.default <- function(x, size = NCOL(x), LINPACK = FALSE) {
 #' @export
 chol2inv.greta_array <- function(x, size = NCOL(x), LINPACK = FALSE) {
   check_square(x, "x", "chol2inv")
+  # greta warns and goes on: scripts written for it pass these
   if (!identical(as.numeric(size), as.numeric(ncol(x)))) {
-    stop("`chol2inv()` of a greta array takes only `size = ncol(x)`", call. = FALSE)
+    warning("`size` of chol2inv() is ignored for a greta array: the inverse is of the ",
+            "whole ", ncol(x), " x ", ncol(x), " factor", call. = FALSE)
   }
   if (!identical(LINPACK, FALSE)) {
-    stop("`LINPACK` is not used for greta arrays", call. = FALSE)
+    warning("`LINPACK` of chol2inv() is ignored for a greta array", call. = FALSE)
   }
   new_operation("chol2inv", list(get_node(x)), dim(x))
 }

@@ -13,10 +13,12 @@
 #'   draws are strongly correlated and a diagonal one elsewhere (their
 #'   `metric` argument)
 #' @param n_samples the number of samples to draw per chain after warmup
-#'   (before thinning; at least `thin`)
+#'   (before thinning; at least `thin`); a fraction is cut to its whole part,
+#'   as in greta
 #' @param thin keep every `thin`-th sample
 #' @param warmup the number of warmup iterations, during which the sampler's
-#'   step size and `diag_sd` are tuned; not returned
+#'   step size and `diag_sd` are tuned; not returned (a fraction is cut to
+#'   its whole part)
 #' @param chains the number of chains
 #' @param n_cores the number of threads, when `compute_options` does not set
 #'   them (greta's meaning: cores used by the sampler)
@@ -144,7 +146,7 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   n_samples <- checked$n_samples
   thin <- checked$thin
   pb_update <- checked$pb_update
-  warmup <- check_count(warmup, "warmup", 0)
+  warmup <- check_count(warmup, "warmup", 0, truncate = TRUE)
   chains <- check_count(chains, "chains", 1)
   options <- check_compute_options(compute_options)
   checkpoint <- check_checkpoint(checkpoint, checkpoint_every, options)
@@ -276,7 +278,7 @@ stop_without_raw_draws <- function(info, arg) {
 # The arguments mcmc() and extra_samples() share, checked, as integers.
 check_run_arguments <- function(n_samples, thin, pb_update, trace_batch_size, verbose,
                                 n_cores, one_by_one = FALSE) {
-  out <- list(n_samples = check_count(n_samples, "n_samples", 0),
+  out <- list(n_samples = check_count(n_samples, "n_samples", 0, truncate = TRUE),
               thin = check_count(thin, "thin", 1),
               pb_update = check_count(pb_update, "pb_update", 1),
               trace_batch_size = check_batch_size(trace_batch_size))
@@ -785,7 +787,11 @@ initial_free_state <- function(model, initial_values, chains, options, env, unit
         stop("could not find initial values with a finite log density for ", unit, " ", chain,
              if (!is.null(culprit)) paste0(": the log density is not finite at the initial ",
                                            "values given for `", culprit, "`")
-             else if (length(given$index)) "; check the values given in `initial_values`",
+             else if (length(given$index)) "; check the values given in `initial_values`"
+             else paste0(" in 50 random starts (free values in (-2, 2)): the model may have ",
+                         "no finite density anywhere (a parameter outside its distribution's ",
+                         "range, such as a negative rate); give `initial_values` where it is ",
+                         "finite"),
              call. = FALSE)
       }
     }

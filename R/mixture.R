@@ -14,6 +14,14 @@
 #' greta's does: the density of each element is the weighted sum of the
 #' components' densities, `sum_k w_k p_k(y)`.
 #'
+#' The components may instead be multivariate distributions over rows (such
+#' as [multivariate_normal()] or [multinomial()], with their
+#' `n_realisations`), as in greta: then each row `y_i` is one realisation of
+#' the mixture, with density `sum_k w_k p_k(y_i)`. They must have the same
+#' dimensions; continuous ones must be of the same family (the same support),
+#' and discrete ones are for data. `weights` are then one per component, or
+#' a `K x n` matrix of each row's.
+#'
 #' @param ... two or more distributions, such as `normal(0, 1)` or
 #'   `poisson(3)` (see [distributions]), not used anywhere else: the
 #'   components. They must all be continuous or all discrete, have the same
@@ -56,10 +64,23 @@
 #' # weights of their own for every element of a 5 x 4 mixture (greta's example)
 #' weights <- uniform(0, 1, dim = c(2, 5, 4))
 #' b <- mixture(normal(1, 1, dim = c(5, 4)), normal(-1, 1, dim = c(5, 4)), weights = weights)
+#' # rows from a mixture of two bivariate normals (greta's example)
+#' w2 <- uniform(0, 1, dim = 2)
+#' rows <- mixture(multivariate_normal(t(c(3, -3)), diag(2), n_realisations = 10),
+#'                 multivariate_normal(t(c(-3, 3)), diag(2), n_realisations = 10),
+#'                 weights = w2)
+#' dim(rows)  # 10 x 2
 #' @export
 mixture <- function(..., weights, dim = NULL) {
   if (missing(weights)) stop("mixture() needs `weights`, one per component", call. = FALSE)
   dots <- list(...)
+  if (any(vapply(dots, is_multivariate_array, logical(1)))) {
+    if (!is.null(dim)) {
+      stop("`dim` of mixture() is for scalar components; a mixture of multivariate ",
+           "distributions has theirs", call. = FALSE)
+    }
+    return(multivariate_mixture(dots, weights))
+  }
   components <- component_distributions(dots, "mixture")
   shape <- mixture_shape(dots, dim)
   weights <- mixture_weights(weights, length(dots), shape)
@@ -88,12 +109,7 @@ mixture <- function(..., weights, dim = NULL) {
 mixture_shape <- function(dots, dim) {
   dims <- lapply(dots, function(x) get_node(x)$dim)
   not_scalar <- Filter(function(d) prod(d) != 1, dims)
-  if (length(unique(not_scalar)) > 1L) {
-    stop("the component distributions of mixture() must have the same dimensions, but have ",
-         paste(vapply(seq_along(dims), function(k) {
-           sprintf("%s (argument %d)", paste(dims[[k]], collapse = " x "), k)
-         }, ""), collapse = ", "), call. = FALSE)
-  }
+  if (length(unique(not_scalar)) > 1L) refuse_unequal_dims(dims, "mixture")
   shape <- if (length(not_scalar)) not_scalar[[1]] else c(1L, 1L)
   if (is.null(dim)) return(shape)
   dim <- check_dim(dim)
@@ -171,6 +187,107 @@ log_add_exp <- function(a, b) {
   elementwise_binary("log_add_exp", a, b, "log_add_exp")
 }
 
+# -- mixtures of multivariate distributions ---------------------------------------
+
+is_multivariate_array <- function(x) {
+  is.greta_array(x) && isTRUE(get_node(x)$distribution$multivariate)
+}
+
+# The families a multivariate mixture takes: distributions over rows (the
+# distributions over one matrix, wishart() and lkj_correlation(), and the
+# compounds themselves are not rows of realisations).
+mixture_row_families <- c("multivariate_normal", "dirichlet", "categorical", "multinomial",
+                          "dirichlet_multinomial")
+
+# mixture() of multivariate distributions: log sum_k w_k p_k(y_i) for each row
+# y_i, each p_k the component's own density per row (its `density` closure,
+# R/multivariate.R). The target is the first component's own variable (the
+# prior of its support: unconstrained for multivariate_normal(), a simplex for
+# dirichlet()), which the same-family rule makes every component's support.
+multivariate_mixture <- function(dots, weights) {
+  K <- length(dots)
+  if (K < 2L) stop("mixture() must be passed at least two distributions", call. = FALSE)
+  components <- lapply(seq_len(K), function(k) {
+    bad <- function(why) stop("argument ", k, " of mixture() ", why, call. = FALSE)
+    x <- dots[[k]]
+    if (!is_multivariate_array(x)) {
+      bad("is not a multivariate distribution, and mixture() cannot mix multivariate and univariate ones")
+    }
+    variable <- get_node(x)
+    dist <- variable$distribution
+    if (!dist$family %in% mixture_row_families) {
+      bad(paste0("is a ", dist$family, "() distribution; mixture() takes univariate ",
+                 "distributions, or multivariate ones over rows (",
+                 paste0(mixture_row_families, "()", collapse = ", "), ")"))
+    }
+    if (!identical(dist$target, variable) || length(variable$children) > 0 ||
+        isTRUE(variable$assigned)) {
+      bad("has already been used elsewhere; create a new one")
+    }
+    list(dist = dist, variable = variable, family = dist$family, dim = variable$dim,
+         discrete = isTRUE(dist$discrete))
+  })
+  dims <- lapply(components, `[[`, "dim")
+  refuse_unequal_dims(dims, "mixture")
+  shape <- dims[[1]]
+  discrete <- vapply(components, `[[`, logical(1), "discrete")
+  families <- vapply(components, `[[`, character(1), "family")
+  refuse_mixed_components(discrete, "mixture")
+  if (!all(discrete) && length(unique(families)) > 1L) {
+    stop("the continuous components of mixture() must be of one family (the same ",
+         "support), but are ", paste0(unique(families), "()", collapse = " and "),
+         call. = FALSE)
+  }
+  weights <- mixture_weights(weights, K, c(shape[1], 1L))
+  params <- list()
+  spec <- vector("list", K)
+  for (k in seq_len(K)) {
+    dist <- components[[k]]$dist
+    names <- paste0(dist$param_names, "_", k)
+    for (j in seq_along(dist$parents)) {
+      params[[names[j]]] <- as_greta_array_from_node(dist$parents[[j]])
+    }
+    spec[[k]] <- list(family = dist$family, label = dist$label, names = names,
+                      param_names = dist$param_names, density = dist$density,
+                      check_data = dist$check_data, multivariate = TRUE)
+  }
+  # every check has passed: detach the components (their parameters' children,
+  # their variables), keeping the first's variable as the mixture's target
+  for (k in seq_len(K)) {
+    unlink_from_parameters(components[[k]]$dist)
+    if (k > 1L) components[[k]]$variable$assigned <- TRUE
+  }
+  target <- components[[1]]$variable
+  all_params <- c(params, list(weights = weights))
+  dist <- new_node("distribution", shape, parents = unname(lapply(all_params, get_node)),
+                   family = "mixture", truncation = c(-Inf, Inf), target = target,
+                   discrete = all(discrete), support = c(-Inf, Inf),
+                   param_names = names(all_params), label = "mixture", multivariate = TRUE,
+                   density = function(y, p) multivariate_mixture_log_density(y, p, spec),
+                   check_data = function(y) for (comp in spec) comp$check_data(y),
+                   spec = spec)
+  target$distribution <- dist
+  as_greta_array_from_node(target)
+}
+
+# log sum_k w_k p_k(y_i), one value per row y_i (an n x 1 greta array)
+multivariate_mixture_log_density <- function(y, p, spec) {
+  w <- p$weights
+  n <- nrow(y)
+  column <- function(x) {
+    dim(x) <- c(n, 1L)
+    x
+  }
+  log_total <- if (ncol(w) == 1L) log(sum(w)) else column(log(colSums(w)))
+  terms <- lapply(seq_along(spec), function(k) {
+    comp <- spec[[k]]
+    own <- stats::setNames(p[comp$names], comp$param_names)
+    wk <- if (ncol(w) == 1L) w[k] else column(w[k, ])
+    column(comp$density(y, own)) + (log(wk) - log_total)
+  })
+  Reduce(log_add_exp, terms)
+}
+
 # In R: draws (R/multivariate_families.R calls these with one draw's
 # parameters `p`, the components in attr(p, "spec")).
 mixture_log_weights_r <- function(p, K, n) {
@@ -182,6 +299,20 @@ mixture_log_weights_r <- function(p, K, n) {
 mixture_family <- list(
   r = function(p, n, k) {
     spec <- attr(p, "spec")
+    if (isTRUE(spec[[1]]$multivariate)) {
+      # each row's component by the weights, then that row of its draws
+      w <- exp(mixture_log_weights_r(p, length(spec), n))
+      pick <- vapply(seq_len(n), function(i) sample.int(length(spec), 1L, prob = w[, i]),
+                     integer(1))
+      out <- matrix(0, n, k)
+      for (j in unique(pick)) {
+        comp <- spec[[j]]
+        own <- stats::setNames(p[comp$names], comp$param_names)
+        rows <- pick == j
+        out[rows, ] <- mv_family(comp$family, "mixture()")$r(own, n, k)[rows, , drop = FALSE]
+      }
+      return(out)
+    }
     size <- n * k
     w <- exp(mixture_log_weights_r(p, length(spec), size))
     pick <- vapply(seq_len(size), function(i) sample.int(length(spec), 1L, prob = w[, i]),

@@ -110,12 +110,18 @@ model <- function(..., precision = c("double", "single"), compile = TRUE) {
   )
 }
 
+# The objects of `env` (its own, in ls()'s order) that hold a value, without
+# forcing a promise: a missing argument of the calling function, or one it has
+# not used yet, is left out rather than evaluated (mget() would fail on the
+# first and evaluate the second). src/rcpp_bindings.cpp says why that is safe.
+bound_objects <- function(env) ls_bound_values(env, ls(env))
+
 # The greta arrays among the objects of `env` that are not data, named as
 # there (in ls()'s order): what model() traces when it is given none.
 # The names of the greta arrays (data too) in `env`, by node id: a named
 # character vector (the first name in ls()'s order where several name one).
 visible_names <- function(env) {
-  objects <- mget(ls(env), envir = env, inherits = FALSE)
+  objects <- bound_objects(env)
   objects <- Filter(is.greta_array, objects)
   if (!length(objects)) return(character())
   ids <- vapply(objects, function(x) as.character(get_node(x)$id), character(1))
@@ -124,7 +130,7 @@ visible_names <- function(env) {
 }
 
 environment_greta_arrays <- function(env) {
-  objects <- mget(ls(env), envir = env, inherits = FALSE)
+  objects <- bound_objects(env)
   Filter(function(x) is.greta_array(x) && get_node(x)$type != "data", objects)
 }
 

@@ -341,13 +341,14 @@ widen <- function(x, k) {
 # (a 1 x 1 distribution applies to every element of data, as univariate
 # ones do: mixture()).
 new_multivariate <- function(family, params, dim, density, prior = NULL,
-                             discrete = FALSE, check_data = function(y) NULL, ...) {
+                             discrete = FALSE, check_data = function(y) NULL,
+                             label = family, ...) {
   nodes <- lapply(params, get_node)
   target <- if (discrete) new_node("variable", dim, lower = -Inf, upper = Inf)
             else get_node(prior(dim))
   dist <- new_node("distribution", dim, parents = unname(nodes), family = family,
                    truncation = c(-Inf, Inf), target = target, discrete = discrete,
-                   support = c(-Inf, Inf), param_names = names(params), label = family,
+                   support = c(-Inf, Inf), param_names = names(params), label = label,
                    multivariate = TRUE, density = density, check_data = check_data, ...)
   target$distribution <- dist
   as_greta_array_from_node(target)

@@ -17,6 +17,8 @@ mv_families <- list(
   # attr(p, "spec")
   mixture = mixture_family,
   joint = joint_family,
+  # custom_distribution() (R/custom_distributions.R): its own `sample` in attr(p, "spec")
+  custom = custom_family,
   multivariate_normal = list(
     r = function(p, n, k) {
       U <- chol(p$Sigma)
@@ -114,7 +116,7 @@ mv_family <- function(family, what) {
 # their names; `spec` the components of a mixture() or joint(), which their
 # functions read as attr(p, "spec").
 mv_params <- function(values, cols, dims, names, spec = NULL) {
-  p <- lapply(seq_along(cols), function(j) matrix(values[cols[[j]]], dims[[j]][1], dims[[j]][2]))
+  p <- lapply(seq_along(cols), function(j) array(values[cols[[j]]], dims[[j]]))
   names(p) <- names
   attr(p, "spec") <- spec
   p

@@ -68,7 +68,7 @@ opt <- function(model, optimiser = bfgs(), max_iterations = 100, tolerance = 1e-
   if (!inherits(optimiser, "optimiser")) {
     stop("`optimiser` must be an optimiser such as bfgs() or adam()", call. = FALSE)
   }
-  max_iterations <- check_count(max_iterations, "max_iterations", minimum = 1)
+  max_iterations <- check_count(max_iterations, "max_iterations", minimum = 1, truncate = TRUE)
   if (!is.numeric(tolerance) || length(tolerance) != 1 || !is.finite(tolerance) ||
       tolerance < 0) {
     stop("`tolerance` must be a single non-negative number", call. = FALSE)

@@ -138,8 +138,12 @@ print.greta_mcmc_list <- function(x, ..., n = 5, variables = 10) {
     paste0(head, strrep("-", max(3L, width - nchar(head))))
   }
   chains <- coda::nchain(x)
+  # the warmup of the run that made the draws (greta 0.6 prints it; draws
+  # from calculate() or a window() have none)
+  warmup <- attr(x, "model_info")$run$warmup
   cat(rule("MCMC draws from lockstep"), "\n",
       "* Iterations = ", coda::niter(x), "\n",
+      if (!is.null(warmup)) paste0("* Warmup = ", warmup, "\n"),
       "* Chains = ", chains, "\n",
       "* Thinning = ", coda::thin(x), "\n", sep = "")
   if (chains == 0 || coda::niter(x) == 0) return(invisible(x))

@@ -42,7 +42,13 @@
 #'   uniformly from `Lmin` to `Lmax`
 #' @param epsilon the leapfrog step size, a starting value: warmup tunes it by
 #'   dual averaging, as `adapt_step_size` says (`chees()`: on the harmonic
-#'   mean of the chains' acceptance rates; `rwmh()`: on their mean)
+#'   mean of the chains' acceptance rates; `rwmh()`: on their mean).
+#'   `rwmh()` starts from 1, where greta's default is 0.1: its step is
+#'   `epsilon * diag_sd` and warmup tunes `epsilon` towards an acceptance rate
+#'   of 0.234, which for normal posteriors of 2 and 10 dimensions ended near
+#'   2.4-3.0 and 0.95-1.0 from either start (4 chains, 200 warmup
+#'   iterations, 3 seeds each), so 1 starts nearer what warmup finds; give
+#'   `epsilon = 0.1` for greta's start
 #' @param adapt_step_size how warmup tunes the step size of `nuts()` and
 #'   `hmc()`: `"shared"` (the default), one step size for every chain, by
 #'   dual averaging on the chains' acceptance statistics pooled (`nuts()`:
@@ -74,7 +80,9 @@
 #'   warmup with a diagonal metric from one estimated from the gradient at
 #'   the initial values (each free parameter's sd as `|dlp/dx|^(-1/2)`, the
 #'   chains' geometric mean, within 0.001 and 1; see Details), and
-#'   `diag_sd = 1` starts from Stan's unit metric
+#'   `diag_sd = 1` starts from Stan's unit metric. (greta's default is 1,
+#'   which `diag_sd = 1` gives; the gradient's estimate starts warmup nearer
+#'   the posterior's scales, so its first window needs fewer leapfrog steps.)
 #' @param adapt_metric how warmup estimates `diag_sd` (the diagonal metric, or
 #'   inverse mass matrix): `"pooled"` (the default), one metric for every
 #'   chain from the draws of all chains pooled; or `"per_chain"`, each chain's
@@ -431,7 +439,11 @@ check_batch_size <- function(x, arg = "trace_batch_size") {
   })
 }
 
-check_count <- function(x, arg, minimum = 0) {
+check_count <- function(x, arg, minimum = 0, truncate = FALSE) {
+  # A run length (n_samples, warmup, iterations) that is not whole is cut to
+  # its whole part, as greta's as.integer() does (its own helpers pass
+  # n_samples = n / chains); other counts must be whole.
+  if (truncate && is.numeric(x) && length(x) == 1 && is.finite(x)) x <- trunc(x)
   if (!is.numeric(x) || length(x) != 1 || !is.finite(x) || x != round(x) || x < minimum) {
     stop("`", arg, "` must be a whole number of at least ", minimum, call. = FALSE)
   }

@@ -284,8 +284,9 @@ simulate.greta_model <- function(object, nsim = 1, seed = NULL,
   }
   env <- parent.frame()
   arrays <- list()
-  for (name in ls(env)) {
-    x <- get(name, envir = env)
+  objects <- bound_objects(env)
+  for (name in names(objects)) {
+    x <- objects[[name]]
     if (is.greta_array(x) && get_node(x)$id %in% object$node_ids) arrays[[name]] <- x
   }
   if (length(arrays) == 0) {

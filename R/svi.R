@@ -183,7 +183,7 @@ svi <- function(model, guide = c("mean_field", "full_rank", "low_rank", "delta")
     stop("`optimiser` must be a first-order optimiser such as adam() or rms_prop()",
          call. = FALSE)
   }
-  n_iterations <- check_count(n_iterations, "n_iterations", minimum = 1)
+  n_iterations <- check_count(n_iterations, "n_iterations", minimum = 1, truncate = TRUE)
   check_number(decay_rate, "decay_rate", positive = TRUE)
   check_number(decay_steps, "decay_steps", positive = TRUE)
   check_number(tolerance, "tolerance", minimum = 0)

@@ -33,6 +33,18 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// ls_bound_values
+List ls_bound_values(Environment env, CharacterVector names);
+RcppExport SEXP _lockstep_ls_bound_values(SEXP envSEXP, SEXP namesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Environment >::type env(envSEXP);
+    Rcpp::traits::input_parameter< CharacterVector >::type names(namesSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_bound_values(env, names));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ls_checksum
 std::string ls_checksum(SEXP x);
 RcppExport SEXP _lockstep_ls_checksum(SEXP xSEXP) {
@@ -408,6 +420,7 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_backend_info", (DL_FUNC) &_lockstep_ls_backend_info, 0},
     {"_lockstep_ls_cuda_elementwise", (DL_FUNC) &_lockstep_ls_cuda_elementwise, 3},
+    {"_lockstep_ls_bound_values", (DL_FUNC) &_lockstep_ls_bound_values, 2},
     {"_lockstep_ls_checksum", (DL_FUNC) &_lockstep_ls_checksum, 1},
     {"_lockstep_ls_rows_by_chain", (DL_FUNC) &_lockstep_ls_rows_by_chain, 4},
     {"_lockstep_ls_engine_new", (DL_FUNC) &_lockstep_ls_engine_new, 1},

@@ -266,7 +266,10 @@ test_that("tapply() matches R by group", {
   expect_error(tapply(variable(dim = c(2, 2)), 1:2, "sum"), "`X` of tapply\\(\\) must be a greta column vector \\(n x 1\\), but has dimension 2 x 2")
   expect_error(tapply(y, 1:3, "sum"), "`INDEX` of tapply\\(\\) must have one value per element of `X` \\(4\\), but has 3")
   expect_error(tapply(y, as_data(1:4), "sum"), "`INDEX` of tapply\\(\\) must be R values, not a greta array")
-  expect_error(tapply(y, list(1:4, 1:4), "sum"), "one grouping, not a list")
+  # several groupings: base R's table (test_greta_scripts.R), empty cells need `default`
+  expect_error(tapply(y, list(1:4, 1:4), "sum"), "12 of the 16 combinations .* `default = 0`")
+  expect_identical(dim(tapply(y, list(1:4, 1:4), "sum", default = 0)), c(4L, 4L))
+  expect_error(tapply(y, list(1:4, 1:3), "sum"), "one value per element of `X` \\(4\\)")
   expect_error(tapply(y, 1:4, "median"), "`FUN` of tapply\\(\\) on a greta array must be one of")
 })
 

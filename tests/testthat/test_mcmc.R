@@ -292,7 +292,8 @@ test_that("initials() and initial_values are checked", {
 test_that("bad arguments to mcmc() and hmc() are refused clearly", {
   m <- eight_schools_model()
   expect_error(mcmc(m, n_samples = -1, verbose = FALSE), "`n_samples` must be a whole number")
-  expect_error(mcmc(m, n_samples = 2.5, verbose = FALSE), "`n_samples` must be a whole number")
+  expect_error(mcmc(m, n_samples = NA, verbose = FALSE), "`n_samples` must be a whole number")
+  expect_error(mcmc(m, thin = 1.5, verbose = FALSE), "`thin` must be a whole number")
   expect_error(mcmc(m, chains = 0, verbose = FALSE), "`chains` must be a whole number of at least 1")
   expect_error(mcmc(m, warmup = -5, verbose = FALSE), "`warmup` must be a whole number")
   expect_error(mcmc(m, thin = 0, verbose = FALSE), "`thin` must be a whole number of at least 1")

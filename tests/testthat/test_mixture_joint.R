@@ -13,10 +13,13 @@ values_at <- function(model, z) {
   out
 }
 
-# log(sum_k w[k] * exp(lp[, k])) row by row, computed in long form in R
+# log(sum_k w[k] * exp(lp[, k])) row by row, computed in long form in R (the
+# largest term taken out first: at a random state with a small sd every
+# component's density underflows, exp(-5000), where the log is still finite)
 ref_log_mix <- function(lp, w) {
   w <- w / sum(w)
-  log(rowSums(sweep(exp(lp), 2, w, "*")))
+  top <- apply(lp, 1, max)
+  top + log(rowSums(sweep(exp(lp - top), 2, w, "*")))
 }
 
 test_that("a mixture of normals on data: log density and gradient against R", {
@@ -259,8 +262,11 @@ test_that("mixture() and joint() name what is wrong with their arguments", {
                "combination of discrete \\(argument 2\\) and continuous \\(argument 1\\)")
   expect_error(mixture(normal(0, 1), exponential(1), weights = c(1, 1)),
                "must have the same support")
+  # (mixtures of multivariate distributions are test_greta_scripts.R's)
   expect_error(mixture(multivariate_normal(t(c(0, 0)), diag(2)), normal(0, 1),
-                       weights = c(1, 1)), "argument 1 of mixture\\(\\) must be a univariate")
+                       weights = c(1, 1)), "argument 2 of mixture\\(\\) is not a multivariate")
+  expect_error(mixture(wishart(3, diag(2)), wishart(3, diag(2)), weights = c(1, 1)),
+               "argument 1 of mixture\\(\\) is a wishart\\(\\) distribution")
   # a component already used
   a <- normal(0, 1)
   b <- normal(1, 1)

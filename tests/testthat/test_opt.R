@@ -104,7 +104,7 @@ test_that("opt() names the start whose initial values it could not find", {
   x <- 1e200  # (x - mu)^2 overflows for every mu
   mu <- variable()
   distribution(x) <- normal(mu, 1)
-  expect_error(opt(model(mu)), "finite log density for start 1$")
+  expect_error(opt(model(mu)), "finite log density for start 1 in 50 random starts")
 })
 
 test_that("opt() runs several starts together and reports the iteration limit", {
