@@ -4,14 +4,8 @@
 suppressMessages(library(lockstep))
 source(file.path(Sys.getenv("LOCKSTEP_SHARED", "/work/shared"), "peers", "demand_sim.R"))
 d <- sim_demand(1e5)$data
-z_global <- normal(0, 1); z_category <- normal(0, 1, dim = d$n_cat)
-z_product <- normal(0, 1, dim = d$n_product); z_effect <- normal(0, 1, dim = d$n_product)
-z_time <- normal(0, 1, dim = d$n_week_cat)
-global_a <- -2 + z_global; category_a <- global_a + z_category
-product_a <- category_a[d$category_of_product] + 2 * z_product
-log_demand <- product_a[d$product] * d$log_price + (3 * z_time)[d$week_cat] + (3 * z_effect)[d$product]
-units <- as_data(d$units)
-distribution(units) <- poisson(exp(log_demand))
+bench_dir <- dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)))
+source(file.path(bench_dir, "demand_model.R"), local = TRUE)
 for (precision in c("double", "single")) {
 m <- model(global_a, precision = precision)
 free <- matrix(rnorm(4 * m$n_free, 0, 0.1), 4)

@@ -17,15 +17,7 @@ d <- sim$data; rm(sim); invisible(gc())
 r1 <- rss()
 N <- d$n_obs
 user_mb <- (object.size(d$units) + object.size(d$log_price) + object.size(d$product) + object.size(d$week_cat)) / 2^20
-z_global <- normal(0, 1); z_category <- normal(0, 1, dim = d$n_cat)
-z_product <- normal(0, 1, dim = d$n_product); z_effect <- normal(0, 1, dim = d$n_product)
-z_time <- normal(0, 1, dim = d$n_week_cat)
-global_a <- -2 + z_global; category_a <- global_a + z_category
-product_a <- category_a[d$category_of_product] + 2 * z_product
-product_effect <- 3 * z_effect; time_cat_effects <- 3 * z_time
-log_demand <- product_a[d$product] * d$log_price + time_cat_effects[d$week_cat] + product_effect[d$product]
-units <- as_data(d$units)  # (a plain vector shared with d would be copied by R at `distribution(units) <-`)
-distribution(units) <- poisson(exp(log_demand))
+source(file.path(dirname(script), "demand_model.R"), local = TRUE)
 invisible(gc()); r2 <- rss()
 m <- model(global_a, category_a, product_a)
 invisible(gc()); r3 <- rss()

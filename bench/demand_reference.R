@@ -19,18 +19,8 @@ script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE)
 shared <- Sys.getenv("LOCKSTEP_SHARED", normalizePath(file.path(dirname(script), "..", "..", "shared")))
 source(file.path(shared, "peers", "demand_sim.R"))
 d <- sim_demand(as.numeric(opt$products))$data
-z_global <- normal(0, 1); z_category <- normal(0, 1, dim = d$n_cat)
-z_product <- normal(0, 1, dim = d$n_product); z_effect <- normal(0, 1, dim = d$n_product)
-z_time <- normal(0, 1, dim = d$n_week_cat)
-global_a <- -2 + z_global; category_a <- global_a + z_category
-product_a <- category_a[d$category_of_product] + 2 * z_product
-product_effect <- 3 * z_effect; time_cat_effects <- 3 * z_time
-log_demand <- product_a[d$product] * d$log_price + time_cat_effects[d$week_cat] + product_effect[d$product]
-units <- as_data(d$units)
-distribution(units) <- poisson(exp(log_demand))
+source(file.path(dirname(script), "demand_model.R"), local = TRUE)
 m <- model(product_a)
-at_median <- initials(z_global = 0, z_category = rep(0, d$n_cat), z_product = rep(0, d$n_product),
-                      z_effect = rep(0, d$n_product), z_time = rep(0, d$n_week_cat))
 co <- cpu_only(threads = 2)
 cat(sprintf("%d rows, %d free parameters; 2 threads\n", d$n_obs, m$n_free))
 

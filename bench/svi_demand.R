@@ -65,25 +65,7 @@ if (nzchar(opt$export)) {
   cat(sprintf("data written to %s\n", opt$export))
 }
 
-built <- system.time({
-  z_global <- normal(0, 1)
-  z_category <- normal(0, 1, dim = d$n_cat)
-  z_product <- normal(0, 1, dim = d$n_product)
-  z_effect <- normal(0, 1, dim = d$n_product)
-  z_time <- normal(0, 1, dim = d$n_week_cat)
-  global_a <- -2 + z_global
-  category_a <- global_a + z_category
-  product_a <- category_a[d$category_of_product] + 2 * z_product
-  product_effect <- 3 * z_effect
-  time_cat_effects <- 3 * z_time
-  log_demand <- product_a[d$product] * d$log_price + time_cat_effects[d$week_cat] +
-    product_effect[d$product]
-  units <- as_data(d$units)  # (a plain vector shared with d: R copies it at `distribution(units) <-`)
-  distribution(units) <- poisson(exp(log_demand))
-})[["elapsed"]]
-# every guide starts at the priors' medians (NumPyro's init_to_median): z = 0
-at_median <- initials(z_global = 0, z_category = rep(0, d$n_cat), z_product = rep(0, d$n_product),
-                      z_effect = rep(0, d$n_product), z_time = rep(0, d$n_week_cat))
+built <- system.time(source(file.path(dirname(script), "demand_model.R"), local = TRUE))[["elapsed"]]
 
 threads <- as.integer(opt$threads)
 n <- as.integer(opt$iterations)
