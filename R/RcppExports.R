@@ -61,8 +61,8 @@ ls_sampler_restore <- function(sampler, state) {
     invisible(.Call(`_lockstep_ls_sampler_restore`, sampler, state))
 }
 
-ls_sampler_run <- function(sampler, n, warmup, thin, offset, traced, keep_free) {
-    .Call(`_lockstep_ls_sampler_run`, sampler, n, warmup, thin, offset, traced, keep_free)
+ls_sampler_run <- function(sampler, n, warmup, thin, offset, traced, keep_free, whole) {
+    .Call(`_lockstep_ls_sampler_run`, sampler, n, warmup, thin, offset, traced, keep_free, whole)
 }
 
 ls_engine_time <- function(engine, state, options, reps) {

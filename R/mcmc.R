@@ -678,12 +678,20 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
         n <- same_on_every_rank(n, run$options)
         position <- done + if (phase == "sampling") warmup else 0L
         n <- min(n, checkpoint_room(checkpoint, position))
+        # Across ranks that own their groups, the last state and the tuned
+        # diag_sd are made whole (gathered: chains x every free parameter)
+        # only for the run's last call and a checkpoint's, where R needs them;
+        # the other calls exchange only what the gradients do. (Calls across
+        # ranks are never cut short by an interrupt, so the last is known.)
+        last_call <- done + n >= total && (phase == "sampling" || n_samples == 0)
+        whole <- !isTRUE(run$options$mpi) || last_call ||
+          (!is.null(checkpoint) && checkpoint_due(checkpoint, position + n))
         started <- proc.time()[["elapsed"]]
         suspendInterrupts({
           sampling <- phase == "sampling"
           res <- ls_sampler_run(handle, n, !sampling, if (sampling) thin else 1L, done,
                                 if (sampling) traced else integer(0),
-                                sampling && isTRUE(run$keep_raw))
+                                sampling && isTRUE(run$keep_raw), whole)
           done <- done + res$iterations
           if (!is.null(cursor)) cursor$calls <- cursor$calls + 1
           kept_env$epsilon <- res$epsilon
@@ -691,7 +699,7 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
             report_rescues(res$rescues, kept_env$rescues, verbose)
             kept_env$rescues <- res$rescues
           }
-          kept_env$diag_sd <- res$diag_sd
+          if (!is.null(res$diag_sd)) kept_env$diag_sd <- res$diag_sd
           kept_env$metric_factor <- res$metric_factor
           if (sampling && nrow(res$values) > 0) {
             kept_env$values[[length(kept_env$values) + 1L]] <- res$values
@@ -699,8 +707,10 @@ run_phases <- function(handle, warmup, n_samples, thin, chains, pb_update, verbo
               kept_env$chunks[[length(kept_env$chunks) + 1L]] <- res$free
             }
             kept_env$traced_here <- res$traced
-            kept_env$last_free <- res$free[seq(nrow(res$free) - chains + 1, nrow(res$free)), ,
-                                           drop = FALSE]
+            if (nrow(res$free) >= chains) {  # (none: not made whole, see above)
+              kept_env$last_free <- res$free[seq(nrow(res$free) - chains + 1, nrow(res$free)), ,
+                                             drop = FALSE]
+            }
             kept_env$diagnostics[[length(kept_env$diagnostics) + 1L]] <- res$diagnostics
           }
           if (phase == "warmup") {

@@ -193,8 +193,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // ls_sampler_run
-List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, IntegerVector traced, bool keep_free);
-RcppExport SEXP _lockstep_ls_sampler_run(SEXP samplerSEXP, SEXP nSEXP, SEXP warmupSEXP, SEXP thinSEXP, SEXP offsetSEXP, SEXP tracedSEXP, SEXP keep_freeSEXP) {
+List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, IntegerVector traced, bool keep_free, bool whole);
+RcppExport SEXP _lockstep_ls_sampler_run(SEXP samplerSEXP, SEXP nSEXP, SEXP warmupSEXP, SEXP thinSEXP, SEXP offsetSEXP, SEXP tracedSEXP, SEXP keep_freeSEXP, SEXP wholeSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -205,7 +205,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type offset(offsetSEXP);
     Rcpp::traits::input_parameter< IntegerVector >::type traced(tracedSEXP);
     Rcpp::traits::input_parameter< bool >::type keep_free(keep_freeSEXP);
-    rcpp_result_gen = Rcpp::wrap(ls_sampler_run(sampler, n, warmup, thin, offset, traced, keep_free));
+    Rcpp::traits::input_parameter< bool >::type whole(wholeSEXP);
+    rcpp_result_gen = Rcpp::wrap(ls_sampler_run(sampler, n, warmup, thin, offset, traced, keep_free, whole));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -433,7 +434,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_lockstep_ls_sampler_begin_warmup", (DL_FUNC) &_lockstep_ls_sampler_begin_warmup, 2},
     {"_lockstep_ls_sampler_state", (DL_FUNC) &_lockstep_ls_sampler_state, 1},
     {"_lockstep_ls_sampler_restore", (DL_FUNC) &_lockstep_ls_sampler_restore, 2},
-    {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 7},
+    {"_lockstep_ls_sampler_run", (DL_FUNC) &_lockstep_ls_sampler_run, 8},
     {"_lockstep_ls_engine_time", (DL_FUNC) &_lockstep_ls_engine_time, 4},
     {"_lockstep_ls_optimise", (DL_FUNC) &_lockstep_ls_optimise, 7},
     {"_lockstep_ls_mpi_available", (DL_FUNC) &_lockstep_ls_mpi_available, 0},

@@ -525,10 +525,19 @@ bool interrupt_pending() { return R_interrupts_pending != 0; }
 // Across ranks that own their groups, ranks other than 0 return the values
 // of only those traced nodes that read no local parameter, and only the last
 // free state: `traced` (the nodes whose values are returned) and `free_kept`
-// (whether `free` holds every kept state) say what came back.
+// (whether `free` holds every kept state) say what came back. There the last
+// kept state and the tuned diag_sd are whole model vectors, which every rank
+// holds only in part: they are made whole on every rank (a gather and a
+// broadcast of chains x the model's free parameters) only when `whole` is
+// TRUE, which mcmc() asks for in the calls after which it needs them (the
+// run's last, and those before a checkpoint), so that the other calls
+// exchange only what the gradients do. Otherwise, across ranks, `free` has
+// no rows unless it holds every kept state (rank 0 with `keep_free`), and
+// `diag_sd` is NULL; `whole` in the result says which. (Within one process
+// nothing needs gathering, and both always come back.)
 // [[Rcpp::export]]
 List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, IntegerVector traced,
-                    bool keep_free) {
+                    bool keep_free, bool whole) {
   SamplerHandle* h = checked_pointer<SamplerHandle>(sampler, "sampler");
   lockstep::Sampler& smp = *h->bundle.sampler;
   const bool may_stop = !h->across_processes;
@@ -633,17 +642,19 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
       if (stop_now()) break;
     }
   }
-  // The last kept state whole on every rank (every rank kept the same
-  // iterations: collective): rank 0's, where each kept draw was already made
-  // whole there, else gathered now.
-  if (slice && n_kept > 0) {
+  // The last kept state whole on every rank, when asked (every rank kept the
+  // same iterations and was asked the same: collective): rank 0's, where
+  // each kept draw was already made whole there, else gathered now.
+  const bool made_whole = !slice || whole;
+  if (slice && whole && n_kept > 0) {
     if (whole_each)
       h->options.world->broadcast_bytes(model_x.data(), C * D * static_cast<long>(sizeof(double)));
     else
       h->whole->to_all(slice_x.data(), C, model_x.data());
   }
-  // free: every kept state, or the last one
-  const long free_draws = keep_all_free ? n_kept : std::min(n_kept, 1L);
+  // free: every kept state, or the last one (none, across ranks not asked
+  // to make it whole)
+  const long free_draws = keep_all_free ? n_kept : made_whole ? std::min(n_kept, 1L) : 0;
   // (column by column: R's matrix is column-major, and a column is every
   // kept draw's value of one coordinate, so the writes are contiguous; row by
   // row they jumped a whole column's length each, which cost half a second a
@@ -668,13 +679,14 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
   // deviations, sqrt(diag(L L')) of each chain's factor.
   const lockstep::DenseMetric* dm = smp.dense_metric();
   std::vector<double> sd = dm ? dm->model_sd() : smp.diag_sd();
-  if (slice) {
-    std::vector<double> whole(C * D);
-    h->whole->to_all(sd.data(), C, whole.data());
-    sd.swap(whole);
+  if (slice && whole) {
+    std::vector<double> whole_sd(C * D);
+    h->whole->to_all(sd.data(), C, whole_sd.data());
+    sd.swap(whole_sd);
   }
-  RObject diag_sd;  // protected until the list holds it
-  if (smp.per_chain_metric()) {
+  RObject diag_sd;  // protected until the list holds it (NULL: not made whole)
+  if (!made_whole) {
+  } else if (smp.per_chain_metric()) {
     NumericMatrix m(static_cast<int>(C), static_cast<int>(D));
     for (long c = 0; c < C; ++c)
       for (long i = 0; i < D; ++i) m(c, i) = sd[c * D + i];
@@ -740,7 +752,7 @@ List ls_sampler_run(SEXP sampler, int n, bool warmup, int thin, int offset, Inte
                       _["rescues"] = rescues,
                       _["iterations"] = made, _["interrupted"] = interrupted,
                       _["traced"] = IntegerVector(nodes.begin(), nodes.end()),
-                      _["free_kept"] = keep_all_free);
+                      _["free_kept"] = keep_all_free, _["whole"] = made_whole);
 }
 
 // Seconds per log density + gradient evaluation of all chains at `state`,

@@ -300,17 +300,18 @@ if (!on_gpu) {
       gap))
   }
   # what crosses: per gradient the globals' and a few sums per chain; with
-  # nothing local traced, the whole state twice a call (the last draw, from
-  # which a run continues, and the metric: each rank's own coordinates to
-  # rank 0, then rank 0's broadcast); summing whole gradients would send at
-  # least n_free doubles per chain and gradient
-  # (the same overhead each call: the difference between a long call and a
-  # short one is the gradients' alone)
-  sent_by <- function(n) {
+  # nothing local traced, and the call asked to make them whole, the whole
+  # state twice a call (the last draw, from which a run continues, and the
+  # metric: each rank's own coordinates to rank 0, then rank 0's broadcast);
+  # summing whole gradients would send at least n_free doubles per chain and
+  # gradient (the same overhead each call: the difference between a long
+  # call and a short one is the gradients' alone)
+  sent_by <- function(n, whole = TRUE) {
     mpi_stats(reset = TRUE)
-    ran <- lockstep:::ls_sampler_run(handle, n, FALSE, 1L, 0L, integer(), FALSE)
+    ran <- lockstep:::ls_sampler_run(handle, n, FALSE, 1L, 0L, integer(), FALSE, whole)
     leapfrogs <- matrix(ran$diagnostics$n_leapfrog__, ncol = 2, byrow = TRUE)
-    c(bytes = mpi_stats()$bytes, gradients = sum(apply(leapfrogs, 1, max)))
+    c(bytes = mpi_stats()$bytes, gradients = sum(apply(leapfrogs, 1, max)),
+      free_rows = nrow(ran$free), sd_null = is.null(ran$diag_sd))
   }
   short <- sent_by(3L)
   long <- sent_by(13L)
@@ -320,6 +321,15 @@ if (!on_gpu) {
   check(gradients > 0 && per_gradient > 0 && per_gradient < whole_state / 4, sprintf(
     "owned groups: %.0f bytes a gradient of 2 chains, %g gradients (whole gradients: at least %g)",
     per_gradient, gradients, whole_state))
+  # a call not asked to make them whole (mcmc()'s calls but the last and a
+  # checkpoint's) sends what its gradients do and no more, and returns
+  # neither the state nor diag_sd
+  lean <- sent_by(3L, whole = FALSE)
+  check(lean[["gradients"]] > 0 && lean[["bytes"]] <= 2 * per_gradient * lean[["gradients"]] &&
+          lean[["free_rows"]] == 0 && lean[["sd_null"]] == 1, sprintf(
+    "owned groups: a call not made whole sends %.0f bytes for %g gradients (%.0f a gradient; made whole: %.0f more a call)",
+    lean[["bytes"]], lean[["gradients"]], lean[["bytes"]] / lean[["gradients"]],
+    short[["bytes"]] - short[["gradients"]] * per_gradient))
 }
 
 # Ranks whose models differ get a clear error on every rank, not a hang;

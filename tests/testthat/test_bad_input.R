@@ -367,7 +367,7 @@ test_that("calling the engine with a null or wrong pointer is an R error, not a 
                "expected an external pointer to a lockstep engine")
   expect_error(lockstep:::ls_engine_log_density(list(), matrix(0, 1, 10), TRUE, compute("cpu")),
                "pointer")
-  expect_error(lockstep:::ls_sampler_run(dead, 1L, FALSE, 1L, 0L, integer(0), FALSE),
+  expect_error(lockstep:::ls_sampler_run(dead, 1L, FALSE, 1L, 0L, integer(0), FALSE, TRUE),
                "sampler is no longer available")
   expect_true(lockstep:::ls_pointer_is_null(NULL))
   expect_false(lockstep:::ls_pointer_is_null(lockstep:::model_engine(m)))

@@ -1,0 +1,75 @@
+# The seed model fitted through mcmc() across MPI processes, as a user runs it (issue 53):
+# each rank builds the model from its own rows (mpi_rows(N, groups = g): whole groups per
+# rank, each rank holding its groups' intercepts and slopes), then mcmc() runs `--sampler`
+# for n and 2n iterations; the second run's extra cost over the first is the cost of n
+# iterations. Prints, per rank: ms per gradient of all chains, mpi_stats()'s calls and bytes
+# (and bytes per gradient and per call) of each run, and the process's peak RSS.
+#
+#   mpirun -np 2 Rscript bench/mpi_fit.R [--N 1e6] [--chains 4] [--iterations 10]
+#                                        [--sampler hmc|nuts] [--threads 1]
+#   Rscript bench/mpi_fit.R ...           (one process, for the ratio)
+#
+# hmc: hmc(Lmin = 10, Lmax = 10) with warmup = 0; nuts: nuts() with `--iterations` of
+# warmup before the n (and 2n) draws.
+suppressMessages(library(lockstep))
+script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
+bench <- dirname(script)
+shared <- Sys.getenv("LOCKSTEP_SHARED", normalizePath(file.path(bench, "..", "..", "shared")))
+source(file.path(bench, "hlogit_model.R"))
+opt <- bench_options(list(N = "1e6", chains = "4", iterations = "10", sampler = "hmc",
+                          threads = "1"))
+N <- as.numeric(opt$N); C <- as.integer(opt$chains); n <- as.integer(opt$iterations)
+across <- mpi_available() && mpi_size() > 1
+peak_mb <- function() {
+  line <- grep("^VmHWM", readLines("/proc/self/status"), value = TRUE)
+  as.numeric(sub("^VmHWM:[[:space:]]*([0-9]+) kB.*$", "\\1", line)) / 1024
+}
+
+d <- hlogit_data(N, shared)
+rows <- if (across) mpi_rows(N, groups = d$g) else seq_len(N)
+K <- d$K; G <- d$G
+g <- d$g[rows]; X <- d$X[rows, , drop = FALSE]; y <- d$y[rows]
+rm(d); invisible(gc())
+alpha <- normal(0, 1.5)
+beta <- normal(0, 1, dim = K)
+sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
+sigma_gamma <- normal(0, 0.5, dim = K, truncation = c(0, Inf))
+z_alpha <- normal(0, 1, dim = G)
+z_gamma <- normal(0, 1, dim = c(G, K))
+alpha_g <- sigma_alpha * z_alpha
+Xd <- as_data(X)
+gamma <- lockstep::sweep(z_gamma, 2, sigma_gamma, "*")
+eta <- alpha + alpha_g[g] + Xd %*% beta + lockstep::rowSums(Xd * gamma[g, ])
+distribution(y) <- bernoulli(ilogit(eta))
+m <- model(alpha, beta, sigma_alpha, sigma_gamma)
+co <- cpu_only(threads = as.integer(opt$threads), mpi = across)
+
+fit <- function(iterations) {
+  set.seed(53)
+  if (across) mpi_stats(reset = TRUE)
+  t <- system.time(draws <- if (opt$sampler == "hmc") {
+    mcmc(m, sampler = hmc(Lmin = 10, Lmax = 10), warmup = 0, n_samples = iterations,
+         chains = C, compute_options = co, verbose = FALSE)
+  } else {
+    mcmc(m, sampler = nuts(), warmup = n, n_samples = iterations, chains = C,
+         compute_options = co, verbose = FALSE)
+  })[["elapsed"]]
+  p <- get_sampler_params(draws)
+  # (the chains step together: a lockstep gradient per leapfrog step of the longest)
+  leapfrogs <- sum(apply(do.call(cbind, lapply(p, function(x) x[, "n_leapfrog__"])), 1, max))
+  s <- if (across) mpi_stats() else list(calls = 0, bytes = 0)
+  list(seconds = t, leapfrogs = leapfrogs, calls = s$calls, bytes = s$bytes)
+}
+first <- fit(n)
+second <- fit(2L * n)
+gradients <- second$leapfrogs - first$leapfrogs
+ms <- 1000 * (second$seconds - first$seconds) / max(1, gradients)
+cat(sprintf(paste0("rank %d of %d: N = %g rows (this rank %d), %d free parameters, %d chains, %s; ",
+                   "%.1f ms a gradient of all chains (%d gradients' difference); ",
+                   "mpi_stats: %g calls, %.0f bytes (%d iterations), %g calls, %.0f bytes (%d): ",
+                   "%.0f bytes a gradient (the runs' difference), %.0f a call; peak RSS %.0f MB\n"),
+            if (across) mpi_rank() else 0L, if (across) mpi_size() else 1L, N, length(rows),
+            m$n_free, C, opt$sampler, ms, gradients, first$calls, first$bytes, n,
+            second$calls, second$bytes, 2L * n,
+            (second$bytes - first$bytes) / max(1, gradients),
+            second$bytes / max(1, second$calls), peak_mb()))
