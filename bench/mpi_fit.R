@@ -6,18 +6,22 @@
 # (and bytes per gradient and per call) of each run, and the process's peak RSS.
 #
 #   mpirun -np 2 Rscript bench/mpi_fit.R [--N 1e6] [--chains 4] [--iterations 10]
-#                                        [--sampler hmc|nuts] [--threads 1]
+#                                        [--sampler hmc|nuts] [--threads 1] [--raw 0]
 #   Rscript bench/mpi_fit.R ...           (one process, for the ratio)
 #
 # hmc: hmc(Lmin = 10, Lmax = 10) with warmup = 0; nuts: nuts() with `--iterations` of
-# warmup before the n (and 2n) draws.
+# warmup before the n (and 2n) draws. --raw 1 keeps the raw draws (the whole free state at
+# each draw, gathered to rank 0: chains x the free parameters a draw), which mcmc() keeps
+# up to getOption("lockstep.max_raw_draws_mb"); by default they are not kept, as at the
+# seed's size, so that the bytes are the sampler's own.
 suppressMessages(library(lockstep))
 script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
 bench <- dirname(script)
 shared <- Sys.getenv("LOCKSTEP_SHARED", normalizePath(file.path(bench, "..", "..", "shared")))
 source(file.path(bench, "hlogit_model.R"))
 opt <- bench_options(list(N = "1e6", chains = "4", iterations = "10", sampler = "hmc",
-                          threads = "1"))
+                          threads = "1", raw = "0"))
+if (opt$raw != "1") options(lockstep.max_raw_draws_mb = 0)
 N <- as.numeric(opt$N); C <- as.integer(opt$chains); n <- as.integer(opt$iterations)
 across <- mpi_available() && mpi_size() > 1
 peak_mb <- function() {
