@@ -49,9 +49,13 @@ data_array <- function(x, arg) {
   dim <- dim(x)
   if (is.null(dim)) dim <- c(length(x), 1L)
   if (length(dim) == 1L) dim <- c(dim, 1L)
-  # integers without attributes (counts, as R reads them) are kept as they
-  # are, sharing the user's memory: the engine reads them as doubles itself
-  value <- if (is.integer(x) && is.null(attributes(x))) x else as.numeric(x)
+  # numbers whose only attribute is their dimension (a vector, a matrix, an
+  # array: counts as R reads them, a design matrix) are kept as they are,
+  # sharing the user's memory (as.numeric() would copy a matrix to drop its
+  # dim: 160 MB for 10^6 rows of 20 covariates); the engine reads integers as
+  # doubles itself
+  plain <- is.null(attributes(x)) || identical(names(attributes(x)), "dim")
+  value <- if ((is.integer(x) || is.double(x)) && plain) x else as.numeric(x)
   list(dim = dim, value = value)
 }
 

@@ -50,6 +50,34 @@ test_that("integer data are kept as integers and give the densities of doubles",
   expect_equal(lp(counts)[2], sum(dpois(counts, exp(1.1), log = TRUE)) + 1.1)
 })
 
+test_that("a matrix of data is kept as it is, sharing the user's memory", {
+  set.seed(53)
+  X <- matrix(rnorm(600), 200, 3)
+  Xd <- as_data(X)
+  kept <- lockstep:::get_node(Xd)$value
+  expect_identical(kept, X)
+  # the same object, not a copy: R's inspect() names the address of each
+  address <- function(v) sub("^@([0-9a-f]+) .*$", "\\1", utils::capture.output(.Internal(inspect(v)))[1])
+  expect_identical(address(kept), address(X))
+  # with other attributes (dimnames) the values are taken as numbers, a copy
+  Xn <- X
+  dimnames(Xn) <- list(NULL, c("a", "b", "c"))
+  expect_null(attributes(lockstep:::get_node(as_data(Xn))$value))
+  # and the model is the one a copied matrix gives
+  y <- rnorm(200, X %*% c(1, -1, 0.5))
+  lp <- function(data) {
+    b <- normal(0, 1, dim = 3)
+    distribution(y) <- normal(data %*% b, 1)
+    engine_density(model(b), matrix(c(0.3, -0.2, 0.1), 1))$log_density
+  }
+  # (Xd in one model only: a data array used by two models joins them, as in greta)
+  shared <- lp(Xd)
+  expect_equal(shared, lp(as_data(X + 0)))
+  expect_equal(shared, sum(dnorm(y, X %*% c(0.3, -0.2, 0.1), 1, log = TRUE)) +
+                 sum(dnorm(c(0.3, -0.2, 0.1), log = TRUE)))
+  expect_identical(as.matrix(Xd), X)
+})
+
 test_that("a model too large for the memory free is refused before its engine is built", {
   y <- rnorm(1e5)
   mu <- variable()
