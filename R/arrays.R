@@ -715,7 +715,7 @@ kronecker_dim <- function(x, arg) {
 #' tapply(y, c(1, 1, 2, 2, 2, 3), "sum")
 #' tapply(y, c("a", "b", "a", "b", "a", "b"), mean)
 #' # two groupings: a 2 x 3 array of sums, one per combination
-#' tapply(y, list(c(1, 1, 2, 2, 2, 2), c("u", "v", "w", "u", "v", "w")), "sum")
+#' tapply(y, list(c(1, 2, 1, 2, 1, 2), c("u", "v", "w", "u", "v", "w")), "sum")
 #' @export
 apply <- function(X, MARGIN, FUN, ..., simplify = TRUE) UseMethod("apply")
 

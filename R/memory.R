@@ -22,7 +22,9 @@ memory_available <- function() {
 # The bytes the engine's program copies from the lowered IR (every data
 # value and index entry as 8 bytes), before it is made.
 ir_data_bytes <- function(ir) {
-  sum(vapply(ir$nodes, function(n) 8 * (length(n$values) + length(n$index)), numeric(1)))
+  # (double values are R's own, which the engine borrows: src/rcpp_engine.cpp's data_values())
+  sum(vapply(ir$nodes, function(n) 8 * ((if (is.double(n$values)) 0 else length(n$values)) +
+                                          length(n$index)), numeric(1)))
 }
 
 format_bytes <- function(bytes) {

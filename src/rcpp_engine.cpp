@@ -190,6 +190,17 @@ std::vector<double> as_doubles(SEXP x) {
   return std::vector<double>(v, v + n);
 }
 
+// A data node's values from R: a double vector is borrowed, not copied (the
+// user's 10^6 x 20 design matrix is 160 MB), its R protection held with the
+// values for as long as any copy of the program reads them (programs and
+// executors are made and freed on R's thread, where R_ReleaseObject may
+// run); integers and logicals become the node's own doubles.
+lockstep::DataValues data_values(SEXP x) {
+  if (TYPEOF(x) != REALSXP) return as_doubles(x);
+  auto keep = std::make_shared<const NumericVector>(x);
+  return lockstep::DataValues::borrow(REAL(x), static_cast<size_t>(Rf_xlength(x)), keep);
+}
+
 // An index R records 1-based (R's own positions; 0 where a segment op
 // leaves a row out) as the engine's 0-based one, read in place.
 std::vector<long> as_index(SEXP x) {
@@ -228,7 +239,7 @@ lockstep::Program program_from_ir(const List& ir) {
     node.size = 1;
     for (long d : node.dim) node.size *= d;
     if (n.containsElementNamed("values") && !Rf_isNull(n["values"]))
-      node.values = as_doubles(n["values"]);
+      node.values = data_values(n["values"]);
     if (n.containsElementNamed("offset")) node.offset = static_cast<long>(as<double>(n["offset"]));
     if (n.containsElementNamed("transform"))
       node.transform = lockstep::transform_from_name(as<std::string>(n["transform"]));
@@ -321,15 +332,17 @@ SEXP ls_engine_new(List ir) {
 }
 
 // What the engine's data take (bytes): the program's arrays (data values
-// and indices), the most rows of one likelihood, and what its first
-// executor's observation stages add at most (stage_row_bytes()).
+// of its own, not those borrowed from R, and indices), the most rows of one
+// likelihood, and what its first executor's observation stages add at most
+// (stage_row_bytes()).
 // [[Rcpp::export]]
 NumericVector ls_engine_memory(SEXP engine) {
   Engine* e = checked_pointer<Engine>(engine, "engine");
   const lockstep::Program& p = *e->program;
   double program = 0, rows = 0;
   for (const lockstep::Node& n : p.nodes)
-    program += static_cast<double>(n.values.size() * sizeof(double) + n.index.size() * sizeof(long));
+    program += static_cast<double>((n.values.borrowed() ? 0 : n.values.size() * sizeof(double)) +
+                                   n.index.size() * sizeof(long));
   for (long r : p.extents) rows = std::max(rows, static_cast<double>(r));
   const double stages = static_cast<double>(lockstep::stage_row_bytes(p, e->single ? 4 : 8));
   return NumericVector::create(_["program"] = program, _["rows"] = rows, _["stages"] = stages);

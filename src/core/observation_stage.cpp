@@ -66,10 +66,11 @@ bool per_row_index(const Program& p, const Node& n, int extent) {
 }
 
 // A data node's values as a stage's row data, where they are that already
-// (double, and the rows in order): the program's own array. Else nullptr.
-template <class T> std::shared_ptr<const std::vector<T>> program_values(const Node& n) {
-  if constexpr (std::is_same<T, double>::value) return unowned(n.values);
-  else return nullptr;
+// (double, and the rows in order): the program's own array (which may be
+// the user's, borrowed). Else none.
+template <class T> RowArray<T> program_values(const Node& n) {
+  if constexpr (std::is_same<T, double>::value) return RowArray<T>::of(n.values.data(), n.values.size());
+  else return RowArray<T>();
 }
 
 }  // namespace

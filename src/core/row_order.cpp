@@ -57,8 +57,9 @@ Program with_rows_ordered(const Program& p) {
       if (n.extent != static_cast<int>(e)) continue;
       const long cols = n.size / n.dim[0];
       if (n.op == Op::data) {
+        double* to = m.values.mutable_data();  // (the reordered copy is the program's own)
         for (long j = 0; j < cols; ++j)
-          for (long r = 0; r < rows; ++r) m.values[r + j * rows] = n.values[perm[r] + j * rows];
+          for (long r = 0; r < rows; ++r) to[r + j * rows] = n.values[perm[r] + j * rows];
       } else if (n.op == Op::gather_rows || n.op == Op::rowdot_rows) {
         for (long r = 0; r < rows; ++r) m.index[r] = n.index[perm[r]];
       } else if (n.op == Op::gather) {

@@ -156,7 +156,7 @@ TEST_CASE("observation stage: comparisons (greater, greater_equal, equal) tiled 
     ElementwiseLikelihood m = elementwise_likelihood(op, 41, rng);
     // equal: some rows equal to b's values below, so that both outcomes occur
     if (op == Op::equal)
-      for (long r = 0; r < 41; r += 3) m.p.nodes[1].values[r] = 0.5;
+      for (long r = 0; r < 41; r += 3) m.p.nodes[1].values.mutable_data()[r] = 0.5;
     lockstep::plan(m.p);
     REQUIRE(m.p.nodes[m.value].extent == 0);
     for (long chains : {1L, 2L, 4L}) {

@@ -227,7 +227,7 @@ TEST_CASE("tile kernel: the layout puts every row-aligned value in the tile area
   // A stage made for its layout alone (how CudaExecutor sizes its tiles)
   // copies no row data and lays out the same steps and block memory.
   std::vector<std::vector<double>> host(r.p.nodes.size());
-  for (size_t id = 0; id < r.p.nodes.size(); ++id) host[id] = r.p.nodes[id].values;
+  for (size_t id = 0; id < r.p.nodes.size(); ++id) host[id].assign(r.p.nodes[id].values.begin(), r.p.nodes[id].values.end());
   lockstep::StageOptions so;
   so.tile_kernel = true;
   so.tile_rows = 8;

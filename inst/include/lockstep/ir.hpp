@@ -6,7 +6,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace lockstep {
@@ -109,6 +113,65 @@ bool family_continuous(Family f);
 Family family_from_name(const std::string& name);
 Transform transform_from_name(const std::string& name);
 
+// A data node's values: its own, or borrowed from memory that another owner
+// keeps (R's vector of the user's data: the engine need not copy a 10^8-row
+// column, issue 50), kept alive by `keep` for as long as any copy of the node
+// borrows it. Read like a const std::vector<double>; writing goes through
+// mutable_data(), which first copies borrowed values into the node's own
+// (copy on write), so a node never writes to the user's memory.
+class DataValues {
+ public:
+  using value_type = double;
+  DataValues() = default;
+  DataValues(std::vector<double> v) : own_(std::move(v)) {}  // NOLINT: a vector is values
+  DataValues(std::initializer_list<double> v) : own_(v) {}
+  DataValues& operator=(std::vector<double> v) {
+    own_ = std::move(v);
+    drop_borrowed();
+    return *this;
+  }
+  DataValues& operator=(std::initializer_list<double> v) { return *this = std::vector<double>(v); }
+  // n values at `p`, alive while `keep` is (nullptr: the caller keeps them
+  // alive longer than every copy)
+  static DataValues borrow(const double* p, size_t n, std::shared_ptr<const void> keep) {
+    DataValues v;
+    v.borrowed_ = p;
+    v.n_ = n;
+    v.keep_ = std::move(keep);
+    return v;
+  }
+  size_t size() const { return borrowed_ ? n_ : own_.size(); }
+  bool empty() const { return size() == 0; }
+  bool borrowed() const { return borrowed_ != nullptr; }
+  const double* data() const { return borrowed_ ? borrowed_ : own_.data(); }
+  const double* begin() const { return data(); }
+  const double* end() const { return data() + size(); }
+  const double& operator[](size_t i) const { return data()[i]; }
+  double* mutable_data() {
+    if (borrowed_) {
+      own_.assign(borrowed_, borrowed_ + n_);
+      drop_borrowed();
+    }
+    return own_.data();
+  }
+  // frees the values (an executor that has copied them elsewhere)
+  void release() {
+    std::vector<double>().swap(own_);
+    drop_borrowed();
+  }
+
+ private:
+  void drop_borrowed() {
+    borrowed_ = nullptr;
+    n_ = 0;
+    keep_.reset();
+  }
+  std::vector<double> own_;
+  const double* borrowed_ = nullptr;
+  size_t n_ = 0;
+  std::shared_ptr<const void> keep_;
+};
+
 struct Node {
   Op op = Op::data;
   std::vector<int> inputs;
@@ -116,7 +179,7 @@ struct Node {
   long size = 1;          // product of dim
 
   // data
-  std::vector<double> values;
+  DataValues values;
   // param: a slice [offset, offset + size) of the free state
   long offset = 0;
   Transform transform = Transform::none;
@@ -190,9 +253,10 @@ struct Program {
 // Rows [first, end) of a column-major [rows x cols] array (a node's values,
 // or an index with one entry per element): how a program is cut by rows
 // (shards.cpp) and by groups (group_slice.cpp).
-template <class V> V cut_rows(const V& v, long rows, long first, long end) {
+template <class V>
+std::vector<typename V::value_type> cut_rows(const V& v, long rows, long first, long end) {
   const long cols = static_cast<long>(v.size()) / rows, kept = end - first;
-  V out(static_cast<size_t>(kept * cols));
+  std::vector<typename V::value_type> out(static_cast<size_t>(kept * cols));
   for (long j = 0; j < cols; ++j)
     for (long r = first; r < end; ++r) out[(r - first) + j * kept] = v[r + j * rows];
   return out;

@@ -196,7 +196,7 @@ template <class T> class ObservationStage {
                                      const long* tile_start) const;
   // Row data of the extent in tile order (empty for other nodes), and a
   // gather's index in tile order (empty for other nodes).
-  const std::vector<T>& row_data(int id) const { return row_data_[id] ? *row_data_[id] : no_data_; }
+  const RowArray<T>& row_data(int id) const { return row_data_[id]; }
   const std::vector<long>& row_index(int id) const {
     return row_index_[id] ? *row_index_[id] : no_index_;
   }
@@ -287,10 +287,9 @@ template <class T> class ObservationStage {
   // tile_start_[t] * cols (cols = 1 for a per-row index). Shared with the
   // program's other stages where they hold the same (row_store.hpp), or the
   // program's own arrays; null for other nodes.
-  std::vector<std::shared_ptr<const std::vector<T>>> row_data_;
+  std::vector<RowArray<T>> row_data_;
   std::vector<bool> row_major_;  // row data stored row by row within each tile
   std::vector<std::shared_ptr<const std::vector<long>>> row_index_;
-  std::vector<T> no_data_;
   std::vector<long> no_index_;
   std::vector<char> index_in_runs_;  // per node: index_in_runs(row_index_) (NodeCall's)
   std::vector<char> index_in_steps_;  // per node: index_in_steps(row_index_) (NodeCall's)

@@ -83,6 +83,36 @@ template <class T> std::shared_ptr<const std::vector<T>> unowned(const std::vect
   return std::shared_ptr<const std::vector<T>>(std::shared_ptr<void>(), &v);
 }
 
+// A stage's row data: an array of the row store's (or the stage's own),
+// which `keep` holds, or the program's own data (DataValues, which may be
+// the user's memory that the program borrows), which the program keeps.
+// Empty and false when the node has none.
+template <class T> class RowArray {
+ public:
+  using value_type = T;
+  RowArray() = default;
+  RowArray(std::shared_ptr<const std::vector<T>> v)  // NOLINT: a held array is row data
+      : keep_(v), data_(v ? v->data() : nullptr), size_(v ? v->size() : 0), set_(v != nullptr) {}
+  // n values at p that outlive the stage
+  static RowArray of(const T* p, size_t n) {
+    RowArray a;
+    a.data_ = p;
+    a.size_ = n;
+    a.set_ = true;
+    return a;
+  }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  explicit operator bool() const { return set_; }
+
+ private:
+  std::shared_ptr<const std::vector<T>> keep_;
+  const T* data_ = nullptr;
+  size_t size_ = 0;
+  bool set_ = false;
+};
+
 }  // namespace lockstep
 
 #endif

@@ -332,7 +332,7 @@ CudaExecutor<T>::CudaExecutor(const Program& program, long chains, const ExecOpt
     for (size_t e = 0; e < stages.size(); ++e)
       tile_stages_.push_back(place_tile_stage(*stages[e], stage_lanes[e]));
     stages.clear();  // (their host copies of the row data)
-    for (Node& node : program_.nodes) std::vector<double>().swap(node.values);
+    for (Node& node : program_.nodes) node.values.release();
     for (KernelNode& k : kernel_nodes_) k.values = nullptr;
     scratch_ = allocate<double>(chains);
     work_ = allocate<double>(chains * work);
