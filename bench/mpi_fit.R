@@ -31,21 +31,10 @@ peak_mb <- function() {
 
 d <- hlogit_data(N, shared)
 rows <- if (across) mpi_rows(N, groups = d$g) else seq_len(N)
-K <- d$K; G <- d$G
-g <- d$g[rows]; X <- d$X[rows, , drop = FALSE]; y <- d$y[rows]
-rm(d); invisible(gc())
-alpha <- normal(0, 1.5)
-beta <- normal(0, 1, dim = K)
-sigma_alpha <- normal(0, 1, truncation = c(0, Inf))
-sigma_gamma <- normal(0, 0.5, dim = K, truncation = c(0, Inf))
-z_alpha <- normal(0, 1, dim = G)
-z_gamma <- normal(0, 1, dim = c(G, K))
-alpha_g <- sigma_alpha * z_alpha
-Xd <- as_data(X)
-gamma <- lockstep::sweep(z_gamma, 2, sigma_gamma, "*")
-eta <- alpha + alpha_g[g] + Xd %*% beta + lockstep::rowSums(Xd * gamma[g, ])
-distribution(y) <- bernoulli(ilogit(eta))
-m <- model(alpha, beta, sigma_alpha, sigma_gamma)
+# this rank's rows of the seed model (hlogit_model.R), its group effects over all G groups
+d <- list(K = d$K, G = d$G, g = d$g[rows], X = d$X[rows, , drop = FALSE], y = d$y[rows])
+invisible(gc())
+m <- hlogit_model(d)
 co <- cpu_only(threads = as.integer(opt$threads), mpi = across)
 
 fit <- function(iterations) {
