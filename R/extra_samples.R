@@ -99,6 +99,7 @@ extra_samples <- function(draws, n_samples = 1000, thin = 1, n_cores = NULL, ver
                    last_free = info$last_free, diagnostics = info$diagnostics,
                    warmup_diagnostics = info$warmup_diagnostics,
                    warmup_rescues = info$warmup_rescues)
+  run$exchanged_before <- mpi_counts(run$options)  # (this call's alone: mpi_stats(draws))
   writer <- if (!is.null(checkpoint)) {
     checkpoint_open(checkpoint, checkpoint_start(run, info$last_free, 0L, n_samples,
                                                  checkpoint$every, previous), options)

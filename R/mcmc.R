@@ -156,6 +156,7 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
   init <- initial_free_state(model, initial_values, chains, options, parent.frame())
 
   seeds <- same_on_every_rank(floor(stats::runif(2) * 2^32), options)
+  exchanged_before <- mpi_counts(options)  # (what the run sends, from here: mpi_stats(draws))
   handle <- ls_sampler_new(engine, init, sampler$name, sampler$parameters, seeds[1], seeds[2],
                            options)
 
@@ -164,7 +165,8 @@ mcmc <- function(model, sampler = nuts(), n_samples = 1000, thin = 1, warmup = 1
               chains = chains, thin = thin, warmup = warmup, options = options,
               keep_raw = keeps_raw_draws(raw_mb, verbose),
               construction = list(name = sampler$name, parameters = sampler$parameters,
-                                  seeds = seeds))
+                                  seeds = seeds),
+              exchanged_before = exchanged_before)
   writer <- if (!is.null(checkpoint)) {
     checkpoint_open(checkpoint, checkpoint_start(run, init, warmup, n_samples, checkpoint$every),
                     options)
@@ -364,6 +366,7 @@ finish_run <- function(run, kept_env, previous = NULL) {
   } else {
     previous$warmup_diagnostics  # extra_samples() has no warmup of its own
   }
+  info$mpi <- run_exchange(run, kept_env)
   attr(out, "model_info") <- info
   attr(out, "sampler_params") <- split_by_chain(diagnostics, run$chains)
   if (identical(kept_env$status, "complete") && identical(lockstep_stash$last, kept_env)) {

@@ -32,7 +32,9 @@
 #' exchanged with the others since MPI started (or since the last `reset`):
 #' the number of collective calls and the bytes of payload it contributed to
 #' them (an all-reduce of `n` doubles counts `8 n`), for checking what a
-#' gradient sends.
+#' gradient sends; `mpi_stats(draws = )` says what the run that made `draws`
+#' sent, a gradient and an iteration (the seed model at 10^6 rows on 2 ranks:
+#' about 1.4 KB a gradient of 4 chains, whatever the rows and groups).
 #'
 #' Every rank must make the same calls, in the same order, to functions that
 #' run the model ([mcmc()], `model_log_density`): they are collective. A
@@ -108,10 +110,17 @@
 #' @param groups `NULL`, or the group of each of the `n` rows: positive whole
 #'   numbers, one per row (rows need not be sorted by group)
 #' @param reset `TRUE` to start counting again after reading
+#' @param draws `NULL`, or draws made by [mcmc()] or [extra_samples()] across
+#'   processes: what that run exchanged
 #' @return `mpi_available()`: `TRUE` or `FALSE`; `mpi_rank()`, `mpi_size()`:
 #'   an integer; `mpi_rows()`: an integer vector of row numbers (increasing;
 #'   with `groups`, its attribute `"groups"` the groups they belong to);
-#'   `mpi_stats()`: a list of `calls` and `bytes`
+#'   `mpi_stats()`: a list of `calls` and `bytes`; with `draws`, that run's
+#'   `calls` and `bytes` (this process's), its `gradients` (of all chains,
+#'   warmup's and sampling's) and `iterations`, and `bytes_per_gradient` and
+#'   `bytes_per_iteration`: what a run sends once (its start, the whole state
+#'   at its end) is in the bytes, so a short run has more bytes a gradient
+#'   than a long one
 #' @examples
 #' mpi_available()
 #' # An SPMD script, run with `mpirun -np 4 Rscript fit.R`:
@@ -198,12 +207,51 @@ check_row_groups <- function(groups, n) {
 
 #' @rdname mpi
 #' @export
-mpi_stats <- function(reset = FALSE) {
+mpi_stats <- function(reset = FALSE, draws = NULL) {
   if (!is.logical(reset) || length(reset) != 1L || is.na(reset)) {
     stop("`reset` must be TRUE or FALSE", call. = FALSE)
   }
+  if (!is.null(draws)) {
+    if (!inherits(draws, "greta_mcmc_list")) {
+      stop("`draws` of mpi_stats() must be the draws of mcmc() or extra_samples()", call. = FALSE)
+    }
+    exchanged <- attr(draws, "model_info")$mpi
+    if (is.null(exchanged)) {
+      stop("`draws` were not made across MPI processes (compute_options with mpi = TRUE)",
+           call. = FALSE)
+    }
+    return(exchanged)
+  }
   mpi_start()
   ls_mpi_stats(reset)
+}
+
+# This process's counts so far (calls, bytes) for a run across processes, else NULL.
+mpi_counts <- function(options) {
+  if (isTRUE(options$mpi)) unlist(ls_mpi_stats(FALSE)) else NULL
+}
+
+# What a run across processes exchanged, from its start (run$exchanged_before)
+# to now: calls and bytes, the gradients of all chains its iterations took
+# (warmup's and sampling's: the chains step together, so an iteration takes
+# as many as its longest chain's leapfrog steps), its iterations, and bytes a
+# gradient and an iteration. NULL for a run in one process.
+run_exchange <- function(run, kept_env) {
+  before <- run$exchanged_before
+  if (is.null(before)) return(NULL)
+  now <- unlist(ls_mpi_stats(FALSE))
+  if (now[["bytes"]] < before[["bytes"]]) return(NULL)  # (mpi_stats(reset = TRUE) in between)
+  steps <- function(d) {
+    if (is.null(d) || !nrow(d) || is.null(d$n_leapfrog__)) return(c(0, 0))
+    per_iteration <- matrix(d$n_leapfrog__, ncol = run$chains, byrow = TRUE)
+    c(sum(apply(per_iteration, 1, max)), nrow(per_iteration))
+  }
+  counted <- steps(bind_chunks(kept_env$warmup_diagnostics)) + steps(bind_chunks(kept_env$diagnostics))
+  calls <- now[["calls"]] - before[["calls"]]
+  bytes <- now[["bytes"]] - before[["bytes"]]
+  list(calls = calls, bytes = bytes, gradients = counted[1], iterations = counted[2],
+       bytes_per_gradient = if (counted[1] > 0) bytes / counted[1] else NA_real_,
+       bytes_per_iteration = if (counted[2] > 0) bytes / counted[2] else NA_real_)
 }
 
 mpi_state <- new.env(parent = emptyenv())

@@ -330,6 +330,20 @@ if (!on_gpu) {
     "owned groups: a call not made whole sends %.0f bytes for %g gradients (%.0f a gradient; made whole: %.0f more a call)",
     lean[["bytes"]], lean[["gradients"]], lean[["bytes"]] / lean[["gradients"]],
     short[["bytes"]] - short[["gradients"]] * per_gradient))
+  # mpi_stats(draws =): what a run of mcmc() sent, a gradient and an iteration
+  # (its once-a-run exchanges, the start and the whole state at the end,
+  # spread over its gradients)
+  set.seed(23)
+  run_draws <- mcmc(split_h, warmup = 20, n_samples = 10, chains = 2, verbose = FALSE,
+                    compute_options = co)
+  sent <- mpi_stats(draws = run_draws)
+  once <- 4 * whole_state  # at most: the start, the metric's start, the end's state and diag_sd
+  check(sent$iterations == 30 && sent$gradients >= 30 && sent$bytes > 0 &&
+          sent$bytes <= once + 2 * per_gradient * sent$gradients &&
+          lockstep:::ls_mpi_same(sent$gradients) &&
+          isTRUE(all.equal(sent$bytes_per_gradient, sent$bytes / sent$gradients)), sprintf(
+    "mpi_stats(draws =): a run's %g bytes over %g gradients (%.0f a gradient) and %g iterations",
+    sent$bytes, sent$gradients, sent$bytes_per_gradient, sent$iterations))
 }
 
 # Ranks whose models differ get a clear error on every rank, not a hang;

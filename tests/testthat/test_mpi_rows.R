@@ -54,3 +54,10 @@ test_that("mpi_rows() refuses groups that are not a group per row", {
   expect_null(lockstep:::check_row_groups(NULL, 3))
   expect_null(lockstep:::check_row_groups(c(3, 1, 1), 3))
 })
+
+test_that("mpi_stats(draws =) is for runs across processes, and says so", {
+  d <- mcmc(model(normal(0, 1)), n_samples = 5, warmup = 5, chains = 1, verbose = FALSE)
+  expect_null(attr(d, "model_info")$mpi)
+  expect_error(mpi_stats(draws = d), "not made across MPI processes")
+  expect_error(mpi_stats(draws = 1), "must be the draws of mcmc\\(\\) or extra_samples\\(\\)")
+})
