@@ -3,7 +3,8 @@
 # rank, each rank holding its groups' intercepts and slopes), then mcmc() runs `--sampler`
 # for n and 2n iterations; the second run's extra cost over the first is the cost of n
 # iterations. Prints, per rank: ms per gradient of all chains, mpi_stats()'s calls and bytes
-# (and bytes per gradient and per call) of each run, and the process's peak RSS.
+# (and bytes per gradient and per call) of each run, and the process's peak RSS: while every
+# rank simulates all N rows (to take its own from them), and from then on.
 #
 #   mpirun -np 2 Rscript bench/mpi_fit.R [--N 1e6] [--chains 4] [--iterations 10]
 #                                        [--sampler hmc|nuts] [--threads 1] [--raw 0]
@@ -34,6 +35,11 @@ rows <- if (across) mpi_rows(N, groups = d$g) else seq_len(N)
 # this rank's rows of the seed model (hlogit_model.R), its group effects over all G groups
 d <- list(K = d$K, G = d$G, g = d$g[rows], X = d$X[rows, , drop = FALSE], y = d$y[rows])
 invisible(gc())
+# the peak from here on (Linux: 5 into clear_refs resets VmHWM): what the fit
+# takes beside the rank's rows, without the whole simulation every rank made
+# to take its rows from (a user's rank reads its own)
+peak_simulation <- peak_mb()
+reset_peak <- tryCatch({ writeLines("5", "/proc/self/clear_refs"); TRUE }, error = function(e) FALSE)
 m <- hlogit_model(d)
 co <- cpu_only(threads = as.integer(opt$threads), mpi = across)
 
@@ -60,9 +66,11 @@ ms <- 1000 * (second$seconds - first$seconds) / max(1, gradients)
 cat(sprintf(paste0("rank %d of %d: N = %g rows (this rank %d), %d free parameters, %d chains, %s; ",
                    "%.1f ms a gradient of all chains (%d gradients' difference); ",
                    "mpi_stats: %g calls, %.0f bytes (%d iterations), %g calls, %.0f bytes (%d): ",
-                   "%.0f bytes a gradient (the runs' difference), %.0f a call; peak RSS %.0f MB\n"),
+                   "%.0f bytes a gradient (the runs' difference), %.0f a call; peak RSS %.0f MB ",
+                   "after the rows were in place (%s), %.0f MB while simulating every row\n"),
             if (across) mpi_rank() else 0L, if (across) mpi_size() else 1L, N, length(rows),
             m$n_free, C, opt$sampler, ms, gradients, first$calls, first$bytes, n,
             second$calls, second$bytes, 2L * n,
             (second$bytes - first$bytes) / max(1, gradients),
-            second$bytes / max(1, second$calls), peak_mb()))
+            second$bytes / max(1, second$calls), peak_mb(),
+            if (reset_peak) "VmHWM reset" else "could not reset VmHWM: the whole run's", peak_simulation))
