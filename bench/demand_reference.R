@@ -3,6 +3,7 @@
 #
 #   Rscript bench/demand_reference.R [--products 1e4] [--warmup 300] [--samples 300]
 #                                    [--svi-minutes 10] [--save FILE] [--reference FILE]
+#                                    [--progress 1]
 #
 # mcmc() (NUTS, 4 chains, 2 threads) on the model of bench/svi_demand.R, started at the
 # priors' medians; extra_samples() then adds --samples draws at a time until every product
@@ -15,7 +16,9 @@
 suppressMessages(library(lockstep))
 args <- commandArgs(TRUE)
 opt <- list(products = "1e4", warmup = "300", samples = "300", "svi-minutes" = "10", save = "",
-            reference = "")
+            reference = "", progress = "1")
+# (mcmc()'s progress bars, to a log when run in the background: NUTS here takes hours)
+show <- opt$progress == "1"
 for (i in seq_len(length(args) / 2) * 2 - 1) opt[[sub("^--", "", args[i])]] <- args[i + 1]
 script <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
 shared <- Sys.getenv("LOCKSTEP_SHARED", normalizePath(file.path(dirname(script), "..", "..", "shared")))
@@ -35,13 +38,13 @@ if (nzchar(opt$reference)) {
   set.seed(50)
   t_nuts <- system.time({
     draws <- mcmc(m, n_samples = as.integer(opt$samples), warmup = as.integer(opt$warmup), chains = 4,
-                  initial_values = at_median, compute_options = co, verbose = FALSE)
+                  initial_values = at_median, compute_options = co, verbose = show)
     ess <- ess_bulk(draws)
     rounds <- 0
     while (min(ess) < 200 && rounds < 3) {
       cat(sprintf("  %d draws a chain: smallest bulk ESS %.0f; adding %s\n", coda::niter(draws),
                   min(ess), opt$samples))
-      draws <- extra_samples(draws, n_samples = as.integer(opt$samples), verbose = FALSE)
+      draws <- extra_samples(draws, n_samples = as.integer(opt$samples), verbose = show)
       ess <- ess_bulk(draws)
       rounds <- rounds + 1
     }
