@@ -59,14 +59,21 @@ component_of <- function(x, k, what) {
     bad(paste0("must be a univariate distribution (such as normal() or poisson()), not ",
                dist$family, "()"))
   }
-  if (!identical(dist$target, variable) || length(variable$children) > 0 ||
-      isTRUE(variable$assigned)) {
+  if (used_elsewhere(variable)) {
     bad("has already been used elsewhere; create a new one, e.g. normal(0, 1)")
   }
   list(dist = dist, family = dist$family, label = dist$label, params = dist$parents,
        param_names = dist$param_names, truncation = dist$truncation,
        lower = variable$lower, upper = variable$upper, dim = variable$dim,
        discrete = isTRUE(dist$discrete))
+}
+
+# Whether the greta array of a distribution (its target `variable`) has
+# already been used: in another expression, given to data, or taken into a
+# compound. A distribution can be used once.
+used_elsewhere <- function(variable) {
+  dist <- variable$distribution
+  !identical(dist$target, variable) || length(variable$children) > 0 || isTRUE(variable$assigned)
 }
 
 # The component's distribution leaves its parameters' children (through which

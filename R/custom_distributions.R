@@ -1,4 +1,4 @@
-# custom_distribution() (custom distributions): the hook for defining a distribution in R over
+# custom_distribution(): the hook for defining a distribution in R over
 # lockstep's ops, as greta's extension packages (greta.gp, greta.dynamics)
 # define theirs through greta's `.internals`. Its log density is a greta
 # array expression, so the engine differentiates it like any model code; it
@@ -41,9 +41,9 @@
 #' @param sample `NULL`, or a function `(parameters, dim)` returning one
 #'   random draw, an R array of dimension `dim` (the distribution's, or the
 #'   data's when it was given to data), given the parameters' values as R
-#'   arrays of their dimensions (a 1 x 1 parameter as a number); [calculate()] with `nsim` and [simulate()]
-#'   call it once per draw. Without it they refuse to simulate the
-#'   distribution
+#'   arrays of their dimensions (a 1 x 1 parameter as a number);
+#'   [calculate()] with `nsim` and [simulate()] call it once per draw.
+#'   Without it they refuse to simulate the distribution
 #' @param name the distribution's name, for messages and [plot()]
 #' @return a greta array with the distribution
 #' @examples
@@ -71,8 +71,8 @@
 #' calculate(skew_normal(0, 1, 4, dim = 3), nsim = 2)
 #' @export
 custom_distribution <- function(log_density, parameters = list(), dim = NULL, lower = -Inf,
-                             upper = Inf, discrete = FALSE, sample = NULL,
-                             name = "custom") {
+                                upper = Inf, discrete = FALSE, sample = NULL,
+                                name = "custom") {
   if (!is.function(log_density)) {
     stop("`log_density` of custom_distribution() must be a function (x, parameters)",
          call. = FALSE)

@@ -530,8 +530,7 @@ distribution <- function(greta_array) {
   dist <- variable$distribution
   # a multivariate distribution's prior may be an operation (dirichlet()'s simplex)
   multivariate <- isTRUE(dist$multivariate)
-  if ((variable$type != "variable" && !multivariate) || !identical(dist$target, variable) ||
-      length(variable$children) > 0 || isTRUE(variable$assigned)) {
+  if ((variable$type != "variable" && !multivariate) || used_elsewhere(variable)) {
     stop("the distribution on the right-hand side of `distribution(y) <-` has already been ",
          "used elsewhere; create a new one, e.g. distribution(y) <- normal(mu, sd)",
          call. = FALSE)

@@ -130,7 +130,13 @@ length.greta_array <- function(x) prod(get_node(x)$dim)
 as.matrix.greta_array <- function(x, ...) {
   node <- get_node(x)
   # data: its R values, as greta returns them (as.matrix() of an R array)
-  if (node$type == "data") return(base::as.matrix(array(as.numeric(node$value), node$dim)))
+  if (node$type == "data") {
+    # (a double matrix is the user's own, returned as it is: no copy)
+    v <- node$value
+    if (!is.double(v)) v <- as.numeric(v)
+    if (!identical(dim(v), as.integer(node$dim))) dim(v) <- node$dim
+    return(base::as.matrix(v))
+  }
   d <- node$dim
   if (length(d) == 2L) x else reshape_node(get_node(x), c(prod(d), 1L))
 }

@@ -220,12 +220,11 @@ multivariate_mixture <- function(dots, weights) {
                  "distributions, or multivariate ones over rows (",
                  paste0(mixture_row_families, "()", collapse = ", "), ")"))
     }
-    if (!identical(dist$target, variable) || length(variable$children) > 0 ||
-        isTRUE(variable$assigned)) {
-      bad("has already been used elsewhere; create a new one")
-    }
-    list(dist = dist, variable = variable, family = dist$family, dim = variable$dim,
-         discrete = isTRUE(dist$discrete))
+    if (used_elsewhere(variable)) bad("has already been used elsewhere; create a new one")
+    # (component_of()'s fields that component_parameters() reads, and the variable)
+    list(dist = dist, variable = variable, family = dist$family, label = dist$label,
+         params = dist$parents, param_names = dist$param_names, truncation = dist$truncation,
+         dim = variable$dim, discrete = isTRUE(dist$discrete))
   })
   dims <- lapply(components, `[[`, "dim")
   refuse_unequal_dims(dims, "mixture")
@@ -239,18 +238,13 @@ multivariate_mixture <- function(dots, weights) {
          call. = FALSE)
   }
   weights <- mixture_weights(weights, K, c(shape[1], 1L))
-  params <- list()
-  spec <- vector("list", K)
-  for (k in seq_len(K)) {
-    dist <- components[[k]]$dist
-    names <- paste0(dist$param_names, "_", k)
-    for (j in seq_along(dist$parents)) {
-      params[[names[j]]] <- as_greta_array_from_node(dist$parents[[j]])
-    }
-    spec[[k]] <- list(family = dist$family, label = dist$label, names = names,
-                      param_names = dist$param_names, density = dist$density,
-                      check_data = dist$check_data, multivariate = TRUE)
-  }
+  parts <- component_parameters(components)
+  params <- parts$params
+  # each component's own density per row and data check, read by its own names
+  spec <- lapply(parts$spec, function(s) {
+    c(s, list(param_names = s$dist$param_names, density = s$dist$density,
+              check_data = s$dist$check_data, multivariate = TRUE))
+  })
   # every check has passed: detach the components (their parameters' children,
   # their variables), keeping the first's variable as the mixture's target
   for (k in seq_len(K)) {
@@ -270,6 +264,13 @@ multivariate_mixture <- function(dots, weights) {
   as_greta_array_from_node(target)
 }
 
+# A multivariate component's parameters out of the mixture's (`p`, named
+# mean_1, Sigma_1, ...), under the component's own names (mean, Sigma, ...)
+# as its density and draws read them.
+own_parameters <- function(p, component) {
+  stats::setNames(p[component$names], component$param_names)
+}
+
 # log sum_k w_k p_k(y_i), one value per row y_i (an n x 1 greta array)
 multivariate_mixture_log_density <- function(y, p, spec) {
   w <- p$weights
@@ -280,10 +281,8 @@ multivariate_mixture_log_density <- function(y, p, spec) {
   }
   log_total <- if (ncol(w) == 1L) log(sum(w)) else column(log(colSums(w)))
   terms <- lapply(seq_along(spec), function(k) {
-    comp <- spec[[k]]
-    own <- stats::setNames(p[comp$names], comp$param_names)
     wk <- if (ncol(w) == 1L) w[k] else column(w[k, ])
-    column(comp$density(y, own)) + (log(wk) - log_total)
+    column(spec[[k]]$density(y, own_parameters(p, spec[[k]]))) + (log(wk) - log_total)
   })
   Reduce(log_add_exp, terms)
 }
@@ -306,10 +305,9 @@ mixture_family <- list(
                      integer(1))
       out <- matrix(0, n, k)
       for (j in unique(pick)) {
-        comp <- spec[[j]]
-        own <- stats::setNames(p[comp$names], comp$param_names)
         rows <- pick == j
-        out[rows, ] <- mv_family(comp$family, "mixture()")$r(own, n, k)[rows, , drop = FALSE]
+        draws <- mv_family(spec[[j]]$family, "mixture()")$r(own_parameters(p, spec[[j]]), n, k)
+        out[rows, ] <- draws[rows, , drop = FALSE]
       }
       return(out)
     }
